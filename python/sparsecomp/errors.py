@@ -1,0 +1,34 @@
+"""The exception family of the Python API.
+
+Command-line tools never show these as tracebacks: they print the message,
+which starts with ``file:line:col:`` when the error has a location.
+"""
+
+from __future__ import annotations
+
+
+class SparsecompError(Exception):
+    """Base class of every error sparsecomp raises on purpose."""
+
+    def __init__(self, message: str, *, location: str | None = None, hint: str | None = None):
+        self.message = message
+        self.location = location
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """``location: error: message`` plus the hint on a second line."""
+        head = f"{self.location}: error: {self.message}" if self.location else self.message
+        return f"{head}\n  hint: {self.hint}" if self.hint else head
+
+
+class ToolchainError(SparsecompError):
+    """The MLIR/LLVM tools sparsecomp depends on are missing or failed."""
+
+
+class ParseError(SparsecompError):
+    """MLIR text could not be parsed or verified."""
+
+
+class PipelineError(SparsecompError):
+    """A pass pipeline could not be parsed or failed while running."""

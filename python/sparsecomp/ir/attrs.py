@@ -1,0 +1,89 @@
+"""Read and build ``#sparse_iter`` attributes from Python.
+
+IRDL attributes have no C API accessors, so parameters are recovered from the
+attribute's printed form ``#sparse_iter.name<p0, p1, ...>``: the text between
+the outer brackets is split at top-level commas and each piece is parsed back
+as a builtin attribute. Parameter names come from the ``.td`` through the
+generated ``attr_params.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from mlir import ir
+
+from sparsecomp.ir import odsgen
+
+PREFIX = "#sparse_iter."
+
+
+@cache
+def param_names() -> dict[str, list[str]]:
+    """``{mnemonic: [parameter names]}`` of every dialect attribute."""
+    path = odsgen.ensure_generated() / odsgen.PARAMS_FILE
+    return json.loads(path.read_text())
+
+
+def mnemonic(attr: ir.Attribute) -> str | None:
+    """``"layout"`` for ``#sparse_iter.layout<...>``; ``None`` for other attributes."""
+    text = str(attr)
+    if not text.startswith(PREFIX):
+        return None
+    return text[len(PREFIX) :].split("<", 1)[0]
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split ``text`` at commas outside brackets and string literals."""
+    pieces, depth, start, i, in_string = [], 0, 0, 0, False
+    while i < len(text):
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "([{<":
+            depth += 1
+        elif c in ")]}" or (c == ">" and text[i - 1] != "-"):
+            depth -= 1
+        elif c == "," and depth == 0:
+            pieces.append(text[start:i].strip())
+            start = i + 1
+        i += 1
+    tail = text[start:].strip()
+    if tail:
+        pieces.append(tail)
+    return pieces
+
+
+def params(attr: ir.Attribute) -> dict[str, ir.Attribute]:
+    """Parameters of a ``#sparse_iter`` attribute by name, in declaration order."""
+    name = mnemonic(attr)
+    if name is None:
+        raise ValueError(f"not a sparse_iter attribute: {attr}")
+    text = str(attr)
+    body = text[text.index("<") + 1 : -1]
+    values = [ir.Attribute.parse(p, attr.context) for p in split_top_level(body)]
+    return dict(zip(param_names()[name], values, strict=True))
+
+
+def build(name: str, **values: ir.Attribute) -> ir.Attribute:
+    """``#sparse_iter.<name><...>`` from parameters given by name."""
+    names = param_names()[name]
+    if set(values) != set(names):
+        raise ValueError(f"#sparse_iter.{name} takes parameters {names}, got {sorted(values)}")
+    ctx = next(iter(values.values())).context if values else None
+    body = ", ".join(str(values[n]) for n in names)
+    return ir.Attribute.parse(f"{PREFIX}{name}<{body}>", ctx)
+
+
+def encoding_of(ty: ir.Type) -> ir.Attribute | None:
+    """The ``#sparse_iter`` encoding of a ranked tensor type, if it has one."""
+    if not isinstance(ty, ir.RankedTensorType):
+        return None
+    enc = ty.encoding
+    return enc if enc is not None and mnemonic(enc) is not None else None

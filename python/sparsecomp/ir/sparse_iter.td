@@ -1,0 +1,1 @@
+../../../dialects/sparse_iter.td

@@ -1,0 +1,32 @@
+"""Every environment variable sparsecomp reads, in one place (Triton's knobs).
+
+Each knob is read when it is used, so tests can set it with ``monkeypatch``.
+Knobs that change compiler output must be part of the compile cache key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """``SPARSECOMP_CACHE_DIR``: root of the on-disk caches.
+
+    Defaults to ``$XDG_CACHE_HOME/sparsecomp`` or ``~/.cache/sparsecomp``.
+    """
+    explicit = os.environ.get("SPARSECOMP_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "sparsecomp"
+
+
+def reproducer_dir() -> Path | None:
+    """``SPARSECOMP_REPRODUCER_DIR``: where failing pipelines write reproducers.
+
+    ``None`` (unset) means the system temporary directory.
+    """
+    value = os.environ.get("SPARSECOMP_REPRODUCER_DIR")
+    return Path(value) if value else None
