@@ -1,0 +1,196 @@
+"""``sparsecomp-opt``: an mlir-opt for programs with sparse_iter encodings.
+
+Reads MLIR from a file or stdin, runs a pass pipeline mixing upstream and
+sparsecomp passes, and prints the result::
+
+    sparsecomp-opt in.mlir --pass-pipeline='builtin.module(sparse-iter-fold-encodings, cse)'
+    sparsecomp-opt in.mlir --sparse-iter-fold-encodings='max-iterations=3' --canonicalize
+    sparsecomp-opt --split-input-file --verify-diagnostics test-invalid.mlir
+
+Errors are printed as ``file:line:col: error: message`` with exit code 1;
+bad input never produces a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.ir.context import make_context
+from sparsecomp.ir.parsing import DiagnosticLog, parse_module
+from sparsecomp.ir.verify import verify
+from sparsecomp.tools import listing
+from sparsecomp.tools.diagnostics import (
+    Diagnostic,
+    check,
+    format_diagnostic,
+    parse_expectations,
+)
+from sparsecomp.transforms.pipeline import build_pass_manager
+
+PROG = "sparsecomp-opt"
+DEFAULT_SPLIT = "// -----"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
+        epilog="Any other --<pass-name>[=<options>] flag adds that pass, in order.",
+    )
+    p.add_argument("input", nargs="?", default="-", help="input file ('-' for stdin)")
+    p.add_argument("-o", dest="output", default="-", help="output file ('-' for stdout)")
+    p.add_argument("--pass-pipeline", help="textual pipeline, e.g. 'builtin.module(cse)'")
+    p.add_argument("--split-input-file", nargs="?", const=DEFAULT_SPLIT, default=None,
+                   metavar="MARKER", help=f"process chunks separated by MARKER ({DEFAULT_SPLIT!r})")
+    p.add_argument("--verify-diagnostics", action="store_true",
+                   help="check diagnostics against expected-* annotations in the input")
+    p.add_argument("--mlir-print-ir-after-all", action="store_true",
+                   help="print the IR after every pass (to stderr)")
+    p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
+    p.add_argument("--mlir-print-op-generic", action="store_true", help="print generic op form")
+    p.add_argument("--list-passes", action="store_true", help="list passes and pipelines")
+    p.add_argument("--show-dialects", action="store_true", help="list the available dialects")
+    return p
+
+
+@dataclass
+class Options:
+    """What to do with each chunk: the pipeline and how to print."""
+
+    pipeline: str
+    filename: str
+    verify_diagnostics: bool = False
+    print_ir_after_all: bool = False
+    debuginfo: bool = False
+    generic: bool = False
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def flags_to_pipeline(flags: Sequence[str]) -> str:
+    """``['--cse', '--x=a=1 b=2']`` -> ``'cse, x{a=1 b=2}'``."""
+    elements = []
+    for flag in flags:
+        if not flag.startswith("-") or flag in ("-", "--"):
+            raise SparsecompError(f"unexpected argument '{flag}'")
+        name, _, opts = flag.lstrip("-").partition("=")
+        elements.append(f"{name}{{{opts}}}" if opts else name)
+    return ", ".join(elements)
+
+
+def split_chunks(text: str, marker: str | None) -> list[str]:
+    """Chunks of ``text``, each padded with newlines to keep its line numbers."""
+    if marker is None:
+        return [text]
+    chunks, current, start = [], [], 0
+    for number, line in enumerate(text.split("\n")):
+        if line.strip() == marker:
+            chunks.append("\n" * start + "\n".join(current))
+            current, start = [], number + 1
+        else:
+            current.append(line)
+    chunks.append("\n" * start + "\n".join(current))
+    return chunks
+
+
+def run_chunk(text: str, opts: Options) -> tuple[str | None, list[Diagnostic]]:
+    """Parse, verify and transform one chunk; (printed module or None, diagnostics)."""
+    ctx = make_context()
+    log = DiagnosticLog(opts.filename)
+    try:
+        with log.capture(ctx), ctx:
+            module = parse_module(text, opts.filename, ctx).operation
+            if not verify(module):
+                return None, log.diagnostics
+            pm = build_pass_manager(opts.pipeline, ctx)
+            if opts.print_ir_after_all:
+                pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
+            pm.run(module)
+            asm = module.get_asm(enable_debug_info=opts.debuginfo,
+                                 print_generic_op_form=opts.generic)
+    except ir.MLIRError:
+        return None, log.diagnostics
+    return (None if log.has_errors else asm), log.diagnostics
+
+
+def process(text: str, opts: Options, marker: str | None) -> tuple[list[str], bool]:
+    """Outputs of every chunk and whether all went well; reports diagnostics."""
+    outputs, ok = [], True
+    for chunk in split_chunks(text, marker):
+        asm, diagnostics = run_chunk(chunk, opts)
+        if opts.verify_diagnostics:
+            expected, malformed = parse_expectations(chunk, opts.filename)
+            problems = malformed + check(expected, diagnostics, opts.filename)
+        else:
+            problems = diagnostics
+            ok &= asm is not None
+        for d in problems:
+            print(format_diagnostic(d), file=sys.stderr)
+        ok &= not any(d.severity == "error" for d in problems)
+        if asm is not None:
+            outputs.append(asm)
+    return outputs, ok
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise SparsecompError(f"cannot read input file '{path}': {reason}") from None
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise SparsecompError(f"cannot write output file '{path}': {exc.strerror}") from None
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args, extra = build_parser().parse_known_args(argv)
+    if args.list_passes:
+        print(listing.list_passes())
+        return 0
+    if args.show_dialects:
+        print(listing.show_dialects())
+        return 0
+    if args.pass_pipeline and extra:
+        raise SparsecompError("use either --pass-pipeline or per-pass flags, not both")
+    pipeline = args.pass_pipeline or flags_to_pipeline(extra)
+    build_pass_manager(pipeline, make_context())  # report pipeline errors once, up front
+    filename = "<stdin>" if args.input == "-" else args.input
+    opts = Options(pipeline, filename, args.verify_diagnostics, args.mlir_print_ir_after_all,
+                   args.mlir_print_debuginfo, args.mlir_print_op_generic)
+    outputs, ok = process(_read(args.input), opts, args.split_input_file)
+    separator = f"\n{args.split_input_file or DEFAULT_SPLIT}\n"
+    _write(args.output, separator.join(outputs))
+    return 0 if ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (0 success, 1 error)."""
+    try:
+        return _main(argv)
+    except SparsecompError as exc:
+        text = exc.render()
+        print(text if exc.location else f"{PROG}: error: {text}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""sparsecomp's passes: a lazy registry from command-line name to pass class.
+
+Each pass lives in its own module; the registry names the module so that
+listing passes imports only what is asked for (xDSL's ``get_all_passes``).
+Upstream MLIR passes are not listed here: pipelines use them by their
+textual names and the PassManager resolves them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+
+from sparsecomp.errors import PipelineError
+from sparsecomp.transforms.base import SparsecompPass
+
+#: command-line name -> "module:Class" under sparsecomp.transforms
+_REGISTRY: dict[str, str] = {
+    "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
+    "sparse-iter-verify": "verify:VerifyPass",
+}
+
+
+def _loader(target: str) -> Callable[[], type[SparsecompPass]]:
+    module, cls = target.split(":")
+
+    def load() -> type[SparsecompPass]:
+        return getattr(importlib.import_module(f"sparsecomp.transforms.{module}"), cls)
+
+    return load
+
+
+def get_all_passes() -> dict[str, Callable[[], type[SparsecompPass]]]:
+    """Name -> zero-argument loader of the pass class, sorted by name."""
+    return {name: _loader(target) for name, target in sorted(_REGISTRY.items())}
+
+
+def get_pass(name: str) -> type[SparsecompPass]:
+    """The pass class called ``name``; :class:`PipelineError` listing valid names if unknown."""
+    if name not in _REGISTRY:
+        raise PipelineError(unknown_pass_message(name))
+    return _loader(_REGISTRY[name])()
+
+
+def unknown_pass_message(name: str) -> str:
+    close = difflib.get_close_matches(name, _REGISTRY, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    valid = ", ".join(sorted(_REGISTRY))
+    return (
+        f"unknown pass '{name}'{hint}; sparsecomp passes: {valid}"
+        "; upstream passes: see mlir-opt --help"
+    )
+
+
+def is_sparsecomp_pass(name: str) -> bool:
+    return name in _REGISTRY

@@ -1,0 +1,125 @@
+"""The base class of sparsecomp's Python passes.
+
+A pass is a small frozen dataclass: its fields are the pass options (snake_case
+in Python, kebab-case on the command line), validated in ``__post_init__``; its
+docstring is its documentation (first line = the summary ``--list-passes``
+shows). ``run(op, pass_)`` does the work on the anchor operation (a
+``builtin.module``).
+
+Before ``run``, every pass verifies the ``sparse_iter`` rules IRDL cannot check
+(:mod:`sparsecomp.ir.verify`), so passes only see well-formed input. Errors are
+reported through MLIR locations and ``signal_pass_failure``; a Python exception
+escaping ``run`` is turned into a located internal error, never a crash.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import traceback
+import typing
+from typing import Any, ClassVar
+
+from mlir import ir
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.errors import PipelineError
+from sparsecomp.ir.verify import verify
+
+_TRUE = {"true", "1", "on", "yes"}
+_FALSE = {"false", "0", "off", "no"}
+
+
+def kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _convert(value: str, annotation: Any, option: str) -> Any:
+    """Parse one option value given on the command line."""
+    try:
+        if annotation is bool:
+            lowered = value.lower()
+            if lowered not in _TRUE | _FALSE:
+                raise ValueError
+            return lowered in _TRUE
+        if annotation in (int, float, str):
+            return annotation(value)
+        if typing.get_origin(annotation) is typing.Literal:
+            if value not in typing.get_args(annotation):
+                raise ValueError
+            return value
+    except ValueError:
+        pass
+    else:
+        raise PipelineError(f"option '{option}' has unsupported type {annotation}")
+    expected = _describe(annotation)
+    raise PipelineError(f"invalid value '{value}' for option '{option}': expected {expected}")
+
+
+def _describe(annotation: Any) -> str:
+    if typing.get_origin(annotation) is typing.Literal:
+        return "one of " + ", ".join(map(str, typing.get_args(annotation)))
+    return {bool: "true or false", int: "an integer", float: "a number"}.get(annotation, "a string")
+
+
+@dataclasses.dataclass(frozen=True)
+class SparsecompPass:
+    """Base class; subclasses set ``NAME`` and implement ``run``."""
+
+    NAME: ClassVar[str] = ""
+
+    # -- documentation -------------------------------------------------------
+    @classmethod
+    def summary(cls) -> str:
+        return inspect.getdoc(cls).splitlines()[0] if inspect.getdoc(cls) else ""
+
+    @classmethod
+    def description(cls) -> str:
+        return inspect.getdoc(cls) or ""
+
+    @classmethod
+    def option_fields(cls) -> list[dataclasses.Field]:
+        return list(dataclasses.fields(cls))
+
+    # -- construction from the command line ---------------------------------
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> SparsecompPass:
+        """Instance from ``{kebab-name: text}``; :class:`PipelineError` on bad input."""
+        hints = typing.get_type_hints(cls)
+        fields = {kebab(f.name): f for f in cls.option_fields()}
+        kwargs = {}
+        for key, text in options.items():
+            if key not in fields:
+                valid = ", ".join(fields) or "none"
+                raise PipelineError(f"pass '{cls.NAME}' has no option '{key}' (options: {valid})")
+            field = fields[key]
+            kwargs[field.name] = _convert(text, hints[field.name], key)
+        try:
+            return cls(**kwargs)
+        except ValueError as exc:
+            raise PipelineError(f"pass '{cls.NAME}': {exc}") from exc
+
+    def pipeline_text(self) -> str:
+        """``name{opt=value ...}`` with every option, for printing and cache keys."""
+        opts = []
+        for f in self.option_fields():
+            value = getattr(self, f.name)
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            opts.append(f"{kebab(f.name)}={text}")
+        return f"{self.NAME}{{{' '.join(opts)}}}" if opts else self.NAME
+
+    # -- execution -----------------------------------------------------------
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        raise NotImplementedError
+
+    def __call__(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        if not verify(op):
+            pass_.signal_pass_failure()
+            return
+        try:
+            self.run(op, pass_)
+        except Exception:  # a bug in the pass: report it at the anchor, do not crash
+            op.location.emit_error(
+                f"internal error in pass '{self.NAME}':\n{traceback.format_exc()}"
+            )
+            pass_.signal_pass_failure()

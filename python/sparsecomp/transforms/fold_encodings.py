@@ -1,0 +1,93 @@
+"""Pass ``sparse-iter-fold-encodings``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mlir import ir
+from mlir.passmanager import ExternalPass
+from mlir.rewrite import (
+    GreedyRewriteConfig,
+    PatternRewriter,
+    RewritePatternSet,
+    apply_patterns_and_fold_greedily,
+)
+
+from sparsecomp.transforms.base import SparsecompPass
+
+SET = "sparse_iter.set_encoding"
+UNSET = "sparse_iter.unset_encoding"
+
+
+def _producer(value: ir.Value, name: str) -> ir.Operation | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    op = owner.operation
+    return op if op.name == name else None
+
+
+def _erase_if_dead(op: ir.Operation, rewriter: PatternRewriter) -> None:
+    # IRDL ops carry no Pure trait, so the greedy driver does not delete dead
+    # encoding ops by itself; they are side-effect free by definition.
+    if all(not list(r.uses) for r in op.results):
+        rewriter.erase_op(op)
+
+
+def roundtrip_to_source(op: ir.Operation, rewriter: PatternRewriter) -> bool:
+    """``unset(set(x))`` -> ``x`` and ``set(unset(y))`` -> ``y`` when types agree."""
+    inner_name = SET if op.name == UNSET else UNSET
+    inner = _producer(op.operands[0], inner_name)
+    if inner is None:
+        return True
+    source = inner.operands[0]
+    if source.type != op.results[0].type:
+        return True  # a change of encoding, not a round trip
+    rewriter.replace_op(op, [source])
+    _erase_if_dead(inner, rewriter)
+    return False
+
+
+@dataclasses.dataclass(frozen=True)
+class FoldEncodingsPass(SparsecompPass):
+    """Fold round trips through sparse_iter.set_encoding / unset_encoding.
+
+    Matches ``unset_encoding(set_encoding(%x))`` whose result type equals the
+    type of ``%x`` and replaces it with ``%x``; likewise
+    ``set_encoding(unset_encoding(%y))`` with the encoding of ``%y``. The inner
+    op is erased once it has no uses. A round trip that changes the encoding
+    (``#a`` -> plain -> ``#b``) is a layout conversion and is left alone.
+
+    Before:
+
+    ```mlir
+    %1 = "sparse_iter.set_encoding"(%0) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
+    %2 = "sparse_iter.unset_encoding"(%1) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32>
+    return %2 : tensor<?x?xf32>
+    ```
+
+    After:
+
+    ```mlir
+    return %0 : tensor<?x?xf32>
+    ```
+
+    Options: ``max-iterations`` bounds the greedy rewrite driver's sweeps
+    (at least 1).
+    """
+
+    NAME = "sparse-iter-fold-encodings"
+    max_iterations: int = 10
+
+    def __post_init__(self) -> None:
+        if self.max_iterations < 1:
+            raise ValueError(f"max-iterations must be at least 1, got {self.max_iterations}")
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        patterns = RewritePatternSet(op.context)
+        patterns.add(SET, roundtrip_to_source)
+        patterns.add(UNSET, roundtrip_to_source)
+        config = GreedyRewriteConfig()
+        config.max_iterations = self.max_iterations
+        config.enable_folding = False
+        apply_patterns_and_fold_greedily(op, patterns.freeze(), config)

@@ -1,0 +1,236 @@
+"""Parse textual pass pipelines that mix upstream and sparsecomp passes.
+
+Python passes cannot be named in an MLIR pipeline string, so sparsecomp parses
+the pipeline itself (MLIR's textual syntax)::
+
+    builtin.module(canonicalize, sparse-iter-fold-encodings{max-iterations=3},
+                   func.func(cse))
+
+and builds a ``PassManager``: upstream elements are handed to
+``PassManager.add`` as text, sparsecomp passes are added as Python callables.
+A sparsecomp pass nested under an anchor such as ``func.func`` runs on every
+op of that name under the module. Names of files in ``pipelines/`` are named
+pipelines and expand in place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+from sparsecomp.errors import PipelineError
+from sparsecomp.ir.native import capture_native_stderr
+from sparsecomp.transforms import get_pass, is_sparsecomp_pass, unknown_pass_message
+from sparsecomp.transforms.base import SparsecompPass
+
+PIPELINE_DIR = Path(__file__).resolve().parent.parent / "pipelines"
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+_LLVM_BAD_VALUE = re.compile(r"for the --([\w\-]+) option: '(.*)' value invalid")
+
+
+@dataclasses.dataclass
+class Element:
+    """One pipeline element: a pass with options, or an anchor with children."""
+
+    name: str
+    options: str = ""  # the text between braces, verbatim
+    children: list[Element] | None = None
+    column: int = 0  # 1-based column of the name in the pipeline text, 0 if unknown
+
+    @property
+    def location(self) -> str | None:
+        return f"<pass-pipeline>:1:{self.column}" if self.column else None
+
+    def text(self) -> str:
+        if self.children is not None:
+            return f"{self.name}({', '.join(c.text() for c in self.children)})"
+        return f"{self.name}{{{self.options}}}" if self.options else self.name
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text, self.pos = text, 0
+
+    def error(self, message: str) -> PipelineError:
+        return PipelineError(f"{message} in '{self.text}'", location=f"<pass-pipeline>:1:{self.pos + 1}")
+
+    def skip_space(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self) -> str:
+        self.skip_space()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def elements(self) -> list[Element]:
+        items = [self.element()]
+        while self.peek() == ",":
+            self.pos += 1
+            items.append(self.element())
+        return items
+
+    def element(self) -> Element:
+        self.skip_space()
+        match = _NAME.match(self.text, self.pos)
+        if not match:
+            raise self.error("expected a pass or anchor name")
+        self.pos = match.end()
+        element = Element(match.group(), column=match.start() + 1)
+        if self.peek() == "{":
+            element.options = self.balanced("{", "}")
+        if self.peek() == "(":
+            self.pos += 1
+            element.children = [] if self.peek() == ")" else self.elements()
+            if self.peek() != ")":
+                raise self.error("expected ')'")
+            self.pos += 1
+        return element
+
+    def balanced(self, open_: str, close: str) -> str:
+        depth, start = 0, self.pos + 1
+        while self.pos < len(self.text):
+            c = self.text[self.pos]
+            depth += (c == open_) - (c == close)
+            self.pos += 1
+            if depth == 0:
+                return self.text[start : self.pos - 1].strip()
+        raise self.error(f"unbalanced '{open_}'")
+
+
+def parse_pipeline(text: str) -> list[Element]:
+    """The elements of a comma-separated pipeline; :class:`PipelineError` if malformed."""
+    parser = _Parser(text)
+    if not parser.peek():
+        return []
+    items = parser.elements()
+    if parser.peek():
+        raise parser.error(f"unexpected '{parser.peek()}'")
+    return items
+
+
+def parse_options(text: str) -> dict[str, str]:
+    """``key=value`` pairs separated by spaces; values may be quoted or braced."""
+    options, pattern = {}, re.compile(r"\s*([\w\-]+)(?:=(\"[^\"]*\"|'[^']*'|\{[^}]*\}|\S+))?")
+    pos = 0
+    while pos < len(text.rstrip()):
+        match = pattern.match(text, pos)
+        if not match or match.end() == pos:
+            raise PipelineError(f"malformed pass options '{text}'")
+        value = match.group(2) if match.group(2) is not None else "true"
+        options[match.group(1)] = value.strip("\"'")
+        pos = match.end()
+    return options
+
+
+def named_pipelines() -> dict[str, Path]:
+    """Name -> file of every pipeline in ``pipelines/``."""
+    return {p.stem: p for p in sorted(PIPELINE_DIR.glob("*.txt"))}
+
+
+def _load_named(path: Path) -> list[Element]:
+    lines = [ln.split("#", 1)[0] for ln in path.read_text().splitlines()]
+    return parse_pipeline(" ".join(lines))
+
+
+def expand(elements: list[Element], stack: tuple[str, ...] = ()) -> list[Element]:
+    """Replace named pipelines by their elements, recursively."""
+    named, out = named_pipelines(), []
+    for e in elements:
+        if e.children is not None:
+            out.append(dataclasses.replace(e, children=expand(e.children, stack)))
+        elif e.name in named and not is_sparsecomp_pass(e.name):
+            if e.name in stack:
+                raise PipelineError(f"named pipeline '{e.name}' includes itself")
+            out += expand(_load_named(named[e.name]), (*stack, e.name))
+        else:
+            out.append(e)
+    return out
+
+
+def make_pass(element: Element) -> SparsecompPass:
+    """The configured pass of an element; errors carry the element's location."""
+    try:
+        return get_pass(element.name).from_options(parse_options(element.options))
+    except PipelineError as exc:
+        raise PipelineError(exc.message, location=element.location, hint=exc.hint) from None
+
+
+class _Nested:
+    """Runs a sparsecomp pass on every op called ``anchor`` under the module."""
+
+    def __init__(self, anchor: str, inner: SparsecompPass):
+        self.anchor, self.inner = anchor, inner
+
+    def __call__(self, op: ir.Operation, pass_) -> None:
+        targets: list[ir.Operation] = []
+
+        def collect(child: ir.Operation) -> ir.WalkResult:
+            if child.name == self.anchor:
+                targets.append(child)
+                return ir.WalkResult.SKIP
+            return ir.WalkResult.ADVANCE
+
+        op.walk(collect, ir.WalkOrder.PRE_ORDER)
+        for target in targets:
+            self.inner(target, pass_)
+
+
+def _contains_ours(element: Element) -> bool:
+    if element.children is None:
+        return is_sparsecomp_pass(element.name)
+    return any(_contains_ours(c) for c in element.children)
+
+
+def _add_upstream(pm: PassManager, text: str, element: Element) -> None:
+    with capture_native_stderr() as native:
+        try:
+            pm.add(text)
+            return
+        except ValueError as exc:
+            detail = str(exc).strip()
+    if "does not refer to a registered pass" in detail:
+        raise PipelineError(unknown_pass_message(element.name), location=element.location)
+    # LLVM's option parser explains bad values on stderr; fold it into one line.
+    bad = _LLVM_BAD_VALUE.search(native.text())
+    first = next((ln for ln in detail.splitlines() if ln.strip()), detail)
+    reason = (
+        f"invalid value '{bad[2]}' for option '{bad[1]}'"
+        if bad
+        else first.replace("<Pass-Options-Parser>: ", "")
+    )
+    raise PipelineError(f"pass '{element.name}': {reason}", location=element.location)
+
+
+def _add(pm: PassManager, element: Element, anchors: tuple[str, ...]) -> None:
+    if element.children is not None and _contains_ours(element):
+        for child in element.children:
+            _add(pm, child, (*anchors, element.name))
+        return
+    if element.children is None and is_sparsecomp_pass(element.name):
+        instance = make_pass(element)
+        runner = _Nested(anchors[-1], instance) if anchors else instance
+        pm.add(runner, name=type(instance).__name__, argument=instance.NAME,
+               description=instance.summary())
+        return
+    text = element.text()
+    for anchor in reversed(anchors):
+        text = f"{anchor}({text})"
+    _add_upstream(pm, text, element)
+
+
+def build_pass_manager(pipeline: str, ctx: ir.Context) -> PassManager:
+    """A PassManager on ``builtin.module`` running ``pipeline``.
+
+    ``pipeline`` is either ``builtin.module(...)`` or a bare element list.
+    """
+    elements = expand(parse_pipeline(pipeline))
+    if len(elements) == 1 and elements[0].name == "builtin.module" and elements[0].children is not None:
+        elements = elements[0].children
+    pm = PassManager("builtin.module", ctx)
+    for element in elements:
+        _add(pm, element, ())
+    return pm

@@ -1,0 +1,159 @@
+// RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics
+
+// IRDL checks the kind of each parameter while parsing.
+
+// expected-error@+1 {{expected base attribute 'builtin.array' but got 'builtin.string'}}
+func.func private @levels_not_array(tensor<?xf32, #sparse_iter.layout<"dense_fixed", affine_map<(i) -> (i)>, 32, 32>>)
+
+// -----
+
+// expected-error@+1 {{expected base attribute 'builtin.integer' but got 'builtin.string'}}
+func.func private @width_not_integer(tensor<?xf32, #sparse_iter.layout<["dense_fixed"], affine_map<(i) -> (i)>, "32", 32>>)
+
+// -----
+
+// expected-error@+1 {{expected base attribute 'sparse_iter.sparsity'}}
+func.func private @sparsity_not_nested(tensor<?xf32, #sparse_iter.encoding<"unstructured", "", 0, [], []>>)
+
+// -----
+
+func.func @set_on_memref(%m: memref<?xf32>) {
+  // expected-error@+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "sparse_iter.set_encoding"(%m) : (memref<?xf32>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+// Value rules are checked after parsing (sparsecomp.ir.verify).
+
+// expected-error@+1 {{unknown level format 'sparse'; expected one of compressed_fixed, compressed_varied, dense_fixed, dense_varied, singleton}}
+func.func private @bad_level(tensor<?xf32, #sparse_iter.layout<["sparse"], affine_map<(i) -> (i)>, 32, 32>>)
+
+// -----
+
+// expected-error@+1 {{level formats must be strings, got 3 : i64}}
+func.func private @level_not_string(tensor<?xf32, #sparse_iter.layout<[3], affine_map<(i) -> (i)>, 32, 32>>)
+
+// -----
+
+// expected-error@+1 {{a layout needs at least one level}}
+func.func private @no_levels(tensor<f32, #sparse_iter.layout<[], affine_map<() -> ()>, 32, 32>>)
+
+// -----
+
+// expected-error@+1 {{pos_width must be one of 0, 8, 16, 32, 64, got 31}}
+func.func private @bad_pos_width(tensor<?xf32, #sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 31, 32>>)
+
+// -----
+
+// expected-error@+1 {{crd_width must be one of 0, 8, 16, 32, 64, got 128}}
+func.func private @bad_crd_width(tensor<?xf32, #sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 32, 128>>)
+
+// -----
+
+// expected-error@+1 {{dim_to_lvl has 1 results but the layout has 2 levels}}
+func.func private @map_level_mismatch(tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i)>, 32, 32>>)
+
+// -----
+
+// expected-error@+1 {{layout maps 2 dimensions but the tensor tensor<?xf32, }}
+func.func private @rank_mismatch(tensor<?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>>)
+
+// -----
+
+// expected-error@+1 {{unknown sparsity kind 'diagonal'; expected one of unstructured, nm, block, ragged}}
+func.func private @bad_kind(tensor<?xf32, #sparse_iter.sparsity<"diagonal", array<i64>, 1.0>>)
+
+// -----
+
+// expected-error@+1 {{sparsity 'nm' takes 2 params, got 1}}
+func.func private @nm_arity(tensor<?xf32, #sparse_iter.sparsity<"nm", array<i64: 2>, 0.5>>)
+
+// -----
+
+// expected-error@+1 {{n:m sparsity needs 0 < n <= m, got 5:4}}
+func.func private @nm_order(tensor<?xf32, #sparse_iter.sparsity<"nm", array<i64: 5, 4>, 0.5>>)
+
+// -----
+
+// expected-error@+1 {{block sizes must be positive, got 0x4}}
+func.func private @block_zero(tensor<?xf32, #sparse_iter.sparsity<"block", array<i64: 0, 4>, 0.5>>)
+
+// -----
+
+// expected-error@+1 {{sparsity params must be an array<i64: ...>, got array<i32: 2, 4>}}
+func.func private @params_i32(tensor<?xf32, #sparse_iter.sparsity<"nm", array<i32: 2, 4>, 0.5>>)
+
+// -----
+
+// expected-error@+1 {{density must lie in [0, 1], got 1.5}}
+func.func private @density(tensor<?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.5>>)
+
+// -----
+
+#s = #sparse_iter.sparsity<"unstructured", array<i64>, 0.1>
+// expected-error@+1 {{operand_index must be non-negative, got -1}}
+func.func private @negative_index(tensor<?xf32, #sparse_iter.encoding<#s, "", -1, [], []>>)
+
+// -----
+
+#s = #sparse_iter.sparsity<"unstructured", array<i64>, 0.1>
+// expected-error@+1 {{operand_index 2 is out of range for 1 indexing maps}}
+func.func private @index_range(tensor<?xf32, #sparse_iter.encoding<#s, "linalg.generic", 2, [f32], [affine_map<(i) -> (i)>]>>)
+
+// -----
+
+#s = #sparse_iter.sparsity<"unstructured", array<i64>, 0.1>
+// expected-error@+1 {{element_types must be an array of types}}
+func.func private @types_not_types(tensor<?xf32, #sparse_iter.encoding<#s, "", 0, [1], []>>)
+
+// -----
+
+#s = #sparse_iter.sparsity<"unstructured", array<i64>, 0.1>
+// expected-error@+1 {{indexing_maps must be an array of affine maps}}
+func.func private @maps_not_maps(tensor<?xf32, #sparse_iter.encoding<#s, "", 0, [], ["x"]>>)
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>
+func.func @set_without_encoding(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{set_encoding result must carry a #sparse_iter encoding, got tensor<?x?xf32>}}
+  %0 = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>
+func.func @set_changes_shape(%x: tensor<4x?xf32>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{sparse_iter.set_encoding must keep shape and element type}}
+  %0 = "sparse_iter.set_encoding"(%x) : (tensor<4x?xf32>) -> tensor<?x?xf32, #csr>
+  return %0 : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>
+func.func @set_on_encoded(%x: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{sparse_iter.set_encoding source must not carry an encoding}}
+  %0 = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr>
+  return %0 : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>
+func.func @unset_changes_type(%x: tensor<?x?xf32, #csr>) -> tensor<?x?xf64> {
+  // expected-error@+1 {{sparse_iter.unset_encoding must keep shape and element type}}
+  %0 = "sparse_iter.unset_encoding"(%x) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf64>
+  return %0 : tensor<?x?xf64>
+}
+
+// -----
+
+func.func @unset_plain(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{unset_encoding source must carry a #sparse_iter encoding, got tensor<?x?xf32>}}
+  %0 = "sparse_iter.unset_encoding"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
