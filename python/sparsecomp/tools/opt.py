@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -37,8 +38,20 @@ PROG = "sparsecomp-opt"
 DEFAULT_SPLIT = "// -----"
 
 
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str) -> typing.NoReturn:
+        raise SparsecompError(f"{message} (see {PROG} --help)")
+
+
+class _SplitAction(argparse.Action):
+    """``--split-input-file`` alone, or ``--split-input-file=MARKER``."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, DEFAULT_SPLIT)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _ArgumentParser(
         prog=PROG,
         description=__doc__.split("\n\n")[0],
         epilog="Any other --<pass-name>[=<options>] flag adds that pass, in order.",
@@ -46,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", default="-", help="input file ('-' for stdin)")
     p.add_argument("-o", dest="output", default="-", help="output file ('-' for stdout)")
     p.add_argument("--pass-pipeline", help="textual pipeline, e.g. 'builtin.module(cse)'")
-    p.add_argument("--split-input-file", nargs="?", const=DEFAULT_SPLIT, default=None,
-                   metavar="MARKER", help=f"process chunks separated by MARKER ({DEFAULT_SPLIT!r})")
+    p.add_argument("--split-input-file", nargs=0, action=_SplitAction, default=None,
+                   help=f"process chunks separated by '{DEFAULT_SPLIT}' (or by MARKER, given as"
+                   " --split-input-file=MARKER)")
     p.add_argument("--verify-diagnostics", action="store_true",
                    help="check diagnostics against expected-* annotations in the input")
     p.add_argument("--mlir-print-ir-after-all", action="store_true",
@@ -70,6 +84,29 @@ class Options:
     debuginfo: bool = False
     generic: bool = False
     diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def split_pass_flags(
+    argv: Sequence[str], parser: argparse.ArgumentParser
+) -> tuple[list[str], list[str], str | None]:
+    """Separate ``--<pass>[=<options>]`` flags from the tool's own arguments.
+
+    Done before argparse, which would take a flag value containing a space
+    (``--x='a=1 b=2'``) for a positional argument. Also returns the marker of
+    ``--split-input-file=MARKER``, if given.
+    """
+    own = {o for a in parser._actions for o in a.option_strings}
+    tool_args, pass_flags, marker = [], [], None
+    for arg in argv:
+        name, has_value, value = arg.partition("=")
+        if name == "--split-input-file" and has_value:
+            marker = value
+            tool_args.append(name)
+        elif arg.startswith("--") and len(arg) > 2 and name not in own:
+            pass_flags.append(arg)
+        else:
+            tool_args.append(arg)
+    return tool_args, pass_flags, marker
 
 
 def flags_to_pipeline(flags: Sequence[str]) -> str:
@@ -160,7 +197,11 @@ def _write(path: str, text: str) -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args, extra = build_parser().parse_known_args(argv)
+    parser = build_parser()
+    tool_args, extra, marker = split_pass_flags(sys.argv[1:] if argv is None else argv, parser)
+    args = parser.parse_args(tool_args)
+    if marker is not None:
+        args.split_input_file = marker
     if args.list_passes:
         print(listing.list_passes())
         return 0

@@ -72,12 +72,14 @@ class FoldEncodingsPass(SparsecompPass):
     return %0 : tensor<?x?xf32>
     ```
 
-    Options: ``max-iterations`` bounds the greedy rewrite driver's sweeps
-    (at least 1).
+    Options, as for upstream ``canonicalize``: ``max-iterations`` bounds the
+    greedy rewrite driver's sweeps (at least 1); with ``test-convergence``,
+    not reaching a fixed point within them is an error.
     """
 
     NAME = "sparse-iter-fold-encodings"
     max_iterations: int = 10
+    test_convergence: bool = False
 
     def __post_init__(self) -> None:
         if self.max_iterations < 1:
@@ -90,4 +92,13 @@ class FoldEncodingsPass(SparsecompPass):
         config = GreedyRewriteConfig()
         config.max_iterations = self.max_iterations
         config.enable_folding = False
-        apply_patterns_and_fold_greedily(op, patterns.freeze(), config)
+        try:
+            apply_patterns_and_fold_greedily(op, patterns.freeze(), config)
+        except RuntimeError as exc:
+            if "failed to converge" not in str(exc):
+                raise
+            if self.test_convergence:
+                op.location.emit_error(
+                    f"{self.NAME} did not converge within {self.max_iterations} iterations"
+                )
+                pass_.signal_pass_failure()

@@ -15,7 +15,7 @@
   affine_map<(i, j) -> (i floordiv 16, j floordiv 16, i mod 16, j mod 16)>, 0, 0>
 #coo = #sparse_iter.layout<["compressed_varied", "singleton"], affine_map<(i, j) -> (i, j)>, 64, 64>
 
-// CHECK-LABEL: func.func @encodings
+// CHECK-LABEL: func.func private @encodings
 // CHECK-SAME: tensor<?x?xf32, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>, "linalg.matmul", 0 : i64, [f32, f32, f32], [#{{.*}}, #{{.*}}, #{{.*}}]>>
 // CHECK-SAME: tensor<8x8xf16, #sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>>
 // CHECK-SAME: tensor<32x32xf32, #sparse_iter.sparsity<"block", array<i64: 16, 16>, 1.000000e-01 : f64>>
@@ -23,7 +23,7 @@
 func.func private @encodings(tensor<?x?xf32, #matmul_lhs>, tensor<8x8xf16, #nm>,
                              tensor<32x32xf32, #block>, tensor<?x?xi32, #ragged>)
 
-// CHECK-LABEL: func.func @layouts
+// CHECK-LABEL: func.func private @layouts
 // CHECK-SAME: #sparse_iter.layout<["dense_fixed", "compressed_varied"], #{{.*}}, 32 : i64, 32 : i64>
 // CHECK-SAME: #sparse_iter.layout<["dense_fixed", "compressed_varied"], #{{.*}}, 64 : i64, 16 : i64>
 // CHECK-SAME: #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], #{{.*}}, 0 : i64, 0 : i64>
