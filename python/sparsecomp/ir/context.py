@@ -29,7 +29,8 @@ def _ops_module() -> ModuleType:
         return sys.modules[name]
     path = odsgen.ensure_generated() / odsgen.PY_FILE
     spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import generated op classes from {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

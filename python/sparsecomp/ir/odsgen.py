@@ -167,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.doc:
             write_atomic(args.doc, generate_doc())
         if args.check_doc and args.check_doc.read_text() != generate_doc():
-            print(f"{args.check_doc}: stale; run: python -m sparsecomp.ir.odsgen --doc {args.check_doc}")
+            regen = f"python -m sparsecomp.ir.odsgen --doc {args.check_doc}"
+            print(f"{args.check_doc}: stale; run: {regen}")
             return 1
     except ToolchainError as exc:
         print(f"odsgen: {exc}", file=sys.stderr)

@@ -47,8 +47,15 @@ def _file_location(loc: ir.Location) -> tuple[str, int, int]:
 def convert(diag, filename: str) -> list[Diagnostic]:
     """A diagnostic and its notes as records; buffer ``"-"`` becomes ``filename``."""
     file, line, col = _file_location(diag.location)
-    out = [Diagnostic(_SEVERITY[diag.severity], filename if file in ("-", "") else file,
-                      line, col, diag.message)]
+    out = [
+        Diagnostic(
+            _SEVERITY[diag.severity],
+            filename if file in ("-", "") else file,
+            line,
+            col,
+            diag.message,
+        )
+    ]
     for note in diag.notes:
         if not note.message.startswith(_OP_NOTE):
             out += convert(note, filename)

@@ -19,7 +19,13 @@ from mlir import ir
 from sparsecomp.ir.attrs import encoding_of, mnemonic, params
 
 SPARSITY_KINDS = {"unstructured": 0, "nm": 2, "block": 2, "ragged": 0}
-LEVEL_FORMATS = {"dense_fixed", "dense_varied", "compressed_fixed", "compressed_varied", "singleton"}
+LEVEL_FORMATS = {
+    "dense_fixed",
+    "dense_varied",
+    "compressed_fixed",
+    "compressed_varied",
+    "singleton",
+}
 BIT_WIDTHS = {0, 8, 16, 32, 64}
 
 Problem = str
@@ -68,10 +74,12 @@ def _check_layout(p: dict[str, ir.Attribute]) -> Iterator[Problem]:
         if not isinstance(level, ir.StringAttr):
             yield f"level formats must be strings, got {level}"
         elif (name := ir.StringAttr(level).value) not in LEVEL_FORMATS:
-            yield f"unknown level format '{name}'; expected one of {', '.join(sorted(LEVEL_FORMATS))}"
+            valid = ", ".join(sorted(LEVEL_FORMATS))
+            yield f"unknown level format '{name}'; expected one of {valid}"
     dim_to_lvl = ir.AffineMapAttr(p["dim_to_lvl"]).value
-    if levels and len(dim_to_lvl.results) != len(levels):
-        yield f"dim_to_lvl has {len(dim_to_lvl.results)} results but the layout has {len(levels)} levels"
+    n_results = len(dim_to_lvl.results)
+    if levels and n_results != len(levels):
+        yield f"dim_to_lvl has {n_results} results but the layout has {len(levels)} levels"
     for key in ("pos_width", "crd_width"):
         width = ir.IntegerAttr(p[key]).value
         if width not in BIT_WIDTHS:

@@ -157,7 +157,7 @@ def parse_expectations(text: str, filename: str) -> tuple[list[Expectation], lis
     Returns the expectations and, for each malformed annotation, an error
     located at the annotation (the annotation itself is then dropped).
     """
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    lines = text.split("\n")  # as MLIR does; a "\r" before "\n" is harmless
     tokens = {n: m for n, line in enumerate(lines, 1) if (m := _TOKEN.search(line))}
     markers: dict[str, list[int]] = {}
     for n, line in enumerate(lines, 1):

@@ -56,8 +56,9 @@ def show_dialects() -> str:
     from sparsecomp.ir.context import make_context
 
     ctx = make_context()
-    out = subprocess.run([odsgen.tool("mlir-opt"), "--show-dialects"], capture_output=True,
-                         text=True, check=False).stdout
+    out = subprocess.run(
+        [odsgen.tool("mlir-opt"), "--show-dialects"], capture_output=True, text=True, check=False
+    ).stdout
     names = [n.strip() for n in out.partition(":")[2].split(",") if n.strip()]
     available = []
     for name in [*names, "sparse_iter"]:
@@ -71,9 +72,13 @@ def show_dialects() -> str:
 
 def passes_markdown() -> str:
     """docs/passes.md: every pass's docstring and options."""
-    parts = ["# sparsecomp passes", "",
-             "Generated from the pass docstrings by `python -m sparsecomp.tools.listing`;",
-             "do not edit.", ""]
+    parts = [
+        "# sparsecomp passes",
+        "",
+        "Generated from the pass docstrings by `python -m sparsecomp.tools.listing`;",
+        "do not edit.",
+        "",
+    ]
     for name, load in get_all_passes().items():
         cls = load()
         parts += [f"## `{name}`", "", cls.description(), ""]

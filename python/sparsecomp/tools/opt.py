@@ -59,13 +59,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", default="-", help="input file ('-' for stdin)")
     p.add_argument("-o", dest="output", default="-", help="output file ('-' for stdout)")
     p.add_argument("--pass-pipeline", help="textual pipeline, e.g. 'builtin.module(cse)'")
-    p.add_argument("--split-input-file", nargs=0, action=_SplitAction, default=None,
-                   help=f"process chunks separated by '{DEFAULT_SPLIT}' (or by MARKER, given as"
-                   " --split-input-file=MARKER)")
-    p.add_argument("--verify-diagnostics", action="store_true",
-                   help="check diagnostics against expected-* annotations in the input")
-    p.add_argument("--mlir-print-ir-after-all", action="store_true",
-                   help="print the IR after every pass (to stderr)")
+    p.add_argument(
+        "--split-input-file",
+        nargs=0,
+        action=_SplitAction,
+        default=None,
+        help=f"process chunks separated by '{DEFAULT_SPLIT}' (or by MARKER, given as"
+        " --split-input-file=MARKER)",
+    )
+    p.add_argument(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check diagnostics against expected-* annotations in the input",
+    )
+    p.add_argument(
+        "--mlir-print-ir-after-all",
+        action="store_true",
+        help="print the IR after every pass (to stderr)",
+    )
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
     p.add_argument("--mlir-print-op-generic", action="store_true", help="print generic op form")
     p.add_argument("--list-passes", action="store_true", help="list passes and pipelines")
@@ -137,7 +148,8 @@ def split_chunks(text: str, marker: str | None) -> list[str]:
 
 def run_chunk(text: str, opts: Options) -> tuple[str | None, list[Diagnostic]]:
     """Parse, verify and transform one chunk; (printed module or None, diagnostics)."""
-    ctx = make_context()
+    # IR printing aborts the process unless multithreading is off.
+    ctx = make_context(multithreading=not opts.print_ir_after_all)
     log = DiagnosticLog(opts.filename)
     try:
         with log.capture(ctx), ctx:
@@ -148,8 +160,9 @@ def run_chunk(text: str, opts: Options) -> tuple[str | None, list[Diagnostic]]:
             if opts.print_ir_after_all:
                 pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
             pm.run(module)
-            asm = module.get_asm(enable_debug_info=opts.debuginfo,
-                                 print_generic_op_form=opts.generic)
+            asm = module.get_asm(
+                enable_debug_info=opts.debuginfo, print_generic_op_form=opts.generic
+            )
     except ir.MLIRError:
         return None, log.diagnostics
     return (None if log.has_errors else asm), log.diagnostics
@@ -213,8 +226,14 @@ def _main(argv: Sequence[str] | None) -> int:
     pipeline = args.pass_pipeline or flags_to_pipeline(extra)
     build_pass_manager(pipeline, make_context())  # report pipeline errors once, up front
     filename = "<stdin>" if args.input == "-" else args.input
-    opts = Options(pipeline, filename, args.verify_diagnostics, args.mlir_print_ir_after_all,
-                   args.mlir_print_debuginfo, args.mlir_print_op_generic)
+    opts = Options(
+        pipeline,
+        filename,
+        args.verify_diagnostics,
+        args.mlir_print_ir_after_all,
+        args.mlir_print_debuginfo,
+        args.mlir_print_op_generic,
+    )
     outputs, ok = process(_read(args.input), opts, args.split_input_file)
     separator = f"\n{args.split_input_file or DEFAULT_SPLIT}\n"
     _write(args.output, separator.join(outputs))

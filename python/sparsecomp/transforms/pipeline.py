@@ -56,7 +56,9 @@ class _Parser:
         self.text, self.pos = text, 0
 
     def error(self, message: str) -> PipelineError:
-        return PipelineError(f"{message} in '{self.text}'", location=f"<pass-pipeline>:1:{self.pos + 1}")
+        return PipelineError(
+            f"{message} in '{self.text}'", location=f"<pass-pipeline>:1:{self.pos + 1}"
+        )
 
     def skip_space(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos].isspace():
@@ -213,8 +215,12 @@ def _add(pm: PassManager, element: Element, anchors: tuple[str, ...]) -> None:
     if element.children is None and is_sparsecomp_pass(element.name):
         instance = make_pass(element)
         runner = _Nested(anchors[-1], instance) if anchors else instance
-        pm.add(runner, name=type(instance).__name__, argument=instance.NAME,
-               description=instance.summary())
+        pm.add(
+            runner,
+            name=type(instance).__name__,
+            argument=instance.NAME,
+            description=instance.summary(),
+        )
         return
     text = element.text()
     for anchor in reversed(anchors):
@@ -228,7 +234,11 @@ def build_pass_manager(pipeline: str, ctx: ir.Context) -> PassManager:
     ``pipeline`` is either ``builtin.module(...)`` or a bare element list.
     """
     elements = expand(parse_pipeline(pipeline))
-    if len(elements) == 1 and elements[0].name == "builtin.module" and elements[0].children is not None:
+    if (
+        len(elements) == 1
+        and elements[0].name == "builtin.module"
+        and elements[0].children is not None
+    ):
         elements = elements[0].children
     pm = PassManager("builtin.module", ctx)
     for element in elements:

@@ -1,7 +1,7 @@
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-fold-encodings
-// RUN: not sparsecomp-opt %s --sparse-iter-fold-encodings='max-iterations=0' 2>&1 | FileCheck %s --check-prefix=OPTION
-// RUN: not sparsecomp-opt %s --sparse-iter-fold-encodings='max-iterations=many' 2>&1 | FileCheck %s --check-prefix=OPTION-TYPE
-// RUN: not sparsecomp-opt %s --sparse-iter-fold-encodings='iterations=2' 2>&1 | FileCheck %s --check-prefix=OPTION-NAME
+// RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='max-iterations=0' 2>&1 | FileCheck %s --check-prefix=OPTION
+// RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='max-iterations=many' 2>&1 | FileCheck %s --check-prefix=OPTION-TYPE
+// RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='iterations=2' 2>&1 | FileCheck %s --check-prefix=OPTION-NAME
 
 // OPTION: error: pass 'sparse-iter-fold-encodings': max-iterations must be at least 1, got 0
 // OPTION-TYPE: error: invalid value 'many' for option 'max-iterations': expected an integer

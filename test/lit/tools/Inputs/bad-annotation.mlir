@@ -1,0 +1,4 @@
+// expected-error@+1 oops no braces
+func.func @f() {
+  return
+}

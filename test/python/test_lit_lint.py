@@ -1,0 +1,42 @@
+"""Lint the lit suite: every RUN line checks something (STYLE.md, FileCheck section)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+LIT = Path(__file__).resolve().parents[1] / "lit"
+FILES = sorted(p for p in LIT.rglob("*.mlir") if "Inputs" not in p.parts)
+
+
+def run_lines(path: Path) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"//\s*RUN:\s*(.*)", path.read_text())]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(LIT)))
+def test_run_lines_check_something(path):
+    lines = run_lines(path)
+    assert lines, "a lit test without RUN lines tests nothing"
+    for line in lines:
+        checks = "FileCheck" in line or "--verify-diagnostics" in line
+        assert checks or line.startswith("not "), f"RUN line checks nothing: {line}"
+        if "FileCheck" in line:
+            assert re.search(r"FileCheck (%s|%s\b)", line) or "FileCheck %s" in line, line
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(LIT)))
+def test_split_marker_needs_split_flag(path):
+    text = path.read_text()
+    if "\n// -----\n" in text:
+        assert all(
+            "--split-input-file" in ln for ln in run_lines(path) if "sparsecomp-opt %s" in ln
+        )
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(LIT)))
+def test_prefixes_are_used(path):
+    text = path.read_text()
+    for prefix in re.findall(r"--check-prefix=(\S+)", text):
+        assert re.search(rf"//\s*{re.escape(prefix)}(-\w+)?:", text), f"unused prefix {prefix}"
