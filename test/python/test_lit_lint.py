@@ -20,7 +20,7 @@ def test_run_lines_check_something(path):
     lines = run_lines(path)
     assert lines, "a lit test without RUN lines tests nothing"
     for line in lines:
-        checks = "FileCheck" in line or "--verify-diagnostics" in line
+        checks = any(tool in line for tool in ("FileCheck", "--verify-diagnostics", "diff "))
         assert checks or line.startswith("not "), f"RUN line checks nothing: {line}"
         if "FileCheck" in line:
             assert re.search(r"FileCheck (%s|%s\b)", line) or "FileCheck %s" in line, line

@@ -73,6 +73,8 @@ def params(attr: ir.Attribute) -> dict[str, ir.Attribute]:
 
 def build(name: str, **values: ir.Attribute) -> ir.Attribute:
     """``#sparse_iter.<name><...>`` from parameters given by name."""
+    if name not in param_names():
+        raise ValueError(f"no attribute #sparse_iter.{name}; known: {sorted(param_names())}")
     names = param_names()[name]
     if set(values) != set(names):
         raise ValueError(f"#sparse_iter.{name} takes parameters {names}, got {sorted(values)}")

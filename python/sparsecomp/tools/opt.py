@@ -250,6 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except SystemExit as exc:  # argparse's --help
+        return exc.code if isinstance(exc.code, int) else 0
 
 
 if __name__ == "__main__":

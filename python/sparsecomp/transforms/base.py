@@ -62,6 +62,16 @@ def _describe(annotation: Any) -> str:
     return {bool: "true or false", int: "an integer", float: "a number"}.get(annotation, "a string")
 
 
+def _quote(value: Any) -> str:
+    """An option value as pipeline text that parses back to the same value."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    text = str(value)
+    if text and not any(c.isspace() or c in "{}()=,'\"" for c in text):
+        return text
+    return f"'{text}'" if '"' in text else f'"{text}"'
+
+
 @dataclasses.dataclass(frozen=True)
 class SparsecompPass:
     """Base class; subclasses set ``NAME`` and implement ``run``."""
@@ -101,11 +111,7 @@ class SparsecompPass:
 
     def pipeline_text(self) -> str:
         """``name{opt=value ...}`` with every option, for printing and cache keys."""
-        opts = []
-        for f in self.option_fields():
-            value = getattr(self, f.name)
-            text = str(value).lower() if isinstance(value, bool) else str(value)
-            opts.append(f"{kebab(f.name)}={text}")
+        opts = [f"{kebab(f.name)}={_quote(getattr(self, f.name))}" for f in self.option_fields()]
         return f"{self.NAME}{{{' '.join(opts)}}}" if opts else self.NAME
 
     # -- execution -----------------------------------------------------------

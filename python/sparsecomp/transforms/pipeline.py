@@ -93,13 +93,20 @@ class _Parser:
         return element
 
     def balanced(self, open_: str, close: str) -> str:
-        depth, start = 0, self.pos + 1
+        """The text inside brackets starting at ``pos``; brackets in quotes do not count."""
+        depth, start, opened, quote = 0, self.pos + 1, self.pos, ""
         while self.pos < len(self.text):
             c = self.text[self.pos]
-            depth += (c == open_) - (c == close)
             self.pos += 1
-            if depth == 0:
-                return self.text[start : self.pos - 1].strip()
+            if quote:
+                quote = "" if c == quote else quote
+            elif c in "\"'":
+                quote = c
+            else:
+                depth += (c == open_) - (c == close)
+                if depth == 0:
+                    return self.text[start : self.pos - 1].strip()
+        self.pos = opened
         raise self.error(f"unbalanced '{open_}'")
 
 
@@ -114,17 +121,43 @@ def parse_pipeline(text: str) -> list[Element]:
     return items
 
 
+def _option_value(text: str, pos: int) -> tuple[str, int]:
+    """The value starting at ``pos`` (quotes removed, braces kept) and the end position."""
+    if text[pos] in "\"'":
+        end = text.find(text[pos], pos + 1)
+        if end < 0:
+            raise PipelineError(f"unterminated quote in pass options '{text}'")
+        return text[pos + 1 : end], end + 1
+    if text[pos] == "{":
+        parser = _Parser(text)
+        parser.pos = pos
+        parser.balanced("{", "}")
+        return text[pos : parser.pos], parser.pos
+    end = pos
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return text[pos:end], end
+
+
 def parse_options(text: str) -> dict[str, str]:
-    """``key=value`` pairs separated by spaces; values may be quoted or braced."""
-    options, pattern = {}, re.compile(r"\s*([\w\-]+)(?:=(\"[^\"]*\"|'[^']*'|\{[^}]*\}|\S+))?")
-    pos = 0
-    while pos < len(text.rstrip()):
-        match = pattern.match(text, pos)
-        if not match or match.end() == pos:
+    """``key=value`` pairs separated by spaces; values may be quoted or braced.
+
+    A bare ``key`` means ``key=true``. Quotes around a value are removed; a
+    braced value (a nested option list) is kept with its braces.
+    """
+    options: dict[str, str] = {}
+    key_pattern, pos = re.compile(r"\s*([\w\-]+)"), 0
+    while text[pos:].strip():
+        match = key_pattern.match(text, pos)
+        if not match:
             raise PipelineError(f"malformed pass options '{text}'")
-        value = match.group(2) if match.group(2) is not None else "true"
-        options[match.group(1)] = value.strip("\"'")
         pos = match.end()
+        if pos < len(text) and text[pos] == "=" and pos + 1 < len(text):
+            options[match.group(1)], pos = _option_value(text, pos + 1)
+        elif pos < len(text) and not text[pos].isspace():
+            raise PipelineError(f"malformed pass options '{text}'")
+        else:
+            options[match.group(1)] = "true"
     return options
 
 
@@ -145,6 +178,9 @@ def expand(elements: list[Element], stack: tuple[str, ...] = ()) -> list[Element
         if e.children is not None:
             out.append(dataclasses.replace(e, children=expand(e.children, stack)))
         elif e.name in named and not is_sparsecomp_pass(e.name):
+            if e.options:
+                message = f"named pipeline '{e.name}' takes no options"
+                raise PipelineError(message, location=e.location)
             if e.name in stack:
                 raise PipelineError(f"named pipeline '{e.name}' includes itself")
             out += expand(_load_named(named[e.name]), (*stack, e.name))
@@ -207,10 +243,10 @@ def _add_upstream(pm: PassManager, text: str, element: Element) -> None:
     raise PipelineError(f"pass '{element.name}': {reason}", location=element.location)
 
 
-def _add(pm: PassManager, element: Element, anchors: tuple[str, ...]) -> None:
+def _add(pm: PassManager, element: Element, anchors: tuple[str, ...], ctx: ir.Context) -> None:
     if element.children is not None and _contains_ours(element):
         for child in element.children:
-            _add(pm, child, (*anchors, element.name))
+            _add(pm, child, (*anchors, element.name), ctx)
         return
     if element.children is None and is_sparsecomp_pass(element.name):
         instance = make_pass(element)
@@ -222,10 +258,26 @@ def _add(pm: PassManager, element: Element, anchors: tuple[str, ...]) -> None:
             description=instance.summary(),
         )
         return
-    text = element.text()
+    try:
+        _add_upstream(pm, _nest(element.text(), anchors), element)
+    except PipelineError:
+        if element.children is None:
+            raise
+        _blame_child(element, anchors, ctx)
+        raise
+
+
+def _nest(text: str, anchors: tuple[str, ...]) -> str:
     for anchor in reversed(anchors):
         text = f"{anchor}({text})"
-    _add_upstream(pm, text, element)
+    return text
+
+
+def _blame_child(element: Element, anchors: tuple[str, ...], ctx: ir.Context) -> None:
+    """Re-add the children of a rejected anchor one by one to report the culprit."""
+    scratch = PassManager("builtin.module", ctx)
+    for child in element.children or []:
+        _add(scratch, child, (*anchors, element.name), ctx)
 
 
 def build_pass_manager(pipeline: str, ctx: ir.Context) -> PassManager:
@@ -242,5 +294,5 @@ def build_pass_manager(pipeline: str, ctx: ir.Context) -> PassManager:
         elements = elements[0].children
     pm = PassManager("builtin.module", ctx)
     for element in elements:
-        _add(pm, element, ())
+        _add(pm, element, (), ctx)
     return pm

@@ -1,5 +1,7 @@
 // RUN: sparsecomp-opt %s | sparsecomp-opt | FileCheck %s
 // RUN: sparsecomp-opt %s --mlir-print-op-generic | sparsecomp-opt | FileCheck %s
+// Printing is a fixed point: printing the printed module changes nothing.
+// RUN: sparsecomp-opt %s -o %t.1 && sparsecomp-opt %t.1 -o %t.2 && diff %t.1 %t.2
 
 // Every sparse_iter attribute and op prints and parses back unchanged.
 
