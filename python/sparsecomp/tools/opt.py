@@ -135,7 +135,9 @@ def split_chunks(text: str, marker: str | None) -> list[str]:
     """Chunks of ``text``, each padded with newlines to keep its line numbers."""
     if marker is None:
         return [text]
-    chunks, current, start = [], [], 0
+    chunks: list[str] = []
+    current: list[str] = []
+    start = 0
     for number, line in enumerate(text.split("\n")):
         if line.strip() == marker:
             chunks.append("\n" * start + "\n".join(current))

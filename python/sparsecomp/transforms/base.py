@@ -81,7 +81,8 @@ class SparsecompPass:
     # -- documentation -------------------------------------------------------
     @classmethod
     def summary(cls) -> str:
-        return inspect.getdoc(cls).splitlines()[0] if inspect.getdoc(cls) else ""
+        doc = inspect.getdoc(cls)
+        return doc.splitlines()[0] if doc else ""
 
     @classmethod
     def description(cls) -> str:
