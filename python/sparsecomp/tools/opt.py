@@ -17,7 +17,7 @@ import argparse
 import sys
 import typing
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mlir import ir
 
@@ -94,7 +94,6 @@ class Options:
     print_ir_after_all: bool = False
     debuginfo: bool = False
     generic: bool = False
-    diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
 def split_pass_flags(
