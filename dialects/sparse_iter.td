@@ -107,29 +107,182 @@ def SparseIter_LayoutAttr : SparseIter_Attr<"Layout", "layout"> {
   let summary = "Resolved storage layout of a sparse tensor";
   let description = [{
     A concrete storage decision, as SparseTIR's sparse iterators and MLIR's
-    level formats describe it.
+    level formats describe it. `sparsecomp.formats.Layout` is its host-side
+    twin: the two convert into each other losslessly.
 
     * `levels`: one format per storage level, each a string:
-      `"dense_fixed"`, `"dense_varied"` (ragged), `"compressed_fixed"`
-      (ELL), `"compressed_varied"` (CSR-like), `"singleton"` (COO) or
-      `"structured[n,m]"` (n:m).
-    * `dim_to_lvl`: the map from tensor dimensions to storage levels; a
-      permutation for CSC, `floordiv`/`mod` for blocks.
+      `"dense_fixed"`, `"dense_varied"` (ragged rows), `"compressed_fixed"`
+      (ELL; `"compressed_fixed[8]"` fixes the width), `"compressed_varied"`
+      (CSR-like), `"loose_compressed"` (a `(lo, hi)` position pair per
+      parent), `"singleton"` (COO) or `"structured[n,m]"` (n:m, last level
+      only), optionally followed by properties as in upstream MLIR:
+      `"compressed_varied(nonunique)"`, `"singleton(nonordered, soa)"`.
+    * `dim_to_lvl`: the map from tensor dimensions to storage levels. Each
+      result is `d`, `d floordiv c` or `d mod c`: the identity for CSR, a
+      permutation for CSC, block splits for BSR and n:m.
     * `pos_width`, `crd_width`: bit widths of positions and coordinates
       (8, 16, 32 or 64; 0 means index width).
+    * `options`: a dictionary, usually `{}`. `index_group = "name"`: tensors
+      with the same group and the same levels share their positions and
+      coordinates buffers (SparseTIR's SDDMM, where the sampled matrix and
+      the output share `indptr`/`indices`). `nm_metadata`: how a
+      `structured` level stores its coordinates, `"indices"` (one small
+      integer per kept element, the default) or `"mma_sp_m16n8k16"` /
+      `"mma_sp_m16n8k32"` (packed 2-bit indices in the register order of PTX
+      `mma.sp`, 2:4 only).
 
-    Example (CSR with 32-bit indices):
+    Examples (CSR with 32-bit indices, BSR 16x16, 2:4 for `mma.sp`):
 
     ```mlir
     #sparse_iter.layout<["dense_fixed", "compressed_varied"],
-                        affine_map<(i, j) -> (i, j)>, 32 : i64, 32 : i64>
+        affine_map<(d0, d1) -> (d0, d1)>, 32 : i64, 32 : i64, {}>
+    #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"],
+        affine_map<(d0, d1) -> (d0 floordiv 16, d1 floordiv 16, d0 mod 16, d1 mod 16)>,
+        32 : i64, 32 : i64, {}>
+    #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"],
+        affine_map<(d0, d1) -> (d0, d1 floordiv 4, d1 mod 4)>, 32 : i64, 8 : i64,
+        {nm_metadata = "mma_sp_m16n8k16"}>
     ```
   }];
   let parameters = (ins
     AttrParameter<"::mlir::ArrayAttr", "level formats">:$levels,
     AttrParameter<"::mlir::AffineMapAttr", "dimension to level map">:$dim_to_lvl,
     AttrParameter<"::mlir::IntegerAttr", "position bit width">:$pos_width,
-    AttrParameter<"::mlir::IntegerAttr", "coordinate bit width">:$crd_width
+    AttrParameter<"::mlir::IntegerAttr", "coordinate bit width">:$crd_width,
+    AttrParameter<"::mlir::DictionaryAttr", "index_group, nm_metadata">:$options
+  );
+}
+
+def SparseIter_PartAttr : SparseIter_Attr<"Part", "part"> {
+  let summary = "One part of a composable layout and the rule that fills it";
+  let description = [{
+    Parts take, in order, the nonzeros that earlier parts left:
+
+    * `"ell_bucket"`, `[p, P, lo, hi]`: in column partition `p` of `P`
+      equal partitions (width `ceil(ncols / P)`), the rows with more than
+      `lo` and at most `hi` remaining nonzeros there. The layout is a row
+      list plus `hi` slots per row:
+      `["compressed_varied", "compressed_fixed[hi]"]`.
+    * `"block_dense"`, `[R, C, k]`: aligned R x C blocks holding at least `k`
+      remaining nonzeros; the layout is R x C blocked.
+    * `"rest"`, `[]`: every remaining nonzero; the last part.
+
+    Example:
+
+    ```mlir
+    #sparse_iter.part<"ell_bucket", array<i64: 0, 1, 2, 4>, #ell4>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"::mlir::StringAttr", "assignment rule">:$rule,
+    AttrParameter<"::mlir::DenseI64ArrayAttr", "rule parameters">:$params,
+    AttrParameter<"LayoutAttr", "storage of this part">:$layout
+  );
+}
+
+def SparseIter_ComposableAttr : SparseIter_Attr<"Composable", "composable"> {
+  let summary = "A tensor split into parts, each in its own layout";
+  let description = [{
+    SparseTIR's composable formats: one tensor stored as several
+    `#sparse_iter.part`s, e.g. ELL buckets by row length plus a CSR
+    remainder (hyb), or dense-enough 16x16 blocks in BSR plus a CSR
+    remainder. Every nonzero lives in exactly one part; the last part's
+    rule is `"rest"`. Kernels over a composable tensor run one loop nest per
+    part and add the partial results.
+
+    Example (one ELL bucket of width 1, CSR for the rest):
+
+    ```mlir
+    #sparse_iter.composable<[
+        #sparse_iter.part<"ell_bucket", array<i64: 0, 1, 0, 1>, #ell1>,
+        #sparse_iter.part<"rest", array<i64>, #csr>]>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"::mlir::ArrayAttr", "#sparse_iter.part list">:$parts
+  );
+}
+
+def SparseIter_CpuTargetAttr : SparseIter_Attr<"CpuTarget", "cpu"> {
+  let summary = "A CPU target description";
+  let description = [{
+    What a CPU layout resolver and the CPU lowering need to know: the
+    architecture (`"x86_64"`, `"aarch64"`), ISA features (`"avx2"`, `"fma"`,
+    `"avx512f"`, `"neon"`, ...), the vector register width in bits and the
+    number of threads (0: all cores). Targets are named in the module
+    attribute `sparse_iter.targets`; a function selects one with the
+    attribute `sparse_iter.target`.
+
+    Example:
+
+    ```mlir
+    module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64",
+        ["avx2", "fma"], 256 : i64, 0 : i64>}} {}
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"::mlir::StringAttr", "architecture">:$arch,
+    AttrParameter<"::mlir::ArrayAttr", "ISA feature names">:$features,
+    AttrParameter<"::mlir::IntegerAttr", "vector width in bits">:$vector_bits,
+    AttrParameter<"::mlir::IntegerAttr", "threads, 0 for all cores">:$threads
+  );
+}
+
+def SparseIter_CudaTargetAttr : SparseIter_Attr<"CudaTarget", "cuda"> {
+  let summary = "An NVIDIA GPU target description";
+  let description = [{
+    The compute capability (`80` for sm_80, `90` for sm_90) and the MMA
+    instruction shapes the resolver may plan for: dense tensor-core shapes
+    (`mma.sync`, e.g. `"m16n8k16"`) and sparse ones (`mma.sp`, 2:4, e.g.
+    `"m16n8k32"`).
+
+    Example:
+
+    ```mlir
+    #sparse_iter.cuda<90 : i64, ["m16n8k16", "m16n8k8"], ["m16n8k16", "m16n8k32"]>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"::mlir::IntegerAttr", "compute capability, e.g. 90">:$sm,
+    AttrParameter<"::mlir::ArrayAttr", "dense MMA shapes">:$mma_shapes,
+    AttrParameter<"::mlir::ArrayAttr", "sparse (2:4) MMA shapes">:$sparse_mma_shapes
+  );
+}
+
+def SparseIter_SparsifierAttr : SparseIter_Attr<"Sparsifier", "sparsifier"> {
+  let summary = "How to choose the nonzeros of a dense value (STen sparsifiers)";
+  let description = [{
+    * `"keep_all"`, `[]`: every nonzero element (NaN is kept).
+    * `"threshold"`, `[t]`: the elements with `|x| >= t`, `t >= 0`, compared
+      exactly (magnitudes are widened to f64; `t` is not narrowed).
+    * `"random_fraction"`, `[s, seed]`: removes `round(s * N)` of the `N`
+      elements, drawn uniformly at random from `seed`, independently of the
+      values.
+    * `"scalar_fraction"`, `[s]`: removes the `round(s * N)` elements of
+      smallest magnitude.
+    * `"block_fraction"`, `[R, C, s]`: removes the `round(s * B)` of the `B`
+      aligned R x C blocks of the last two dimensions (edge blocks may be
+      partial) with the smallest L1 norm; kept blocks are kept whole.
+    * `"nm"`, `[n, m]`: the n largest-magnitude elements of every m
+      consecutive ones along the innermost dimension (a shorter last group
+      keeps min(n, its length)).
+
+    As in STen, `s` is the sparsity: the fraction *removed*, in [0, 1];
+    `round` rounds halves up. Ties keep the lower row-major index. The
+    magnitude-based kinds never keep NaN. Except for `keep_all`, kept
+    positions are stored even where the value is zero.
+
+    `sparsecomp.sparsify` applies the same sparsifiers to host arrays.
+
+    Example:
+
+    ```mlir
+    #sparse_iter.sparsifier<"threshold", array<f64: 1.000000e-03>>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"::mlir::StringAttr", "sparsifier kind">:$kind,
+    AttrParameter<"::mlir::DenseF64ArrayAttr", "parameters of the kind">:$params
   );
 }
 
@@ -173,5 +326,26 @@ def SparseIter_UnsetEncodingOp : SparseIter_Op<"unset_encoding", [Pure]> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$source);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def SparseIter_SparsifyOp : SparseIter_Op<"sparsify", [Pure]> {
+  let summary = "Keep the nonzeros a sparsifier chooses";
+  let description = [{
+    Returns the elements of `source` that `sparsifier` keeps, as a tensor of
+    the same shape and element type whose type carries a `#sparse_iter`
+    encoding or layout; the other elements are zero. The CPU lowering fuses
+    streaming sparsifiers (`keep_all`, `threshold`) into the loop that
+    produces `source`.
+
+    Example:
+
+    ```mlir
+    %s = "sparse_iter.sparsify"(%d)
+        {sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 1.000000e-03>>}
+        : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$source, SparseIter_SparsifierAttr:$sparsifier);
   let results = (outs AnyRankedTensor:$result);
 }

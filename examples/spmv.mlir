@@ -7,8 +7,8 @@
 //   sparsecomp-opt examples/spmv.mlir --pass-pipeline='builtin.module(sparsecomp-cleanup)'
 
 #csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"],
-                           affine_map<(i, j) -> (i, j)>, 32, 32>
-#sparse_vec = #sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 32, 32>
+                           affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#sparse_vec = #sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 32, 32, {}>
 
 func.func @spmv(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>,
                 %y: tensor<?xf32>) -> tensor<?xf32> {

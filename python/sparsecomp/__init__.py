@@ -8,6 +8,7 @@ compiler parts (``sparsecomp.ir``, ``sparsecomp.transforms``,
 from __future__ import annotations
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.sparsify import sparsify
 
 __version__ = "0.1.0"
-__all__ = ["SparsecompError", "__version__"]
+__all__ = ["SparsecompError", "__version__", "sparsify"]

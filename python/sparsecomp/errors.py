@@ -32,3 +32,11 @@ class ParseError(SparsecompError):
 
 class PipelineError(SparsecompError):
     """A pass pipeline could not be parsed or failed while running."""
+
+
+class FormatError(SparsecompError, ValueError):
+    """A layout description or array data is invalid (host side, before any native call)."""
+
+
+class TargetError(SparsecompError, ValueError):
+    """A target description is invalid or names an unsupported device."""

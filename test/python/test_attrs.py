@@ -16,7 +16,7 @@ TD_FILE = odsgen.td_path()
 
 CSR = (
     '#sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>,'
-    " 32, 32>"
+    " 32, 32, {}>"
 )
 NM = '#sparse_iter.sparsity<"nm", array<i64: 2, 4>, 0.5>'
 #: One sample per attribute kind; the op name is chosen to trip a naive comma splitter.
@@ -27,6 +27,11 @@ SAMPLES = {
         " [affine_map<(m, k) -> (m, k)>, affine_map<(m, k)[s0] -> (k, m + s0)>]>"
     ),
     "layout": CSR,
+    "part": f'#sparse_iter.part<"rest", array<i64>, {CSR}>',
+    "composable": f'#sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, {CSR}>]>',
+    "cpu": '#sparse_iter.cpu<"x86_64", ["avx2", "fma"], 256, 0>',
+    "cuda": '#sparse_iter.cuda<90, ["m16n8k16"], ["m16n8k32"]>',
+    "sparsifier": '#sparse_iter.sparsifier<"threshold", array<f64: 0.5>>',
 }
 
 
@@ -183,7 +188,7 @@ def test_build_replaces_one_parameter(ctx: ir.Context) -> None:
     p["pos_width"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64, ctx), 8)
     changed = attrs.build("layout", **p)
     assert changed != parse(CSR, ctx)
-    assert changed == parse(CSR.replace(", 32, 32>", ", 8, 32>"), ctx)
+    assert changed == parse(CSR.replace(" 32, 32, {}>", " 8, 32, {}>"), ctx)
 
 
 def test_build_rejects_missing_and_extra_parameters(ctx: ir.Context) -> None:

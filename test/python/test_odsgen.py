@@ -57,8 +57,11 @@ def test_generated_irdl_covers_every_def():
 
 def test_params_table_matches_td():
     table = json.loads(odsgen.generate_params())
-    assert table["layout"] == ["levels", "dim_to_lvl", "pos_width", "crd_width"]
-    assert set(table) == {"sparsity", "encoding", "layout"}
+    assert table["layout"] == ["levels", "dim_to_lvl", "pos_width", "crd_width", "options"]
+    assert set(table) == {
+        *("sparsity", "encoding", "layout", "part", "composable"),
+        *("cpu", "cuda", "sparsifier"),
+    }
 
 
 def test_python_bindings_import_absolutely():
@@ -101,3 +104,20 @@ def test_out_dir_cli(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(odsgen._OUTPUTS)
+
+
+def test_op_attributes_become_irdl_attributes():
+    irdl = odsgen.generate_irdl()
+    body = irdl[irdl.index("irdl.operation @sparsify") :]
+    body = body[: body.index("\n  }\n")]
+    assert "irdl.base @sparse_iter::@sparsifier" in body
+    assert 'irdl.attributes {"sparsifier" = %a0}' in body
+    assert "irdl.operands(source: %o0)" in body  # the attribute is not an operand
+
+
+def test_op_attribute_of_a_foreign_kind_is_refused():
+    records = json.loads(odsgen._tblgen("llvm-tblgen", "--dump-json"))
+    op = records["SparseIter_SparsifyOp"]
+    op["arguments"]["args"][1][0]["def"] = "I64Attr"
+    with pytest.raises(ToolchainError, match="op attribute constraint 'I64Attr'"):
+        irdl_from_records(records, odsgen.DIALECT_DEF)

@@ -23,9 +23,9 @@ SEPARATOR = "// -----"
 
 CSR = (
     '#sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>,'
-    " 32, 32>"
+    " 32, 32, {}>"
 )
-BAD_WIDTH = CSR.replace("32, 32>", "31, 32>")
+BAD_WIDTH = CSR.replace("32, 32, {}>", "31, 32, {}>")
 
 FOLDABLE = f"""#csr = {CSR}
 func.func @fold(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {{

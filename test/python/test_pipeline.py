@@ -33,7 +33,7 @@ from sparsecomp.transforms.pipeline import (
 
 CSR = (
     '#sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>,'
-    " 32, 32>"
+    " 32, 32, {}>"
 )
 
 

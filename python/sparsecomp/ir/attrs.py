@@ -14,9 +14,11 @@ from functools import cache
 
 from mlir import ir
 
+from sparsecomp.formats.attrtext import split_top_level
 from sparsecomp.ir import odsgen
 
 PREFIX = "#sparse_iter."
+__all__ = ["build", "encoding_of", "mnemonic", "param_names", "params", "split_top_level"]
 
 
 @cache
@@ -32,32 +34,6 @@ def mnemonic(attr: ir.Attribute) -> str | None:
     if not text.startswith(PREFIX):
         return None
     return text[len(PREFIX) :].split("<", 1)[0]
-
-
-def split_top_level(text: str) -> list[str]:
-    """Split ``text`` at commas outside brackets and string literals."""
-    pieces, depth, start, i, in_string = [], 0, 0, 0, False
-    while i < len(text):
-        c = text[i]
-        if in_string:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "([{<":
-            depth += 1
-        elif c in ")]}" or (c == ">" and text[i - 1] != "-"):
-            depth -= 1
-        elif c == "," and depth == 0:
-            pieces.append(text[start:i].strip())
-            start = i + 1
-        i += 1
-    tail = text[start:].strip()
-    if tail:
-        pieces.append(tail)
-    return pieces
 
 
 def params(attr: ir.Attribute) -> dict[str, ir.Attribute]:

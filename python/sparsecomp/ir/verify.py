@@ -1,10 +1,13 @@
 """Semantic verification of ``sparse_iter`` that IRDL cannot express.
 
 IRDL checks that attribute parameters and operands have the right *kind*
-(an array, an integer, a tensor); the rules here check their *values*: level
-names, bit widths, map arities, n <= m, and that ``set_encoding`` and
-``unset_encoding`` change only the encoding. Each violation is reported once,
-at the location of the first op whose types carry the faulty attribute.
+(an array, an integer, a tensor); the rules here check their *values*. The
+rules for layouts, targets and sparsifiers are not restated: they are the
+host-side classes' own checks (:class:`sparsecomp.formats.Layout`,
+:mod:`sparsecomp.targets`, :class:`sparsecomp.formats.sparsifiers.Sparsifier`),
+applied to the attribute's text, so the compiler and the Python API accept
+exactly the same things. Each violation is reported once, at the location of
+the first op that carries the faulty attribute.
 
 ``sparsecomp-opt`` runs this after parsing (as mlir-opt runs the verifier),
 and every sparsecomp pass runs it on its input.
@@ -12,92 +15,29 @@ and every sparsecomp pass runs it on its input.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from mlir import ir
 
-from sparsecomp.ir.attrs import encoding_of, mnemonic, params
+from sparsecomp.errors import SparsecompError
+from sparsecomp.ir.attrs import encoding_of, mnemonic
+from sparsecomp.ir.verify_attrs import check_attr
 
-SPARSITY_KINDS = {"unstructured": 0, "nm": 2, "block": 2, "ragged": 0}
-LEVEL_FORMATS = {
-    "dense_fixed",
-    "dense_varied",
-    "compressed_fixed",
-    "compressed_varied",
-    "singleton",
-}
-BIT_WIDTHS = {0, 8, 16, 32, 64}
+TARGETS_ATTR = "sparse_iter.targets"
+TARGET_ATTR = "sparse_iter.target"
+ENCODINGS = ("sparsity", "encoding", "layout", "composable")
+_ENCODING_OPS = ("sparse_iter.set_encoding", "sparse_iter.unset_encoding", "sparse_iter.sparsify")
 
 Problem = str
 
 
-def _check_sparsity(p: dict[str, ir.Attribute]) -> Iterator[Problem]:
-    kind = ir.StringAttr(p["kind"]).value
-    if kind not in SPARSITY_KINDS:
-        yield f"unknown sparsity kind '{kind}'; expected one of {', '.join(SPARSITY_KINDS)}"
-        return
-    if not isinstance(p["params"], ir.DenseI64ArrayAttr):
-        yield f"sparsity params must be an array<i64: ...>, got {p['params']}"
-        return
-    values = list(p["params"])
-    if len(values) != SPARSITY_KINDS[kind]:
-        yield f"sparsity '{kind}' takes {SPARSITY_KINDS[kind]} params, got {len(values)}"
-    elif kind == "nm" and not 0 < values[0] <= values[1]:
-        yield f"n:m sparsity needs 0 < n <= m, got {values[0]}:{values[1]}"
-    elif kind == "block" and min(values) <= 0:
-        yield f"block sizes must be positive, got {values[0]}x{values[1]}"
-    density = ir.FloatAttr(p["density"]).value
-    if not 0.0 <= density <= 1.0:
-        yield f"density must lie in [0, 1], got {density}"
+def _layout_rank(enc: ir.Attribute) -> int | None:
+    from sparsecomp.formats.layout import layout_from_attr
 
-
-def _check_encoding(p: dict[str, ir.Attribute]) -> Iterator[Problem]:
-    yield from check_attr(p["sparsity"])
-    index = ir.IntegerAttr(p["operand_index"]).value
-    types = list(ir.ArrayAttr(p["element_types"]))
-    maps = list(ir.ArrayAttr(p["indexing_maps"]))
-    if index < 0:
-        yield f"operand_index must be non-negative, got {index}"
-    if not all(isinstance(t, ir.TypeAttr) for t in types):
-        yield "element_types must be an array of types"
-    if not all(isinstance(m, ir.AffineMapAttr) for m in maps):
-        yield "indexing_maps must be an array of affine maps"
-    elif maps and index >= len(maps):
-        yield f"operand_index {index} is out of range for {len(maps)} indexing maps"
-
-
-def _check_layout(p: dict[str, ir.Attribute]) -> Iterator[Problem]:
-    levels = list(ir.ArrayAttr(p["levels"]))
-    if not levels:
-        yield "a layout needs at least one level"
-    for level in levels:
-        if not isinstance(level, ir.StringAttr):
-            yield f"level formats must be strings, got {level}"
-        elif (name := ir.StringAttr(level).value) not in LEVEL_FORMATS:
-            valid = ", ".join(sorted(LEVEL_FORMATS))
-            yield f"unknown level format '{name}'; expected one of {valid}"
-    dim_to_lvl = ir.AffineMapAttr(p["dim_to_lvl"]).value
-    n_results = len(dim_to_lvl.results)
-    if levels and n_results != len(levels):
-        yield f"dim_to_lvl has {n_results} results but the layout has {len(levels)} levels"
-    for key in ("pos_width", "crd_width"):
-        width = ir.IntegerAttr(p[key]).value
-        if width not in BIT_WIDTHS:
-            yield f"{key} must be one of 0, 8, 16, 32, 64, got {width}"
-
-
-_CHECKERS: dict[str, Callable[[dict[str, ir.Attribute]], Iterator[Problem]]] = {
-    "sparsity": _check_sparsity,
-    "encoding": _check_encoding,
-    "layout": _check_layout,
-}
-
-
-def check_attr(attr: ir.Attribute) -> Iterator[Problem]:
-    """Problems with one ``#sparse_iter`` attribute (nothing for other attributes)."""
-    name = mnemonic(attr)
-    if name in _CHECKERS:
-        yield from _CHECKERS[name](params(attr))
+    try:
+        return layout_from_attr(str(enc)).rank
+    except SparsecompError:
+        return None
 
 
 def check_tensor_type(ty: ir.Type) -> Iterator[Problem]:
@@ -105,13 +45,16 @@ def check_tensor_type(ty: ir.Type) -> Iterator[Problem]:
     enc = encoding_of(ty)
     if enc is None:
         return
+    name = mnemonic(enc)
+    if name not in ENCODINGS:
+        yield f"#sparse_iter.{name} is not a tensor encoding; use {', '.join(ENCODINGS)}"
+        return
     problems = list(check_attr(enc))
     yield from problems
-    if not problems and mnemonic(enc) == "layout":
-        dims = ir.AffineMapAttr(params(enc)["dim_to_lvl"]).value.n_dims
-        rank = ir.RankedTensorType(ty).rank
-        if dims != rank:
-            yield f"layout maps {dims} dimensions but the tensor {ty} has rank {rank}"
+    if not problems and name in ("layout", "composable"):
+        rank, tensor_rank = _layout_rank(enc), ir.RankedTensorType(ty).rank
+        if rank is not None and rank != tensor_rank:
+            yield f"{name} maps {rank} dimensions but the tensor {ty} has rank {tensor_rank}"
 
 
 def _strip(ty: ir.RankedTensorType) -> tuple[list[int], str]:
@@ -119,14 +62,17 @@ def _strip(ty: ir.RankedTensorType) -> tuple[list[int], str]:
 
 
 def check_encoding_op(op: ir.Operation) -> Iterator[Problem]:
-    """``set_encoding`` adds an encoding, ``unset_encoding`` drops it; nothing else changes."""
+    """``set_encoding``/``sparsify`` add an encoding, ``unset_encoding`` drops it; nothing else."""
     source, result = op.operands[0].type, op.results[0].type
-    plain, encoded = (source, result) if op.name.endswith(".set_encoding") else (result, source)
-    verb = "set_encoding result" if plain is source else "unset_encoding source"
+    unset = op.name.endswith(".unset_encoding")
+    plain, encoded = (result, source) if unset else (source, result)
+    verb = "unset_encoding source" if unset else f"{op.name.split('.')[1]} result"
     if encoding_of(encoded) is None:
         yield f"{verb} must carry a #sparse_iter encoding, got {encoded}"
-    elif ir.RankedTensorType(plain).encoding is not None:
-        other = "source" if plain is source else "result"
+        return
+    if not op.name.endswith(".sparsify") and ir.RankedTensorType(plain).encoding is not None:
+        # sparsify may take an encoded source: it re-selects the nonzeros.
+        other = "result" if unset else "source"
         yield f"{op.name} {other} must not carry an encoding, got {plain}"
     elif _strip(ir.RankedTensorType(plain)) != _strip(ir.RankedTensorType(encoded)):
         yield f"{op.name} must keep shape and element type: {source} vs {result}"
@@ -143,6 +89,68 @@ def _types_of(op: ir.Operation) -> Iterator[ir.Type]:
         yield from fty.results
 
 
+def _dialect_attrs(attr: ir.Attribute) -> Iterator[ir.Attribute]:
+    """``#sparse_iter`` attributes in ``attr``, looking into arrays and dictionaries."""
+    if mnemonic(attr) is not None:
+        yield attr
+    elif isinstance(attr, ir.ArrayAttr):
+        for a in attr:
+            yield from _dialect_attrs(a)
+    elif isinstance(attr, ir.DictAttr):
+        for i in range(len(attr)):
+            yield from _dialect_attrs(attr[i].attr)
+
+
+def check_op_attributes(op: ir.Operation) -> Iterator[Problem]:
+    """The op's ``#sparse_iter`` attributes and the target attributes' structure."""
+    attributes = op.attributes
+    for named in (attributes[i] for i in range(len(attributes))):
+        if named.name in (TARGETS_ATTR, TARGET_ATTR):
+            yield from _check_target_attr(op, named.name, named.attr)
+        for attr in _dialect_attrs(named.attr):
+            yield from check_attr(attr)
+
+
+def _check_target_attr(op: ir.Operation, name: str, attr: ir.Attribute) -> Iterator[Problem]:
+    if name == TARGETS_ATTR:
+        if not isinstance(attr, ir.DictAttr):
+            yield f"'{TARGETS_ATTR}' must be a dictionary of named targets, got {attr}"
+            return
+        for i in range(len(attr)):
+            if mnemonic(attr[i].attr) not in ("cpu", "cuda"):
+                yield f"target '{attr[i].name}' must be #sparse_iter.cpu or #sparse_iter.cuda"
+        return
+    if not isinstance(attr, ir.StringAttr):
+        yield f"'{TARGET_ATTR}' must name a target as a string, got {attr}"
+        return
+    known = _module_targets(op)
+    if attr.value not in known:
+        listed = ", ".join(sorted(known)) or "none"
+        yield f"unknown target '{attr.value}'; the module's {TARGETS_ATTR} has: {listed}"
+
+
+def _module_targets(op: ir.Operation) -> set[str]:
+    parent = op.parent
+    while parent is not None:
+        attrs = parent.attributes
+        if TARGETS_ATTR in attrs and isinstance(attrs[TARGETS_ATTR], ir.DictAttr):
+            targets = attrs[TARGETS_ATTR]
+            return {targets[i].name for i in range(len(targets))}
+        parent = parent.parent
+    return set()
+
+
+def _problems(op: ir.Operation, seen: set[str]) -> list[Problem]:
+    problems = list(check_op_attributes(op))
+    if op.name in _ENCODING_OPS:
+        problems += list(check_encoding_op(op))
+    for ty in _types_of(op):
+        if str(ty) not in seen:
+            seen.add(str(ty))
+            problems += list(check_tensor_type(ty))
+    return problems
+
+
 def verify(root: ir.Operation) -> bool:
     """Report every problem under ``root`` as an error diagnostic; True if none."""
     seen: set[str] = set()
@@ -150,13 +158,10 @@ def verify(root: ir.Operation) -> bool:
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal ok
-        problems = []
-        if op.name in ("sparse_iter.set_encoding", "sparse_iter.unset_encoding"):
-            problems += list(check_encoding_op(op))
-        for ty in _types_of(op):
-            if str(ty) not in seen:
-                seen.add(str(ty))
-                problems += list(check_tensor_type(ty))
+        try:
+            problems = _problems(op, seen)
+        except Exception as e:  # a verifier bug must not kill the process
+            problems = [f"internal error in the sparse_iter verifier: {type(e).__name__}: {e}"]
         for problem in problems:
             op.location.emit_error(problem)
             ok = False

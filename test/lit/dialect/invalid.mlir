@@ -3,12 +3,12 @@
 // IRDL checks the kind of each parameter while parsing.
 
 // expected-error@+1 {{expected base attribute 'builtin.array' but got 'builtin.string'}}
-func.func private @levels_not_array(tensor<?xf32, #sparse_iter.layout<"dense_fixed", affine_map<(i) -> (i)>, 32, 32>>)
+func.func private @levels_not_array(tensor<?xf32, #sparse_iter.layout<"dense_fixed", affine_map<(i) -> (i)>, 32, 32, {}>>)
 
 // -----
 
 // expected-error@+1 {{expected base attribute 'builtin.integer' but got 'builtin.string'}}
-func.func private @width_not_integer(tensor<?xf32, #sparse_iter.layout<["dense_fixed"], affine_map<(i) -> (i)>, "32", 32>>)
+func.func private @width_not_integer(tensor<?xf32, #sparse_iter.layout<["dense_fixed"], affine_map<(i) -> (i)>, "32", 32, {}>>)
 
 // -----
 
@@ -25,42 +25,8 @@ func.func @set_on_memref(%m: memref<?xf32>) {
 
 // -----
 
-// Value rules are checked after parsing (sparsecomp.ir.verify).
-
-// expected-error@+1 {{unknown level format 'sparse'; expected one of compressed_fixed, compressed_varied, dense_fixed, dense_varied, singleton}}
-func.func private @bad_level(tensor<?xf32, #sparse_iter.layout<["sparse"], affine_map<(i) -> (i)>, 32, 32>>)
-
-// -----
-
-// expected-error@+1 {{level formats must be strings, got 3 : i64}}
-func.func private @level_not_string(tensor<?xf32, #sparse_iter.layout<[3], affine_map<(i) -> (i)>, 32, 32>>)
-
-// -----
-
-// expected-error@+1 {{a layout needs at least one level}}
-func.func private @no_levels(tensor<f32, #sparse_iter.layout<[], affine_map<() -> ()>, 32, 32>>)
-
-// -----
-
-// expected-error@+1 {{pos_width must be one of 0, 8, 16, 32, 64, got 31}}
-func.func private @bad_pos_width(tensor<?xf32, #sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 31, 32>>)
-
-// -----
-
-// expected-error@+1 {{crd_width must be one of 0, 8, 16, 32, 64, got 128}}
-func.func private @bad_crd_width(tensor<?xf32, #sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 32, 128>>)
-
-// -----
-
-// expected-error@+1 {{dim_to_lvl has 1 results but the layout has 2 levels}}
-func.func private @map_level_mismatch(tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i)>, 32, 32>>)
-
-// -----
-
-// expected-error@+1 {{layout maps 2 dimensions but the tensor tensor<?xf32, }}
-func.func private @rank_mismatch(tensor<?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>>)
-
-// -----
+// Value rules are checked after parsing (sparsecomp.ir.verify); layouts in
+// layout-invalid.mlir, targets in target-invalid.mlir.
 
 // expected-error@+1 {{unknown sparsity kind 'diagonal'; expected one of unstructured, nm, block, ragged}}
 func.func private @bad_kind(tensor<?xf32, #sparse_iter.sparsity<"diagonal", array<i64>, 1.0>>)
@@ -116,7 +82,7 @@ func.func private @maps_not_maps(tensor<?xf32, #sparse_iter.encoding<#s, "", 0, 
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
 func.func @set_without_encoding(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
   // expected-error@+1 {{set_encoding result must carry a #sparse_iter encoding, got tensor<?x?xf32>}}
   %0 = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
@@ -125,7 +91,7 @@ func.func @set_without_encoding(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
 func.func @set_changes_shape(%x: tensor<4x?xf32>) -> tensor<?x?xf32, #csr> {
   // expected-error@+1 {{sparse_iter.set_encoding must keep shape and element type}}
   %0 = "sparse_iter.set_encoding"(%x) : (tensor<4x?xf32>) -> tensor<?x?xf32, #csr>
@@ -134,16 +100,16 @@ func.func @set_changes_shape(%x: tensor<4x?xf32>) -> tensor<?x?xf32, #csr> {
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
 func.func @set_on_encoded(%x: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr> {
-  // expected-error@+1 {{sparse_iter.set_encoding source must not carry an encoding}}
+  // expected-error@+1 {{sparse_iter.set_encoding source must not carry an encoding, got tensor<?x?xf32, #sparse_iter.layout}}
   %0 = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr>
   return %0 : tensor<?x?xf32, #csr>
 }
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
 func.func @unset_changes_type(%x: tensor<?x?xf32, #csr>) -> tensor<?x?xf64> {
   // expected-error@+1 {{sparse_iter.unset_encoding must keep shape and element type}}
   %0 = "sparse_iter.unset_encoding"(%x) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf64>
@@ -156,4 +122,30 @@ func.func @unset_plain(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
   // expected-error@+1 {{unset_encoding source must carry a #sparse_iter encoding, got tensor<?x?xf32>}}
   %0 = "sparse_iter.unset_encoding"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @sparsify_plain(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{sparsify result must carry a #sparse_iter encoding, got tensor<?x?xf32>}}
+  %0 = "sparse_iter.sparsify"(%x) {sparsifier = #sparse_iter.sparsifier<"keep_all", array<f64>>} : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+func.func @sparsify_changes_type(%x: tensor<?x?xf32>) -> tensor<?x?xf16, #csr> {
+  // expected-error@+1 {{sparse_iter.sparsify must keep shape and element type}}
+  %0 = "sparse_iter.sparsify"(%x) {sparsifier = #sparse_iter.sparsifier<"keep_all", array<f64>>} : (tensor<?x?xf32>) -> tensor<?x?xf16, #csr>
+  return %0 : tensor<?x?xf16, #csr>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+func.func @sparsify_without_sparsifier(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{attribute "sparsifier" is expected but not provided}}
+  %0 = "sparse_iter.sparsify"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
+  return %0 : tensor<?x?xf32, #csr>
 }

@@ -1,0 +1,121 @@
+"""scipy.sparse interchange for :class:`~sparsecomp.formats.tensor.SparseTensor`.
+
+CSR and CSC layouts map straight onto scipy's compressed formats: a
+canonical scipy CSR (CSC) matrix packs into a ``csr`` (``csc``) layout by
+converting its ``indptr``/``indices`` to the layout's widths, without a sort.
+Everything else goes through COO entries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp  # type: ignore[import-untyped]
+
+from sparsecomp.errors import FormatError
+from sparsecomp.formats.dimmap import DimMap
+from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.levels import Level
+from sparsecomp.formats.storage import Storage
+from sparsecomp.formats.validate import (
+    check_crd_widths,
+    check_pos_fits,
+    check_value_dtype,
+    index_dtype,
+)
+
+_COMPRESSED = (Level.parse("dense_fixed"), Level.parse("compressed_varied"))
+_MAPS = {"csr": DimMap.identity(2), "csc": DimMap.permutation((1, 0))}
+
+
+def compressed_kind(layout: Any) -> str | None:
+    """``"csr"`` or ``"csc"`` if ``layout`` is that layout (any widths), else None."""
+    if not isinstance(layout, Layout) or layout.levels != _COMPRESSED:
+        return None
+    for kind, dmap in _MAPS.items():
+        if layout.dim_to_lvl == dmap:
+            return kind
+    return None
+
+
+def check_matrix(m: Any) -> Any:
+    """``m`` if it is a 2-D scipy.sparse matrix/array with an allowed dtype."""
+    if not sp.issparse(m):
+        raise FormatError(f"expected a scipy.sparse matrix or array, got {type(m).__name__}")
+    if m.ndim != 2:
+        raise FormatError(f"expected a 2-D scipy.sparse matrix, got {m.ndim}-D")
+    check_value_dtype(m.dtype)
+    return m
+
+
+def coo_entries(m: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(coords (2, nnz) int64, values)`` of every stored entry of ``m`` (duplicates kept)."""
+    coo = m.tocoo()
+    coords = np.stack([np.asarray(coo.row), np.asarray(coo.col)]).astype(np.int64)
+    return coords, np.asarray(coo.data)
+
+
+def compressed_storage(m: Any, layout: Layout, copy: bool) -> Storage | None:
+    """The storage of a canonical scipy CSR/CSC ``m`` in the matching layout, else None."""
+    kind = compressed_kind(layout)
+    if kind is None or m.format != kind or not m.has_canonical_format:
+        return None
+    major, minor = m.shape if kind == "csr" else m.shape[::-1]
+    indptr = np.asarray(m.indptr)
+    nnz = int(indptr[-1]) if indptr.shape[0] else 0
+    indices, data = _first(m.indices, nnz), _first(m.data, nnz)
+    if indptr.shape[0] != major + 1 or indptr[0] != 0 or indices.shape[0] != nnz:
+        raise FormatError(f"invalid scipy {kind} matrix: indptr/indices lengths are inconsistent")
+    if nnz and (int(indices.min()) < 0 or int(indices.max()) >= minor):
+        raise FormatError(f"invalid scipy {kind} matrix: an index is out of range for size {minor}")
+    check_crd_widths(layout, layout.dim_to_lvl.level_shape(m.shape))
+    check_pos_fits(layout, 1, nnz)
+    pdt, cdt = index_dtype(layout.pos_width), index_dtype(layout.crd_width)
+    return Storage(
+        (None, indptr.astype(pdt, copy=copy)),
+        (None, indices.astype(cdt, copy=copy)),
+        data.copy() if copy else data,
+    )
+
+
+def _first(arr: Any, n: int) -> np.ndarray:
+    """The first ``n`` elements of ``arr``, the array itself when it has exactly ``n``."""
+    out = np.asarray(arr)
+    return out if out.shape[0] == n else out[:n]
+
+
+def compressed_matrix(shape: tuple[int, ...], layout: Layout, storage: Storage) -> Any:
+    """A scipy csr_array/csc_array copy of a ``csr``/``csc`` layout's storage."""
+    pos, crd = storage.positions[1], storage.coordinates[1]
+    assert pos is not None
+    assert crd is not None
+    cls = sp.csr_array if compressed_kind(layout) == "csr" else sp.csc_array
+    vals = scipy_values(storage.values)
+    vals = vals.copy() if vals is storage.values else vals
+    return cls((vals, crd.copy(), pos.copy()), shape=shape)
+
+
+def scipy_values(values: np.ndarray) -> np.ndarray:
+    """``values`` in a dtype scipy.sparse supports: float16 becomes float32 (exactly)."""
+    return values.astype(np.float32) if values.dtype == np.float16 else values
+
+
+def matrix_from_coo(
+    shape: tuple[int, ...], coords: np.ndarray, values: np.ndarray, fmt: str
+) -> Any:
+    """A scipy array in format ``fmt`` from row-major sorted entries (arrays are reused)."""
+    rows, cols = coords
+    values = scipy_values(values)
+    if fmt == "coo":
+        return sp.coo_array((values, (rows, cols)), shape=shape)
+    if fmt == "csr":
+        return sp.csr_array((values, cols, _indptr(rows, shape[0])), shape=shape)
+    order = np.argsort(cols, kind="stable")  # rows stay ascending within a column
+    return sp.csc_array((values[order], rows[order], _indptr(cols[order], shape[1])), shape=shape)
+
+
+def _indptr(major: np.ndarray, size: int) -> np.ndarray:
+    ptr = np.zeros(size + 1, np.int64)
+    np.cumsum(np.bincount(major, minlength=size), out=ptr[1:])
+    return ptr

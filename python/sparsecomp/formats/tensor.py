@@ -1,0 +1,291 @@
+"""The host-side sparse tensor: one layout's buffers, or the parts of a composable layout."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sparsecomp.errors import FormatError
+from sparsecomp.formats import scipyio
+from sparsecomp.formats.bufcheck import check_buffers
+from sparsecomp.formats.compose import split_parts
+from sparsecomp.formats.layout import AnyLayout, Layout, parse_layout
+from sparsecomp.formats.ordering import sort_entries, sum_duplicates
+from sparsecomp.formats.storage import Storage, allows_duplicates, pack
+from sparsecomp.formats.unpack import unpack
+from sparsecomp.formats.validate import (
+    check_coords,
+    check_shape,
+    check_value_dtype,
+    check_values,
+)
+
+
+class SparseTensor:
+    """A sparse tensor stored in a :class:`Layout` or split over a :class:`Composable`.
+
+    A single-layout tensor has, per level ``l``, ``positions[l]`` and
+    ``coordinates[l]`` (numpy arrays of the layout's signed ``pos_width`` /
+    ``crd_width`` ints, or None where the level format has no such buffer)
+    and ``values``, one per last-level position; the storage scheme is
+    described in :mod:`sparsecomp.formats.storage`. A composable tensor has
+    ``parts``: one single-layout tensor of the full shape per part, holding
+    the nonzeros its rule selects (:mod:`sparsecomp.formats.compose`).
+
+    Construct with :meth:`from_scipy`, :meth:`from_dense`, :meth:`from_coo`
+    or :meth:`from_buffers`; ``layout`` arguments take a short name
+    (``"csr"``, ``"bsr:16x16"``, ``"hyb"``...), ``#sparse_iter`` attribute
+    text, or a :class:`Layout`/:class:`Composable`. Input order never matters;
+    duplicate coordinates are an error unless the layout's last level is
+    nonunique. NaN values are stored like any nonzero (``from_dense`` keeps
+    them; unpacking never drops them).
+
+    Explicit zeros: *exact-structure* layouts (below leading ``dense_fixed``
+    levels, only compressed, ELL, loose_compressed and singleton levels:
+    ``csr``, ``csc``, ``coo``, ``dcsr``, ``ell``) keep explicitly stored zeros
+    through every round trip. Layouts that store dense blocks,
+    ``dense_varied`` prefixes or n:m slots cannot tell fill from an explicit
+    zero, and drop zero values when unpacking.
+
+    Tensors are immutable by convention. Constructors copy their inputs
+    (``from_scipy(..., copy=False)`` may share scipy's arrays);
+    :meth:`buffers` returns the tensor's own arrays; :meth:`with_values`
+    shares the index arrays; ``to(self.layout)`` returns ``self``.
+    """
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        layout: AnyLayout,
+        dtype: np.dtype[Any],
+        storage: Storage | None = None,
+        parts: tuple[SparseTensor, ...] = (),
+    ) -> None:
+        """Internal: wrap validated storage; use the ``from_*`` constructors instead."""
+        self.shape = shape
+        self.layout = layout
+        self.dtype = dtype
+        self._storage = storage
+        self.parts = parts
+        self._nnz: int | None = None
+
+    # -- construction ----------------------------------------------------------
+    @classmethod
+    def from_coo(
+        cls, shape: Sequence[int], coords: Any, values: Any, layout: str | AnyLayout
+    ) -> SparseTensor:
+        """Pack entries: ``coords`` ``(ndim, nnz)`` integers, ``values`` ``(nnz,)``."""
+        dims = check_shape(shape)
+        lay = _resolve(layout, len(dims))
+        crds = check_coords(dims, coords)
+        vals = check_values(values, crds.shape[1])
+        return cls._build(dims, lay, crds, vals)
+
+    @classmethod
+    def from_dense(cls, array: Any, layout: str | AnyLayout) -> SparseTensor:
+        """Pack the nonzeros of a dense array of any rank >= 1 (NaN counts as nonzero)."""
+        arr = np.asarray(array)
+        check_value_dtype(arr.dtype)
+        if arr.ndim == 0:
+            raise FormatError("from_dense needs an array of rank >= 1, got a scalar")
+        lay = _resolve(layout, arr.ndim)
+        nz = np.nonzero(arr)
+        coords = np.stack(nz).astype(np.int64) if nz else np.zeros((arr.ndim, 0), np.int64)
+        return cls._build(arr.shape, lay, coords, arr[nz])
+
+    @classmethod
+    def from_scipy(
+        cls, m: Any, layout: str | AnyLayout = "csr", *, copy: bool = True
+    ) -> SparseTensor:
+        """Pack a 2-D scipy.sparse matrix or array; explicit zeros are kept as entries.
+
+        A canonical CSR (CSC) input in a ``csr`` (``csc``) layout is converted
+        without sorting; with ``copy=False`` its arrays are shared when their
+        dtypes already match the layout's widths.
+        """
+        scipyio.check_matrix(m)
+        shape = check_shape(m.shape)
+        lay = _resolve(layout, 2)
+        if isinstance(lay, Layout):
+            storage = scipyio.compressed_storage(m, lay, copy)
+            if storage is not None:
+                return cls(shape, lay, storage.values.dtype, storage)
+        coords, values = scipyio.coo_entries(m)
+        return cls._build(shape, lay, check_coords(shape, coords), values)
+
+    @classmethod
+    def from_buffers(
+        cls,
+        shape: Sequence[int],
+        layout: str | Layout,
+        positions: Sequence[Any],
+        coordinates: Sequence[Any],
+        values: Any,
+    ) -> SparseTensor:
+        """Wrap raw level buffers after validating them fully (see :mod:`.bufcheck`).
+
+        ``positions``/``coordinates`` list one array or None per level. The
+        buffers are copied. Composable layouts are not accepted.
+        """
+        dims = check_shape(shape)
+        lay = _resolve(layout, len(dims))
+        if not isinstance(lay, Layout):
+            raise FormatError("from_buffers takes a single layout, not a composable one")
+        storage = check_buffers(lay, dims, positions, coordinates, values)
+        return cls(dims, lay, storage.values.dtype, storage)
+
+    @classmethod
+    def _build(
+        cls, shape: tuple[int, ...], layout: AnyLayout, coords: np.ndarray, values: np.ndarray
+    ) -> SparseTensor:
+        dtype = check_value_dtype(values.dtype)
+        if isinstance(layout, Layout):
+            return cls(shape, layout, dtype, pack(layout, shape, coords, values))
+        split = split_parts(layout, shape, coords, values)
+        parts = tuple(cls._build(shape, lay, c, v) for lay, c, v in split)
+        return cls(shape, layout, dtype, None, parts)
+
+    # -- buffers ---------------------------------------------------------------
+    def _single(self, what: str) -> Storage:
+        if self._storage is None:
+            raise FormatError(f"a composable tensor has no {what} of its own; see .parts")
+        return self._storage
+
+    @property
+    def positions(self) -> tuple[np.ndarray | None, ...]:
+        """Per level its positions buffer, or None (single layouts only)."""
+        return self._single("positions").positions
+
+    @property
+    def coordinates(self) -> tuple[np.ndarray | None, ...]:
+        """Per level its coordinates buffer, or None (single layouts only)."""
+        return self._single("coordinates").coordinates
+
+    @property
+    def values(self) -> np.ndarray:
+        """The values buffer, one per last-level position (single layouts only)."""
+        return self._single("values").values
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nse(self) -> int:
+        """Stored entries, padding and fill included (all parts together)."""
+        if self._storage is None:
+            return sum(p.nse for p in self.parts)
+        return int(self._storage.values.shape[0])
+
+    @property
+    def nnz(self) -> int:
+        """Logical entries: stored entries less padding (and, for inexact layouts, zeros)."""
+        if self._nnz is None:
+            self._nnz = int(self._entries()[1].shape[0])
+        return self._nnz
+
+    def buffers(self) -> list[tuple[str, np.ndarray]]:
+        """The tensor's own arrays, by name, in the runtime's canonical order.
+
+        Per level ``l`` in order: ``pos{l}`` then ``crd{l}`` for the buffers it
+        has, then ``values``. Composable tensors list each part's buffers in
+        part order, prefixed ``part{i}.``.
+        """
+        if self._storage is None:
+            return [(f"part{i}.{n}", a) for i, p in enumerate(self.parts) for n, a in p.buffers()]
+        out = []
+        for lvl, (pos, crd) in enumerate(zip(self.positions, self.coordinates, strict=True)):
+            out += [(f"pos{lvl}", pos)] if pos is not None else []
+            out += [(f"crd{lvl}", crd)] if crd is not None else []
+        return [*out, ("values", self.values)]
+
+    def with_values(self, values: Any) -> SparseTensor:
+        """The same index structure (shared arrays) with a copy of ``values`` (``nse`` long).
+
+        For a composable tensor ``values`` is the parts' values concatenated in
+        part order.
+        """
+        vals = np.array(check_values(values, self.nse))
+        if self._storage is None:
+            cuts = np.cumsum([p.nse for p in self.parts])[:-1]
+            parts = tuple(
+                p.with_values(v) for p, v in zip(self.parts, np.split(vals, cuts), strict=True)
+            )
+            return SparseTensor(self.shape, self.layout, vals.dtype, None, parts)
+        st = self._storage
+        return SparseTensor(
+            self.shape, self.layout, vals.dtype, Storage(st.positions, st.coordinates, vals)
+        )
+
+    # -- unpacking -------------------------------------------------------------
+    def _entries(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._storage is not None:
+            assert isinstance(self.layout, Layout)
+            return unpack(self.layout, self.shape, self._storage)
+        got = [p._entries() for p in self.parts]
+        return np.concatenate([c for c, _ in got], axis=1), np.concatenate([v for _, v in got])
+
+    def to_coo(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(coords (ndim, nnz) int64, values)``, new arrays sorted row-major."""
+        coords, vals = self._entries()
+        order, _ = sort_entries(coords, self.shape)
+        return (coords, vals) if order is None else (coords[:, order], vals[order])
+
+    def to_dense(self) -> np.ndarray:
+        """A new dense array (duplicates of nonunique layouts are summed)."""
+        out = np.zeros(self.shape, self.dtype)
+        coords, vals = self._entries()
+        if isinstance(self.layout, Layout) and allows_duplicates(self.layout):
+            np.add.at(out, tuple(coords), vals)
+        else:
+            out[tuple(coords)] = vals
+        return out
+
+    def to_scipy(self, format: str = "csr") -> Any:
+        """A new scipy.sparse ``coo_array``, ``csr_array`` or ``csc_array`` (matrices only).
+
+        scipy.sparse has no float16: such values come back as float32 (exactly).
+        """
+        if self.ndim != 2:
+            raise FormatError(f"to_scipy needs a matrix, the tensor has shape {self.shape}")
+        if format not in ("coo", "csr", "csc"):
+            raise FormatError(f"unknown scipy format '{format}'; expected coo, csr or csc")
+        if self._storage is not None and scipyio.compressed_kind(self.layout):
+            assert isinstance(self.layout, Layout)
+            return scipyio.compressed_matrix(self.shape, self.layout, self._storage).asformat(
+                format
+            )
+        coords, vals = self.to_coo()
+        return scipyio.matrix_from_coo(self.shape, coords, vals, format)
+
+    def to(self, layout: str | AnyLayout) -> SparseTensor:
+        """This tensor in another layout (``self`` if it is already in ``layout``).
+
+        Duplicates of a nonunique source are summed when the target is unique.
+        """
+        lay = _resolve(layout, self.ndim)
+        if lay == self.layout:
+            return self
+        coords, vals = self._entries()
+        if self._storage is not None and allows_duplicates(self._layout_single()):
+            if not (isinstance(lay, Layout) and allows_duplicates(lay)):
+                coords, vals = sum_duplicates(coords, vals, self.shape)
+        return SparseTensor._build(self.shape, lay, coords, vals)
+
+    def _layout_single(self) -> Layout:
+        assert isinstance(self.layout, Layout)
+        return self.layout
+
+    def __repr__(self) -> str:
+        dims = "x".join(str(d) for d in self.shape)
+        parts = f", {len(self.parts)} parts" if self.parts else ""
+        return f"SparseTensor({dims} {self.dtype} {self.layout}{parts}, nse={self.nse})"
+
+
+def _resolve(layout: str | AnyLayout, rank: int) -> AnyLayout:
+    lay = parse_layout(layout, rank)
+    if lay.rank != rank:
+        raise FormatError(f"layout {lay} has rank {lay.rank}, but the tensor has {rank} dimensions")
+    return lay

@@ -1,0 +1,94 @@
+"""CPU target descriptions (``#sparse_iter.cpu``) and host detection."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparsecomp.errors import TargetError
+from sparsecomp.formats.attrtext import AttrNode, format_value
+
+#: ISA features the CPU lowering knows, per architecture.
+FEATURES = {
+    "x86_64": ("sse4.2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"),
+    "aarch64": ("neon", "sve", "sve2"),
+}
+#: The widest vector each feature provides, in bits.
+_VECTOR_BITS = {"sse4.2": 128, "avx": 256, "avx2": 256, "avx512f": 512, "neon": 128}
+
+
+@dataclass(frozen=True)
+class CpuTarget:
+    """Architecture, ISA features, vector width in bits, threads (0: all cores)."""
+
+    arch: str = "x86_64"
+    features: tuple[str, ...] = ()
+    vector_bits: int = 128
+    threads: int = 0
+
+    def __post_init__(self) -> None:
+        if self.arch not in FEATURES:
+            raise TargetError(f"unknown CPU architecture '{self.arch}'; expected {list(FEATURES)}")
+        unknown = [f for f in self.features if f not in FEATURES[self.arch]]
+        if unknown:
+            raise TargetError(
+                f"unknown {self.arch} feature(s) {', '.join(unknown)}; "
+                f"known: {', '.join(FEATURES[self.arch])}"
+            )
+        if self.vector_bits not in (128, 256, 512):
+            raise TargetError(f"vector_bits must be 128, 256 or 512, got {self.vector_bits}")
+        if self.vector_bits > self.max_vector_bits:
+            raise TargetError(
+                f"vector_bits {self.vector_bits} needs a feature that provides it; "
+                f"{', '.join(self.features) or 'no features'} give at most {self.max_vector_bits}"
+            )
+        if self.threads < 0:
+            raise TargetError(f"threads must be >= 0 (0: all cores), got {self.threads}")
+
+    @property
+    def max_vector_bits(self) -> int:
+        return max([128, *(_VECTOR_BITS.get(f, 0) for f in self.features)])
+
+    def attr_node(self) -> AttrNode:
+        return AttrNode("cpu", (self.arch, list(self.features), self.vector_bits, self.threads))
+
+    def attr_text(self) -> str:
+        return format_value(self.attr_node())
+
+    @classmethod
+    def from_node(cls, node: AttrNode) -> CpuTarget:
+        if node.mnemonic != "cpu" or len(node.args) != 4:
+            raise TargetError(
+                f"expected #sparse_iter.cpu with 4 parameters, got {format_value(node)}"
+            )
+        arch, features, vector_bits, threads = node.args
+        if not all(isinstance(f, str) for f in features):
+            raise TargetError("cpu features must be strings")
+        return cls(arch, tuple(features), vector_bits, threads)
+
+
+def detect_host(cpuinfo: Path = Path("/proc/cpuinfo")) -> CpuTarget:
+    """The target for this machine: architecture, ISA features, widest vectors."""
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), "")
+    arch = arch or platform.machine().lower()
+    if arch not in FEATURES:
+        raise TargetError(f"unsupported host architecture '{platform.machine()}'")
+    flags: set[str] = set()
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("flags", "Features"):
+                flags = set(value.split())
+                break
+    aliases = {"sse4_2": "sse4.2", "asimd": "neon"}
+    present = {aliases.get(f, f) for f in flags}
+    features = tuple(f for f in FEATURES[arch] if f in present)
+    if arch == "aarch64" and "neon" not in features:
+        features = ("neon", *features)  # every AArch64 core has Advanced SIMD
+    probe = CpuTarget(arch, features, 128, 0)
+    # AVX-512 registers are 512 bits, but 256-bit vectors are the faster
+    # default on many cores (frequency licences); the resolver may widen.
+    bits = min(probe.max_vector_bits, 256) if arch == "x86_64" else 128
+    return CpuTarget(arch, features, bits, len(os.sched_getaffinity(0)))

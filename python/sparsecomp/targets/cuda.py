@@ -1,0 +1,62 @@
+"""NVIDIA GPU target descriptions (``#sparse_iter.cuda``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sparsecomp.errors import TargetError
+from sparsecomp.formats.attrtext import AttrNode, format_value
+
+#: Compute capabilities the CUDA lowering knows (sm_XY -> XY).
+SM_VERSIONS = (70, 75, 80, 86, 87, 89, 90)
+#: Dense tensor-core shapes (``mma.sync``) and the first sm that has them.
+MMA_SHAPES = {"m8n8k4": 70, "m16n8k8": 75, "m16n8k16": 80, "m16n8k32": 80}
+#: Sparse (2:4) tensor-core shapes (``mma.sp``); all need sm_80.
+SPARSE_MMA_SHAPES = {"m16n8k16": 80, "m16n8k32": 80}
+
+
+@dataclass(frozen=True)
+class CudaTarget:
+    """Compute capability and the MMA shapes a resolver may plan for."""
+
+    sm: int = 80
+    mma_shapes: tuple[str, ...] = ("m16n8k16",)
+    sparse_mma_shapes: tuple[str, ...] = ("m16n8k16", "m16n8k32")
+
+    def __post_init__(self) -> None:
+        if self.sm not in SM_VERSIONS:
+            raise TargetError(f"unknown sm version {self.sm}; expected one of {SM_VERSIONS}")
+        for kind, shapes, table in (
+            ("MMA", self.mma_shapes, MMA_SHAPES),
+            ("sparse MMA", self.sparse_mma_shapes, SPARSE_MMA_SHAPES),
+        ):
+            for shape in shapes:
+                if shape not in table:
+                    raise TargetError(
+                        f"unknown {kind} shape '{shape}'; expected one of {', '.join(table)}"
+                    )
+                if table[shape] > self.sm:
+                    raise TargetError(
+                        f"{kind} shape {shape} needs sm_{table[shape]}, not sm_{self.sm}"
+                    )
+
+    @property
+    def chip(self) -> str:
+        return f"sm_{self.sm}"
+
+    def attr_node(self) -> AttrNode:
+        return AttrNode("cuda", (self.sm, list(self.mma_shapes), list(self.sparse_mma_shapes)))
+
+    def attr_text(self) -> str:
+        return format_value(self.attr_node())
+
+    @classmethod
+    def from_node(cls, node: AttrNode) -> CudaTarget:
+        if node.mnemonic != "cuda" or len(node.args) != 3:
+            raise TargetError(
+                f"expected #sparse_iter.cuda with 3 parameters, got {format_value(node)}"
+            )
+        sm, mma, sparse = node.args
+        if not all(isinstance(s, str) for s in [*mma, *sparse]):
+            raise TargetError("MMA shapes must be strings")
+        return cls(sm, tuple(mma), tuple(sparse))

@@ -1,0 +1,177 @@
+"""Pass ``sparse-iter-import-sparse-tensor``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from mlir import ir
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.errors import FormatError
+from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
+from sparsecomp.transforms.base import SparsecompPass
+
+#: Discardable attribute on functions left with upstream encodings: why.
+UPSTREAM_ATTR = "sparse_iter.upstream"
+
+
+def _functions(module: ir.Operation) -> list[ir.Operation]:
+    ops = [op.operation for op in module.regions[0].blocks[0].operations]
+    return [op for op in ops if op.name == "func.func"]
+
+
+def _walk(op: ir.Operation) -> Iterator[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(o: ir.Operation) -> ir.WalkResult:
+        found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    yield from found
+
+
+def _upstream_encoding(ty: ir.Type) -> ir.Attribute | None:
+    if isinstance(ty, ir.RankedTensorType) and is_sparse_tensor_encoding(ty.encoding):
+        return ty.encoding
+    return None
+
+
+def _types(op: ir.Operation) -> Iterator[ir.Type]:
+    yield from (r.type for r in op.results)
+    yield from (o.type for o in op.operands)
+    for region in op.regions:
+        for block in region.blocks:
+            yield from (a.type for a in block.arguments)
+    if op.name == "func.func":
+        fty = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+        yield from [*fty.inputs, *fty.results]
+
+
+def _reason_to_keep(func: ir.Operation) -> str | None:
+    """Why ``func`` must keep its ``#sparse_tensor`` encodings, or None."""
+    for op in _walk(func):
+        if op.name.startswith("sparse_tensor."):
+            return f"uses '{op.name}', which sparse_iter has no counterpart for"
+        for ty in _types(op):
+            enc = _upstream_encoding(ty)
+            if enc is None:
+                continue
+            try:
+                layout_from_sparse_tensor(enc)
+            except FormatError as e:
+                return f"has the encoding {enc}, which cannot be imported: {e.message}"
+    return None
+
+
+def _callees(func: ir.Operation) -> set[str]:
+    return {
+        ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        for op in _walk(func)
+        if op.name == "func.call"
+    }
+
+
+def _kept_functions(funcs: list[ir.Operation]) -> dict[str, str]:
+    """Function name -> reason, closed over call edges so that calls keep agreeing types."""
+    names = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
+    kept = {n: r for n, f in names.items() if (r := _reason_to_keep(f)) is not None}
+    edges = {n: _callees(f) & names.keys() for n, f in names.items()}
+    changed = True
+    while changed:
+        changed = False
+        for caller, callees in edges.items():
+            for callee in callees:
+                for a, b in ((caller, callee), (callee, caller)):
+                    if a in kept and b not in kept:
+                        kept[b] = f"calls or is called by '{a}', which {kept[a]}"
+                        changed = True
+    return kept
+
+
+class _TypeConverter:
+    def __init__(self, ctx: ir.Context) -> None:
+        self.ctx = ctx
+        self.loc = ir.Location.unknown(ctx)
+        self.cache: dict[str, ir.Type] = {}
+
+    def __call__(self, ty: ir.Type) -> ir.Type:
+        enc = _upstream_encoding(ty)
+        if enc is None:
+            return ty
+        key = str(ty)
+        if key not in self.cache:
+            layout = ir.Attribute.parse(layout_from_sparse_tensor(enc).attr_text(), self.ctx)
+            rt = ir.RankedTensorType(ty)
+            self.cache[key] = ir.RankedTensorType.get(
+                rt.shape, rt.element_type, layout, loc=self.loc
+            )
+        return self.cache[key]
+
+    def rewrite(self, func: ir.Operation) -> None:
+        self.loc = func.location
+        for op in _walk(func):
+            for result in op.results:
+                result.set_type(self(result.type))
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.arguments:
+                        arg.set_type(self(arg.type))
+        fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        new = ir.FunctionType.get([self(t) for t in fty.inputs], [self(t) for t in fty.results])
+        func.attributes["function_type"] = ir.TypeAttr.get(new)
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportSparseTensorPass(SparsecompPass):
+    """Rewrite upstream #sparse_tensor.encoding types to #sparse_iter layouts.
+
+    Every tensor type in a function whose encoding is an upstream
+    ``#sparse_tensor.encoding`` gets the equivalent ``#sparse_iter.layout``
+    (level formats, properties, the dimension-to-level map including
+    ``floordiv``/``mod`` blocks, and bit widths carry over; see
+    ``sparsecomp.ir.upstream``), in the function signature, block arguments
+    and op results alike.
+
+    A function is left as it is, and marked with
+    ``sparse_iter.upstream = "<reason>"``, when it uses an op of the
+    ``sparse_tensor`` dialect (which verifies against upstream encodings and
+    has no sparse_iter counterpart yet), or an encoding with no sparse_iter
+    form (dimension slices, explicit/implicit values). Functions that call
+    such a function, or are called by it, are left too, so calls keep
+    matching types. The CPU pipeline compiles marked functions through the
+    upstream sparsifier. With ``allow-upstream=false`` such functions are an
+    error instead.
+
+    Before:
+
+    ```mlir
+    #CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+    func.func @f(%a: tensor<?x?xf64, #CSR>) -> tensor<?x?xf64, #CSR>
+    ```
+
+    After:
+
+    ```mlir
+    func.func @f(%a: tensor<?x?xf64, #sparse_iter.layout<["dense_fixed",
+        "compressed_varied"], affine_map<(d0, d1) -> (d0, d1)>, 0 : i64, 0 : i64, {}>>) -> ...
+    ```
+    """
+
+    NAME = "sparse-iter-import-sparse-tensor"
+    allow_upstream: bool = True
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        funcs = _functions(op)
+        kept = _kept_functions(funcs)
+        convert = _TypeConverter(op.context)
+        for func in funcs:
+            name = ir.StringAttr(func.attributes["sym_name"]).value
+            if name not in kept:
+                convert.rewrite(func)
+            elif not self.allow_upstream:
+                func.location.emit_error(f"cannot import '{name}': it {kept[name]}")
+                pass_.signal_pass_failure()
+            elif any(_upstream_encoding(t) for o in _walk(func) for t in _types(o)):
+                func.attributes[UPSTREAM_ATTR] = ir.StringAttr.get(kept[name])

@@ -1,0 +1,113 @@
+"""Every verifier message has an ``expected-error`` case in the lit suite.
+
+The messages that ``sparsecomp-opt`` can report about ``#sparse_iter``
+attributes and ops are the ``raise ...Error(f"...")`` and ``yield f"..."``
+strings of the functions below. For each one, the longest literal piece of
+the string must appear in some ``expected-error`` line under ``test/lit``,
+so deleting a lit case (or adding a message without one) fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PKG = REPO / "python" / "sparsecomp"
+
+#: module -> functions (``Class.method`` or ``function``) whose messages reach the verifier.
+SCANNED = {
+    "formats/levels.py": ["Level.parse", "Level.check", "_ints"],
+    "formats/dimmap.py": ["DimMap.parse", "DimMap.check", "_parse_expr"],
+    "formats/layout.py": [
+        "Layout.check", "Layout._check_structured", "Layout.from_node", "_expect",
+        "Part.__post_init__", "Composable.__post_init__", "Composable.from_node",
+    ],
+    "targets/cpu.py": ["CpuTarget.__post_init__", "CpuTarget.from_node"],
+    "targets/cuda.py": ["CudaTarget.__post_init__", "CudaTarget.from_node"],
+    "ir/verify.py": ["check_tensor_type", "check_encoding_op", "_check_target_attr"],
+    "ir/verify_attrs.py": ["_check_sparsity", "_check_encoding"],
+}  # fmt: skip
+
+#: Messages the IR cannot trigger, with the reason.
+UNREACHABLE = {
+    "repeated dimension name": "MLIR's affine map parser rejects repeated names first",
+    "uses an unknown dimension": "maps parsed from text only name their own dimensions",
+    "expected #sparse_iter.layout with 5 parameters": "IRDL fixes the parameter count",
+    "expected #sparse_iter.composable with 1 parameter": "IRDL fixes the parameter count",
+    "expected #sparse_iter.cpu with 4 parameters": "IRDL fixes the parameter count",
+    "expected #sparse_iter.cuda with 3 parameters": "IRDL fixes the parameter count",
+    "malformed dimension-to-level map": "MLIR prints maps in the form DimMap parses",
+    "unknown upstream level format": "MLIR has no other level formats",
+}
+
+
+def _literal_pieces(node: ast.expr) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr):
+        return [v.value for v in node.values if isinstance(v, ast.Constant)]
+    if isinstance(node, ast.BinOp):
+        return _literal_pieces(node.left) + _literal_pieces(node.right)
+    return []
+
+
+def _message(node: ast.expr) -> str | None:
+    pieces = [p for p in _literal_pieces(node) if p.strip()]
+    return max(pieces, key=len).strip(" '\":,") if pieces else None
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.AST]:
+    out: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    out[f"{node.name}.{item.name}"] = item
+    return out
+
+
+def verifier_messages() -> list[tuple[str, str]]:
+    """``(where, longest literal piece)`` of every message in the scanned functions."""
+    found = []
+    for module, names in SCANNED.items():
+        tree = ast.parse((PKG / module).read_text())
+        funcs = _functions(tree)
+        for name in names:
+            assert name in funcs, f"{module}: no function {name} (update SCANNED)"
+            for node in ast.walk(funcs[name]):
+                arg = None
+                if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                    arg = node.exc.args[0] if node.exc.args else None
+                elif isinstance(node, ast.Yield):
+                    arg = node.value
+                if arg is not None and (msg := _message(arg)):
+                    found.append((f"{module}:{name}:{node.lineno}", msg))
+    return found
+
+
+def expected_errors() -> str:
+    lines = []
+    for path in (REPO / "test" / "lit").rglob("*.mlir"):
+        if "Output" in path.parts:
+            continue
+        lines += [ln for ln in path.read_text().splitlines() if "expected-error" in ln]
+    return "\n".join(lines)
+
+
+MESSAGES = verifier_messages()
+
+
+def test_scan_finds_messages() -> None:
+    assert len(MESSAGES) > 60
+
+
+@pytest.mark.parametrize(("where", "message"), MESSAGES, ids=[w for w, _ in MESSAGES])
+def test_message_has_expected_error_case(where: str, message: str) -> None:
+    if any(key in message for key in UNREACHABLE):
+        return
+    assert message in expected_errors(), f"{where}: no expected-error for '{message}'"

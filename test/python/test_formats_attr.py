@@ -1,0 +1,188 @@
+"""Host-side layouts, targets and sparsifiers print exactly as MLIR prints the attributes.
+
+The 1:1 mapping between ``sparsecomp.formats`` objects and ``#sparse_iter``
+attributes is checked against MLIR itself: the host text parses in MLIR, MLIR
+prints it back unchanged, and the host parser reads MLIR's print back to an
+equal object.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from mlir import ir
+
+from sparsecomp.errors import FormatError
+from sparsecomp.formats import Composable, DimMap, Layout, Level, LevelExpr, parse_layout
+from sparsecomp.formats.layout import NM_METADATA, layout_from_attr, short_name
+from sparsecomp.ir.context import make_context
+from sparsecomp.ir.upstream import layout_from_sparse_tensor, sparse_tensor_text
+from sparsecomp.ir.verify import verify
+from sparsecomp.targets import CpuTarget, CudaTarget, detect_host, target_from_attr
+
+SHORT = [
+    "dense", "csr", "csc", "coo", "dcsr", "ell", "ell:4", "bsr:16x16", "bsr:3x5", "nm:2:4",
+    "nm:1:2", "hyb", "hyb:2:8", "bsr+csr:4x4", "bsr+csr:8x2:3",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ctx() -> ir.Context:
+    return make_context()
+
+
+def mlir_print(text: str, ctx: ir.Context) -> str:
+    return str(ir.Attribute.parse(text, ctx))
+
+
+def tensor_ok(layout: Layout | Composable, ctx: ir.Context) -> bool:
+    """The MLIR verifier accepts a tensor type with this layout."""
+    dims = "x".join("?" * layout.rank)
+    module = ir.Module.parse(f"func.func private @f(tensor<{dims}xf32, {layout.attr_text()}>)", ctx)
+    return verify(module.operation)
+
+
+@pytest.mark.parametrize("name", SHORT)
+def test_short_layouts_print_like_mlir(name: str, ctx: ir.Context) -> None:
+    layout = parse_layout(name)
+    text = layout.attr_text()
+    assert mlir_print(text, ctx) == text
+    assert layout_from_attr(text) == layout
+    assert tensor_ok(layout, ctx)
+
+
+@pytest.mark.parametrize("name", ["dense", "csr", "coo", "dcsr"])
+@pytest.mark.parametrize("rank", [1, 3])
+def test_other_ranks(name: str, rank: int, ctx: ir.Context) -> None:
+    layout = parse_layout(name, rank)
+    assert layout.rank == rank
+    assert mlir_print(layout.attr_text(), ctx) == layout.attr_text()
+    assert tensor_ok(layout, ctx)
+
+
+def test_short_names_are_recovered() -> None:
+    for name in ["dense", "csr", "csc", "coo", "dcsr", "ell", "ell:4", "bsr:16x16", "nm:2:4"]:
+        layout = parse_layout(name)
+        assert isinstance(layout, Layout)
+        assert short_name(layout) == name
+        assert str(layout) == name
+
+
+def test_composable_names() -> None:
+    assert str(parse_layout("hyb")) == "hyb"
+    assert str(parse_layout("bsr+csr:4x4")) == "bsr+csr:4x4"
+    hyb = parse_layout("hyb:2:8")
+    assert isinstance(hyb, Composable)
+    # two column partitions x widths 1, 2, 4, 8, then the CSR rest
+    assert [p.rule for p in hyb.parts] == ["ell_bucket"] * 8 + ["rest"]
+    assert [p.params for p in hyb.parts[:4]] == [
+        (0, 2, 0, 1),
+        (0, 2, 1, 2),
+        (0, 2, 2, 4),
+        (0, 2, 4, 8),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("bsr:0x4", "block size must be positive"),
+        ("nm:5:4", "structured\\[n,m\\] needs 0 < n <= m"),
+        ("hyb:1:12", "power-of-two max_width"),
+        ("csx", "unknown layout 'csx' for rank 2"),
+        ("csc", "unknown layout 'csc' for rank 3"),
+    ],
+)
+def test_bad_short_names(text: str, message: str) -> None:
+    rank = 3 if text == "csc" else 2
+    with pytest.raises(FormatError, match=message):
+        parse_layout(text, rank)
+
+
+# -- random layouts ------------------------------------------------------------
+
+_BASES = [
+    "dense_fixed", "dense_varied", "compressed_varied", "compressed_fixed", "compressed_fixed[3]",
+    "loose_compressed", "singleton", "structured[2,4]", "structured[1,2]",
+]  # fmt: skip
+_PROPS = st.lists(st.sampled_from(["nonunique", "nonordered", "soa"]), unique=True, max_size=2)
+
+
+@st.composite
+def levels(draw: st.DrawFn) -> str:
+    base = draw(st.sampled_from(_BASES))
+    props = [] if base.startswith(("dense", "structured")) else draw(_PROPS)
+    return f"{base}({', '.join(props)})" if props else base
+
+
+@st.composite
+def dim_maps(draw: st.DrawFn) -> DimMap:
+    rank = draw(st.integers(1, 3))
+    perm = draw(st.permutations(range(rank)))
+    blocks = draw(st.lists(st.sampled_from([0, 2, 4]), min_size=rank, max_size=rank))
+    outer = [LevelExpr(d, "floordiv", blocks[d]) if blocks[d] else LevelExpr(d) for d in perm]
+    inner = [LevelExpr(d, "mod", blocks[d]) for d in perm if blocks[d]]
+    return DimMap(rank, tuple(outer + inner))
+
+
+@st.composite
+def layouts(draw: st.DrawFn) -> Layout:
+    """Random valid layouts: random parts, kept when the layout rules accept them."""
+    dmap = draw(dim_maps())
+    names = [draw(levels()) for _ in range(dmap.n_levels)]
+    widths = st.sampled_from([0, 8, 16, 32, 64])
+    options = {
+        "index_group": draw(st.sampled_from(["", "g", "sddmm.x"])),
+        "nm_metadata": draw(st.sampled_from(["", *NM_METADATA])),
+    }
+    try:
+        lvls = tuple(Level.parse(n) for n in names)
+        return Layout(lvls, dmap, draw(widths), draw(widths), **options)
+    except FormatError:
+        assume(False)
+        raise
+
+
+@settings(max_examples=150, deadline=None)
+@given(layouts())
+def test_random_layouts_print_like_mlir(layout: Layout) -> None:
+    ctx = _CTX
+    text = layout.attr_text()
+    printed = mlir_print(text, ctx)
+    assert printed == text
+    assert layout_from_attr(printed) == layout
+    assert tensor_ok(layout, ctx)
+
+
+@settings(max_examples=150, deadline=None)
+@given(layouts())
+def test_upstream_round_trip(layout: Layout) -> None:
+    """Layouts with a #sparse_tensor form convert there and back unchanged."""
+    exportable = all(lv.name not in ("compressed_fixed", "dense_varied") for lv in layout.levels)
+    if not exportable or layout.nm_metadata.startswith("mma_sp"):
+        with pytest.raises(FormatError, match="has no #sparse_tensor form"):
+            sparse_tensor_text(layout)
+        return
+    plain = Layout(layout.levels, layout.dim_to_lvl, layout.pos_width, layout.crd_width)
+    attr = ir.Attribute.parse(sparse_tensor_text(layout), _CTX)
+    assert layout_from_sparse_tensor(attr) == plain
+
+
+_CTX = make_context()
+
+
+# -- targets --------------------------------------------------------------------
+
+
+def test_targets_print_like_mlir(ctx: ir.Context) -> None:
+    for target in [detect_host(), CpuTarget("aarch64", ("neon", "sve"), 128, 4), CudaTarget(90)]:
+        text = target.attr_text()
+        assert mlir_print(text, ctx) == text
+        assert target_from_attr(text) == target
+
+
+def test_detect_host_is_consistent() -> None:
+    host = detect_host()
+    assert host.threads >= 1
+    assert host.vector_bits <= host.max_vector_bits

@@ -1,0 +1,28 @@
+"""The benchmark and figure scripts run (small sizes), so they cannot rot unnoticed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, check=False)
+
+
+def test_formats_benchmark_runs(repo):
+    proc = run(str(repo / "benchmarks" / "formats.py"), "--nnz", "20000", "--repeat", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = [ln for ln in proc.stdout.splitlines() if ln and not ln.startswith(("#", "matrix"))]
+    layouts = {ln.split()[2] for ln in rows}
+    assert {"csr", "csc", "ell", "hyb", "bsr:16x16", "bsr+csr:16x16"} <= layouts
+    ratios = [float(ln.split()[-1]) for ln in rows if len(ln.split()) == 6]
+    assert ratios
+    assert all(r > 0 for r in ratios)
+
+
+def test_hyb_figure_is_drawn(repo, tmp_path):
+    out = tmp_path / "hyb.png"
+    proc = run(str(repo / "docs" / "figures" / "make_hyb_figure.py"), str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
