@@ -23,6 +23,8 @@ SCANNED = {
     "formats/dimmap.py": ["DimMap.parse", "DimMap.check", "_parse_expr"],
     "formats/layout.py": [
         "Layout.check", "Layout._check_structured", "Layout.from_node", "_expect",
+    ],
+    "formats/composable.py": [
         "Part.__post_init__", "Composable.__post_init__", "Composable.from_node",
     ],
     "targets/cpu.py": ["CpuTarget.__post_init__", "CpuTarget.from_node"],

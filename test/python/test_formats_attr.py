@@ -15,7 +15,8 @@ from mlir import ir
 
 from sparsecomp.errors import FormatError
 from sparsecomp.formats import Composable, DimMap, Layout, Level, LevelExpr, parse_layout
-from sparsecomp.formats.layout import NM_METADATA, layout_from_attr, short_name
+from sparsecomp.formats.layout import NM_METADATA, short_name
+from sparsecomp.formats.names import layout_from_attr
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.upstream import layout_from_sparse_tensor, sparse_tensor_text
 from sparsecomp.ir.verify import verify

@@ -608,3 +608,89 @@ def test_huge_shape_sorts_without_a_linear_key() -> None:
     assert v.tolist() == [3.0, 2.0, 1.0]
     with pytest.raises(FormatError, match=r"duplicate coordinate \(5, 3\) \(entries 1 and 2\)"):
         SparseTensor.from_coo(big, [[2**39, 5, 5], [7, 3, 3]], [1.0, 2.0, 3.0], lay)
+
+
+def test_more_validation_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    big = np.array([[0], [2**63]], dtype=np.uint64)
+    with pytest.raises(FormatError, match="coordinate 9223372036854775808 is out of range"):
+        SparseTensor.from_coo((3, 3), big, [1.0], "csr")
+    with pytest.raises(FormatError, match=r"expected a 2-D scipy\.sparse matrix, got 1-D"):
+        SparseTensor.from_scipy(sp.coo_array(np.ones(3)))
+    bad = sp.csr_array((np.array([1.0]), np.array([7]), np.array([0, 1])), shape=(1, 3))
+    with pytest.raises(FormatError, match="invalid scipy csr matrix: an index is out of range"):
+        SparseTensor.from_scipy(bad, "csr")
+    with pytest.raises(
+        FormatError, match=r"rule 'ell_bucket' needs a matrix, got shape \(2, 2, 2\)"
+    ):
+        assign_parts(parse_layout("hyb"), (2, 2, 2), np.zeros((3, 0), int))  # type: ignore[arg-type]
+
+
+def test_mma_sp_needs_dense_rows_and_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    dmap = DimMap.parse("(d0, d1, d2) -> (d0, d1, d2 floordiv 4, d2 mod 4)")
+    levels = ["dense_fixed", "dense_fixed", "dense_fixed", "structured[2,4]"]
+    batched = layout(levels, dmap, nm_metadata="mma_sp_m16n8k16")
+    with pytest.raises(FormatError, match=r"needs levels \[dense_fixed, dense_fixed, structured"):
+        SparseTensor.from_dense(np.eye(4, dtype=np.float32)[None], batched)
+    monkeypatch.setitem(__import__("sys").modules, "sparsecomp.formats.nm", None)
+    with pytest.raises(FormatError, match=r"needs sparsecomp\.formats\.nm\.to_mma_sp"):
+        SparseTensor.from_dense(np.eye(4, dtype=np.float32), mma("mma_sp_m16n8k16"))
+
+
+def test_from_buffers_other_levels() -> None:
+    ragged = layout(["dense_fixed", "dense_varied"])
+    pos = np.array([0, 3, 3, 8], np.int32)
+    with pytest.raises(FormatError, match="parent 2 stores 5 entries, more than the level size 4"):
+        SparseTensor.from_buffers((3, 4), ragged, [None, pos], [None, None], np.ones(8))
+    with pytest.raises(FormatError, match="positions of level 1 must be 1-D"):
+        SparseTensor.from_buffers((3, 4), ragged, [None, pos[None]], [None, None], np.ones(8))
+    loose = layout(["dense_fixed", "loose_compressed"])
+    lpos = np.array([-1, 0, 0, 0], np.int32)
+    with pytest.raises(FormatError, match="positions must be non-negative, got -1"):
+        SparseTensor.from_buffers((2, 4), loose, [None, lpos], [None, np.zeros(1, np.int32)], [1.0])
+    unordered = layout(["dense_fixed", "compressed_varied(nonordered)"])
+    crd = np.array([3, 1, 3], np.int32)
+    with pytest.raises(FormatError, match=r"coordinate 3 repeats within a parent \(position 0\)"):
+        SparseTensor.from_buffers(
+            (1, 4), unordered, [None, np.array([0, 3], np.int32)], [None, crd], np.ones(3)
+        )
+    ok = np.array([3, 1, 2], np.int32)
+    t = SparseTensor.from_buffers(
+        (1, 4), unordered, [None, np.array([0, 3], np.int32)], [None, ok], np.ones(3)
+    )
+    assert t.to_coo()[0].tolist() == [[0, 0, 0], [1, 2, 3]]
+    c = np.zeros(6, np.int32)
+    with pytest.raises(FormatError, match=r"needs 2 x 4 coordinates, got 6"):
+        SparseTensor.from_buffers((2, 4), "ell:4", [None, None], [None, c], np.ones(6))
+    nm = SparseTensor.from_dense(np.zeros((16, 16), np.float32), mma("mma_sp_m16n8k16"))
+    short = nm.coordinates[2][:-1]
+    with pytest.raises(FormatError, match="metadata for 16 rows and 4 groups needs 8 words"):
+        SparseTensor.from_buffers((16, 16), nm.layout, [None] * 3, [None, None, short], nm.values)  # type: ignore[arg-type]
+
+
+def test_scipy_conversion_paths_keep_explicit_zeros() -> None:
+    m = sp.csr_array((np.array([1.0, 0.0, 2.0]), np.array([0, 1, 3]), np.array([0, 2, 3])))
+    for src in [m, m.tocsc(), m.tocoo()]:
+        for name in ["csr", "csc"]:
+            t = SparseTensor.from_scipy(src, name)
+            assert t.nnz == 3
+            np.testing.assert_array_equal(t.to_scipy("coo").coords, m.tocoo().coords)
+
+
+def test_bsr_from_scipy_matches_general_packing() -> None:
+    rng = np.random.default_rng(3)
+    dense = (rng.integers(1, 9, (6, 8)) * (rng.random((6, 8)) < 0.3)).astype(np.float32)
+    m = sp.csr_array(dense)
+    via_scipy = SparseTensor.from_scipy(m, "bsr:3x4")  # blocks divide the shape: tobsr
+    general = SparseTensor.from_coo(
+        m.shape, np.stack(np.nonzero(dense)), dense[dense != 0], "bsr:3x4"
+    )
+    assert bufs(via_scipy) == bufs(general)
+    assert via_scipy.positions[1].dtype == np.int32
+    np.testing.assert_array_equal(via_scipy.to_dense(), dense)
+
+
+def test_bsr_from_scipy_drops_explicit_zeros() -> None:
+    m = sp.csr_array((np.array([0.0, 1.0, 0.0]), np.array([0, 3, 1]), np.array([0, 1, 2, 3])))
+    t = SparseTensor.from_scipy(m, "bsr:1x2")  # shape (3, 4): tobsr path
+    assert bufs(t) == {"pos1": [0, 0, 1, 1], "crd1": [1], "values": [0, 1]}
+    assert m.nnz == 3  # the input is left alone

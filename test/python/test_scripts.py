@@ -26,3 +26,17 @@ def test_hyb_figure_is_drawn(repo, tmp_path):
     proc = run(str(repo / "docs" / "figures" / "make_hyb_figure.py"), str(out))
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_formats_doc_examples_are_fresh(repo):
+    import importlib.util
+
+    path = repo / "docs" / "figures" / "layout_examples.py"
+    spec = importlib.util.spec_from_file_location("layout_examples", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (repo / "docs" / "formats.md").read_text()
+    assert module.render() in doc, "stale: python docs/figures/layout_examples.py --write"
+    assert "figures/hyb.png" in doc

@@ -587,7 +587,6 @@ def test_sparsify_with_layout_calls_from_coo(monkeypatch):
     assert calls[0][2].shape == (0,)
 
 
-@pytest.mark.skip(reason="needs sparsecomp.formats.tensor (SparseTensor); enable once it lands")
 def test_sparsify_with_layout_real_tensor():
     x = np.array([[0.0, 3.0, 0.0, 1.0], [2.0, 0.0, 5.0, 0.0]])
     csr = sparsecomp.sparsify(x, "threshold:1.5", layout="csr")

@@ -9,17 +9,13 @@ short names (see :func:`parse_layout`) or :class:`Layout` /
 from __future__ import annotations
 
 from sparsecomp.errors import FormatError
+from sparsecomp.formats.composable import Composable, Part
 from sparsecomp.formats.compose import assign_parts
 from sparsecomp.formats.dimmap import DimMap, LevelExpr
-from sparsecomp.formats.layout import (
-    AnyLayout,
-    Composable,
-    Layout,
-    Part,
-    layout_from_attr,
-    parse_layout,
-)
+from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.levels import Level
+from sparsecomp.formats.names import AnyLayout, layout_from_attr, parse_layout
+from sparsecomp.formats.sparsifiers import Sparsifier
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.formats.validate import VALUE_DTYPES
 
@@ -34,6 +30,7 @@ __all__ = [
     "LevelExpr",
     "Part",
     "SparseTensor",
+    "Sparsifier",
     "assign_parts",
     "layout_from_attr",
     "parse_layout",

@@ -161,7 +161,9 @@ def _check_positions(
         raise _fail(lvl, level, f"needs {want} positions for {npos} parents, got {pos.shape[0]}")
     if pos.shape[0] == 0:
         return
-    if (pos[0] < 0) if loose else (pos[0] != 0):
+    if loose and pos[0] < 0:
+        raise _fail(lvl, level, f"positions must be non-negative, got {pos[0]}")
+    if not loose and pos[0] != 0:
         raise _fail(lvl, level, f"positions must start at 0, got {pos[0]}")
     drops = np.flatnonzero(pos[1:] < pos[:-1])
     if drops.size:

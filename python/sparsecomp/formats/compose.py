@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from sparsecomp.errors import FormatError
-from sparsecomp.formats.layout import Composable, Layout
+from sparsecomp.formats.composable import Composable
+from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.ordering import check_no_duplicates, sort_entries
 
 

@@ -2,8 +2,10 @@
 
 CSR and CSC layouts map straight onto scipy's compressed formats: a
 canonical scipy CSR (CSC) matrix packs into a ``csr`` (``csc``) layout by
-converting its ``indptr``/``indices`` to the layout's widths, without a sort.
-Everything else goes through COO entries.
+converting its ``indptr``/``indices`` to the layout's widths, without a sort
+(other canonical inputs are converted by scipy first). ``bsr:RxC`` layouts
+use scipy's ``tobsr`` when the blocks divide the shape. Everything else goes
+through COO entries.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from sparsecomp.formats.validate import (
 )
 
 _COMPRESSED = (Level.parse("dense_fixed"), Level.parse("compressed_varied"))
+_BSR = (*_COMPRESSED, Level.parse("dense_fixed"), Level.parse("dense_fixed"))
 _MAPS = {"csr": DimMap.identity(2), "csc": DimMap.permutation((1, 0))}
 
 
@@ -57,10 +60,17 @@ def coo_entries(m: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def compressed_storage(m: Any, layout: Layout, copy: bool) -> Storage | None:
-    """The storage of a canonical scipy CSR/CSC ``m`` in the matching layout, else None."""
+    """The storage of a canonical scipy CSR/CSC/COO ``m`` in a csr/csc layout, else None.
+
+    A canonical matrix of the other format is converted by scipy (an O(nnz)
+    counting sort that keeps explicit zeros); non-canonical input (unsorted,
+    maybe duplicates) returns None, for the general path to check.
+    """
     kind = compressed_kind(layout)
-    if kind is None or m.format != kind or not m.has_canonical_format:
+    if kind is None or m.format not in ("csr", "csc", "coo") or not m.has_canonical_format:
         return None
+    if m.format != kind:
+        m = m.asformat(kind)
     major, minor = m.shape if kind == "csr" else m.shape[::-1]
     indptr = np.asarray(m.indptr)
     nnz = int(indptr[-1]) if indptr.shape[0] else 0
@@ -76,6 +86,35 @@ def compressed_storage(m: Any, layout: Layout, copy: bool) -> Storage | None:
         (None, indptr.astype(pdt, copy=copy)),
         (None, indices.astype(cdt, copy=copy)),
         data.copy() if copy else data,
+    )
+
+
+def bsr_storage(m: Any, layout: Layout) -> Storage | None:
+    """The storage of canonical scipy ``m`` in a ``bsr:RxC`` layout via scipy's ``tobsr``.
+
+    Only when R and C divide the shape; else None. Explicit zeros are dropped
+    first, as :func:`~sparsecomp.formats.storage.pack` does for layouts that
+    store dense blocks.
+    """
+    blocks = layout.dim_to_lvl.block_sizes()
+    if layout.levels != _BSR or layout.dim_to_lvl != DimMap.blocked(blocks):
+        return None
+    if m.format not in ("csr", "csc", "coo") or not m.has_canonical_format:
+        return None
+    if any(size % b for size, b in zip(m.shape, blocks, strict=True)):
+        return None
+    if (_first(m.data, m.nnz) == 0).any():
+        m = m.tocsr(copy=True)
+        m.eliminate_zeros()
+    bsr = m.tobsr(blocksize=blocks)
+    bsr.sort_indices()
+    check_crd_widths(layout, layout.dim_to_lvl.level_shape(m.shape))
+    check_pos_fits(layout, 1, bsr.indices.shape[0])
+    pdt, cdt = index_dtype(layout.pos_width), index_dtype(layout.crd_width)
+    return Storage(
+        (None, np.asarray(bsr.indptr).astype(pdt), None, None),
+        (None, np.asarray(bsr.indices).astype(cdt), None, None),
+        np.ascontiguousarray(bsr.data).reshape(-1),
     )
 
 

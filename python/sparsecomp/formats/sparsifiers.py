@@ -61,7 +61,6 @@ Conventions (the compiler's lowering of ``sparse_iter.sparsify`` follows the sam
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 from dataclasses import dataclass
@@ -250,13 +249,11 @@ def sparsify_array(x: ArrayLike, sparsifier: str | Sparsifier, layout: Any = Non
     a = check_array(x, sp)
     if layout is None:
         return sp.apply(a)
-    # Imported by name until sparsecomp.formats.tensor exists in every checkout
-    # (a plain import would fail mypy there): SparseTensor.from_coo(shape,
-    # coords (ndim, nnz), values, layout).
-    tensor = importlib.import_module("sparsecomp.formats.tensor")
+    from sparsecomp.formats.tensor import SparseTensor
+
     keep = sp.mask(a)
     coords = np.stack(np.nonzero(keep)).astype(np.int64, copy=False)
-    return tensor.SparseTensor.from_coo(a.shape, coords, a[keep], layout)
+    return SparseTensor.from_coo(a.shape, coords, a[keep], layout)
 
 
 # -- counting and ranking ----------------------------------------------------------

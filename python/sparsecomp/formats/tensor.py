@@ -11,7 +11,8 @@ from sparsecomp.errors import FormatError
 from sparsecomp.formats import scipyio
 from sparsecomp.formats.bufcheck import check_buffers
 from sparsecomp.formats.compose import split_parts
-from sparsecomp.formats.layout import AnyLayout, Layout, parse_layout
+from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.names import AnyLayout, parse_layout
 from sparsecomp.formats.ordering import sort_entries, sum_duplicates
 from sparsecomp.formats.storage import Storage, allows_duplicates, pack
 from sparsecomp.formats.unpack import unpack
@@ -49,7 +50,8 @@ class SparseTensor:
     ``dense_varied`` prefixes or n:m slots cannot tell fill from an explicit
     zero, and drop zero values when unpacking.
 
-    Tensors are immutable by convention. Constructors copy their inputs
+    ``to_scipy`` returns float16 values as float32 (scipy.sparse has no
+    float16). Tensors are immutable by convention. Constructors copy their inputs
     (``from_scipy(..., copy=False)`` may share scipy's arrays);
     :meth:`buffers` returns the tensor's own arrays; :meth:`with_values`
     shares the index arrays; ``to(self.layout)`` returns ``self``.
@@ -92,8 +94,7 @@ class SparseTensor:
             raise FormatError("from_dense needs an array of rank >= 1, got a scalar")
         lay = _resolve(layout, arr.ndim)
         nz = np.nonzero(arr)
-        coords = np.stack(nz).astype(np.int64) if nz else np.zeros((arr.ndim, 0), np.int64)
-        return cls._build(arr.shape, lay, coords, arr[nz])
+        return cls._build(arr.shape, lay, np.stack(nz).astype(np.int64), arr[nz])
 
     @classmethod
     def from_scipy(
@@ -103,13 +104,14 @@ class SparseTensor:
 
         A canonical CSR (CSC) input in a ``csr`` (``csc``) layout is converted
         without sorting; with ``copy=False`` its arrays are shared when their
-        dtypes already match the layout's widths.
+        dtypes already match the layout's widths. Other canonical scipy inputs
+        reach ``csr``/``csc`` layouts through scipy's own conversion.
         """
         scipyio.check_matrix(m)
         shape = check_shape(m.shape)
         lay = _resolve(layout, 2)
         if isinstance(lay, Layout):
-            storage = scipyio.compressed_storage(m, lay, copy)
+            storage = scipyio.compressed_storage(m, lay, copy) or scipyio.bsr_storage(m, lay)
             if storage is not None:
                 return cls(shape, lay, storage.values.dtype, storage)
         coords, values = scipyio.coo_entries(m)
@@ -183,7 +185,8 @@ class SparseTensor:
     def nnz(self) -> int:
         """Logical entries: stored entries less padding (and, for inexact layouts, zeros)."""
         if self._nnz is None:
-            self._nnz = int(self._entries()[1].shape[0])
+            parts = sum(p.nnz for p in self.parts)
+            self._nnz = parts if self._storage is None else int(self._entries()[1].shape[0])
         return self._nnz
 
     def buffers(self) -> list[tuple[str, np.ndarray]]:
@@ -237,7 +240,7 @@ class SparseTensor:
         """A new dense array (duplicates of nonunique layouts are summed)."""
         out = np.zeros(self.shape, self.dtype)
         coords, vals = self._entries()
-        if isinstance(self.layout, Layout) and allows_duplicates(self.layout):
+        if self._repeats:
             np.add.at(out, tuple(coords), vals)
         else:
             out[tuple(coords)] = vals
@@ -269,14 +272,14 @@ class SparseTensor:
         if lay == self.layout:
             return self
         coords, vals = self._entries()
-        if self._storage is not None and allows_duplicates(self._layout_single()):
-            if not (isinstance(lay, Layout) and allows_duplicates(lay)):
-                coords, vals = sum_duplicates(coords, vals, self.shape)
+        if self._repeats and not (isinstance(lay, Layout) and allows_duplicates(lay)):
+            coords, vals = sum_duplicates(coords, vals, self.shape)
         return SparseTensor._build(self.shape, lay, coords, vals)
 
-    def _layout_single(self) -> Layout:
-        assert isinstance(self.layout, Layout)
-        return self.layout
+    @property
+    def _repeats(self) -> bool:
+        """Whether the layout may hold equal coordinates more than once."""
+        return isinstance(self.layout, Layout) and allows_duplicates(self.layout)
 
     def __repr__(self) -> str:
         dims = "x".join(str(d) for d in self.shape)

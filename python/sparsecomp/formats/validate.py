@@ -7,7 +7,7 @@ native code. The rules:
 
 * values are 1-D with one of :data:`VALUE_DTYPES`; NaN is an ordinary value
   (it is stored like any nonzero);
-* a shape is a tuple of non-negative ints whose length is the layout's rank;
+* a shape is a tuple of non-negative ints (its length must be the layout's rank);
 * coordinates are integers of shape ``(ndim, nnz)`` inside the shape;
 * position and coordinate buffers use signed ints of the layout's widths
   (:func:`index_dtype`), and every value stored in them must fit
@@ -65,8 +65,8 @@ def check_values(values: Any, count: int, what: str = "values") -> np.ndarray:
     return arr
 
 
-def check_shape(shape: Any, rank: int | None = None) -> tuple[int, ...]:
-    """``shape`` as a tuple of non-negative Python ints, of length ``rank`` if given."""
+def check_shape(shape: Any) -> tuple[int, ...]:
+    """``shape`` as a tuple of non-negative Python ints."""
     try:
         dims = tuple(shape)
     except TypeError:
@@ -76,10 +76,7 @@ def check_shape(shape: Any, rank: int | None = None) -> tuple[int, ...]:
             raise FormatError(f"shape must contain ints, got {d!r} in {shape!r}")
         if d < 0:
             raise FormatError(f"shape must be non-negative, got {d} in {tuple(shape)}")
-    out = tuple(int(d) for d in dims)
-    if rank is not None and len(out) != rank:
-        raise FormatError(f"shape {out} has {len(out)} dimensions but the layout has rank {rank}")
-    return out
+    return tuple(int(d) for d in dims)
 
 
 def check_coords(shape: tuple[int, ...], coords: Any) -> np.ndarray:

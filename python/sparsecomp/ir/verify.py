@@ -32,7 +32,7 @@ Problem = str
 
 
 def _layout_rank(enc: ir.Attribute) -> int | None:
-    from sparsecomp.formats.layout import layout_from_attr
+    from sparsecomp.formats.names import layout_from_attr
 
     try:
         return layout_from_attr(str(enc)).rank

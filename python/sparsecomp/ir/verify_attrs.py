@@ -68,14 +68,14 @@ def _host_check(build: Callable[[str], object]) -> Callable[[ir.Attribute], Iter
 
 
 def _layout(text: str) -> object:
-    from sparsecomp.formats.layout import layout_from_attr
+    from sparsecomp.formats.names import layout_from_attr
 
     return layout_from_attr(text)
 
 
 def _part(text: str) -> object:
     from sparsecomp.formats.attrtext import AttrNode, parse_attr
-    from sparsecomp.formats.layout import Composable
+    from sparsecomp.formats.composable import Composable
 
     # A part is checked as the first part of a composable with a rest part.
     node = parse_attr(text)

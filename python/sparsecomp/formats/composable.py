@@ -1,0 +1,167 @@
+"""Composable layouts: the host-side twin of ``#sparse_iter.composable``.
+
+SparseTIR's composable formats: one tensor stored as several parts, each in
+its own :class:`~sparsecomp.formats.layout.Layout`, with a rule per part that
+says which nonzeros it holds (see :class:`Part`). :meth:`Composable.hyb` and
+:meth:`Composable.bsr_rest` build the standard decompositions; packing is in
+:mod:`sparsecomp.formats.compose`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sparsecomp.errors import FormatError
+from sparsecomp.formats.attrtext import AttrNode, format_value
+from sparsecomp.formats.dimmap import DimMap
+from sparsecomp.formats.layout import Layout, _expect, standard_layout
+from sparsecomp.formats.levels import Level
+
+RULES = {"ell_bucket": 4, "block_dense": 3, "rest": 0}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a composable layout and the rule that fills it.
+
+    Rules take the nonzeros that earlier parts left, in order:
+
+    * ``ell_bucket [p, P, lo, hi]``: in column partition ``p`` of ``P`` equal
+      partitions (width ``ceil(ncols / P)``), the rows whose remaining
+      nonzeros in that partition number more than ``lo`` and at most ``hi``;
+      stored as a row list plus ``hi`` slots per row.
+    * ``block_dense [R, C, k]``: aligned R x C blocks holding at least ``k``
+      remaining nonzeros.
+    * ``rest []``: everything left; the last part must be ``rest``.
+    """
+
+    rule: str
+    params: tuple[int, ...]
+    layout: Layout
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise FormatError(
+                f"unknown part rule '{self.rule}'; expected one of {', '.join(RULES)}"
+            )
+        if len(self.params) != RULES[self.rule]:
+            raise FormatError(
+                f"rule '{self.rule}' takes {RULES[self.rule]} params, got {len(self.params)}"
+            )
+        if self.rule == "ell_bucket":
+            p, parts, lo, hi = self.params
+            if not (0 <= p < parts and 0 <= lo < hi):
+                raise FormatError(
+                    f"ell_bucket needs 0 <= p < P and 0 <= lo < hi, got {self.params}"
+                )
+            names = [lv.name for lv in self.layout.levels]
+            if names != ["compressed_varied", "compressed_fixed"] or self.layout.levels[
+                1
+            ].width not in (None, hi):
+                raise FormatError(
+                    f"an ell_bucket part stores [compressed_varied, compressed_fixed[{hi}]], "
+                    f"got {[str(lv) for lv in self.layout.levels]}"
+                )
+        if self.rule == "block_dense":
+            r, c, k = self.params
+            if min(r, c, k) <= 0 or k > r * c:
+                raise FormatError(f"block_dense needs R, C > 0 and 0 < k <= R*C, got {self.params}")
+            if self.layout.dim_to_lvl.block_sizes() != (r, c):
+                raise FormatError(
+                    f"a block_dense [{r}, {c}, ...] part needs a {r}x{c} blocked layout"
+                )
+
+    def attr_node(self) -> AttrNode:
+        return AttrNode("part", (self.rule, tuple(self.params), self.layout.attr_node()))
+
+
+@dataclass(frozen=True)
+class Composable:
+    """A tensor split into parts; every nonzero lives in exactly one part."""
+
+    parts: tuple[Part, ...]
+    name: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.parts:
+            raise FormatError("a composable layout needs at least one part")
+        if self.parts[-1].rule != "rest" or any(p.rule == "rest" for p in self.parts[:-1]):
+            raise FormatError("the last part of a composable layout, and only it, must be 'rest'")
+        ranks = {p.layout.rank for p in self.parts}
+        if len(ranks) != 1:
+            raise FormatError(f"all parts must have the same rank, got {sorted(ranks)}")
+
+    @property
+    def rank(self) -> int:
+        return self.parts[0].layout.rank
+
+    def attr_node(self) -> AttrNode:
+        return AttrNode("composable", ([p.attr_node() for p in self.parts],))
+
+    def attr_text(self) -> str:
+        return format_value(self.attr_node())
+
+    @classmethod
+    def from_node(cls, node: AttrNode) -> Composable:
+        if node.mnemonic != "composable" or len(node.args) != 1:
+            raise FormatError(
+                f"expected #sparse_iter.composable with 1 parameter, got {format_value(node)}"
+            )
+        _expect(node.args[0], list, "parts", "an array of #sparse_iter.part")
+        parts = []
+        for p in node.args[0]:
+            if not isinstance(p, AttrNode) or p.mnemonic != "part" or len(p.args) != 3:
+                raise FormatError(
+                    f"composable parts must be #sparse_iter.part<...>, got {format_value(p)}"
+                )
+            rule, params, layout = p.args
+            _expect(rule, str, "a part's rule", "a string")
+            _expect(params, tuple, "a part's params", "an array<i64: ...>")
+            _expect(layout, AttrNode, "a part's layout", "a #sparse_iter.layout")
+            parts.append(Part(rule, tuple(params), Layout.from_node(layout)))
+        return cls(tuple(parts))
+
+    def __str__(self) -> str:
+        return self.name or self.attr_text()
+
+    # -- the standard decompositions -------------------------------------------
+    @classmethod
+    def hyb(cls, col_parts: int = 1, max_width: int = 32) -> Composable:
+        """SparseTIR's hyb: per column partition, ELL buckets of widths 1, 2, 4 .. max_width.
+
+        Rows longer than ``max_width`` in a partition go to a CSR remainder.
+        """
+        if col_parts <= 0 or max_width <= 0 or max_width & (max_width - 1):
+            raise FormatError(
+                f"hyb needs col_parts > 0 and a power-of-two max_width, "
+                f"got {col_parts}, {max_width}"
+            )
+        parts = []
+        for p in range(col_parts):
+            lo, hi = 0, 1
+            while hi <= max_width:
+                parts.append(Part("ell_bucket", (p, col_parts, lo, hi), ell_bucket_layout(hi)))
+                lo, hi = hi, hi * 2
+        parts.append(Part("rest", (), _standard("csr")))
+        name = "hyb" if (col_parts, max_width) == (1, 32) else f"hyb:{col_parts}:{max_width}"
+        return cls(tuple(parts), name)
+
+    @classmethod
+    def bsr_rest(cls, r: int, c: int, min_nnz: int | None = None) -> Composable:
+        """Dense-enough R x C blocks in BSR, the rest in CSR."""
+        k = max(1, (r * c) // 4) if min_nnz is None else min_nnz
+        part = Part("block_dense", (r, c, k), _standard(f"bsr:{r}x{c}"))
+        suffix = "" if min_nnz is None else f":{k}"
+        return cls((part, Part("rest", (), _standard("csr"))), f"bsr+csr:{r}x{c}{suffix}")
+
+
+def ell_bucket_layout(width: int) -> Layout:
+    """A row list plus ``width`` coordinate slots per row."""
+    levels = (Level.parse("compressed_varied"), Level.parse(f"compressed_fixed[{width}]"))
+    return Layout(levels, DimMap.identity(2))
+
+
+def _standard(name: str) -> Layout:
+    layout = standard_layout(name)
+    assert layout is not None, name
+    return layout
