@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sparsecomp.formats import nm
+from sparsecomp.formats import mma_sp
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,11 +26,11 @@ OUT = HERE / "nm_metadata.png"
 
 def cell_map(shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per (row, group) of one tile: the word index, and the low/high bit of its nibble."""
-    layout = nm.mma_sp_bit_layout(shape)  # (W, 16 fields, (row, group, slot))
+    layout = mma_sp.mma_sp_bit_layout(shape)  # (W, 16 fields, (row, group, slot))
     k_groups = layout[..., 1].max() + 1
-    word = np.full((nm.TILE_ROWS, k_groups), -1)
-    low = np.full((nm.TILE_ROWS, k_groups), 99)
-    high = np.full((nm.TILE_ROWS, k_groups), -1)
+    word = np.full((mma_sp.TILE_ROWS, k_groups), -1)
+    low = np.full((mma_sp.TILE_ROWS, k_groups), 99)
+    high = np.full((mma_sp.TILE_ROWS, k_groups), -1)
     w, f = np.meshgrid(np.arange(layout.shape[0]), np.arange(16), indexing="ij")
     row, group = layout[..., 0], layout[..., 1]
     word[row, group] = w
@@ -40,18 +40,18 @@ def cell_map(shape: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _relative(word: int, row: int, shape: str) -> str:
-    g = int(nm.mma_sp_word_lanes(shape)[word]) >> 2
+    g = int(mma_sp.mma_sp_word_lanes(shape)[word]) >> 2
     return "g" if row == g else "g+8"
 
 
 def table_text() -> str:
     """The bits -> (row, group, slot) table for one word of each shape, as Markdown."""
-    k16 = nm.mma_sp_bit_layout("m16n8k16")
-    k32 = nm.mma_sp_bit_layout("m16n8k32")
+    k16 = mma_sp.mma_sp_bit_layout("m16n8k16")
+    k32 = mma_sp.mma_sp_bit_layout("m16n8k32")
     # The tables of every word agree with word 0 (k16) / words 0, 1 (k32) up to the
     # quad index g; check that before printing the generic form.
     for shape, table in (("m16n8k16", k16), ("m16n8k32", k32)):
-        lanes = nm.mma_sp_word_lanes(shape)
+        lanes = mma_sp.mma_sp_word_lanes(shape)
         shifted = table.copy()
         shifted[..., 0] -= (lanes >> 2)[:, None]
         period = table.shape[0] // 8
@@ -79,12 +79,12 @@ def draw(path: Path = OUT) -> None:
     cmap = plt.get_cmap("tab20")
     fig = plt.figure(figsize=(16, 13), dpi=110)
     grid = fig.add_gridspec(3, 2, height_ratios=[3.2, 0.8, 0.8], width_ratios=[1, 2])
-    for col, shape in enumerate(nm.MMA_SP_SHAPES):
+    for col, shape in enumerate(mma_sp.MMA_SP_SHAPES):
         ax = fig.add_subplot(grid[0, col])
         word, low, high = cell_map(shape)
-        lanes = nm.mma_sp_word_lanes(shape)
+        lanes = mma_sp.mma_sp_word_lanes(shape)
         k_groups = word.shape[1]
-        for r in range(nm.TILE_ROWS):
+        for r in range(mma_sp.TILE_ROWS):
             for g in range(k_groups):
                 w = word[r, g]
                 ax.add_patch(
@@ -99,9 +99,9 @@ def draw(path: Path = OUT) -> None:
                     fontsize=7,
                 )
         ax.set_xlim(0, 4 * k_groups)
-        ax.set_ylim(nm.TILE_ROWS, 0)
+        ax.set_ylim(mma_sp.TILE_ROWS, 0)
         ax.set_xticks(np.arange(0, 4 * k_groups + 1, 4))
-        ax.set_yticks(np.arange(nm.TILE_ROWS) + 0.5, [str(r) for r in range(nm.TILE_ROWS)])
+        ax.set_yticks(np.arange(mma_sp.TILE_ROWS) + 0.5, [str(r) for r in range(mma_sp.TILE_ROWS)])
         ax.set_xlabel("column of A in the k-tile (4-column groups)")
         ax.set_ylabel("row of A in the 16-row tile")
         ax.set_title(
@@ -112,7 +112,7 @@ def draw(path: Path = OUT) -> None:
 
     # One word: word 0 of an m16n8k32 tile (lane 0), all 32 bits.
     ax = fig.add_subplot(grid[1, :])
-    table = nm.mma_sp_bit_layout("m16n8k32")[0]
+    table = mma_sp.mma_sp_bit_layout("m16n8k32")[0]
     for f in range(16):
         row, group, slot = (int(x) for x in table[f])
         x = 15 - f  # bit 31 on the left
@@ -131,9 +131,9 @@ def draw(path: Path = OUT) -> None:
 
     # Storage order: the words of one tile, in memory order, and the lane that uses each.
     ax = fig.add_subplot(grid[2, :])
-    for y, shape in enumerate(nm.MMA_SP_SHAPES):
-        lanes = nm.mma_sp_word_lanes(shape)
-        loads = nm.mma_sp_lane_words(shape)
+    for y, shape in enumerate(mma_sp.MMA_SP_SHAPES):
+        lanes = mma_sp.mma_sp_word_lanes(shape)
+        loads = mma_sp.mma_sp_lane_words(shape)
         for w, lane in enumerate(lanes):
             ax.add_patch(
                 Rectangle((2 * w, -1.6 * y), 2, 1, facecolor=cmap(w % 20), edgecolor="black")

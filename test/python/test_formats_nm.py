@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparsecomp.errors import FormatError
-from sparsecomp.formats import nm
+from sparsecomp.formats import mma_sp, nm
 
 REPO = Path(__file__).resolve().parents[2]
-SHAPES = nm.MMA_SP_SHAPES
+SHAPES = mma_sp.MMA_SP_SHAPES
 K_GROUPS = {"m16n8k16": 4, "m16n8k32": 8}
 PAD_WORD = 0x44444444  # every nibble 0b0100: indices [0, 1]
 
@@ -72,8 +72,8 @@ def test_empty_shapes() -> None:
         assert values.shape == indices.shape == (rows, 2 * (-(-cols // 4)))
         assert nm.decompress_nm(values, indices, cols, 2, 4).shape == (rows, cols)
         for shape in SHAPES:
-            meta = nm.to_mma_sp(indices, rows, -(-cols // 4), shape)
-            assert np.array_equal(nm.from_mma_sp(meta, rows, -(-cols // 4), shape), indices)
+            meta = mma_sp.to_mma_sp(indices, rows, -(-cols // 4), shape)
+            assert np.array_equal(mma_sp.from_mma_sp(meta, rows, -(-cols // 4), shape), indices)
 
 
 def test_check_nm_message() -> None:
@@ -210,15 +210,15 @@ def nibbles_to_indices(nibbles: np.ndarray) -> np.ndarray:
 def test_uniform_metadata_matches_llvm_constant() -> None:
     # llvm-project sparse-mma-2-4-f16.mlir: nonzeros at 0 and 2 everywhere -> 0x8888 per i16.
     indices = np.tile([0, 2], (16, 8)).astype(np.uint8)
-    assert (nm.to_mma_sp(indices, 16, 8, "m16n8k32") == 0x88888888).all()
-    assert (nm.to_mma_sp(indices, 16, 8, "m16n8k16") == 0x88888888).all()
+    assert (mma_sp.to_mma_sp(indices, 16, 8, "m16n8k32") == 0x88888888).all()
+    assert (mma_sp.to_mma_sp(indices, 16, 8, "m16n8k16") == 0x88888888).all()
 
 
 def test_single_nibble_k16() -> None:
     nibbles = np.full((16, 4), 0b0100)
     nibbles[8, 3] = 0b1110  # row 8 = g + 8 for g = 0, group 3 -> bits 31:28 of word 0
     nibbles[5, 1] = 0b1001  # row 5 = g for g = 5, group 1 -> bits 7:4 of word 5
-    meta = nm.to_mma_sp(nibbles_to_indices(nibbles), 16, 4, "m16n8k16")
+    meta = mma_sp.to_mma_sp(nibbles_to_indices(nibbles), 16, 4, "m16n8k16")
     expected = np.full(8, PAD_WORD, dtype=np.uint32)
     expected[0] = 0xE4444444
     expected[5] = 0x44444494
@@ -230,7 +230,7 @@ def test_single_nibble_k32() -> None:
     nibbles = np.full((16, 8), 0b0100)
     nibbles[9, 5] = 0b1101  # g = 1, p = 1 (groups 4..7), h = 1, j = 1 -> word 3, bits 23:20
     nibbles[2, 0] = 0b1100  # g = 2, p = 0, h = 0, j = 0 -> word 4, bits 3:0
-    meta = nm.to_mma_sp(nibbles_to_indices(nibbles), 16, 8, "m16n8k32")
+    meta = mma_sp.to_mma_sp(nibbles_to_indices(nibbles), 16, 8, "m16n8k32")
     expected = np.full(16, PAD_WORD, dtype=np.uint32)
     expected[3] = 0x44D44444
     expected[4] = 0x4444444C
@@ -240,11 +240,11 @@ def test_single_nibble_k32() -> None:
 def test_padding_words() -> None:
     indices = np.array([[1, 2]], dtype=np.uint8)  # one row, one group: nibble 0b1001
     for shape, words in (("m16n8k16", 8), ("m16n8k32", 16)):
-        meta = nm.to_mma_sp(indices, 1, 1, shape)
+        meta = mma_sp.to_mma_sp(indices, 1, 1, shape)
         assert meta.tolist() == [0x44444449] + [PAD_WORD] * (words - 1)
-        assert nm.from_mma_sp(meta, 1, 1, shape).tolist() == [[1, 2]]
+        assert mma_sp.from_mma_sp(meta, 1, 1, shape).tolist() == [[1, 2]]
         # the padded region decodes to [0, 1]
-        full = nm.from_mma_sp(meta, 16, K_GROUPS[shape], shape)
+        full = mma_sp.from_mma_sp(meta, 16, K_GROUPS[shape], shape)
         assert full[0, :2].tolist() == [1, 2]
         assert (full.reshape(-1, 2)[1:] == [0, 1]).all()
 
@@ -265,7 +265,7 @@ def test_word_order_matches_row_major_i16_metadata(shape: str) -> None:
     meta16 = ((pairs[..., 0] | (pairs[..., 1] << 2)) << (4 * np.arange(4, dtype=np.uint32))).sum(
         axis=-1, dtype=np.uint32
     )  # (rows, groups / 4)
-    meta = nm.to_mma_sp(indices, rows, groups, shape)
+    meta = mma_sp.to_mma_sp(indices, rows, groups, shape)
     p_count = K_GROUPS[shape] // 4
     tiles = meta.reshape(rows // 16, groups // K_GROUPS[shape], -1)
     for rt in range(rows // 16):
@@ -276,22 +276,22 @@ def test_word_order_matches_row_major_i16_metadata(shape: str) -> None:
                     continue  # not a metadata lane for selector 0
                 col = kt * p_count + p
                 want = meta16[16 * rt + g, col] | (meta16[16 * rt + g + 8, col] << 16)
-                got = tiles[rt, kt, nm.mma_sp_lane_words(shape)[lane]]
+                got = tiles[rt, kt, mma_sp.mma_sp_lane_words(shape)[lane]]
                 assert got == want, (rt, kt, lane)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_bit_layout_matches_from_mma_sp(shape: str) -> None:
     """Probe from_mma_sp with one set bit per 2-bit field and compare to mma_sp_bit_layout."""
-    layout = nm.mma_sp_bit_layout(shape)
-    words = nm.mma_sp_words_per_tile(shape)
+    layout = mma_sp.mma_sp_bit_layout(shape)
+    words = mma_sp.mma_sp_words_per_tile(shape)
     k_groups = K_GROUPS[shape]
     assert layout.shape == (words, 16, 3)
     for w in range(words):
         for f in range(16):
             meta = np.zeros(words, dtype=np.uint32)
             meta[w] = 1 << (2 * f)
-            indices = nm.from_mma_sp(meta, 16, k_groups, shape)
+            indices = mma_sp.from_mma_sp(meta, 16, k_groups, shape)
             (row, col) = np.argwhere(indices == 1)[0]
             assert np.count_nonzero(indices) == 1
             assert layout[w, f].tolist() == [row, col // 2, col % 2]
@@ -299,22 +299,22 @@ def test_bit_layout_matches_from_mma_sp(shape: str) -> None:
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_lanes_and_loads(shape: str) -> None:
-    words = nm.mma_sp_words_per_tile(shape)
-    loads = nm.mma_sp_lane_words(shape)
+    words = mma_sp.mma_sp_words_per_tile(shape)
+    loads = mma_sp.mma_sp_lane_words(shape)
     assert sorted(set(loads.tolist())) == list(range(words))
     for selector in range(4 if shape == "m16n8k16" else 2):
-        lanes = nm.mma_sp_word_lanes(shape, selector)
+        lanes = mma_sp.mma_sp_word_lanes(shape, selector)
         assert (lanes % 4 // (words // 8) == selector).all()  # threadID_in_group
         assert loads[lanes].tolist() == list(range(words))
     # selector 0: words in lane order
-    assert list(nm.mma_sp_word_lanes(shape)) == sorted(nm.mma_sp_word_lanes(shape))
+    assert list(mma_sp.mma_sp_word_lanes(shape)) == sorted(mma_sp.mma_sp_word_lanes(shape))
     with pytest.raises(FormatError, match="sparsity selector"):
-        nm.mma_sp_word_lanes(shape, 4 if shape == "m16n8k16" else 2)
+        mma_sp.mma_sp_word_lanes(shape, 4 if shape == "m16n8k16" else 2)
 
 
 def test_thread_registers_follow_ptx_fragments() -> None:
     a = np.arange(16 * 16).reshape(16, 16)
-    regs = nm.mma_sp_thread_registers(a, np.arange(16), "m16n8k32")
+    regs = mma_sp.mma_sp_thread_registers(a, np.arange(16), "m16n8k32")
     lane = 5  # groupID 1, threadID_in_group 1 -> chunk 1 (columns 4..7) and 5 (20..23)
     assert regs.a.shape == (32, 4, 2)
     assert regs.a[lane].tolist() == [
@@ -324,7 +324,7 @@ def test_thread_registers_follow_ptx_fragments() -> None:
         a[9, 10:12].tolist(),
     ]
     assert regs.e[lane] == 3  # word 2 * 1 + 1
-    regs = nm.mma_sp_thread_registers(a[:, :8], np.arange(8), "m16n8k16")
+    regs = mma_sp.mma_sp_thread_registers(a[:, :8], np.arange(8), "m16n8k16")
     assert regs.a.shape == (32, 2, 2)
     assert regs.a[30].tolist() == [a[7, 4:6].tolist(), a[15, 4:6].tolist()]
     assert regs.e[30] == 7
@@ -336,11 +336,11 @@ def test_reference_hand_checked() -> None:
     indices[0, :2] = [1, 2]
     values = np.zeros((16, 8))
     values[0, :2] = [3, 4]
-    meta = nm.to_mma_sp(indices, 16, 4, "m16n8k16")
+    meta = mma_sp.to_mma_sp(indices, 16, 4, "m16n8k16")
     b = np.zeros((16, 8))
     b[1, :] = 10
     b[2, :] = 100
-    d = nm.mma_sp_reference(values, meta, b, "m16n8k16")
+    d = mma_sp.mma_sp_reference(values, meta, b, "m16n8k16")
     assert d[0].tolist() == [430.0] * 8
     assert not d[1:].any()
 
@@ -348,34 +348,34 @@ def test_reference_hand_checked() -> None:
 def test_mma_sp_errors() -> None:
     indices = np.tile([0, 1], (16, 4)).astype(np.uint8)
     with pytest.raises(FormatError, match=r"unknown mma\.sp shape 'm16n8k8'"):
-        nm.to_mma_sp(indices, 16, 4, "m16n8k8")
+        mma_sp.to_mma_sp(indices, 16, 4, "m16n8k8")
     with pytest.raises(FormatError, match=r"must have shape \(16, 10\), got \(16, 8\)"):
-        nm.to_mma_sp(indices, 16, 5, "m16n8k16")
+        mma_sp.to_mma_sp(indices, 16, 5, "m16n8k16")
     bad = indices.copy()
     bad[3, 4:6] = [2, 1]
     with pytest.raises(FormatError, match=r"row 3, group 2 has indices \[2, 1\]"):
-        nm.to_mma_sp(bad, 16, 4, "m16n8k16")
+        mma_sp.to_mma_sp(bad, 16, 4, "m16n8k16")
     bad[3, 4:6] = [2, 4]
     with pytest.raises(FormatError, match=r"row 3, group 2 has index 4, expected 0\.\.3"):
-        nm.to_mma_sp(bad, 16, 4, "m16n8k16")
+        mma_sp.to_mma_sp(bad, 16, 4, "m16n8k16")
     with pytest.raises(FormatError, match="rows must be >= 0"):
-        nm.to_mma_sp(indices, -16, 4, "m16n8k16")
-    meta = nm.to_mma_sp(indices, 16, 4, "m16n8k16")
+        mma_sp.to_mma_sp(indices, -16, 4, "m16n8k16")
+    meta = mma_sp.to_mma_sp(indices, 16, 4, "m16n8k16")
     with pytest.raises(FormatError, match="needs 16 words, got 8"):
-        nm.from_mma_sp(meta, 16, 4, "m16n8k32")
+        mma_sp.from_mma_sp(meta, 16, 4, "m16n8k32")
     with pytest.raises(FormatError, match="metadata must be integers"):
-        nm.from_mma_sp(meta.astype(float), 16, 4, "m16n8k16")
+        mma_sp.from_mma_sp(meta.astype(float), 16, 4, "m16n8k16")
     # signed words are read as bit patterns
-    assert np.array_equal(nm.from_mma_sp(meta.view(np.int32), 16, 4, "m16n8k16"), indices)
+    assert np.array_equal(mma_sp.from_mma_sp(meta.view(np.int32), 16, 4, "m16n8k16"), indices)
     values = np.zeros((16, 8))
     with pytest.raises(FormatError, match=r"B must have shape \(16, 8\)"):
-        nm.mma_sp_reference(values, meta, np.zeros((16, 4)), "m16n8k16")
+        mma_sp.mma_sp_reference(values, meta, np.zeros((16, 4)), "m16n8k16")
     with pytest.raises(FormatError, match=r"takes sparsity selector 0\.\.1, got 2"):
-        nm.mma_sp_reference(np.zeros((16, 16)), np.zeros(16), np.zeros((32, 8)), "m16n8k32", 2)
+        mma_sp.mma_sp_reference(np.zeros((16, 16)), np.zeros(16), np.zeros((32, 8)), "m16n8k32", 2)
     with pytest.raises(FormatError, match="not strictly ascending"):
-        nm.mma_sp_reference(values, np.zeros(8, np.uint32), np.zeros((16, 8)), "m16n8k16")
+        mma_sp.mma_sp_reference(values, np.zeros(8, np.uint32), np.zeros((16, 8)), "m16n8k16")
     with pytest.raises(FormatError, match=r"A values must have shape \(16, 8\)"):
-        nm.mma_sp_reference(np.zeros((16, 16)), meta, np.zeros((16, 8)), "m16n8k16")
+        mma_sp.mma_sp_reference(np.zeros((16, 16)), meta, np.zeros((16, 8)), "m16n8k16")
 
 
 # -- mma.sp metadata: properties -------------------------------------------------
@@ -386,11 +386,11 @@ def test_mma_sp_errors() -> None:
 def test_mma_sp_roundtrip(shape: str, rows: int, groups: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     indices = ascending_pairs(rng, rows, groups)
-    meta = nm.to_mma_sp(indices, rows, groups, shape)
-    row_tiles, k_tiles = nm.mma_sp_tiles(rows, groups, shape)
-    assert meta.shape == (row_tiles * k_tiles * nm.mma_sp_words_per_tile(shape),)
+    meta = mma_sp.to_mma_sp(indices, rows, groups, shape)
+    row_tiles, k_tiles = mma_sp.mma_sp_tiles(rows, groups, shape)
+    assert meta.shape == (row_tiles * k_tiles * mma_sp.mma_sp_words_per_tile(shape),)
     assert meta.dtype == np.uint32
-    assert np.array_equal(nm.from_mma_sp(meta, rows, groups, shape), indices)
+    assert np.array_equal(mma_sp.from_mma_sp(meta, rows, groups, shape), indices)
     # every nibble, padding included, is a valid ordered pair
     nibbles = (meta[:, None] >> np.arange(0, 32, 4, dtype=np.uint32)) & 0xF
     assert np.isin(nibbles, [0b0100, 0b1000, 0b1001, 0b1100, 0b1101, 0b1110]).all()
@@ -411,9 +411,9 @@ def test_mma_sp_reference_equals_dense_matmul(
     dense = random_nm(rng, rows, cols, 2, 4)
     values, indices = nm.compress_nm(dense, 2, 4)
     groups = -(-cols // 4)
-    meta = nm.to_mma_sp(indices, rows, groups, shape)
+    meta = mma_sp.to_mma_sp(indices, rows, groups, shape)
     b = rng.integers(-9, 10, (cols, n_cols)).astype(np.float64)
-    got = nm.mma_sp_matmul_reference(values, meta, rows, groups, b, shape)
+    got = mma_sp.mma_sp_matmul_reference(values, meta, rows, groups, b, shape)
     assert np.array_equal(got, dense @ b)
 
 
@@ -425,10 +425,10 @@ def test_reference_any_selector(shape: str, seed: int) -> None:
     k = 4 * K_GROUPS[shape]
     dense = random_nm(rng, 16, k, 2, 4, full=True)
     values, indices = nm.compress_nm(dense, 2, 4)
-    meta = nm.to_mma_sp(indices, 16, k // 4, shape)
+    meta = mma_sp.to_mma_sp(indices, 16, k // 4, shape)
     b = rng.integers(-9, 10, (k, 8)).astype(np.float64)
     for selector in range(4 if shape == "m16n8k16" else 2):
-        assert np.array_equal(nm.mma_sp_reference(values, meta, b, shape, selector), dense @ b)
+        assert np.array_equal(mma_sp.mma_sp_reference(values, meta, b, shape, selector), dense @ b)
 
 
 # -- docs ------------------------------------------------------------------------

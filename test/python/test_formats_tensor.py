@@ -625,15 +625,12 @@ def test_more_validation_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         assign_parts(parse_layout("hyb"), (2, 2, 2), np.zeros((3, 0), int))  # type: ignore[arg-type]
 
 
-def test_mma_sp_needs_dense_rows_and_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mma_sp_needs_dense_rows_and_groups() -> None:
     dmap = DimMap.parse("(d0, d1, d2) -> (d0, d1, d2 floordiv 4, d2 mod 4)")
     levels = ["dense_fixed", "dense_fixed", "dense_fixed", "structured[2,4]"]
     batched = layout(levels, dmap, nm_metadata="mma_sp_m16n8k16")
     with pytest.raises(FormatError, match=r"needs levels \[dense_fixed, dense_fixed, structured"):
         SparseTensor.from_dense(np.eye(4, dtype=np.float32)[None], batched)
-    monkeypatch.setitem(__import__("sys").modules, "sparsecomp.formats.nm", None)
-    with pytest.raises(FormatError, match=r"needs sparsecomp\.formats\.nm\.to_mma_sp"):
-        SparseTensor.from_dense(np.eye(4, dtype=np.float32), mma("mma_sp_m16n8k16"))
 
 
 def test_from_buffers_other_levels() -> None:
@@ -694,3 +691,16 @@ def test_bsr_from_scipy_drops_explicit_zeros() -> None:
     t = SparseTensor.from_scipy(m, "bsr:1x2")  # shape (3, 4): tobsr path
     assert bufs(t) == {"pos1": [0, 0, 1, 1], "crd1": [1], "values": [0, 1]}
     assert m.nnz == 3  # the input is left alone
+
+
+@pytest.mark.parametrize("widths", [(32, 32), (64, 16)])
+def test_coo_shortcut_matches_the_general_path(widths: tuple[int, int]) -> None:
+    m = sp.random(40, 30, density=0.1, format="csr", random_state=7, dtype=np.float32)
+    coo = parse_layout("coo").with_widths(*widths)  # type: ignore[union-attr]
+    fast = SparseTensor.from_scipy(m, coo)
+    rows, cols = m.tocoo().row, m.tocoo().col
+    general = SparseTensor.from_coo(m.shape, np.stack([rows, cols]), m.tocoo().data, coo)
+    for (name, a), (_, b) in zip(fast.buffers(), general.buffers(), strict=True):
+        assert a.dtype == b.dtype, name
+        assert np.array_equal(a, b), name
+    assert (fast.to_scipy() != m).nnz == 0

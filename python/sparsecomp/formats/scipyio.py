@@ -4,8 +4,9 @@ CSR and CSC layouts map straight onto scipy's compressed formats: a
 canonical scipy CSR (CSC) matrix packs into a ``csr`` (``csc``) layout by
 converting its ``indptr``/``indices`` to the layout's widths, without a sort
 (other canonical inputs are converted by scipy first). ``bsr:RxC`` layouts
-use scipy's ``tobsr`` when the blocks divide the shape. Everything else goes
-through COO entries.
+use scipy's ``tobsr`` when the blocks divide the shape, and ``coo`` from a
+canonical CSR expands the rows without sorting. Everything else goes through
+COO entries.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from sparsecomp.formats.validate import (
 _COMPRESSED = (Level.parse("dense_fixed"), Level.parse("compressed_varied"))
 _BSR = (*_COMPRESSED, Level.parse("dense_fixed"), Level.parse("dense_fixed"))
 _MAPS = {"csr": DimMap.identity(2), "csc": DimMap.permutation((1, 0))}
+_COO = (Level.parse("compressed_varied(nonunique)"), Level.parse("singleton"))
 
 
 def compressed_kind(layout: Any) -> str | None:
@@ -86,6 +88,25 @@ def compressed_storage(m: Any, layout: Layout, copy: bool) -> Storage | None:
         (None, indptr.astype(pdt, copy=copy)),
         (None, indices.astype(cdt, copy=copy)),
         data.copy() if copy else data,
+    )
+
+
+def coo_storage(m: Any, layout: Layout) -> Storage | None:
+    """The storage of a canonical scipy CSR ``m`` in the ``coo`` layout: rows expanded, no sort."""
+    if layout.levels != _COO or layout.dim_to_lvl != _MAPS["csr"]:
+        return None
+    if m.format != "csr" or not m.has_canonical_format:
+        return None
+    indptr = np.asarray(m.indptr)
+    nnz = int(indptr[-1])
+    check_crd_widths(layout, m.shape)
+    check_pos_fits(layout, 0, nnz)
+    pdt, cdt = index_dtype(layout.pos_width), index_dtype(layout.crd_width)
+    rows = np.repeat(np.arange(m.shape[0], dtype=cdt), np.diff(indptr))
+    return Storage(
+        (np.array([0, nnz], dtype=pdt), None),
+        (rows, _first(m.indices, nnz).astype(cdt)),
+        _first(m.data, nnz).copy(),
     )
 
 

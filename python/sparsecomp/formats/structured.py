@@ -7,18 +7,18 @@ group with more is not n:m and is a FormatError naming it.
 
 With ``nm_metadata = "mma_sp_m16n8k16"`` or ``"mma_sp_m16n8k32"`` the
 coordinates buffer holds the packed 2-bit metadata of PTX ``mma.sp``
-(:mod:`sparsecomp.formats.nm`) instead of one index per slot; that needs the
+(:mod:`sparsecomp.formats.mma_sp`) instead of one index per slot; that needs the
 layout ``[dense_fixed, dense_fixed, structured[2,4]]`` (rows, groups, slots).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sparsecomp.errors import FormatError
+from sparsecomp.formats import mma_sp
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.validate import check_storage_size
 
@@ -93,13 +93,6 @@ def mma_grid(layout: Layout, lvl_shape: tuple[int, ...]) -> tuple[int, int]:
 
 
 def _nm_call(name: str, layout: Layout, data: np.ndarray, rows: int, groups: int) -> np.ndarray:
-    """Call ``sparsecomp.formats.nm.<name>`` for the layout's mma.sp instruction shape."""
+    """Call ``sparsecomp.formats.mma_sp.<name>`` for the layout's mma.sp instruction shape."""
     shape = layout.nm_metadata.removeprefix("mma_sp_")
-    try:
-        func = getattr(importlib.import_module("sparsecomp.formats.nm"), name)
-    except (ImportError, AttributeError) as exc:
-        raise FormatError(
-            f"nm_metadata '{layout.nm_metadata}' needs sparsecomp.formats.nm.{name}, "
-            f"which is not available ({exc})"
-        ) from exc
-    return np.asarray(func(data, rows, groups, shape))
+    return np.asarray(getattr(mma_sp, name)(data, rows, groups, shape))

@@ -111,7 +111,11 @@ class SparseTensor:
         shape = check_shape(m.shape)
         lay = _resolve(layout, 2)
         if isinstance(lay, Layout):
-            storage = scipyio.compressed_storage(m, lay, copy) or scipyio.bsr_storage(m, lay)
+            storage = (
+                scipyio.compressed_storage(m, lay, copy)
+                or scipyio.coo_storage(m, lay)
+                or scipyio.bsr_storage(m, lay)
+            )
             if storage is not None:
                 return cls(shape, lay, storage.values.dtype, storage)
         coords, values = scipyio.coo_entries(m)
