@@ -8,7 +8,7 @@
 //   * docs/dialect.md (mlir-tblgen -gen-dialect-doc).
 // The dialect is registered at run time through IRDL, so ops print in generic
 // form and attributes print their parameters positionally:
-//   #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<...>, 32, 32>
+//   #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<...>, 32, 32, {}>
 // Semantic rules IRDL cannot express live in python/sparsecomp/ir/verify.py.
 //
 //===----------------------------------------------------------------------===//
