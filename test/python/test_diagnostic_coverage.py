@@ -37,10 +37,6 @@ SCANNED = {
 UNREACHABLE = {
     "repeated dimension name": "MLIR's affine map parser rejects repeated names first",
     "uses an unknown dimension": "maps parsed from text only name their own dimensions",
-    "expected #sparse_iter.layout with 5 parameters": "IRDL fixes the parameter count",
-    "expected #sparse_iter.composable with 1 parameter": "IRDL fixes the parameter count",
-    "expected #sparse_iter.cpu with 4 parameters": "IRDL fixes the parameter count",
-    "expected #sparse_iter.cuda with 3 parameters": "IRDL fixes the parameter count",
     "malformed dimension-to-level map": "MLIR prints maps in the form DimMap parses",
     "unknown upstream level format": "MLIR has no other level formats",
 }

@@ -27,6 +27,15 @@ class AttrNode:
     mnemonic: str
     args: tuple[Any, ...]
 
+    def args_of(self, mnemonic: str, count: int) -> tuple[Any, ...]:
+        """The arguments, if this is ``#sparse_iter.<mnemonic>`` with ``count`` of them."""
+        if self.mnemonic != mnemonic or len(self.args) != count:
+            raise FormatError(
+                f"expected #sparse_iter.{mnemonic} with {count} parameter(s), "
+                f"got {format_value(self)}"
+            )
+        return self.args
+
 
 @dataclass(frozen=True)
 class Raw:

@@ -74,6 +74,14 @@ class Part:
     def attr_node(self) -> AttrNode:
         return AttrNode("part", (self.rule, tuple(self.params), self.layout.attr_node()))
 
+    @classmethod
+    def from_node(cls, node: AttrNode) -> Part:
+        rule, params, layout = node.args_of("part", 3)
+        _expect(rule, str, "a part's rule", "a string")
+        _expect(params, tuple, "a part's params", "an array<i64: ...>")
+        _expect(layout, AttrNode, "a part's layout", "a #sparse_iter.layout")
+        return cls(rule, tuple(params), Layout.from_node(layout))
+
 
 @dataclass(frozen=True)
 class Composable:
@@ -103,23 +111,14 @@ class Composable:
 
     @classmethod
     def from_node(cls, node: AttrNode) -> Composable:
-        if node.mnemonic != "composable" or len(node.args) != 1:
-            raise FormatError(
-                f"expected #sparse_iter.composable with 1 parameter, got {format_value(node)}"
-            )
-        _expect(node.args[0], list, "parts", "an array of #sparse_iter.part")
-        parts = []
-        for p in node.args[0]:
-            if not isinstance(p, AttrNode) or p.mnemonic != "part" or len(p.args) != 3:
+        (parts,) = node.args_of("composable", 1)
+        _expect(parts, list, "parts", "an array of #sparse_iter.part")
+        for p in parts:
+            if not isinstance(p, AttrNode) or p.mnemonic != "part":
                 raise FormatError(
                     f"composable parts must be #sparse_iter.part<...>, got {format_value(p)}"
                 )
-            rule, params, layout = p.args
-            _expect(rule, str, "a part's rule", "a string")
-            _expect(params, tuple, "a part's params", "an array<i64: ...>")
-            _expect(layout, AttrNode, "a part's layout", "a #sparse_iter.layout")
-            parts.append(Part(rule, tuple(params), Layout.from_node(layout)))
-        return cls(tuple(parts))
+        return cls(tuple(Part.from_node(p) for p in parts))
 
     def __str__(self) -> str:
         return self.name or self.attr_text()

@@ -131,11 +131,7 @@ class Layout:
 
     @classmethod
     def from_node(cls, node: AttrNode) -> Layout:
-        if node.mnemonic != "layout" or len(node.args) != 5:
-            raise FormatError(
-                f"expected #sparse_iter.layout with 5 parameters, got {format_value(node)}"
-            )
-        levels, dim_to_lvl, pos_width, crd_width, options = node.args
+        levels, dim_to_lvl, pos_width, crd_width, options = node.args_of("layout", 5)
         _expect(levels, list, "levels", "an array of level format strings")
         _expect(dim_to_lvl, DimMap, "dim_to_lvl", "an affine map")
         _expect(pos_width, int, "pos_width", "an integer")

@@ -64,6 +64,17 @@ def _k_groups(shape: str) -> int:
     return _K[shape] // 4
 
 
+def _pairs(name: str, array: npt.ArrayLike, rows: int, groups: int) -> np.ndarray:
+    """``array`` as a ``(rows, 2 * groups)`` matrix of 2:4 slots."""
+    out = _matrix(name, array)
+    if out.shape != (rows, 2 * groups):
+        raise FormatError(
+            f"2:4 {name} for {rows} rows and {groups} groups must have shape "
+            f"({rows}, {2 * groups}), got {out.shape}"
+        )
+    return out
+
+
 def mma_sp_tiles(rows: int, groups: int, shape: str) -> tuple[int, int]:
     """``(row_tiles, k_tiles)`` for a ``rows x (4 * groups)`` 2:4 matrix."""
     k_groups = _k_groups(shape)
@@ -105,12 +116,7 @@ def to_mma_sp(indices: npt.ArrayLike, rows: int, groups: int, shape: str) -> np.
     """
     k_groups = _k_groups(shape)
     row_tiles, k_tiles = mma_sp_tiles(rows, groups, shape)
-    indices = _matrix("indices", indices)
-    if indices.shape != (rows, 2 * groups):
-        raise FormatError(
-            f"2:4 indices for {rows} rows and {groups} groups must have shape "
-            f"({rows}, {2 * groups}), got {indices.shape}"
-        )
+    indices = _pairs("indices", indices, rows, groups)
     if indices.dtype.kind not in "iu":
         raise FormatError(f"indices must be integers, got dtype {indices.dtype}")
     idx = indices.astype(np.int64).reshape(rows, groups, 2)
@@ -205,12 +211,7 @@ def mma_sp_tile_operands(
     """
     k_groups = _k_groups(shape)
     row_tiles, k_tiles = mma_sp_tiles(rows, groups, shape)
-    values = _matrix("values", values)
-    if values.shape != (rows, 2 * groups):
-        raise FormatError(
-            f"2:4 values for {rows} rows and {groups} groups must have shape "
-            f"({rows}, {2 * groups}), got {values.shape}"
-        )
+    values = _pairs("values", values, rows, groups)
     if not (0 <= row_tile < row_tiles and 0 <= k_tile < k_tiles):
         raise FormatError(
             f"tile ({row_tile}, {k_tile}) is outside the {row_tiles} x {k_tiles} tiles"

@@ -78,7 +78,8 @@ def check_encoding_op(op: ir.Operation) -> Iterator[Problem]:
         yield f"{op.name} must keep shape and element type: {source} vs {result}"
 
 
-def _types_of(op: ir.Operation) -> Iterator[ir.Type]:
+def types_of(op: ir.Operation) -> Iterator[ir.Type]:
+    """The types ``op`` defines: results, its regions' block arguments, a function type."""
     yield from (r.type for r in op.results)
     for region in op.regions:
         for block in region.blocks:
@@ -144,7 +145,7 @@ def _problems(op: ir.Operation, seen: set[str]) -> list[Problem]:
     problems = list(check_op_attributes(op))
     if op.name in _ENCODING_OPS:
         problems += list(check_encoding_op(op))
-    for ty in _types_of(op):
+    for ty in types_of(op):
         if str(ty) not in seen:
             seen.add(str(ty))
             problems += list(check_tensor_type(ty))

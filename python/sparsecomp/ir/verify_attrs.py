@@ -74,20 +74,10 @@ def _layout(text: str) -> object:
 
 
 def _part(text: str) -> object:
-    from sparsecomp.formats.attrtext import AttrNode, parse_attr
-    from sparsecomp.formats.composable import Composable
+    from sparsecomp.formats.attrtext import parse_attr
+    from sparsecomp.formats.composable import Part
 
-    # A part is checked as the first part of a composable with a rest part.
-    node = parse_attr(text)
-    rest = parse_attr('#sparse_iter.part<"rest", array<i64>, ' + _CSR + ">")
-    parts = [node] if node.args and node.args[0] == "rest" else [node, rest]
-    return Composable.from_node(AttrNode("composable", (parts,)))
-
-
-_CSR = (
-    '#sparse_iter.layout<["dense_fixed", "compressed_varied"], '
-    "affine_map<(d0, d1) -> (d0, d1)>, 32 : i64, 32 : i64, {}>"
-)
+    return Part.from_node(parse_attr(text))
 
 
 def _target(text: str) -> object:

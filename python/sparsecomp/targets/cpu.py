@@ -59,11 +59,7 @@ class CpuTarget:
 
     @classmethod
     def from_node(cls, node: AttrNode) -> CpuTarget:
-        if node.mnemonic != "cpu" or len(node.args) != 4:
-            raise TargetError(
-                f"expected #sparse_iter.cpu with 4 parameters, got {format_value(node)}"
-            )
-        arch, features, vector_bits, threads = node.args
+        arch, features, vector_bits, threads = node.args_of("cpu", 4)
         if not all(isinstance(f, str) for f in features):
             raise TargetError("cpu features must be strings")
         return cls(arch, tuple(features), vector_bits, threads)

@@ -52,11 +52,7 @@ class CudaTarget:
 
     @classmethod
     def from_node(cls, node: AttrNode) -> CudaTarget:
-        if node.mnemonic != "cuda" or len(node.args) != 3:
-            raise TargetError(
-                f"expected #sparse_iter.cuda with 3 parameters, got {format_value(node)}"
-            )
-        sm, mma, sparse = node.args
+        sm, mma, sparse = node.args_of("cuda", 3)
         if not all(isinstance(s, str) for s in [*mma, *sparse]):
             raise TargetError("MMA shapes must be strings")
         return cls(sm, tuple(mma), tuple(sparse))

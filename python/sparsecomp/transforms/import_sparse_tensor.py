@@ -10,6 +10,7 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import FormatError
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
+from sparsecomp.ir.verify import types_of
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Discardable attribute on functions left with upstream encodings: why.
@@ -38,23 +39,12 @@ def _upstream_encoding(ty: ir.Type) -> ir.Attribute | None:
     return None
 
 
-def _types(op: ir.Operation) -> Iterator[ir.Type]:
-    yield from (r.type for r in op.results)
-    yield from (o.type for o in op.operands)
-    for region in op.regions:
-        for block in region.blocks:
-            yield from (a.type for a in block.arguments)
-    if op.name == "func.func":
-        fty = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-        yield from [*fty.inputs, *fty.results]
-
-
 def _reason_to_keep(func: ir.Operation) -> str | None:
     """Why ``func`` must keep its ``#sparse_tensor`` encodings, or None."""
     for op in _walk(func):
         if op.name.startswith("sparse_tensor."):
             return f"uses '{op.name}', which sparse_iter has no counterpart for"
-        for ty in _types(op):
+        for ty in types_of(op):
             enc = _upstream_encoding(ty)
             if enc is None:
                 continue
@@ -173,5 +163,5 @@ class ImportSparseTensorPass(SparsecompPass):
             elif not self.allow_upstream:
                 func.location.emit_error(f"cannot import '{name}': it {kept[name]}")
                 pass_.signal_pass_failure()
-            elif any(_upstream_encoding(t) for o in _walk(func) for t in _types(o)):
+            elif any(_upstream_encoding(t) for o in _walk(func) for t in types_of(o)):
                 func.attributes[UPSTREAM_ATTR] = ir.StringAttr.get(kept[name])
