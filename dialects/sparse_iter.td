@@ -349,3 +349,82 @@ def SparseIter_SparsifyOp : SparseIter_Op<"sparsify", [Pure]> {
   let arguments = (ins AnyRankedTensor:$source, SparseIter_SparsifierAttr:$sparsifier);
   let results = (outs AnyRankedTensor:$result);
 }
+
+//===----------------------------------------------------------------------===//
+// Stage II access ops (sparse-iter-lower-iterations -> sparse-iter-lower-buffers)
+//===----------------------------------------------------------------------===//
+
+def SparseIter_PositionsOp : SparseIter_Op<"positions", [Pure]> {
+  let summary = "The positions buffer of one level of an encoded tensor";
+  let description = [{
+    Returns the positions of level `level` of `tensor`, whose type carries a
+    `#sparse_iter.layout`, as a rank-1 tensor of the layout's position width
+    (`i64` for width 0). Only levels that store positions (`dense_varied`,
+    `compressed_varied`, `loose_compressed`) have them. Produced by
+    `sparse-iter-lower-iterations`; `sparse-iter-lower-buffers` replaces it
+    with the buffer itself.
+
+    Example:
+
+    ```mlir
+    %pos = "sparse_iter.positions"(%A) {level = 1 : i64}
+        : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$tensor, I64Attr:$level);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def SparseIter_CoordinatesOp : SparseIter_Op<"coordinates", [Pure]> {
+  let summary = "The coordinates buffer of one level of an encoded tensor";
+  let description = [{
+    Returns the coordinates of level `level` of `tensor` as a rank-1 tensor
+    of the layout's coordinate width (`i64` for width 0). Every level format
+    but `dense_fixed` and `dense_varied` stores coordinates.
+
+    Example:
+
+    ```mlir
+    %crd = "sparse_iter.coordinates"(%A) {level = 1 : i64}
+        : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$tensor, I64Attr:$level);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def SparseIter_ValuesOp : SparseIter_Op<"values", [Pure]> {
+  let summary = "The values buffer of an encoded tensor";
+  let description = [{
+    Returns the values of `tensor`, one per position of its last level, as a
+    rank-1 tensor of its element type.
+
+    Example:
+
+    ```mlir
+    %val = "sparse_iter.values"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$tensor);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def SparseIter_WithValuesOp : SparseIter_Op<"with_values", [Pure]> {
+  let summary = "An encoded tensor with the index structure of another and new values";
+  let description = [{
+    Returns a tensor of the type of `tensor` that shares its positions,
+    coordinates and dimension sizes and holds `values` (rank 1, one per
+    position of the last level). This is how a kernel whose sparse output
+    has the structure of a sparse input (SDDMM, sparse x dense elementwise)
+    builds its result.
+
+    Example:
+
+    ```mlir
+    %out = "sparse_iter.with_values"(%S, %vals)
+        : (tensor<?x?xf32, #csr>, tensor<?xf32>) -> tensor<?x?xf32, #csr>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$tensor, AnyRankedTensor:$values);
+  let results = (outs AnyRankedTensor:$result);
+}

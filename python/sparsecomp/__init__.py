@@ -7,8 +7,29 @@ compiler parts (``sparsecomp.ir``, ``sparsecomp.transforms``,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from sparsecomp.errors import SparsecompError
 from sparsecomp.sparsify import sparsify
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from sparsecomp.runtime import Executable
+
 __version__ = "0.1.0"
-__all__ = ["SparsecompError", "__version__", "sparsify"]
+__all__ = ["SparsecompError", "__version__", "compile", "load", "sparsify"]
+
+
+def compile(source: Any, target: Any = "host", **options: Any) -> Executable:
+    """Compile MLIR to an executable; see :func:`sparsecomp.compiler.driver.compile`."""
+    from sparsecomp.compiler.driver import compile as _compile
+
+    return _compile(source, target, **options)
+
+
+def load(directory: str | Path) -> Executable:
+    """Load a compiled kernel directory; see :func:`sparsecomp.runtime.load` (no MLIR import)."""
+    from sparsecomp.runtime import load as _load
+
+    return _load(directory)

@@ -31,6 +31,16 @@ SCANNED = {
     "targets/cuda.py": ["CudaTarget.__post_init__", "CudaTarget.from_node"],
     "ir/verify.py": ["check_tensor_type", "check_encoding_op", "_check_target_attr"],
     "ir/verify_attrs.py": ["_check_sparsity", "_check_encoding"],
+    "targets/resolve.py": ["select_target", "resolve", "_choose"],
+    "transforms/_specialize.py": [
+        "Specializer.layout_type", "Specializer.rewrite", "Specializer._check_regions",
+    ],
+    "ir/verify_access.py": ["check_access_op", "_expect_rank1"],
+    "lowering/analyze.py": ["make_plan", "_check_driver", "_shared_inputs", "_check_output"],
+    "lowering/plan.py": ["_layout"],
+    "lowering/flatten.py": ["Flattener.rewrite", "layout_of"],
+    "transforms/lower_iterations.py": ["LowerIterationsPass._lower"],
+    "transforms/lower_buffers.py": ["LowerBuffersPass._check_no_encodings"],
 }  # fmt: skip
 
 #: Messages the IR cannot trigger, with the reason.

@@ -118,6 +118,6 @@ def test_op_attributes_become_irdl_attributes():
 def test_op_attribute_of_a_foreign_kind_is_refused():
     records = json.loads(odsgen._tblgen("llvm-tblgen", "--dump-json"))
     op = records["SparseIter_SparsifyOp"]
-    op["arguments"]["args"][1][0]["def"] = "I64Attr"
-    with pytest.raises(ToolchainError, match="op attribute constraint 'I64Attr'"):
+    op["arguments"]["args"][1][0]["def"] = "F64Attr"
+    with pytest.raises(ToolchainError, match="op attribute constraint 'F64Attr'"):
         irdl_from_records(records, odsgen.DIALECT_DEF)

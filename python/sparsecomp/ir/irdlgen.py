@@ -46,6 +46,13 @@ _TYPE_CONSTRAINTS = {
     "F64": "irdl.is f64",
 }
 
+#: ODS builtin attribute constraints usable as op attributes -> IRDL constraint.
+_BUILTIN_OP_ATTRS = {
+    "I64Attr": 'irdl.base "#builtin.integer"',
+    "StrAttr": 'irdl.base "#builtin.string"',
+    "UnitAttr": 'irdl.base "#builtin.unit"',
+}
+
 
 def _ref(value: Any) -> str:
     """The def name of a ``{"def": ..., "kind": "def"}`` JSON reference."""
@@ -116,11 +123,14 @@ def _emit_attributes(records: Records, op: dict[str, Any], local: dict[str, str]
     lines = []
     for i, (def_name, _) in enumerate(attrs):
         cpp = records[def_name].get("cppClassName", "")
+        if def_name in _BUILTIN_OP_ATTRS:
+            lines.append(f"    %a{i} = {_BUILTIN_OP_ATTRS[def_name]}")
+            continue
         if cpp not in local:
             raise ToolchainError(
                 f"op attribute constraint '{def_name}' has no IRDL equivalent",
                 location=_loc(op),
-                hint="op attributes must be attributes of this dialect",
+                hint=f"use a dialect attribute or one of {sorted(_BUILTIN_OP_ATTRS)}",
             )
         lines.append(f"    %a{i} = irdl.base @{local[cpp]}")
     if attrs:

@@ -21,6 +21,7 @@ from mlir import ir
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.attrs import encoding_of, mnemonic
+from sparsecomp.ir.verify_access import ACCESS_OPS, check_access_op
 from sparsecomp.ir.verify_attrs import check_attr
 
 TARGETS_ATTR = "sparse_iter.targets"
@@ -62,7 +63,11 @@ def _strip(ty: ir.RankedTensorType) -> tuple[list[int], str]:
 
 
 def check_encoding_op(op: ir.Operation) -> Iterator[Problem]:
-    """``set_encoding``/``sparsify`` add an encoding, ``unset_encoding`` drops it; nothing else."""
+    """``set_encoding``/``sparsify`` add or change an encoding, ``unset_encoding`` drops it.
+
+    Nothing else changes. ``set_encoding`` from one ``#sparse_iter`` encoding to
+    another (sparsity -> encoding, layout -> layout) is a change of encoding.
+    """
     source, result = op.operands[0].type, op.results[0].type
     unset = op.name.endswith(".unset_encoding")
     plain, encoded = (result, source) if unset else (source, result)
@@ -70,10 +75,15 @@ def check_encoding_op(op: ir.Operation) -> Iterator[Problem]:
     if encoding_of(encoded) is None:
         yield f"{verb} must carry a #sparse_iter encoding, got {encoded}"
         return
-    if not op.name.endswith(".sparsify") and ir.RankedTensorType(plain).encoding is not None:
-        # sparsify may take an encoded source: it re-selects the nonzeros.
-        other = "result" if unset else "source"
-        yield f"{op.name} {other} must not carry an encoding, got {plain}"
+    # sparsify may take an encoded source: it re-selects the nonzeros; set_encoding
+    # may change one #sparse_iter encoding into another (a conversion).
+    plain_encoding = ir.RankedTensorType(plain).encoding
+    if unset and plain_encoding is not None:
+        yield f"{op.name} result must not carry an encoding, got {plain}"
+    elif op.name.endswith(".set_encoding") and source == result:
+        yield f"{op.name} does not change the encoding of {source}"
+    elif op.name.endswith(".set_encoding") and plain_encoding and encoding_of(plain) is None:
+        yield f"{op.name} source must be plain or carry a #sparse_iter encoding, got {plain}"
     elif _strip(ir.RankedTensorType(plain)) != _strip(ir.RankedTensorType(encoded)):
         yield f"{op.name} must keep shape and element type: {source} vs {result}"
 
@@ -145,6 +155,8 @@ def _problems(op: ir.Operation, seen: set[str]) -> list[Problem]:
     problems = list(check_op_attributes(op))
     if op.name in _ENCODING_OPS:
         problems += list(check_encoding_op(op))
+    elif op.name in ACCESS_OPS:
+        problems += list(check_access_op(op))
     for ty in types_of(op):
         if str(ty) not in seen:
             seen.add(str(ty))

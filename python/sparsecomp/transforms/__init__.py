@@ -19,6 +19,12 @@ from sparsecomp.transforms.base import SparsecompPass
 _REGISTRY: dict[str, str] = {
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
     "sparse-iter-import-sparse-tensor": "import_sparse_tensor:ImportSparseTensorPass",
+    "sparse-iter-lower-buffers": "lower_buffers:LowerBuffersPass",
+    "sparse-iter-lower-iterations": "lower_iterations:LowerIterationsPass",
+    "sparse-iter-mark-entry-points": "mark_entry_points:MarkEntryPointsPass",
+    "sparse-iter-parallelize": "parallelize:ParallelizePass",
+    "sparse-iter-set-encodings": "set_encodings:SetEncodingsPass",
+    "sparse-iter-specialize-encodings": "specialize_encodings:SpecializeEncodingsPass",
     "sparse-iter-verify": "verify:VerifyPass",
 }
 

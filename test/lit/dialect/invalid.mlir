@@ -101,10 +101,31 @@ func.func @set_changes_shape(%x: tensor<4x?xf32>) -> tensor<?x?xf32, #csr> {
 // -----
 
 #csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-func.func @set_on_encoded(%x: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr> {
-  // expected-error@+1 {{sparse_iter.set_encoding source must not carry an encoding, got tensor<?x?xf32, #sparse_iter.layout}}
+func.func @set_same_encoding(%x: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{sparse_iter.set_encoding does not change the encoding of tensor<?x?xf32, #sparse_iter.layout}}
   %0 = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr>
   return %0 : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+// A change of encoding starts from a #sparse_iter encoding, not a foreign one.
+#CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+func.func @set_on_foreign(%x: tensor<?x?xf32, #CSR>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{sparse_iter.set_encoding source must be plain or carry a #sparse_iter encoding, got tensor<?x?xf32, #sparse_tensor.encoding}}
+  %0 = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32, #CSR>) -> tensor<?x?xf32, #csr>
+  return %0 : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+func.func @unset_to_encoded(%x: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc> {
+  // expected-error@+1 {{sparse_iter.unset_encoding result must not carry an encoding, got tensor<?x?xf32, #sparse_iter.layout}}
+  %0 = "sparse_iter.unset_encoding"(%x) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc>
+  return %0 : tensor<?x?xf32, #csc>
 }
 
 // -----

@@ -90,6 +90,20 @@ func.func @ops(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #nm> {
   return %n : tensor<?x?xf32, #nm>
 }
 
+// set_encoding may change one #sparse_iter encoding into another: a sparsity
+// into an op encoding, a layout into another layout (a conversion).
+#csc_conv = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+// CHECK-LABEL: func.func @change_encoding
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.sparsity
+// CHECK: %[[E:.*]] = "sparse_iter.set_encoding"(%[[A]]) : (tensor<?x?xf32, #sparse_iter.sparsity{{.*}}>) -> tensor<?x?xf32, #sparse_iter.encoding
+// CHECK: %[[L:.*]] = "sparse_iter.set_encoding"(%{{.*}}) : (tensor<?x?xf32, #sparse_iter.layout{{.*}}>) -> tensor<?x?xf32, #sparse_iter.layout
+func.func @change_encoding(%a: tensor<?x?xf32, #unstructured>, %c: tensor<?x?xf32, #csr>)
+    -> (tensor<?x?xf32, #matmul_lhs>, tensor<?x?xf32, #csc_conv>) {
+  %e = "sparse_iter.set_encoding"(%a) : (tensor<?x?xf32, #unstructured>) -> tensor<?x?xf32, #matmul_lhs>
+  %l = "sparse_iter.set_encoding"(%c) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc_conv>
+  return %e, %l : tensor<?x?xf32, #matmul_lhs>, tensor<?x?xf32, #csc_conv>
+}
+
 // Targets live in a module attribute; functions pick one by name.
 // CHECK-LABEL: module @devices
 // CHECK-SAME: sparse_iter.targets = {gpu = #sparse_iter.cuda<90 : i64, ["m16n8k16", "m16n8k8"], ["m16n8k16", "m16n8k32"]>, host = #sparse_iter.cpu<"x86_64", ["avx2", "fma"], 256 : i64, 0 : i64>}

@@ -1,0 +1,156 @@
+"""Ahead-of-time build: an LLVM-dialect module to a loadable ``kernel.so``.
+
+The ``so`` stage of the CPU back end (docs/cpu-contract.md). Steps, each an
+LLVM tool from the pinned wheels so that builds do not depend on the system's
+LLVM:
+
+1. LLVM dialect -> LLVM IR (``kernel.ll``): in process with
+   ``translate_module_to_llvmir`` for an ``ir.Module`` (after checking that
+   only translatable dialects are left: the binding crashes on failure),
+   with ``mlir-translate --mlir-to-llvmir`` for text;
+2. ``opt -O3``: the IR-level optimizations (LICM, instcombine, unrolling)
+   that ``llc`` alone does not run; MLIR's lowering relies on them;
+3. ``llc -O3 -filetype=obj -relocation-model=pic`` for the target's triple,
+   CPU and features;
+4. ``cc -shared``, linking the runtime libraries the kernel needs (libomp)
+   with ``rpath`` ``$ORIGIN`` first, so a saved directory holding a copy of
+   them is self-contained, then their installed directories.
+
+Every failure raises :class:`ToolchainError` with the exact command and the
+tool's stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from mlir import ir
+
+from sparsecomp.errors import ToolchainError
+from sparsecomp.ir.odsgen import tool
+from sparsecomp.runtime.libs import library_path
+from sparsecomp.targets.cpu import CpuTarget
+
+LIBRARY = "kernel.so"
+LLVM_IR = "kernel.ll"
+#: Ops that LLVM IR translation understands, by dialect prefix.
+TRANSLATABLE = ("llvm.", "omp.", "builtin.module")
+_TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}
+_CPUS = {"x86_64": "x86-64", "aarch64": "generic"}
+#: Prefixes of functions libmlir_c_runner_utils.so defines (memref.copy of
+#: strided memrefs, vector.print, timers, C-interface helpers).
+_RUNNER_UTILS = ("memrefCopy", "print", "rtclock", "_mlir_ciface_")
+
+
+def build_shared_library(
+    llvm_module: ir.Module | str, out_dir: Path, target: CpuTarget, needs: Sequence[str]
+) -> Path:
+    """Build ``out_dir/kernel.so`` from an LLVM-dialect module; returns its path.
+
+    ``needs`` names runtime libraries (:mod:`sparsecomp.runtime.libs`) to link
+    against, e.g. ``["omp"]`` for kernels with OpenMP loops. ``out_dir`` also
+    keeps ``kernel.ll``, the LLVM IR that was compiled.
+    """
+    libraries = [library_path(name) for name in needs]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    llvm_ir = out_dir / LLVM_IR
+    llvm_ir.write_text(translate(llvm_module))
+    flags = codegen_flags(target)
+    opt: list[str | Path] = [tool("opt"), "-O3", *flags]
+    llc: list[str | Path] = [tool("llc"), "-O3", "-filetype=obj", "-relocation-model=pic", *flags]
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
+        bitcode, obj, library = (Path(tmp) / name for name in ("kernel.bc", "kernel.o", LIBRARY))
+        _run([*opt, llvm_ir, "-o", bitcode])
+        _run([*llc, bitcode, "-o", obj])
+        _run(link_command(obj, library, libraries))
+        os.replace(library, out_dir / LIBRARY)  # atomic: a reader never sees half a library
+    return out_dir / LIBRARY
+
+
+def runtime_needs(llvm_module: ir.Module) -> list[str]:
+    """The runtime libraries an LLVM-dialect module calls into, for ``needs``.
+
+    ``"omp"`` when it has OpenMP ops; ``"c_runner_utils"`` when it declares a
+    function of MLIR's C runner utils (e.g. ``memrefCopy``, ``printF32``).
+    """
+    uses_omp, externals = False, set()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal uses_omp
+        uses_omp = uses_omp or op.name.startswith("omp.")
+        if op.name == "llvm.func" and len(op.regions[0].blocks) == 0:
+            externals.add(ir.StringAttr(op.attributes["sym_name"]).value)
+        return ir.WalkResult.ADVANCE
+
+    llvm_module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    needs = ["omp"] if uses_omp else []
+    return needs + (
+        ["c_runner_utils"] if any(n.startswith(_RUNNER_UTILS) for n in externals) else []
+    )
+
+
+def codegen_flags(target: CpuTarget) -> list[str]:
+    """``-mtriple``, ``-mcpu`` and ``-mattr`` for ``opt`` and ``llc``."""
+    features = [f"+{f}" for f in target.features]
+    if target.arch == "x86_64" and target.vector_bits < target.max_vector_bits:
+        features.append(f"+prefer-{target.vector_bits}-bit")
+    flags = [f"-mtriple={_TRIPLES[target.arch]}", f"-mcpu={_CPUS[target.arch]}"]
+    return [*flags, f"-mattr={','.join(features)}"] if features else flags
+
+
+def link_command(obj: Path, library: Path, libraries: Sequence[Path]) -> list[str]:
+    """``cc -shared`` for ``obj`` against ``libraries``, found via ``$ORIGIN`` first."""
+    command = ["cc", "-shared", "-o", str(library), str(obj)]
+    directories = list(dict.fromkeys(str(lib.parent) for lib in libraries))
+    command += [f"-L{d}" for d in directories]
+    command += [f"-l{lib.name.removeprefix('lib').removesuffix('.so')}" for lib in libraries]
+    command += ["-lm", "-Wl,-rpath,$ORIGIN", *(f"-Wl,-rpath,{d}" for d in directories)]
+    return command
+
+
+def translate(llvm_module: ir.Module | str) -> str:
+    """LLVM IR text of an LLVM-dialect module (object or MLIR text)."""
+    if isinstance(llvm_module, str):
+        return _run([tool("mlir-translate"), "--mlir-to-llvmir"], stdin=llvm_module)
+    from mlir.dialects.llvm import translate_module_to_llvmir
+
+    leftover = _untranslatable(llvm_module.operation)
+    if leftover is not None:
+        raise ToolchainError(
+            f"{leftover.location}: '{leftover.name}' cannot be translated to LLVM IR",
+            hint="run the sparsecomp-cpu-backend pipeline first",
+        )
+    return str(translate_module_to_llvmir(llvm_module.operation))
+
+
+def _untranslatable(root: ir.Operation) -> ir.Operation | None:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name.startswith(TRANSLATABLE):
+            return ir.WalkResult.ADVANCE
+        found.append(op)
+        return ir.WalkResult.INTERRUPT
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found[0] if found else None
+
+
+def _run(command: Sequence[str | Path], stdin: str | None = None) -> str:
+    args = [str(c) for c in command]
+    try:
+        proc = subprocess.run(args, input=stdin, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {shlex.join(args)}: {exc}") from None
+    if proc.returncode != 0:
+        raise ToolchainError(
+            f"{Path(args[0]).name} failed (exit {proc.returncode}): {shlex.join(args)}\n"
+            f"{proc.stderr.strip()}"
+        )
+    return proc.stdout

@@ -1,0 +1,109 @@
+"""One uncached build: parse, run the stages, emit ``kernel.so`` and ``manifest.json``."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mlir import ir
+
+from sparsecomp import knobs
+from sparsecomp.compiler import aot
+from sparsecomp.compiler.driver import STAGES, write_manifest
+from sparsecomp.errors import PipelineError
+from sparsecomp.ir.context import make_context
+from sparsecomp.ir.parsing import DiagnosticLog, parse_module
+from sparsecomp.ir.verify import TARGETS_ATTR, verify
+from sparsecomp.targets import CpuTarget
+from sparsecomp.tools.diagnostics import format_diagnostic
+from sparsecomp.transforms.pipeline import build_pass_manager
+
+Progress = Callable[[str, float], None] | None
+
+
+class CompileError(PipelineError):
+    """A program failed to compile; the message lists the located diagnostics."""
+
+
+def stage_pipeline(pipeline: str, stage: str, options: dict[str, Any]) -> str:
+    """The pipeline of one stage; compile options replace the loops stage's defaults."""
+    if stage != "loops" or not options:
+        return pipeline
+    opts = " ".join(f"{k.replace('_', '-')}={v}" for k, v in sorted(options.items()))
+    return f"sparse-iter-lower-iterations{{{opts}}},canonicalize,cse"
+
+
+def _fail(log: DiagnosticLog, what: str, reproducer: str | None = None) -> CompileError:
+    lines = [format_diagnostic(d) for d in log.diagnostics]
+    message = "\n".join([what, *lines]) if lines else what
+    return CompileError(message, hint=reproducer)
+
+
+def _reproducer(text: str, pipeline: str) -> str:
+    folder = knobs.reproducer_dir()
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".mlir", prefix="sparsecomp-repro-", dir=folder, delete=False
+    ) as f:
+        f.write(text)
+    return f"reproduce with: sparsecomp-opt --pass-pipeline='builtin.module({pipeline})' {f.name}"
+
+
+def _set_target(module: ir.Module, cpu: CpuTarget) -> None:
+    op = module.operation
+    if TARGETS_ATTR not in op.attributes:
+        op.attributes[TARGETS_ATTR] = ir.Attribute.parse(f"{{host = {cpu.attr_text()}}}")
+
+
+def _functions(module: ir.Module) -> dict[str, Any]:
+    out = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and "sparse_iter.abi" in op.attributes:
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            abi = json.loads(ir.StringAttr(op.attributes["sparse_iter.abi"]).value)
+            out[name] = {"symbol": f"_mlir_ciface_{name}", "abi": abi}
+    return out
+
+
+def build(
+    text: str, filename: str, cpu: CpuTarget, options: dict[str, Any], out: Path, progress: Progress
+) -> None:
+    """Compile ``text`` into ``out``; raises :class:`CompileError` with diagnostics."""
+    ctx = make_context()
+    log = DiagnosticLog(filename)
+    with log.capture(ctx), ctx:
+        try:
+            module = parse_module(text, filename, ctx)
+        except ir.MLIRError:
+            raise _fail(log, f"{filename}: could not parse the program") from None
+        if not verify(module.operation):
+            raise _fail(log, f"{filename}: the program is not valid")
+        _set_target(module, cpu)
+        functions: dict[str, Any] = {}
+        for stage, named in STAGES:
+            started = time.perf_counter()
+            pipeline = stage_pipeline(named, stage, options)
+            before = module.operation.get_asm(enable_debug_info=True)
+            try:
+                build_pass_manager(f"builtin.module({pipeline})", ctx).run(module.operation)
+            except ir.MLIRError:
+                raise _fail(
+                    log, f"{filename}: stage '{stage}' failed", _reproducer(before, pipeline)
+                ) from None
+            (out / f"{stage}.mlir").write_text(module.operation.get_asm())
+            if stage == "buffers":
+                functions = _functions(module)
+            if progress:
+                progress(stage, time.perf_counter() - started)
+        started = time.perf_counter()
+        needs = aot.runtime_needs(module)
+        aot.build_shared_library(module, out, cpu, needs)
+    write_manifest(out, cpu, functions, needs)
+    if progress:
+        progress("so", time.perf_counter() - started)

@@ -1,0 +1,129 @@
+"""``sparsecomp.compile``: MLIR source to an :class:`~sparsecomp.runtime.Executable`.
+
+The driver is a table of stages (Triton's ``add_stages``), each its own
+``PassManager`` running one named pipeline from ``pipelines/``, so a build
+can be inspected stage by stage: every stage's IR is kept next to the
+library (``layouts.mlir``, ``loops.mlir``, ``buffers.mlir``, ``llvm.mlir``).
+
+========= ============================ ==========================================
+stage     pipeline                     result
+========= ============================ ==========================================
+layouts   ``sparsecomp-cpu-layouts``   every sparse tensor has a concrete layout
+loops     ``sparsecomp-cpu-loops``     loops over stored entries (stage II)
+buffers   ``sparsecomp-cpu-buffers``   flat buffers at function boundaries (III)
+llvm      ``sparsecomp-cpu-backend``   LLVM dialect, OpenMP, C interface
+so        :mod:`.aot`                  ``kernel.so`` and ``manifest.json``
+========= ============================ ==========================================
+
+Results are cached on disk (:mod:`.cache`); a cache hit loads the library
+without parsing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sparsecomp.compiler import cache
+from sparsecomp.errors import SparsecompError
+from sparsecomp.runtime import Executable, load
+from sparsecomp.targets import CpuTarget, detect_host
+
+STAGES = (
+    ("layouts", "sparsecomp-cpu-layouts"),
+    ("loops", "sparsecomp-cpu-loops"),
+    ("buffers", "sparsecomp-cpu-buffers"),
+    ("llvm", "sparsecomp-cpu-backend"),
+)
+_OPTIONS = {"vector_bits", "unroll"}
+
+
+def _source_text(source: Any) -> tuple[str, str]:
+    """``(text, file name for diagnostics)`` of a path, MLIR text or ``ir.Module``."""
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
+                                    and source.endswith(".mlir")):  # fmt: skip
+        path = Path(source)
+        try:
+            return path.read_text(), str(path)
+        except OSError as exc:
+            raise SparsecompError(f"cannot read {path}: {exc.strerror}") from None
+    if isinstance(source, str):
+        return source, "<source>"
+    if hasattr(source, "operation"):  # an mlir.ir.Module
+        return source.operation.get_asm(enable_debug_info=True), "<module>"
+    raise SparsecompError(
+        f"compile() takes a path, MLIR text or an mlir.ir.Module, not {type(source).__name__}"
+    )
+
+
+def _target(target: str | CpuTarget) -> CpuTarget:
+    if isinstance(target, CpuTarget):
+        return target
+    if target == "host":
+        return detect_host()
+    from sparsecomp.targets import target_from_attr
+
+    parsed = target_from_attr(target)
+    if not isinstance(parsed, CpuTarget):
+        raise SparsecompError(f"compile() builds CPU executables; {target} is not a CPU target")
+    return parsed
+
+
+def compile(
+    source: Any,
+    target: str | CpuTarget = "host",
+    *,
+    cache_results: bool = True,
+    verbose: bool = False,
+    **options: Any,
+) -> Executable:
+    """Compile ``source`` (path, MLIR text or ``mlir.ir.Module``) for a CPU.
+
+    ``target`` is ``"host"`` (this machine's ISA and cores), a
+    :class:`~sparsecomp.targets.CpuTarget` or ``#sparse_iter.cpu<...>``
+    text; it applies where the module does not name its own targets.
+    ``options``: ``vector_bits`` (vector width; 0 for scalar code) and
+    ``unroll`` (vectors in flight), passed to ``sparse-iter-lower-iterations``.
+    ``verbose`` prints each stage's time to stderr.
+    """
+    unknown = set(options) - _OPTIONS
+    if unknown:
+        raise SparsecompError(
+            f"unknown compile option(s) {sorted(unknown)}; known: {sorted(_OPTIONS)}"
+        )
+    text, filename = _source_text(source)
+    cpu = _target(target)
+    key = cache.cache_key(text, cpu.attr_text(), options)
+    if cache_results and (hit := cache.lookup(key)) is not None:
+        return load(hit)
+    from sparsecomp.compiler.build import build
+
+    started = time.perf_counter()
+    out = cache.new_build_dir()
+    build(text, filename, cpu, options, out, _progress if verbose else None)
+    path = cache.publish(out, key) if cache_results else out
+    if verbose:
+        _progress("total", time.perf_counter() - started)
+    return load(path)
+
+
+def _progress(stage: str, seconds: float) -> None:
+    print(f"sparsecomp: {stage:8s} {seconds * 1000:8.1f} ms", file=sys.stderr)
+
+
+def write_manifest(out: Path, cpu: CpuTarget, functions: dict[str, Any], needs: list[str]) -> None:
+    from sparsecomp import __version__
+
+    manifest = {
+        "format": 1,
+        "sparsecomp": __version__,
+        "mlir": cache.mlir_version(),
+        "target": cpu.attr_text(),
+        "library": "kernel.so",
+        "needs": needs,
+        "functions": functions,
+    }
+    (out / cache.MANIFEST).write_text(json.dumps(manifest, indent=1))

@@ -1,0 +1,81 @@
+"""Verification of the stage II access ops: ``positions``, ``coordinates``, ``values``...
+
+Each reads one buffer of a tensor whose type carries a single
+``#sparse_iter.layout``; the result is a rank-1 tensor whose element type is
+the layout's position width, coordinate width (``i64`` for width 0) or the
+tensor's element type. ``with_values`` keeps the tensor's type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mlir import ir
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.ir.attrs import encoding_of
+
+ACCESS_OPS = (
+    "sparse_iter.positions",
+    "sparse_iter.coordinates",
+    "sparse_iter.values",
+    "sparse_iter.with_values",
+)
+
+
+def _layout_of(ty: ir.Type):  # -> Layout | None
+    from sparsecomp.formats.layout import Layout
+    from sparsecomp.formats.names import layout_from_attr
+
+    enc = encoding_of(ty)
+    if enc is None:
+        return None
+    try:
+        layout = layout_from_attr(str(enc))
+    except SparsecompError:
+        return None
+    return layout if isinstance(layout, Layout) else None
+
+
+def _int_type(width: int) -> str:
+    return f"i{width or 64}"
+
+
+def _expect_rank1(op: ir.Operation, ty: ir.Type, element: str, what: str) -> Iterator[str]:
+    want = f"tensor<?x{element}>"
+    if not isinstance(ty, ir.RankedTensorType) or ty.rank != 1 or str(ty.element_type) != element:
+        yield f"{op.name} {what} must be a rank-1 tensor of {element} (e.g. {want}), got {ty}"
+    elif ir.RankedTensorType(ty).encoding is not None:
+        yield f"{op.name} {what} must not carry an encoding, got {ty}"
+
+
+def check_access_op(op: ir.Operation) -> Iterator[str]:
+    """Problems with one access op; assumes the generic IRDL checks passed."""
+    source = op.operands[0].type
+    layout = _layout_of(source)
+    if layout is None:
+        yield f"{op.name} needs a tensor with a single #sparse_iter.layout, got {source}"
+        return
+    element = str(ir.RankedTensorType(source).element_type)
+    if op.name.endswith(".values"):
+        yield from _expect_rank1(op, op.results[0].type, element, "result")
+        return
+    if op.name.endswith(".with_values"):
+        yield from _expect_rank1(op, op.operands[1].type, element, "values operand")
+        if op.results[0].type != source:
+            yield f"{op.name} result must have the type of its tensor operand {source}"
+        return
+    level = ir.IntegerAttr(op.attributes["level"]).value
+    if not 0 <= level < layout.n_levels:
+        yield f"{op.name} level {level} is out of range for a layout of {layout.n_levels} levels"
+        return
+    lvl = layout.levels[level]
+    positions = op.name.endswith(".positions")
+    if positions and not lvl.has_positions:
+        yield f"level {level} ({lvl}) stores no positions"
+        return
+    if not positions and not lvl.has_coordinates:
+        yield f"level {level} ({lvl}) stores no coordinates"
+        return
+    width = layout.pos_width if positions else layout.crd_width
+    yield from _expect_rank1(op, op.results[0].type, _int_type(width), "result")

@@ -1,0 +1,84 @@
+"""Flat buffers of encoded tensors and the ``sparse_iter.abi`` description of a function.
+
+An encoded tensor of rank ``R`` crosses a function boundary as its buffers,
+in :meth:`sparsecomp.formats.SparseTensor.buffers` order (``pos{l}``,
+``crd{l}`` per level, then ``values``; rank-1 tensors of the layout's
+widths), followed by ``R`` ``index`` dimension sizes. The JSON written to
+``sparse_iter.abi`` (see ``docs/cpu-contract.md``) lets the runtime map
+numpy/scipy arguments onto these parameters without MLIR.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mlir import ir
+
+from sparsecomp.formats.layout import Layout
+
+#: MLIR element type -> numpy dtype name.
+_DTYPES = {
+    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+    "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64",
+}  # fmt: skip
+
+
+def dtype_name(ty: ir.Type) -> str:
+    name = str(ty)
+    if name not in _DTYPES:
+        raise ValueError(f"element type {ty} has no numpy equivalent")
+    return _DTYPES[name]
+
+
+def _int(width: int) -> ir.Type:
+    return ir.IntegerType.get_signless(width or 64)
+
+
+def buffer_types(layout: Layout, element: ir.Type) -> list[tuple[str, ir.Type]]:
+    """``(name, rank-1 tensor type)`` of each buffer, in the runtime's order."""
+    dyn = ir.ShapedType.get_dynamic_size()
+    out: list[tuple[str, ir.Type]] = []
+    for lv, level in enumerate(layout.levels):
+        if level.has_positions:
+            out.append((f"pos{lv}", ir.RankedTensorType.get([dyn], _int(layout.pos_width))))
+        if level.has_coordinates:
+            out.append((f"crd{lv}", ir.RankedTensorType.get([dyn], _int(layout.crd_width))))
+    out.append(("values", ir.RankedTensorType.get([dyn], element)))
+    return out
+
+
+def flat_types(ty: ir.Type, layout: Layout) -> list[ir.Type]:
+    """The parameter types an encoded tensor type becomes: buffers, then dim sizes."""
+    tensor = ir.RankedTensorType(ty)
+    buffers = [t for _, t in buffer_types(layout, tensor.element_type)]
+    return buffers + [ir.IndexType.get()] * tensor.rank
+
+
+def describe(ty: ir.Type, layout: Layout | None, shape: list[Any]) -> dict[str, Any]:
+    """The ABI entry of one argument or result."""
+    if not isinstance(ty, ir.RankedTensorType):
+        return {"kind": "scalar", "dtype": dtype_name(ty)}
+    tensor = ir.RankedTensorType(ty)
+    entry: dict[str, Any] = {
+        "kind": "dense" if layout is None else "sparse",
+        "dtype": dtype_name(tensor.element_type),
+        "shape": shape,
+    }
+    if layout is not None:
+        entry["layout"] = layout.attr_text()
+        entry["buffers"] = [
+            [name, dtype_name(ir.RankedTensorType(t).element_type)]
+            for name, t in buffer_types(layout, tensor.element_type)
+        ]
+    return entry
+
+
+def static_shape(ty: ir.Type) -> list[Any]:
+    if not isinstance(ty, ir.RankedTensorType):
+        return []
+    return [None if ir.ShapedType(ty).is_dynamic_dim(i) else d for i, d in enumerate(ty.shape)]
+
+
+def abi_json(args: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+    return json.dumps({"args": args, "results": results}, separators=(",", ":"))

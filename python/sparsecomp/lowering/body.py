@@ -1,0 +1,71 @@
+"""Re-emit the body of a ``linalg.generic`` inside a loop nest, on scalars or vectors.
+
+The scalar form clones each op and rewires its operands (``linalg.index``
+becomes the loop index of its dimension). The vector form re-creates each
+``arith``/``math`` op on ``vector<V x T>`` operands; scalar operands (block
+arguments that do not vary along the vector dimension, constants, values
+from outside the op) are broadcast.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import vector
+
+
+def _rewire(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
+    """Replace operands of ``op`` and of ops nested in it that ``mapping`` knows."""
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        for i, v in enumerate(list(inner.operands)):
+            if v in mapping:
+                inner.operands[i] = mapping[v]
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+
+
+def emit_scalar(block: ir.Block, args: list[ir.Value], index: dict[int, ir.Value]) -> ir.Value:
+    """The yielded value of ``block`` for arguments ``args``, emitted at the insertion point."""
+    mapping: dict[ir.Value, ir.Value] = dict(zip(block.arguments, args, strict=True))
+    for op in block.operations:
+        op = op.operation
+        if op.name == "linalg.yield":
+            return mapping.get(op.operands[0], op.operands[0])
+        if op.name == "linalg.index":
+            mapping[op.results[0]] = index[ir.IntegerAttr(op.attributes["dim"]).value]
+            continue
+        new = op.clone()
+        _rewire(new.operation, mapping)
+        for old, res in zip(op.results, new.results, strict=True):
+            mapping[old] = res
+    raise AssertionError("linalg.generic body without linalg.yield")
+
+
+def _as_vector(value: ir.Value, lanes: int) -> ir.Value:
+    if isinstance(value.type, ir.VectorType):
+        return value
+    return vector.broadcast(ir.VectorType.get([lanes], value.type), value)
+
+
+def emit_vector(block: ir.Block, args: list[ir.Value], lanes: int) -> ir.Value:
+    """The yielded vector of ``block``; ``args`` are vectors or scalars to broadcast."""
+    mapping: dict[ir.Value, ir.Value] = dict(zip(block.arguments, args, strict=True))
+    for op in block.operations:
+        op = op.operation
+        if op.name == "linalg.yield":
+            return _as_vector(mapping.get(op.operands[0], op.operands[0]), lanes)
+        if op.name == "arith.constant":  # scalar; broadcast where used
+            mapping[op.results[0]] = op.clone().results[0]
+            continue
+        operands = [_as_vector(mapping.get(v, v), lanes) for v in op.operands]
+        attrs = op.attributes
+        new = ir.Operation.create(
+            op.name,
+            results=[ir.VectorType.get([lanes], r.type) for r in op.results],
+            operands=operands,
+            attributes={attrs[i].name: attrs[i].attr for i in range(len(attrs))},
+        )
+        for old, res in zip(op.results, new.results, strict=True):
+            mapping[old] = res
+    raise AssertionError("linalg.generic body without linalg.yield")

@@ -1,0 +1,96 @@
+"""One loop (or none) per storage level, following :mod:`sparsecomp.formats.storage`.
+
+Given the parent position ``p`` of a level, each format yields its child
+positions ``q`` and their level coordinates:
+
+=================== ============================================ ==================
+level               positions ``q``                              coordinate
+=================== ============================================ ==================
+dense_fixed         ``p * size + c`` for ``c < size``            ``c``
+dense_varied        ``pos[p] .. pos[p+1] - 1``                   ``q - pos[p]``
+compressed_varied   ``pos[p] .. pos[p+1] - 1``                   ``crd[q]``
+loose_compressed    ``pos[2p] .. pos[2p+1] - 1``                 ``crd[q]``
+compressed_fixed    ``p * W + s`` for ``s < W``, skipping pads   ``crd[q]``
+singleton           ``p`` (no loop)                              ``crd[p]``
+structured[n,m]     ``p * n + s`` for ``s < n``                  ``crd[q]``
+=================== ============================================ ==================
+
+ELL padding (coordinate ``-1``) is skipped with an ``scf.if``; n:m padding
+holds zero values at valid coordinates and needs no test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from mlir import ir
+from mlir.dialects import arith, tensor
+
+from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index, load_index, mul
+
+if TYPE_CHECKING:
+    from sparsecomp.lowering.nest import NestEmitter
+
+Inner = Callable[[ir.Value, ir.Value, Carried], Carried]
+
+
+def _width(em: NestEmitter, lv: int, parents: ir.Value) -> ir.Value:
+    level = em.plan.layout.levels[lv]
+    if level.kind == "structured":
+        return index(level.n)
+    if level.width is not None:
+        return index(level.width)
+    crd = em.crd[lv]
+    return arith.divui(tensor.dim(crd, index(0)), parents)
+
+
+def _parents(em: NestEmitter, lv: int) -> ir.Value:
+    """How many parent positions level ``lv`` has (levels above it are fixed-size)."""
+    count = index(1)
+    for above in range(lv):
+        count = mul(count, em.level_size(above))
+    return count
+
+
+def emit_level(
+    em: NestEmitter, lv: int, p: ir.Value, carried: Carried, inner: Inner, parallel: bool
+) -> Carried:
+    """The loop over level ``lv`` below parent position ``p``; ``inner(q, coord, carried)``."""
+    level = em.plan.layout.levels[lv]
+    name = level.name
+    if name == "dense_fixed":
+        size = em.level_size(lv)
+        base = mul(p, size)
+        return for_loop(
+            index(0), em.level_bound(lv, size), index(1), carried,
+            lambda c, vals: inner(add(base, c), c, vals), parallel,
+        )  # fmt: skip
+    if name == "singleton":
+        return inner(p, load_index(em.crd[lv], p), carried)
+    if name in ("compressed_varied", "dense_varied", "loose_compressed"):
+        pos = em.pos[lv]
+        if name == "loose_compressed":
+            lo_at = mul(p, index(2))
+            lo, hi = load_index(pos, lo_at), load_index(pos, add(lo_at, index(1)))
+        else:
+            lo, hi = load_index(pos, p), load_index(pos, add(p, index(1)))
+
+        def varied(q: ir.Value, vals: Carried) -> Carried:
+            coord = arith.subi(q, lo) if name == "dense_varied" else load_index(em.crd[lv], q)
+            return inner(q, coord, vals)
+
+        return for_loop(lo, hi, index(1), carried, varied, parallel)
+    # compressed_fixed (ELL) and structured[n, m]: fixed slots per parent
+    width = _width(em, lv, _parents(em, lv))
+    base = mul(p, width)
+
+    def slot(s: ir.Value, vals: Carried) -> Carried:
+        q = add(base, s)
+        coord = load_index(em.crd[lv], q)
+        if name == "structured":
+            return inner(q, coord, vals)
+        valid = arith.cmpi(arith.CmpIPredicate.sge, coord, index(0))
+        return if_then(valid, vals, lambda v: inner(q, coord, v))
+
+    return for_loop(index(0), width, index(1), carried, slot, parallel)

@@ -1,0 +1,63 @@
+"""Builders for the loop nest: index arithmetic, ``scf.for``/``scf.if`` with carried values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mlir import ir
+from mlir.dialects import arith, scf, tensor
+
+Carried = list[ir.Value]
+PARALLEL_ATTR = "sparse_iter.parallel"
+
+
+def index(value: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), value)
+
+
+def to_index(value: ir.Value) -> ir.Value:
+    if isinstance(value.type, ir.IndexType):
+        return value
+    return arith.index_cast(ir.IndexType.get(), value)
+
+
+def load_index(buffer: ir.Value, pos: ir.Value) -> ir.Value:
+    """``buffer[pos]`` of an integer buffer, as an index."""
+    return to_index(tensor.extract(buffer, [pos]))
+
+
+def add(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.addi(a, b)
+
+
+def mul(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.muli(a, b)
+
+
+def for_loop(
+    lb: ir.Value,
+    ub: ir.Value,
+    step: ir.Value,
+    carried: Sequence[ir.Value],
+    body: Callable[[ir.Value, Carried], Carried],
+    parallel: bool = False,
+) -> Carried:
+    """``scf.for`` carrying ``carried``; ``body(iv, values)`` returns the values to yield."""
+    loop = scf.ForOp(lb, ub, step, list(carried))
+    if parallel:
+        loop.operation.attributes[PARALLEL_ATTR] = ir.UnitAttr.get()
+    with ir.InsertionPoint(loop.body):
+        scf.YieldOp(body(loop.induction_variable, list(loop.inner_iter_args)))
+    return list(loop.results)
+
+
+def if_then(
+    cond: ir.Value, carried: Sequence[ir.Value], body: Callable[[Carried], Carried]
+) -> Carried:
+    """``scf.if cond`` running ``body``; the else branch passes ``carried`` through."""
+    op = scf.IfOp(cond, [v.type for v in carried], has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        scf.YieldOp(body(list(carried)))
+    with ir.InsertionPoint(op.else_block):
+        scf.YieldOp(list(carried))
+    return list(op.results)

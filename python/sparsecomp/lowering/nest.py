@@ -1,0 +1,278 @@
+"""Emit the loop nest of a :class:`~sparsecomp.lowering.plan.Plan` (stage II IR).
+
+The nest is built recursively, step by step (see :mod:`.plan` for the order).
+Each loop carries the output: the whole output tensor (dense outputs) or the
+values tensor (sparse outputs) outside the hoist point, plus the hoisted
+output element(s) inside it. Level loops follow the storage scheme of
+:mod:`sparsecomp.formats.storage`; the driver is read through
+``sparse_iter.positions``/``coordinates``/``values``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import arith, linalg, tensor, vector
+
+from sparsecomp.dialects import sparse_iter
+from sparsecomp.lowering import body as bodies
+from sparsecomp.lowering.loops import Carried, add, for_loop, index, mul
+from sparsecomp.lowering.plan import Access, Plan
+from sparsecomp.lowering.zeros import Zero
+
+si: Any = sparse_iter  # generated at run time from the .td; untyped
+
+
+def _int_type(width: int) -> ir.Type:
+    return ir.IntegerType.get_signless(width or 64)
+
+
+def _rank1(element: ir.Type) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size()], element)
+
+
+def _zero(element: ir.Type) -> ir.Value:
+    if isinstance(element, ir.IntegerType) or isinstance(element, ir.IndexType):
+        return arith.constant(element, 0)
+    return arith.constant(element, 0.0)
+
+
+@dataclass
+class Vec:
+    """The vectorized loop dimension: lanes per vector, unroll, current chunk."""
+
+    dim: int
+    lanes: int
+    unroll: int
+    size: ir.Value | None = None
+    bases: list[ir.Value] = field(default_factory=list)
+    masks: list[ir.Value] = field(default_factory=list)
+
+
+class NestEmitter:
+    """Emits the nest for one plan at the current insertion point."""
+
+    def __init__(self, plan: Plan, lanes: int, unroll: int) -> None:
+        self.plan = plan
+        self.block = plan.op.regions[0].blocks[0]
+        lay = plan.layout
+        drv = plan.driver_access.value
+        elt = ir.RankedTensorType(drv.type).element_type
+        self.pos = {
+            lv: si.positions(_rank1(_int_type(lay.pos_width)), drv, lv)
+            for lv, level in enumerate(lay.levels) if level.has_positions
+        }  # fmt: skip
+        self.crd = {
+            lv: si.coordinates(_rank1(_int_type(lay.crd_width)), drv, lv)
+            for lv, level in enumerate(lay.levels) if level.has_coordinates
+        }  # fmt: skip
+        self.values = {i: si.values(_rank1(elt), plan.inputs[i].value)
+                       for i in (plan.driver, *plan.shared)}  # fmt: skip
+        self.dim_sizes = [tensor.dim(drv, index(k)) for k in range(lay.rank)]
+        self.idx: dict[int, ir.Value] = {}
+        self.outer: dict[int, ir.Value] = {}  # floordiv coordinates awaiting their mod level
+        self.vec = Vec(plan.vector_dim, lanes, unroll) if plan.vector_dim >= 0 else None
+        self.width: dict[int, ir.Value] = {}
+
+    # -- sizes -----------------------------------------------------------------
+    def level_size(self, lv: int) -> ir.Value:
+        expr = self.plan.layout.dim_to_lvl.results[lv]
+        size = self.dim_sizes[expr.dim]
+        if expr.op == "floordiv":
+            return arith.ceildivsi(size, index(expr.const))
+        return index(expr.const) if expr.op == "mod" else size
+
+    def level_bound(self, lv: int, size: ir.Value) -> ir.Value:
+        """How many coordinates of a dense level exist: a ``mod`` level stops at the edge."""
+        expr = self.plan.layout.dim_to_lvl.results[lv]
+        if expr.op != "mod":
+            return size
+        start = mul(self.outer[self.plan.level_dim(lv)], size)
+        return arith.minsi(size, arith.subi(self.dim_sizes[expr.dim], start))
+
+    def loop_size(self, dim: int) -> ir.Value:
+        for acc in [*self.plan.inputs, self.plan.output]:
+            if acc.layout is None and dim in acc.dims:
+                return tensor.dim(acc.value, index(acc.dims.index(dim)))
+        raise AssertionError(f"no dense operand gives the size of loop dimension {dim}")
+
+    # -- entry -------------------------------------------------------------------
+    def emit(self) -> ir.Value:
+        plan = self.plan
+        out = plan.output.value
+        if plan.sparse_output:
+            init = self._sparse_init()
+        elif plan.zero == Zero.ZERO:
+            elt = ir.RankedTensorType(out.type).element_type
+            init = linalg.fill(_zero(elt), outs=[out])
+        else:
+            init = out
+        (result,) = self.step(0, index(0), [init])
+        if plan.sparse_output:
+            return si.with_values(plan.driver_access.value.type, plan.driver_access.value, result)
+        return result
+
+    def _sparse_init(self) -> ir.Value:
+        plan = self.plan
+        vals = self.values[plan.driver]
+        if plan.output.value == plan.driver_access.value:
+            return vals
+        elt = ir.RankedTensorType(vals.type).element_type
+        empty = tensor.empty([tensor.dim(vals, index(0))], elt)
+        return linalg.fill(_zero(elt), outs=[empty])
+
+    # -- steps -------------------------------------------------------------------
+    def step(self, k: int, pos: ir.Value, carried: Carried) -> Carried:
+        plan = self.plan
+        if k == plan.hoist and len(carried) == 1:
+            return self.hoisted(k, pos, carried[0])
+        if k == len(plan.steps):
+            return self.innermost(pos, carried)
+        s = plan.steps[k]
+        if s.kind == "dense":
+            return self.dense_step(k, s.dim, pos, carried)
+        return self.level_step(k, s.level, pos, carried)
+
+    def dense_step(self, k: int, dim: int, pos: ir.Value, carried: Carried) -> Carried:
+        size = self.loop_size(dim)
+        vec = self.vec
+        if vec is None or dim != vec.dim:
+
+            def body(iv: ir.Value, values: Carried) -> Carried:
+                self.idx[dim] = iv
+                return self.step(k + 1, pos, values)
+
+            return for_loop(index(0), size, index(1), carried, body)
+        chunk = vec.lanes * vec.unroll
+        reduction = self.plan.vector_reduction
+        if reduction:  # carry vector partial sums instead of the scalar output
+            out, scalar = carried
+            vt = ir.VectorType.get([vec.lanes], scalar.type)
+            carried = [out, *(vector.broadcast(vt, _zero(scalar.type)) for _ in range(vec.unroll))]
+
+        def vbody(iv: ir.Value, values: Carried) -> Carried:
+            vec.bases = [add(iv, index(u * vec.lanes)) for u in range(vec.unroll)]
+            mask_t = ir.VectorType.get([vec.lanes], ir.IntegerType.get_signless(1))
+            vec.masks = [vector.create_mask(mask_t, [arith.subi(size, b)]) for b in vec.bases]
+            return self.step(k + 1, pos, values)
+
+        results = for_loop(index(0), size, index(chunk), carried, vbody)
+        if not reduction:
+            return results
+        kind = ir.Attribute.parse("#vector.kind<add>")
+        for acc in results[1:]:
+            scalar = vector.reduction(scalar.type, kind, acc, acc=scalar)
+        return [results[0], scalar]
+
+    def level_step(self, k: int, lv: int, parent: ir.Value, carried: Carried) -> Carried:
+        from sparsecomp.lowering.levels import emit_level
+
+        def inner(q: ir.Value, coord: ir.Value, values: Carried) -> Carried:
+            self._bind_level(lv, coord)
+            return self.step(k + 1, q, values)
+
+        parallel = k == 0 and self.plan.parallel
+        return emit_level(self, lv, parent, carried, inner, parallel)
+
+    def _bind_level(self, lv: int, coord: ir.Value) -> None:
+        expr = self.plan.layout.dim_to_lvl.results[lv]
+        dim = self.plan.level_dim(lv)
+        if expr.op == "floordiv":
+            self.outer[dim] = coord
+        elif expr.op == "mod":
+            self.idx[dim] = add(mul(self.outer[dim], index(expr.const)), coord)
+        else:
+            self.idx[dim] = coord
+
+    # -- the output element ------------------------------------------------------
+    def _out_indices(self) -> list[ir.Value]:
+        return self.indices(self.plan.output)
+
+    def hoisted(self, k: int, pos: ir.Value, out: ir.Value) -> Carried:
+        """Read the output element(s), run the inner steps on them, write them back."""
+        plan = self.plan
+        if plan.sparse_output:
+            elems = [tensor.extract(out, [pos])]
+        elif self.vec is not None and plan.output.uses(self.vec.dim):
+            elems = [self.read(plan.output, u, out) for u in range(self.vec.unroll)]
+        else:
+            elems = [tensor.extract(out, self._out_indices())]
+        elems = self.step(k, pos, [out, *elems])[1:]
+        if plan.sparse_output:
+            return [tensor.insert(elems[0], out, [pos])]
+        if len(elems) > 1 or isinstance(elems[0].type, ir.VectorType):
+            for u, e in enumerate(elems):
+                out = self.write(e, out, u)
+            return [out]
+        return [tensor.insert(elems[0], out, self._out_indices())]
+
+    # -- innermost ---------------------------------------------------------------
+    def innermost(self, pos: ir.Value, carried: Carried) -> Carried:
+        out, *elems = carried
+        if self.vec is None:
+            return [out, bodies.emit_scalar(self.block, self.args(pos, elems[0]), self.idx)]
+        news = []
+        for u, elem in enumerate(elems):
+            res = bodies.emit_vector(self.block, self.args(pos, elem, u), self.vec.lanes)
+            if self.plan.vector_reduction:
+                res = arith.select(self.vec.masks[u], res, elem)
+            news.append(res)
+        return [out, *news]
+
+    def args(self, pos: ir.Value, out_elem: ir.Value, u: int = 0) -> list[ir.Value]:
+        plan = self.plan
+        args = []
+        for i, acc in enumerate(plan.inputs):
+            if i in self.values:
+                args.append(tensor.extract(self.values[i], [pos]))
+            elif self.vec is not None and acc.uses(self.vec.dim):
+                args.append(self.read(acc, u))
+            else:
+                args.append(self.scalar(acc))
+        return [*args, out_elem]
+
+    # -- dense operand access ------------------------------------------------------
+    def indices(self, acc: Access, u: int = 0) -> list[ir.Value]:
+        out = []
+        for expr in acc.map.results:
+            if isinstance(expr, ir.AffineDimExpr):
+                dim = expr.position
+                vec = self.vec
+                out.append(vec.bases[u] if vec is not None and dim == vec.dim else self.idx[dim])
+            else:
+                out.append(self._apply(expr))
+        return out
+
+    def _apply(self, expr: ir.AffineExpr) -> ir.Value:
+        from mlir.dialects import affine
+
+        n = self.plan.op.attributes["indexing_maps"][0]
+        n_dims = ir.AffineMapAttr(n).value.n_dims
+        operands = [self.idx.get(d) or index(0) for d in range(n_dims)]
+        amap = ir.AffineMap.get(n_dims, 0, [expr])
+        return affine.apply(amap, operands)
+
+    def scalar(self, acc: Access) -> ir.Value:
+        if not isinstance(acc.value.type, ir.RankedTensorType):
+            return acc.value  # a scalar operand
+        return tensor.extract(acc.value, self.indices(acc))
+
+    def read(self, acc: Access, u: int, source: ir.Value | None = None) -> ir.Value:
+        """Vector ``u`` of the chunk of ``acc`` (read from ``source``, default its value)."""
+        assert self.vec is not None
+        ty = ir.RankedTensorType(acc.value.type)
+        vt = ir.VectorType.get([self.vec.lanes], ty.element_type)
+        perm = ir.AffineMap.get_minor_identity(ty.rank, 1)
+        return vector.transfer_read(
+            vt, source or acc.value, self.indices(acc, u), perm, _zero(ty.element_type), [False],
+            mask=self.vec.masks[u],
+        )  # fmt: skip
+
+    def write(self, value: ir.Value, out: ir.Value, u: int) -> ir.Value:
+        assert self.vec is not None
+        ty = ir.RankedTensorType(out.type)
+        perm = ir.AffineMap.get_minor_identity(ty.rank, 1)
+        idx = self.indices(self.plan.output, u)
+        return vector.transfer_write(ty, value, out, idx, perm, [False], mask=self.vec.masks[u])

@@ -1,0 +1,85 @@
+"""What a ``linalg.generic`` body yields when the sparse operand is zero.
+
+Iterating only over the stored entries of a sparse operand ``a`` is exact
+when, at ``a = 0``, the body yields either the output's current value
+(*annihilating*: ``out + a * x``; positions that are not stored keep the
+initial value) or zero (*zero-producing*: ``a * x``; the output is first
+filled with zeros). :func:`classify` decides this by evaluating the body
+symbolically with ``a`` replaced by zero, the same algebra MLIR's sparsifier
+uses (``0 * x = 0``, ``0 + x = x``, ``0 / x = 0``, casts keep zero). Like
+it, and like scipy, it treats ``0 * inf`` and ``0 * nan`` as zero.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from mlir import ir
+
+
+class Zero(Enum):
+    """The symbolic value of an SSA value when the sparse operand is zero."""
+
+    ZERO = "zero"  # exactly zero
+    OUT = "out"  # the output block argument, unchanged
+    OTHER = "other"  # anything else
+
+
+_MULTIPLY = {"arith.mulf", "arith.muli"}
+_ADD = {"arith.addf", "arith.addi"}
+_SUB = {"arith.subf", "arith.subi"}
+_DIVIDE = {"arith.divf", "arith.divsi", "arith.divui"}
+_KEEP_ZERO = {
+    "arith.negf", "arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp",
+    "arith.fptosi", "arith.fptoui", "arith.extsi", "arith.extui", "arith.trunci",
+    "arith.bitcast", "math.absf", "math.absi", "math.sqrt", "math.sin", "math.tanh",
+}  # fmt: skip
+
+
+def _constant_class(op: ir.Operation) -> Zero:
+    value = op.attributes["value"]
+    if isinstance(value, ir.FloatAttr):
+        return Zero.ZERO if ir.FloatAttr(value).value == 0.0 else Zero.OTHER
+    if isinstance(value, ir.IntegerAttr):
+        return Zero.ZERO if ir.IntegerAttr(value).value == 0 else Zero.OTHER
+    return Zero.OTHER
+
+
+def _op_class(op: ir.Operation, args: list[Zero]) -> Zero:
+    name = op.name
+    if name == "arith.constant":
+        return _constant_class(op)
+    if name in _MULTIPLY:
+        return Zero.ZERO if Zero.ZERO in args else Zero.OTHER
+    if name in _ADD:
+        if args[0] == Zero.ZERO:
+            return args[1]
+        return args[0] if args[1] == Zero.ZERO else Zero.OTHER
+    if name in _SUB:
+        return args[0] if args[1] == Zero.ZERO else Zero.OTHER
+    if name in _DIVIDE:
+        return Zero.ZERO if args[0] == Zero.ZERO else Zero.OTHER
+    if name in _KEEP_ZERO:
+        return Zero.ZERO if args[0] == Zero.ZERO else Zero.OTHER
+    if name == "arith.select" and args[1] == args[2] != Zero.OTHER:
+        return args[1]
+    return Zero.OTHER
+
+
+def classify(block: ir.Block, sparse_args: list[int], out_arg: int) -> Zero:
+    """The class of the yielded value when block arguments ``sparse_args`` are zero.
+
+    ``out_arg`` is the block argument of the output; every other argument is
+    an arbitrary value.
+    """
+    known: dict[ir.Value, Zero] = {}
+    for i, arg in enumerate(block.arguments):
+        known[arg] = Zero.ZERO if i in sparse_args else Zero.OUT if i == out_arg else Zero.OTHER
+    for op in block.operations:
+        if op.operation.name == "linalg.yield":
+            return known.get(op.operands[0], Zero.OTHER)
+        args = [known.get(v, Zero.OTHER) for v in op.operands]
+        cls = _op_class(op.operation, args)
+        for r in op.results:
+            known[r] = cls
+    return Zero.OTHER

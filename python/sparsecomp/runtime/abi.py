@@ -1,0 +1,153 @@
+"""The ABI of a compiled function, read from ``manifest.json`` (``sparse_iter.abi``).
+
+Each argument and result is one of::
+
+    {"kind": "dense",  "dtype": "float32", "shape": [null, "k", 16]}
+    {"kind": "scalar", "dtype": "float32"}
+    {"kind": "sparse", "dtype": "float32", "shape": ["m", "k"],
+     "layout": "#sparse_iter.layout<...>",
+     "buffers": [["pos1", "int32"], ["crd1", "int32"], ["values", "float32"]]}
+
+Shape entries are static sizes (ints), size symbols (strings: equal symbols
+are equal sizes) or null (any size). See docs/cpu-contract.md.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.names import AnyLayout, layout_from_attr
+
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+Dim = int | str | None
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One argument or result: its kind, element dtype, shape and (sparse) storage."""
+
+    kind: str
+    dtype: np.dtype[Any]
+    shape: tuple[Dim, ...] = ()
+    layout: AnyLayout | None = None
+    buffers: tuple[tuple[str, np.dtype[Any]], ...] = ()
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def describe(self) -> str:
+        """``float32``, ``dense float32[m, 16]`` or ``sparse float32[m, k] csr``."""
+        if self.kind == "scalar":
+            return str(self.dtype)
+        dims = ", ".join("?" if d is None else str(d) for d in self.shape)
+        text = f"{self.kind} {self.dtype}[{dims}]"
+        return f"{text} {self.layout}" if self.layout is not None else text
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A public function: its name, C symbol, and flattened-ABI arguments and results."""
+
+    name: str
+    symbol: str
+    args: tuple[ArgSpec, ...]
+    results: tuple[ArgSpec, ...]
+
+    def describe(self) -> str:
+        """``name(arg, ...) -> result`` in words."""
+        args = ", ".join(a.describe() for a in self.args)
+        res = [r.describe() for r in self.results]
+        out = "()" if not res else res[0] if len(res) == 1 else f"({', '.join(res)})"
+        return f"{self.name}({args}) -> {out}"
+
+
+def parse_signature(name: str, entry: Any) -> Signature:
+    """A :class:`Signature` from one ``functions`` entry of ``manifest.json``."""
+    where = f"manifest function '{name}'"
+    if not isinstance(entry, dict) or not isinstance(entry.get("symbol"), str):
+        raise SparsecompError(f"{where} needs a 'symbol' string and an 'abi' object")
+    abi = entry.get("abi")
+    if isinstance(abi, str):
+        abi = _json(abi, where)
+    if not isinstance(abi, dict):
+        raise SparsecompError(f"{where} has no 'abi' object")
+    args = tuple(
+        _spec(a, f"{where}, argument {i}") for i, a in enumerate(_list(abi, "args", where))
+    )
+    results = tuple(
+        _spec(r, f"{where}, result {i}") for i, r in enumerate(_list(abi, "results", where))
+    )
+    return Signature(name, entry["symbol"], args, results)
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SparsecompError(f"{where}: the abi is not valid JSON ({err})") from None
+
+
+def _list(abi: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = abi.get(key, [])
+    if not isinstance(value, list):
+        raise SparsecompError(f"{where}: abi '{key}' must be a list")
+    return value
+
+
+def _spec(raw: Any, where: str) -> ArgSpec:
+    if not isinstance(raw, dict) or raw.get("kind") not in ("dense", "scalar", "sparse"):
+        raise SparsecompError(f"{where}: expected kind dense, scalar or sparse, got {raw!r}")
+    kind = raw["kind"]
+    dtype = _dtype(raw.get("dtype"), where)
+    if kind == "scalar":
+        return ArgSpec(kind, dtype)
+    shape = _shape(raw.get("shape"), where)
+    if kind == "dense":
+        return ArgSpec(kind, dtype, shape)
+    return ArgSpec(
+        kind,
+        dtype,
+        shape,
+        _layout(raw.get("layout"), len(shape), where),
+        _buffers(raw.get("buffers"), where),
+    )
+
+
+def _dtype(name: Any, where: str) -> np.dtype[Any]:
+    if name == "index":
+        return np.dtype(np.int64)
+    if name not in DTYPES:
+        raise SparsecompError(f"{where}: unsupported dtype {name!r}; expected one of {DTYPES}")
+    return np.dtype(name)
+
+
+def _shape(raw: Any, where: str) -> tuple[Dim, ...]:
+    ok = isinstance(raw, list) and all(
+        d is None or isinstance(d, str) or (type(d) is int and d >= 0) for d in raw
+    )
+    if not ok:
+        raise SparsecompError(f"{where}: shape must list sizes, size symbols or null, got {raw!r}")
+    return tuple(raw)
+
+
+def _layout(text: Any, rank: int, where: str) -> AnyLayout:
+    if not isinstance(text, str):
+        raise SparsecompError(f"{where}: a sparse argument needs its layout attribute text")
+    layout = layout_from_attr(text)
+    if layout.rank != rank:
+        raise SparsecompError(f"{where}: layout {layout} has rank {layout.rank}, shape {rank}")
+    return layout
+
+
+def _buffers(raw: Any, where: str) -> tuple[tuple[str, np.dtype[Any]], ...]:
+    if not isinstance(raw, list) or not all(
+        isinstance(b, list) and len(b) == 2 and isinstance(b[0], str) for b in raw
+    ):
+        raise SparsecompError(f"{where}: buffers must list [name, dtype] pairs, got {raw!r}")
+    return tuple((n, _dtype(d, where)) for n, d in raw)

@@ -1,0 +1,217 @@
+"""Loading a compiled kernel directory and calling its functions (no MLIR needed).
+
+A kernel directory holds ``kernel.so`` and ``manifest.json`` (format in
+docs/cpu-contract.md), perhaps the runtime libraries it needs and the IR of
+each compiler stage (``*.mlir``). :func:`load` reads it; the
+:class:`Executable` calls its public functions with numpy arrays, scalars,
+scipy.sparse matrices and :class:`~sparsecomp.formats.tensor.SparseTensor`::
+
+    exe = sparsecomp.load("spmv.kernel")
+    y = exe(a_csr, x)            # the module's only public function
+    y = exe.spmv(a_csr, x)       # by name
+    exe.functions["spmv"].signature.describe()
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import shutil
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.runtime.abi import Signature, parse_signature
+from sparsecomp.runtime.libs import LIBRARIES, library_path
+from sparsecomp.runtime.marshal import c_signature, flatten
+from sparsecomp.runtime.results import unflatten
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+
+
+class UnknownFunctionError(SparsecompError, AttributeError, KeyError):
+    """No public function of that name (also an AttributeError and a KeyError)."""
+
+
+class Function:
+    """One public function; calling it checks and marshals the arguments (marshal.py)."""
+
+    def __init__(self, library: ctypes.CDLL, signature: Signature) -> None:
+        self.signature = signature
+        self._cfunc: Any = None
+        self._struct: type[ctypes.Structure] | None = None
+        self._library = library
+
+    @property
+    def name(self) -> str:
+        return self.signature.name
+
+    def _bind(self) -> Any:
+        if self._cfunc is None:
+            argtypes, restype, self._struct = c_signature(self.signature)
+            cfunc = self._library[self.signature.symbol]
+            cfunc.argtypes, cfunc.restype = argtypes, restype
+            self._cfunc = cfunc
+        return self._cfunc
+
+    def __call__(self, *args: Any) -> Any:
+        """Call the kernel: one Python object per ABI argument, in order.
+
+        Dense: a numpy array of exactly the ABI dtype and rank (copied when
+        not C-contiguous); scalar: a Python number or a same-dtype numpy
+        scalar; sparse: a scipy.sparse matrix or a SparseTensor (converted
+        to the ABI layout). Returns ``None``, one result, or a tuple.
+        """
+        cfunc = self._bind()
+        frame = flatten(self.signature, args)
+        out = self._struct() if self._struct is not None else None
+        params = frame.values if out is None else [ctypes.byref(out), *frame.values]
+        returned = cfunc(*params)
+        return unflatten(self.signature, returned, out, frame)
+
+    def __repr__(self) -> str:
+        return f"<sparsecomp function {self.signature.describe()}>"
+
+
+class Functions(Mapping[str, Function]):
+    """Name -> :class:`Function`; unknown names raise :class:`UnknownFunctionError`."""
+
+    def __init__(self, functions: dict[str, Function]) -> None:
+        self._functions = functions
+
+    def __getitem__(self, name: str) -> Function:
+        if name not in self._functions:
+            raise UnknownFunctionError(
+                f"no public function '{name}'; the kernel has {_names(self._functions)}"
+            )
+        return self._functions[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._functions)
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+
+class Executable:
+    """A loaded kernel library: ``exe(*args)``, ``exe.<name>(*args)``, ``exe.functions``.
+
+    Attributes: ``directory`` it was loaded from, its parsed ``manifest``,
+    ``functions`` (name -> :class:`Function`), and ``libraries``: the paths
+    of the runtime libraries loaded before it (``needs``).
+    ``exe(*args)`` calls the only public function; with several, name one.
+    A function whose name clashes with an attribute (``save``...) is
+    reached through ``functions``.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        manifest: dict[str, Any],
+        functions: dict[str, Function],
+        needed: list[Path],
+    ) -> None:
+        self.directory = directory
+        self.manifest = manifest
+        self.functions = Functions(functions)
+        self.libraries = needed
+
+    def __call__(self, *args: Any) -> Any:
+        if len(self.functions) != 1:
+            raise SparsecompError(
+                f"the kernel has {len(self.functions)} public functions, {_names(self.functions)}",
+                hint="call one by name: exe.<name>(...) or exe.functions[name](...)",
+            )
+        return next(iter(self.functions.values()))(*args)
+
+    def __getattr__(self, name: str) -> Function:
+        functions = self.__dict__.get("functions")
+        if name.startswith("_") or functions is None:
+            raise AttributeError(name)
+        return functions[name]
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *self.functions})
+
+    def save(self, directory: str | Path) -> Path:
+        """Copy the library, manifest, runtime libraries and stage IR to ``directory``.
+
+        Stage IR files are the ``*.mlir`` and ``*.ll`` files beside the
+        library. Returns ``directory``; saving onto the loaded directory
+        changes nothing.
+        """
+        dest = Path(directory)
+        dest.mkdir(parents=True, exist_ok=True)
+        if dest.resolve() == self.directory.resolve():
+            return dest
+        files = [self.directory / self.manifest["library"], self.directory / MANIFEST]
+        stages = [*self.directory.glob("*.mlir"), *self.directory.glob("*.ll")]
+        files += sorted(stages) + self.libraries
+        for path in files:
+            shutil.copy2(path, dest / path.name)
+        return dest
+
+    def __repr__(self) -> str:
+        lines = [f"  {f.signature.describe()}" for f in self.functions.values()]
+        head = f"Executable('{self.directory}', {len(lines)} function(s)"
+        return "\n".join([f"{head}:", *lines]) + ")" if lines else head + ")"
+
+
+def load(directory: str | Path) -> Executable:
+    """Load the kernel in ``directory`` (``manifest.json`` + its library); imports no MLIR."""
+    path = Path(directory)
+    manifest = read_manifest(path)
+    signatures = [parse_signature(n, e) for n, e in manifest["functions"].items()]
+    needed = [needed_library(path, name) for name in manifest.get("needs", [])]
+    for lib in needed:
+        _dlopen(lib, ctypes.RTLD_GLOBAL)
+    library = _dlopen(path / manifest["library"], ctypes.RTLD_LOCAL)
+    for sig in signatures:
+        if not hasattr(library, sig.symbol):
+            raise SparsecompError(f"{path / manifest['library']} has no symbol '{sig.symbol}'")
+    functions = {sig.name: Function(library, sig) for sig in signatures}
+    return Executable(path, manifest, functions, needed)
+
+
+def read_manifest(directory: Path) -> dict[str, Any]:
+    """The parsed ``manifest.json`` of a kernel directory, with its required keys checked."""
+    file = directory / MANIFEST
+    try:
+        manifest = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise SparsecompError(f"{directory} is not a compiled kernel: no {MANIFEST}") from None
+    except json.JSONDecodeError as err:
+        raise SparsecompError(f"{file} is not valid JSON: {err}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        got = manifest.get("format") if isinstance(manifest, dict) else manifest
+        raise SparsecompError(f"{file}: unsupported manifest format {got!r}, expected {FORMAT}")
+    if not isinstance(manifest.get("library"), str) or not isinstance(
+        manifest.get("functions"), dict
+    ):
+        raise SparsecompError(f"{file} needs a 'library' name and a 'functions' object")
+    needs = manifest.get("needs", [])
+    if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
+        raise SparsecompError(f"{file}: 'needs' must be a list of library names")
+    return manifest
+
+
+def needed_library(directory: Path, name: str) -> Path:
+    """A runtime library the kernel needs: a copy next to it, else the installed one."""
+    if name in LIBRARIES:
+        local = directory / Path(LIBRARIES[name][1]).name
+        if local.is_file():
+            return local
+    return library_path(name)
+
+
+def _dlopen(path: Path, mode: int) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(str(path), mode=mode)
+    except OSError as err:
+        raise SparsecompError(f"cannot load {path}: {err}") from None
+
+
+def _names(functions: Mapping[str, Any]) -> str:
+    return ", ".join(f"'{n}'" for n in functions) or "none"

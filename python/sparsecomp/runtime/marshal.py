@@ -1,0 +1,240 @@
+"""Python arguments -> the flattened C parameters of ``_mlir_ciface_<name>``.
+
+Every check happens here, before any native call: argument count, exact
+dtypes, ranks, static sizes and size symbols (equal symbols, equal sizes,
+across all arguments). Failures raise :class:`SparsecompError` naming the
+function, the argument's position, and what was expected versus given.
+
+MLIR's C interface (verified by test/python/test_runtime.py): parameters
+are the flattened arguments in order -- a dense argument is a pointer to
+its memref descriptor, a scalar is passed by value (``index`` as int64), a
+sparse argument is one rank-1 descriptor pointer per buffer then its dim
+sizes as int64. With results, a pointer to a struct of the flattened
+results comes first (one memref: the descriptor itself, same layout);
+except that a lone scalar result is the C return value.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.tensor import SparseTensor
+from sparsecomp.runtime.abi import ArgSpec, Signature
+from sparsecomp.runtime.memref import descriptor_of, descriptor_type
+
+SCALAR_CTYPES: dict[str, Any] = {
+    "bool": ctypes.c_uint8,  # i1: one byte in memory; only bit 0 is meaningful
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "float16": ctypes.c_uint16,  # bits only: usable inside structs, not by value
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+
+@dataclass
+class Frame:
+    """One call's flattened C arguments, and the arrays they point into (kept alive)."""
+
+    values: list[Any] = field(default_factory=list)
+    inputs: dict[int, np.ndarray] = field(default_factory=dict)  # data pointer -> array
+    keep: list[Any] = field(default_factory=list)
+
+    def add_array(self, array: np.ndarray) -> None:
+        desc = descriptor_of(array)
+        self.keep += [array, desc]
+        self.inputs.setdefault(array.ctypes.data, array)
+        self.values.append(ctypes.byref(desc))
+
+
+def flat_types(spec: ArgSpec) -> list[Any]:
+    """The C types one argument or result flattens to (descriptor structs by value)."""
+    if spec.kind == "scalar":
+        return [SCALAR_CTYPES[spec.dtype.name]]
+    if spec.kind == "dense":
+        return [descriptor_type(spec.rank)]
+    return [descriptor_type(1)] * len(spec.buffers) + [ctypes.c_int64] * spec.rank
+
+
+def c_signature(sig: Signature) -> tuple[list[Any], Any, type[ctypes.Structure] | None]:
+    """``(argtypes, restype, result struct or None)`` of ``sig.symbol``."""
+    params: list[Any] = []
+    for i, spec in enumerate(sig.args):
+        _check_by_value(sig, spec, f"argument {i}")
+        params += [_by_pointer(t) for t in flat_types(spec)]
+    if len(sig.results) == 1 and sig.results[0].kind == "scalar":
+        _check_by_value(sig, sig.results[0], "result 0")
+        return params, SCALAR_CTYPES[sig.results[0].dtype.name], None
+    if not sig.results:
+        return params, None, None
+    types = [t for spec in sig.results for t in flat_types(spec)]
+    fields = [(f"r{i}", t) for i, t in enumerate(types)]
+    struct = type(f"{sig.name}_results", (ctypes.Structure,), {"_fields_": fields})
+    return [ctypes.POINTER(struct), *params], None, struct
+
+
+def _by_pointer(ctype: Any) -> Any:
+    """Descriptors pass by pointer, everything else by value."""
+    return ctypes.POINTER(ctype) if issubclass(ctype, ctypes.Structure) else ctype
+
+
+def _check_by_value(sig: Signature, spec: ArgSpec, what: str) -> None:
+    if spec.kind == "scalar" and spec.dtype == np.float16:
+        raise SparsecompError(
+            f"{sig.name}: {what} is a float16 scalar, which ctypes cannot pass by value",
+            hint="use a rank-0 or rank-1 float16 tensor instead of a scalar",
+        )
+
+
+def flatten(sig: Signature, args: tuple[Any, ...]) -> Frame:
+    """Check ``args`` against ``sig`` and flatten them into C parameters."""
+    if len(args) != len(sig.args):
+        raise SparsecompError(
+            f"{sig.name} takes {len(sig.args)} arguments, got {len(args)}",
+            hint=f"signature: {sig.describe()}",
+        )
+    frame = Frame()
+    sizes: dict[str, tuple[int, str]] = {}
+    for i, (spec, value) in enumerate(zip(sig.args, args, strict=True)):
+        label = f"argument {i}"
+        where = f"{sig.name}: {label} ({spec.describe()})"
+        if spec.kind == "scalar":
+            frame.values.append(scalar_value(spec, value, where))
+        elif spec.kind == "dense":
+            array = dense_array(spec, value, where)
+            check_shape(spec, array.shape, (where, label), sizes)
+            frame.add_array(array)
+        else:
+            check_shape(spec, sparse_shape(spec, value, where), (where, label), sizes)
+            tensor = sparse_tensor(spec, value)
+            for array in sparse_buffers(spec, tensor, where):
+                frame.add_array(array)
+            frame.values += list(tensor.shape)
+    return frame
+
+
+def scalar_value(spec: ArgSpec, value: Any, where: str) -> Any:
+    """A Python scalar for a scalar argument: same-dtype numpy scalars, or a Python number."""
+    dtype = spec.dtype
+    if isinstance(value, np.generic | np.ndarray) and np.ndim(value) == 0:
+        if value.dtype != dtype:
+            raise SparsecompError(f"{where}: expected dtype {dtype}, got {value.dtype}")
+        return int(value.item()) if dtype == np.bool_ else value.item()
+    if isinstance(value, bool | np.bool_):
+        ok = dtype.kind == "b"
+    elif isinstance(value, int):
+        ok = dtype.kind == "f" or (
+            dtype.kind == "i" and np.iinfo(dtype).min <= value <= np.iinfo(dtype).max
+        )
+    else:
+        ok = isinstance(value, float) and dtype.kind == "f"
+    if not ok:
+        raise SparsecompError(f"{where}: expected a {dtype} scalar, got {value!r}")
+    return int(value) if dtype.kind == "b" else value
+
+
+def dense_array(spec: ArgSpec, value: Any, where: str) -> np.ndarray:
+    """The array to pass: ``value`` itself, or a C-contiguous aligned copy of it."""
+    if not isinstance(value, np.ndarray):
+        hint = "use .to_dense()/.toarray()" if _is_sparse(value) else "use np.asarray(x, dtype)"
+        raise SparsecompError(
+            f"{where}: expected a numpy array, got {type(value).__name__}", hint=hint
+        )
+    if value.dtype != spec.dtype:
+        raise SparsecompError(
+            f"{where}: expected dtype {spec.dtype}, got {value.dtype}",
+            hint=f"convert with .astype(np.{spec.dtype})",
+        )
+    if value.ndim != spec.rank:
+        raise SparsecompError(f"{where}: expected rank {spec.rank}, got rank {value.ndim}")
+    return np.require(value, requirements=["C", "A"])
+
+
+def sparse_shape(spec: ArgSpec, value: Any, where: str) -> tuple[int, ...]:
+    """The shape of a sparse argument, after checking its type, dtype and rank."""
+    if not (_is_sparse(value) or isinstance(value, SparseTensor)):
+        raise SparsecompError(
+            f"{where}: expected a SparseTensor or scipy.sparse matrix, got {type(value).__name__}",
+            hint="pack arrays with SparseTensor.from_dense(x, layout)",
+        )
+    _check_dtype(spec, value.dtype, where)
+    if len(value.shape) != spec.rank:
+        raise SparsecompError(f"{where}: expected rank {spec.rank}, got rank {len(value.shape)}")
+    return tuple(int(d) for d in value.shape)
+
+
+def sparse_tensor(spec: ArgSpec, value: Any) -> SparseTensor:
+    """A checked sparse argument in the ABI layout (scipy matrices packed, others converted)."""
+    assert spec.layout is not None
+    if isinstance(value, SparseTensor):
+        return value.to(spec.layout)
+    return SparseTensor.from_scipy(value, spec.layout, copy=False)
+
+
+def _check_dtype(spec: ArgSpec, dtype: np.dtype[Any], where: str) -> None:
+    if dtype != spec.dtype:
+        raise SparsecompError(
+            f"{where}: expected dtype {spec.dtype}, got {dtype}",
+            hint=f"convert the values with .astype(np.{spec.dtype}) first",
+        )
+
+
+def sparse_buffers(spec: ArgSpec, tensor: SparseTensor, where: str) -> list[np.ndarray]:
+    """The tensor's buffers in ABI order, after checking their names and dtypes."""
+    got = tensor.buffers()
+    names = [(n, a.dtype) for n, a in got]
+    if names != list(spec.buffers):
+        raise SparsecompError(
+            f"{where}: the tensor's buffers {_words(names)} differ from the ABI's "
+            f"{_words(list(spec.buffers))}"
+        )
+    return [np.require(a, requirements=["C", "A"]) for _, a in got]
+
+
+def _words(buffers: list[tuple[str, np.dtype[Any]]]) -> str:
+    return "[" + ", ".join(f"{n}: {d}" for n, d in buffers) + "]"
+
+
+def check_shape(
+    spec: ArgSpec,
+    shape: tuple[int, ...],
+    where: tuple[str, str],
+    sizes: dict[str, tuple[int, str]],
+) -> None:
+    """Check static sizes; bind or check size symbols.
+
+    ``where`` is (message prefix, short label); ``sizes`` maps each symbol
+    bound so far to its size and the place that bound it.
+    """
+    prefix, label = where
+    for axis, (want, got) in enumerate(zip(spec.shape, shape, strict=True)):
+        if isinstance(want, int) and want != got:
+            raise SparsecompError(
+                f"{prefix}: expected size {want} in dimension {axis}, got shape {tuple(shape)}"
+            )
+        if not isinstance(want, str):
+            continue
+        if want not in sizes:
+            sizes[want] = (got, f"{label} dimension {axis}")
+        elif sizes[want][0] != got:
+            size, origin = sizes[want]
+            raise SparsecompError(
+                f"{prefix}: size {got} in dimension {axis} does not match size symbol "
+                f"'{want}' = {size} (from {origin})"
+            )
+
+
+def _is_sparse(value: Any) -> bool:
+    scipy_sparse = sys.modules.get("scipy.sparse")
+    return scipy_sparse is not None and bool(scipy_sparse.issparse(value))
+
+
+__all__ = ["SCALAR_CTYPES", "Frame", "c_signature", "flat_types", "flatten"]

@@ -1,0 +1,278 @@
+"""Layout resolution: the ``#sparse_iter.layout`` a sparse tensor gets on a target.
+
+Pure host logic, no MLIR: ``sparse-iter-specialize-encodings`` hands it the
+text of each ``#sparse_iter.sparsity`` / ``#sparse_iter.encoding`` and the
+tensor's shape; the Python API can ask the same questions. Rules, for a
+tensor of rank r (the first that applies):
+
+1. r = 0: an error (a scalar has no sparse layout).
+2. ``densify`` asked for and ``"unstructured"`` with density d, 0.5 <= d < 1:
+   ``dense`` (every level ``dense_fixed``). Density 1.0 means *unknown* and
+   never densifies; without ``densify`` density alone never makes a tensor
+   dense: the user asks for it.
+3. ``"block"`` [R, C]: ``bsr:RxC`` (r = 2 only).
+4. ``"nm"`` [n, m]: n:m along the innermost dimension, earlier dimensions
+   dense (``nm:N:M`` for matrices). On CUDA, a 2:4 f16/bf16 operand 0 of an
+   op, when the target lists a sparse MMA shape, gets that (first) shape's
+   ``mma.sp`` metadata.
+5. ``"ragged"``: ``ell`` (r = 2 only).
+6. ``"unstructured"``: r = 1 a compressed vector; r = 2 ``csr``, or ``csc``
+   on CPU targets when the use reads the tensor transposed; r >= 3 batched
+   CSR (dense, ..., dense, compressed). CUDA keeps CSR for transposed uses:
+   its kernels parallelize over stored rows, and planning the transposed
+   product is the lowering's business.
+
+*Transposed*: the outer parallel loop is the first loop dimension indexing
+the op's last operand (its result), e.g. ``m`` of a matmul. A use reads a
+matrix transposed when that loop indexes the matrix's second dimension:
+``(k, m)`` under ``matmul`` with transposed A, or ``A`` of ``vecmat``.
+
+Index widths: 32-bit positions and coordinates, 64 where the static sizes
+need it: coordinates when a static level size with coordinates exceeds
+2**31 - 1, positions when the product of the static level sizes (the most
+entries the tensor can store) does. Dynamic sizes assume 32 bits; packing a
+tensor that overflows them is a ``FormatError`` at run time, never a silent
+wrap.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from sparsecomp.errors import FormatError, TargetError
+from sparsecomp.formats.attrtext import parse_attr, parse_value, split_top_level
+from sparsecomp.formats.dimmap import DimMap, LevelExpr
+from sparsecomp.formats.layout import Layout, standard_layout
+from sparsecomp.formats.levels import Level
+from sparsecomp.formats.literals import parse_string
+from sparsecomp.targets.cpu import CpuTarget, detect_host
+from sparsecomp.targets.cuda import CudaTarget
+
+#: ``densify`` turns unstructured tensors at least this dense (and < 1.0) dense.
+DENSE_DENSITY = 0.5
+INDEX32_MAX = 2**31 - 1
+KINDS = ("unstructured", "nm", "block", "ragged")
+_MMA_SP_TYPES = ("f16", "bf16")
+
+
+@dataclass(frozen=True)
+class Sparsity:
+    """Host twin of ``#sparse_iter.sparsity``: kind, its parameters, expected density."""
+
+    kind: str = "unstructured"
+    params: tuple[int, ...] = ()
+    density: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise FormatError(f"unknown sparsity kind '{self.kind}'; expected {', '.join(KINDS)}")
+
+
+@dataclass(frozen=True)
+class IndexingMap:
+    """An op's indexing map: the loop dimension of each tensor dimension (None: not one)."""
+
+    n_loops: int
+    results: tuple[int | None, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> IndexingMap:
+        body = text.strip().removeprefix("affine_map<").removesuffix(">")
+        match = re.fullmatch(r"\(([^)]*)\)\s*(?:\[[^\]]*\])?\s*->\s*\((.*)\)", body.strip())
+        if not match:
+            raise FormatError(f"malformed indexing map '{text}'")
+        names = [n.strip() for n in match.group(1).split(",") if n.strip()]
+        exprs = split_top_level(match.group(2))
+        return cls(len(names), tuple(names.index(e) if e in names else None for e in exprs))
+
+
+@dataclass(frozen=True)
+class Use:
+    """How an op uses the tensor: op name, operand index, operand element types, maps."""
+
+    op_name: str = ""
+    operand_index: int = 0
+    element_types: tuple[str, ...] = ()
+    indexing_maps: tuple[IndexingMap, ...] = ()
+
+    @property
+    def operand_map(self) -> IndexingMap | None:
+        maps, i = self.indexing_maps, self.operand_index
+        return maps[i] if 0 <= i < len(maps) else None
+
+    @property
+    def element_type(self) -> str | None:
+        types, i = self.element_types, self.operand_index
+        return types[i] if 0 <= i < len(types) else None
+
+    @property
+    def transposed(self) -> bool:
+        """The outer parallel loop indexes a later dimension than the first."""
+        own = self.operand_map
+        if own is None or not self.indexing_maps:
+            return False
+        outer = next((d for d in self.indexing_maps[-1].results if d is not None), None)
+        return outer is not None and outer in own.results[1:]
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Host twin of ``#sparse_iter.encoding`` (a bare sparsity is an encoding without use)."""
+
+    sparsity: Sparsity
+    use: Use = field(default_factory=Use)
+
+    @classmethod
+    def parse(cls, text: str) -> Encoding:
+        """From ``#sparse_iter.sparsity<...>`` or ``#sparse_iter.encoding<...>`` text."""
+        text = text.strip()
+        if text.startswith("#sparse_iter.sparsity<"):
+            return cls(_sparsity(text))
+        if not text.startswith("#sparse_iter.encoding<") or not text.endswith(">"):
+            raise FormatError(f"not a #sparse_iter.sparsity or .encoding: '{text}'")
+        pieces = split_top_level(text[len("#sparse_iter.encoding<") : -1])
+        if len(pieces) != 5:
+            raise FormatError(f"#sparse_iter.encoding takes 5 parameters, got '{text}'")
+        index = parse_value(pieces[2])
+        types = split_top_level(pieces[3].strip()[1:-1])
+        maps = split_top_level(pieces[4].strip()[1:-1])
+        use = Use(
+            parse_string(pieces[1]),
+            index,
+            tuple(types),
+            tuple(IndexingMap.parse(m) for m in maps),
+        )
+        return cls(_sparsity(pieces[0]), use)
+
+
+def _sparsity(text: str) -> Sparsity:
+    kind, params, density = parse_attr(text).args_of("sparsity", 3)
+    return Sparsity(kind, tuple(params), float(density))
+
+
+Target = CpuTarget | CudaTarget
+
+
+def select_target(
+    option: str,
+    function_target: str | None,
+    module_targets: Mapping[str, Target],
+    host: Callable[[], Target] = detect_host,
+) -> Target:
+    """The target a function compiles for.
+
+    A non-empty ``option`` decides for every function: a name from the module's
+    ``sparse_iter.targets``, else ``"host"`` for :func:`detect_host`. Without it,
+    the function's ``sparse_iter.target``, else the module's only target, else
+    the host when the module names none.
+    """
+    if option:
+        if option in module_targets:
+            return module_targets[option]
+        if option == "host":
+            return host()
+        listed = ", ".join(sorted(module_targets)) or "none"
+        raise TargetError(
+            f"unknown target '{option}': expected 'host' or a name from the "
+            f"module's sparse_iter.targets ({listed})"
+        )
+    if function_target is not None:
+        return module_targets[function_target]
+    if len(module_targets) == 1:
+        return next(iter(module_targets.values()))
+    if not module_targets:
+        return host()
+    raise TargetError(
+        f"no sparse_iter.target on this function and the module has several targets "
+        f"({', '.join(sorted(module_targets))}); name one, or pass the option target=NAME"
+    )
+
+
+def resolve(
+    encoding: Encoding, shape: Sequence[int | None], target: Target, *, densify: bool = False
+) -> Layout:
+    """The layout of a tensor of ``shape`` (None: dynamic) with ``encoding`` on ``target``."""
+    rank, use = len(shape), encoding.use
+    if rank == 0:
+        raise FormatError("a rank-0 tensor has no sparse layout; drop its encoding")
+    own = use.operand_map
+    if own is not None and len(own.results) != rank:
+        raise FormatError(
+            f"the indexing map of operand {use.operand_index} of '{use.op_name}' has "
+            f"{len(own.results)} results but the tensor has rank {rank}"
+        )
+    layout = _choose(encoding, rank, target, densify)
+    return _with_widths(layout, shape)
+
+
+def resolve_text(
+    text: str, shape: Sequence[int | None], target: Target, *, densify: bool = False
+) -> Layout:
+    """:func:`resolve` on the text of a sparsity or encoding attribute."""
+    return resolve(Encoding.parse(text), shape, target, densify=densify)
+
+
+def _choose(encoding: Encoding, rank: int, target: Target, densify: bool) -> Layout:
+    sparsity, use = encoding.sparsity, encoding.use
+    kind, params = sparsity.kind, sparsity.params
+    if densify and kind == "unstructured" and DENSE_DENSITY <= sparsity.density < 1.0:
+        return _named("dense", rank)
+    if kind in ("block", "ragged") and rank != 2:
+        raise FormatError(f"'{kind}' sparsity needs a rank-2 tensor, got rank {rank}")
+    if kind == "block":
+        return _named(f"bsr:{params[0]}x{params[1]}", rank)
+    if kind == "ragged":
+        return _named("ell", rank)
+    if kind == "nm":
+        return _nm(params[0], params[1], rank, use, target)
+    if rank == 2 and isinstance(target, CpuTarget) and use.transposed:
+        return _named("csc", rank)
+    return _named("csr", rank)
+
+
+def _named(name: str, rank: int) -> Layout:
+    layout = standard_layout(name, rank)
+    assert layout is not None, (name, rank)
+    return layout
+
+
+def _nm(n: int, m: int, rank: int, use: Use, target: Target) -> Layout:
+    exprs = tuple(LevelExpr(d) for d in range(rank - 1))
+    exprs += (LevelExpr(rank - 1, "floordiv", m), LevelExpr(rank - 1, "mod", m))
+    levels = tuple(Level.parse("dense_fixed") for _ in range(rank))
+    levels += (Level.parse(f"structured[{n},{m}]"),)
+    metadata = ""
+    if (
+        isinstance(target, CudaTarget)
+        and (n, m) == (2, 4)
+        and target.sparse_mma_shapes
+        and use.op_name
+        and use.operand_index == 0
+        and use.element_type in _MMA_SP_TYPES
+    ):
+        metadata = f"mma_sp_{target.sparse_mma_shapes[0]}"
+    return Layout(levels, DimMap(rank, exprs), nm_metadata=metadata)
+
+
+def _level_sizes(layout: Layout, shape: Sequence[int | None]) -> list[int | None]:
+    sizes: list[int | None] = []
+    for expr in layout.dim_to_lvl.results:
+        size = shape[expr.dim]
+        if expr.op == "mod":
+            size = expr.const
+        elif expr.op == "floordiv" and size is not None:
+            size = -(-size // expr.const)
+        sizes.append(size)
+    return sizes
+
+
+def _with_widths(layout: Layout, shape: Sequence[int | None]) -> Layout:
+    sizes = _level_sizes(layout, shape)
+    known = [s for s in sizes if s is not None]
+    crd_sizes = [s for s, lv in zip(sizes, layout.levels, strict=True) if lv.has_coordinates]
+    crd_wide = any(s is not None and s > INDEX32_MAX for s in crd_sizes)
+    pos_wide = math.prod(known) > INDEX32_MAX
+    return replace(layout, pos_width=64 if pos_wide else 32, crd_width=64 if crd_wide else 32)

@@ -1,0 +1,128 @@
+"""Pass ``sparse-iter-lower-buffers`` (stage II -> III, SparseTIR's LowerSparseBuffer)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mlir import ir
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.ir.attrs import encoding_of
+from sparsecomp.ir.verify import types_of
+from sparsecomp.lowering import sizes
+from sparsecomp.lowering.abi import abi_json, describe, static_shape
+from sparsecomp.lowering.flatten import Flattener, FlattenError, flatten_types, layout_of
+from sparsecomp.transforms.base import SparsecompPass
+
+ABI_ATTR = "sparse_iter.abi"
+
+
+def _function_type(func: ir.Operation) -> ir.FunctionType:
+    return ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+
+
+def _is_public(func: ir.Operation) -> bool:
+    vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
+    return vis is None or ir.StringAttr(vis).value == "public"
+
+
+def _abi(func: ir.Operation, fty: ir.FunctionType) -> str:
+    symbols = sizes.size_symbols(func, len(fty.inputs))
+    args = []
+    for n, ty in enumerate(fty.inputs):
+        shape = [symbols.get((n, d), s) for d, s in enumerate(static_shape(ty))]
+        args.append(describe(ty, layout_of(ty), shape))
+    results = [describe(ty, layout_of(ty), static_shape(ty)) for ty in fty.results]
+    return abi_json(args, results)
+
+
+@dataclasses.dataclass(frozen=True)
+class LowerBuffersPass(SparsecompPass):
+    """Replace encoded tensors by their flat buffers and dimension sizes.
+
+    Every function argument or result whose type carries a
+    ``#sparse_iter.layout`` becomes its buffers, rank-1 tensors in
+    ``SparseTensor.buffers()`` order (``pos{l}``, ``crd{l}`` for the levels
+    that store them, then ``values``), followed by one ``index`` per
+    dimension. Inside the function, ``sparse_iter.positions``,
+    ``coordinates`` and ``values`` become those buffers, ``tensor.dim`` of
+    an encoded tensor its size argument, and ``sparse_iter.with_values``
+    reuses the index buffers with new values; calls and returns pass the
+    flattened values. Only varied levels have position buffers, so only they
+    are flattened. Public functions get ``sparse_iter.abi``, the JSON
+    description of their original signature that the runtime marshals
+    numpy and scipy arguments with; argument dimensions that the kernels
+    index with one loop share a size symbol, which the runtime checks.
+
+    Any other op on an encoded tensor is an error at that op (it should
+    have been lowered by ``sparse-iter-lower-iterations``).
+
+    Before:
+
+    ```mlir
+    func.func @spmv(%A: tensor<?x?xf32, #csr>, ...) {
+      %pos = "sparse_iter.positions"(%A) {level = 1 : i64} : (...) -> tensor<?xi32>
+      %rows = tensor.dim %A, %c0 : tensor<?x?xf32, #csr>
+    ```
+
+    After:
+
+    ```mlir
+    func.func @spmv(%pos1: tensor<?xi32>, %crd1: tensor<?xi32>, %values: tensor<?xf32>,
+                    %rows: index, %cols: index, ...) attributes {sparse_iter.abi = "{...}"}
+    ```
+    """
+
+    NAME = "sparse-iter-lower-buffers"
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        funcs = [o.operation for o in op.regions[0].blocks[0].operations
+                 if o.operation.name == "func.func"]  # fmt: skip
+        signatures = {ir.StringAttr(f.attributes["sym_name"]).value: _function_type(f)
+                      for f in funcs}  # fmt: skip
+        ok = True
+        for func in funcs:
+            with func.location:
+                ok = self._lower(func, signatures) and ok
+        ok = ok and self._check_no_encodings(op)
+        if not ok:
+            pass_.signal_pass_failure()
+
+    def _lower(self, func: ir.Operation, signatures: dict[str, ir.FunctionType]) -> bool:
+        fty = _function_type(func)
+        has_body = len(func.regions[0].blocks) > 0
+        try:
+            if has_body and _is_public(func):
+                func.attributes[ABI_ATTR] = ir.StringAttr.get(_abi(func, fty))
+            if has_body:
+                Flattener(signatures).run(func)
+        except FlattenError as exc:
+            exc.op.location.emit_error(str(exc))
+            return False
+        except SparsecompError as exc:
+            func.location.emit_error(str(exc))
+            return False
+        new = ir.FunctionType.get(flatten_types(list(fty.inputs)), flatten_types(list(fty.results)))
+        func.attributes["function_type"] = ir.TypeAttr.get(new)
+        if sizes.ATTR in func.attributes:
+            del func.attributes[sizes.ATTR]
+        return True
+
+    @staticmethod
+    def _check_no_encodings(root: ir.Operation) -> bool:
+        bad: list[ir.Operation] = []
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            if any(encoding_of(t) is not None for t in types_of(op)):
+                bad.append(op)
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        root.walk(visit)
+        for op in bad:
+            op.location.emit_error(
+                f"'{op.name}' still has a sparse tensor after buffer lowering; "
+                "only func arguments/results, calls and the sparse_iter access ops are lowered"
+            )
+        return not bad

@@ -1,0 +1,144 @@
+"""Pass ``sparse-iter-lower-iterations`` (stage I -> II, SparseTIR's LowerSparseIter)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mlir import ir
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.ir.attrs import encoding_of
+from sparsecomp.transforms.base import SparsecompPass
+
+
+def _encoded(op: ir.Operation) -> bool:
+    return any(encoding_of(v.type) is not None for v in [*op.operands, *op.results])
+
+
+def _element_bits(op: ir.Operation) -> int:
+    ty = ir.RankedTensorType(op.results[0].type).element_type
+    return ir.FloatType(ty).width if isinstance(ty, ir.FloatType) else ir.IntegerType(ty).width
+
+
+@dataclasses.dataclass(frozen=True)
+class LowerIterationsPass(SparsecompPass):
+    """Lower linalg.generic ops over sparse tensors to loops in position space.
+
+    Each ``linalg.generic`` with an operand whose type carries a
+    ``#sparse_iter.layout`` becomes an ``scf.for`` nest that walks the
+    storage levels of one sparse input (the *driver*) and visits its stored
+    entries only; the driver's buffers are read through
+    ``sparse_iter.positions``/``coordinates``/``values``, the dense operands
+    with ``tensor.extract`` or, along the vectorized dimension,
+    ``vector.transfer_read`` with masks. Loop order, output hoisting,
+    vectorization and the zero analysis are described in
+    :mod:`sparsecomp.lowering.plan` and :mod:`sparsecomp.lowering.zeros`;
+    the outermost loop, when its iterations write disjoint outputs, carries
+    ``sparse_iter.parallel``. Semantics follow linalg exactly: the output
+    starts from the ``outs`` operand (filled with zeros first when the body
+    yields zero wherever the driver is zero) and reductions accumulate into it.
+
+    Named linalg ops must be generalized first (``linalg-generalize-named-ops``;
+    the ``sparsecomp-cpu`` pipeline does). Ops it cannot lower (co-iteration
+    of differently structured sparse operands, bodies that do not vanish at
+    zero, new sparse output structures) are errors at the op's location.
+
+    Options: ``vector-bits`` is the vector register width to target (-1,
+    the default: the ``vector_bits`` of the function's CPU target, see
+    ``sparse_iter.target``; 0: scalar code); ``unroll`` is how many vectors
+    one iteration keeps in flight.
+
+    Before:
+
+    ```mlir
+    %r = linalg.generic {indexing_maps = [#map, #map1, #map2],
+                         iterator_types = ["parallel", "reduction"]}
+        ins(%A, %x : tensor<?x?xf32, #csr>, tensor<?xf32>) outs(%y : tensor<?xf32>) {...}
+    ```
+
+    After:
+
+    ```mlir
+    %pos = "sparse_iter.positions"(%A) {level = 1 : i64} : (...) -> tensor<?xi32>
+    %crd = "sparse_iter.coordinates"(%A) {level = 1 : i64} : (...) -> tensor<?xi32>
+    %val = "sparse_iter.values"(%A) : (...) -> tensor<?xf32>
+    %r = scf.for %i = %c0 to %rows step %c1 iter_args(%out = %y) -> (tensor<?xf32>) {
+      %lo = ... %pos[%i] ...  %hi = ... %pos[%i + 1] ...
+      %y_i = tensor.extract %out[%i] : tensor<?xf32>
+      %acc = scf.for %q = %lo to %hi step %c1 iter_args(%a = %y_i) -> (f32) {...}
+      %new = tensor.insert %acc into %out[%i] : tensor<?xf32>
+      scf.yield %new : tensor<?xf32>
+    } {sparse_iter.parallel}
+    ```
+    """
+
+    NAME = "sparse-iter-lower-iterations"
+    vector_bits: int = -1
+    unroll: int = 4
+
+    def __post_init__(self) -> None:
+        if self.vector_bits not in (-1, 0, 128, 256, 512):
+            raise ValueError(
+                f"vector-bits must be -1 (the target's), 0, 128, 256 or 512, got {self.vector_bits}"
+            )
+        if not 1 <= self.unroll <= 16:
+            raise ValueError(f"unroll must be between 1 and 16, got {self.unroll}")
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        targets: list[ir.Operation] = []
+
+        def collect(inner: ir.Operation) -> ir.WalkResult:
+            if (
+                inner.name.startswith("linalg.")
+                and inner.name != "linalg.yield"
+                and _encoded(inner)
+            ):
+                targets.append(inner)
+            return ir.WalkResult.ADVANCE
+
+        op.walk(collect)
+        ok = True
+        for target in targets:
+            ok = self._lower(target) and ok
+        if not ok:
+            pass_.signal_pass_failure()
+
+    def _vector_bits(self, op: ir.Operation) -> int:
+        from sparsecomp.ir.targets import enclosing_function, function_target
+        from sparsecomp.targets import CpuTarget
+
+        if self.vector_bits >= 0:
+            return self.vector_bits
+        func = enclosing_function(op)
+        target = function_target(func) if func is not None else None
+        return target.vector_bits if isinstance(target, CpuTarget) else 0
+
+    def _lower(self, op: ir.Operation) -> bool:
+        from sparsecomp.lowering.analyze import make_plan
+        from sparsecomp.lowering.nest import NestEmitter
+        from sparsecomp.lowering.sizes import record
+
+        if op.name != "linalg.generic":
+            op.location.emit_error(
+                f"'{op.name}' on sparse tensors must be generalized first "
+                "(run linalg-generalize-named-ops before sparse-iter-lower-iterations)"
+            )
+            return False
+        try:
+            bits = _element_bits(op)
+            lanes = self._vector_bits(op) // bits
+            plan = make_plan(op, vectorize=lanes >= 2)
+        except SparsecompError as exc:
+            op.location.emit_error(f"cannot lower this linalg.generic: {exc}")
+            return False
+        record(plan)
+        with ir.InsertionPoint(op), op.location:
+            result = NestEmitter(plan, max(lanes, 1), self.unroll).emit()
+        init = plan.output.value.owner
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        if not isinstance(init, ir.Block) and init.name == "tensor.empty":
+            if not list(init.results[0].uses):
+                init.erase()
+        return True

@@ -1,0 +1,83 @@
+// RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics
+
+// The stage II access ops read buffers of tensors with a single layout.
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @positions_of_plain(%t: tensor<?x?xf32>) -> tensor<?xi32> {
+  // expected-error@+1 {{sparse_iter.positions needs a tensor with a single #sparse_iter.layout, got tensor<?x?xf32>}}
+  %p = "sparse_iter.positions"(%t) {level = 1 : i64} : (tensor<?x?xf32>) -> tensor<?xi32>
+  return %p : tensor<?xi32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @level_out_of_range(%A: tensor<?x?xf32, #csr>) -> tensor<?xi32> {
+  // expected-error@+1 {{sparse_iter.coordinates level 2 is out of range for a layout of 2 levels}}
+  %c = "sparse_iter.coordinates"(%A) {level = 2 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+  return %c : tensor<?xi32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @dense_level_positions(%A: tensor<?x?xf32, #csr>) -> tensor<?xi32> {
+  // expected-error@+1 {{level 0 (dense_fixed) stores no positions}}
+  %p = "sparse_iter.positions"(%A) {level = 0 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+  return %p : tensor<?xi32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @dense_level_coordinates(%A: tensor<?x?xf32, #csr>) -> tensor<?xi32> {
+  // expected-error@+1 {{level 0 (dense_fixed) stores no coordinates}}
+  %c = "sparse_iter.coordinates"(%A) {level = 0 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+  return %c : tensor<?xi32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @wrong_width(%A: tensor<?x?xf32, #csr>) -> tensor<?xi64> {
+  // expected-error@+1 {{sparse_iter.positions result must be a rank-1 tensor of i32 (e.g. tensor<?xi32>), got tensor<?xi64>}}
+  %p = "sparse_iter.positions"(%A) {level = 1 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi64>
+  return %p : tensor<?xi64>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#enc = #sparse_iter.layout<["dense_fixed"], affine_map<(i) -> (i)>, 32, 32, {}>
+
+func.func @encoded_values(%A: tensor<?x?xf32, #csr>) -> tensor<?xf32, #enc> {
+  // expected-error@+1 {{sparse_iter.values result must not carry an encoding, got tensor<?xf32, #sparse_iter.layout}}
+  %v = "sparse_iter.values"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?xf32, #enc>
+  return %v : tensor<?xf32, #enc>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr64 = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 64, 64, {}>
+
+func.func @with_values_changes_type(%A: tensor<?x?xf32, #csr>, %v: tensor<?xf32>) -> tensor<?x?xf32, #csr64> {
+  // expected-error@+1 {{sparse_iter.with_values result must have the type of its tensor operand}}
+  %o = "sparse_iter.with_values"(%A, %v) : (tensor<?x?xf32, #csr>, tensor<?xf32>) -> tensor<?x?xf32, #csr64>
+  return %o : tensor<?x?xf32, #csr64>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @with_values_wrong_type(%A: tensor<?x?xf32, #csr>, %v: tensor<?xf64>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{sparse_iter.with_values values operand must be a rank-1 tensor of f32 (e.g. tensor<?xf32>), got tensor<?xf64>}}
+  %o = "sparse_iter.with_values"(%A, %v) : (tensor<?x?xf32, #csr>, tensor<?xf64>) -> tensor<?x?xf32, #csr>
+  return %o : tensor<?x?xf32, #csr>
+}

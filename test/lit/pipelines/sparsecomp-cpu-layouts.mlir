@@ -1,0 +1,17 @@
+// RUN: sparsecomp-opt %s --pass-pipeline='builtin.module(sparsecomp-cpu-layouts)' | FileCheck %s
+
+// A sparsity annotation resolves to a layout for the module's target, and the
+// named op is generalized for the sparse lowering.
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", ["avx", "avx2"], 256, 0>}} {
+  // CHECK-LABEL: func.func @spmv
+  // CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"]
+  // CHECK-NOT: sparsity
+  // CHECK: linalg.generic
+  // CHECK-NOT: linalg.matvec
+  func.func @spmv(%A: tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>>,
+                  %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+    %r = linalg.matvec ins(%A, %x : tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>>, tensor<?xf32>)
+                       outs(%y : tensor<?xf32>) -> tensor<?xf32>
+    return %r : tensor<?xf32>
+  }
+}

@@ -1,0 +1,21 @@
+// RUN: sparsecomp-opt %s --pass-pipeline='builtin.module(sparsecomp-cpu-loops)' | FileCheck %s
+
+// The target's 256-bit vectors give 8 lanes of f32 along SpMM's dense columns.
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", ["avx", "avx2"], 256, 0>}} {
+  // CHECK-LABEL: func.func @spmm
+  // CHECK-NOT: linalg.generic
+  // CHECK: vector.transfer_read {{.*}} vector<8xf32>
+  // CHECK: } {sparse_iter.parallel}
+  func.func @spmm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, k)>],
+                         iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %o, %m : f32
+      linalg.yield %s : f32
+    } -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+}

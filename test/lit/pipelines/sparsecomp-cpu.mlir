@@ -1,0 +1,15 @@
+// RUN: sparsecomp-opt %s --pass-pipeline='builtin.module(sparsecomp-cpu)' | FileCheck %s
+
+// The whole program reaches the LLVM dialect: an OpenMP row loop, masked
+// vector loads, and the C interface the runtime calls.
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", ["avx", "avx2"], 256, 0>}} {
+  // CHECK: llvm.func @spmm
+  // CHECK: omp.parallel
+  // CHECK: llvm.intr.masked.load
+  // CHECK: llvm.func @_mlir_ciface_spmm
+  func.func @spmm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+}

@@ -1,0 +1,62 @@
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-buffers | FileCheck %s --enable-var-scope
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// An encoded argument becomes pos1, crd1, values and two sizes, in place;
+// the access ops and tensor.dim read them. The ABI keeps the original
+// signature and the size symbols the loops assumed equal.
+// CHECK-LABEL: func.func @reads
+// CHECK-SAME: (%[[POS:.*]]: tensor<?xi32>, %[[CRD:.*]]: tensor<?xi32>, %[[VAL:.*]]: tensor<?xf32>, %[[M:.*]]: index, %[[N:.*]]: index, %[[X:.*]]: tensor<?xf32>)
+// CHECK-SAME: -> (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index)
+// CHECK-SAME: sparse_iter.abi = "{\22args\22:[{\22kind\22:\22sparse\22,\22dtype\22:\22float32\22,\22shape\22:[null,\22s0\22]
+// CHECK-SAME: \22buffers\22:{{\[\[}}\22pos1\22,\22int32\22],[\22crd1\22,\22int32\22],[\22values\22,\22float32\22]]}
+// CHECK-SAME: {\22kind\22:\22dense\22,\22dtype\22:\22float32\22,\22shape\22:[\22s0\22]}
+// CHECK-NOT: sparse_iter.same_sizes
+// CHECK: return %[[POS]], %[[CRD]], %[[VAL]], %[[N]]
+func.func @reads(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>) -> (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index)
+    attributes {sparse_iter.same_sizes = [array<i64: 0, 1, 1, 0>]} {
+  %c1 = arith.constant 1 : index
+  %p = "sparse_iter.positions"(%A) {level = 1 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+  %c = "sparse_iter.coordinates"(%A) {level = 1 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+  %v = "sparse_iter.values"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?xf32>
+  %n = tensor.dim %A, %c1 : tensor<?x?xf32, #csr>
+  return %p, %c, %v, %n : tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// A sparse result with the structure of an argument returns its index
+// buffers and sizes with the new values. Private functions get no ABI; calls
+// pass and receive flattened values.
+// CHECK-LABEL: func.func private @scale
+// CHECK-SAME: (%[[POS:.*]]: tensor<?xi32>, %[[CRD:.*]]: tensor<?xi32>, %[[VAL:.*]]: tensor<?xf32>, %[[M:.*]]: index, %[[N:.*]]: index, %[[NEW:.*]]: tensor<?xf32>)
+// CHECK-NOT: sparse_iter.abi
+// CHECK: return %[[POS]], %[[CRD]], %[[NEW]], %[[M]], %[[N]]
+func.func private @scale(%A: tensor<?x?xf32, #csr>, %v: tensor<?xf32>) -> tensor<?x?xf32, #csr> {
+  %r = "sparse_iter.with_values"(%A, %v) : (tensor<?x?xf32, #csr>, tensor<?xf32>) -> tensor<?x?xf32, #csr>
+  return %r : tensor<?x?xf32, #csr>
+}
+
+// CHECK-LABEL: func.func @caller
+// CHECK-SAME: (%[[P:.*]]: tensor<?xi32>, %[[C:.*]]: tensor<?xi32>, %[[V:.*]]: tensor<?xf32>, %[[M:.*]]: index, %[[N:.*]]: index, %[[W:.*]]: tensor<?xf32>)
+// CHECK-SAME: sparse_iter.abi
+// CHECK: %[[R:.*]]:5 = call @scale(%[[P]], %[[C]], %[[V]], %[[M]], %[[N]], %[[W]])
+// CHECK: return %[[R]]#0, %[[R]]#1, %[[R]]#2, %[[R]]#3, %[[R]]#4
+func.func @caller(%A: tensor<?x?xf32, #csr>, %w: tensor<?xf32>) -> tensor<?x?xf32, #csr> {
+  %r = call @scale(%A, %w) : (tensor<?x?xf32, #csr>, tensor<?xf32>) -> tensor<?x?xf32, #csr>
+  return %r : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#dcsr = #sparse_iter.layout<["compressed_varied", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 64, 0, {}>
+#bsr = #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"],
+                           affine_map<(i, j) -> (i floordiv 2, j floordiv 2, i mod 2, j mod 2)>, 32, 32, {}>
+
+// Only levels that store buffers contribute parameters; width 0 is i64.
+// CHECK-LABEL: func.func private @decl
+// CHECK-SAME: (tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?xf64>, index, index,
+// CHECK-SAME: tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index)
+func.func private @decl(tensor<?x?xf64, #dcsr>, tensor<?x?xf32, #bsr>)

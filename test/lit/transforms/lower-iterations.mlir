@@ -1,0 +1,187 @@
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations=vector-bits=0 --canonicalize --cse | FileCheck %s --enable-var-scope
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=VEC
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// SpMV: the row loop runs in parallel; y[i] is read once, accumulated in a
+// register over the row's positions, and written once.
+// CHECK-LABEL: func.func @spmv
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, {{.*}}>, %[[X:.*]]: tensor<?xf32>, %[[Y:.*]]: tensor<?xf32>)
+// CHECK-DAG: %[[POS:.*]] = "sparse_iter.positions"(%[[A]]) {level = 1 : i64}
+// CHECK-DAG: %[[CRD:.*]] = "sparse_iter.coordinates"(%[[A]]) {level = 1 : i64}
+// CHECK-DAG: %[[VAL:.*]] = "sparse_iter.values"(%[[A]])
+// CHECK: %[[R:.*]] = scf.for %[[I:[^ ]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[OUT:[^ ]+]] = %[[Y]])
+// CHECK:   %[[YI:.*]] = tensor.extract %[[OUT]][%[[I]]]
+// CHECK:   %[[LO:.*]] = arith.index_cast
+// CHECK:   %[[HI:.*]] = arith.index_cast
+// CHECK:   %[[ACC:.*]] = scf.for %[[Q:[^ ]+]] = %[[LO]] to %[[HI]] step %{{.*}} iter_args(%[[S:[^ ]+]] = %[[YI]]) -> (f32)
+// CHECK:     %[[J:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK:     %[[AV:.*]] = tensor.extract %[[VAL]][%[[Q]]]
+// CHECK:     %[[XV:.*]] = tensor.extract %[[X]][%[[J]]]
+// CHECK:     %[[M:.*]] = arith.mulf %[[AV]], %[[XV]]
+// CHECK:     %[[N:.*]] = arith.addf %[[S]], %[[M]]
+// CHECK:     scf.yield %[[N]]
+// CHECK:   tensor.insert %[[ACC]] into %[[OUT]][%[[I]]]
+// CHECK: } {sparse_iter.parallel}
+// CHECK: return %[[R]]
+func.func @spmv(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+    ins(%A, %x : tensor<?x?xf32, #csr>, tensor<?xf32>) outs(%y : tensor<?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// SpMM: the dense column loop moves outside the position loop, in chunks of
+// unroll x lanes, keeping the output chunk in vector registers.
+// VEC-LABEL: func.func @spmm
+// VEC: scf.for %[[I:[^ ]+]] = {{.*}} {
+// VEC:   scf.for %[[K:[^ ]+]] = %{{.*}} to %{{.*}} step %c16
+// VEC:     %[[M0:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
+// VEC:     %[[M1:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
+// VEC:     %[[C0:.*]] = vector.transfer_read %{{.*}}[%[[I]], %[[K]]], %{{.*}}, %[[M0]]
+// VEC:     %[[C1:.*]] = vector.transfer_read %{{.*}}[%[[I]], %{{.*}}], %{{.*}}, %[[M1]]
+// VEC:     %[[ACC:.*]]:2 = scf.for {{.*}} iter_args(%{{.*}} = %[[C0]], %{{.*}} = %[[C1]]) -> (vector<8xf32>, vector<8xf32>)
+// VEC:       vector.transfer_read %{{.*}}, %[[M0]]
+// VEC:       vector.broadcast
+// VEC:       arith.mulf {{.*}} : vector<8xf32>
+// VEC:       arith.addf {{.*}} : vector<8xf32>
+// VEC:     vector.transfer_write %[[ACC]]#0, %{{.*}}[%[[I]], %[[K]]], %[[M0]]
+// VEC:     vector.transfer_write %[[ACC]]#1
+// VEC: } {sparse_iter.parallel}
+func.func @spmm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, k)>],
+                       iterator_types = ["parallel", "reduction", "parallel"]}
+    ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// SDDMM with a sparse output of S's structure: values are computed per
+// position of S; the k reduction is vectorized into partial sums.
+// CHECK-LABEL: func.func @sddmm
+// CHECK-SAME: (%[[S:.*]]: tensor<?x?xf32, {{.*}}>,
+// CHECK: %[[VAL:.*]] = "sparse_iter.values"(%[[S]])
+// CHECK: %[[DIM:.*]] = tensor.dim %[[VAL]]
+// CHECK: %[[E:.*]] = tensor.empty(%[[DIM]]) : tensor<?xf32>
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<?xf32>)
+// CHECK: %[[R:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[Z]])
+// CHECK: } {sparse_iter.parallel}
+// CHECK: %[[W:.*]] = "sparse_iter.with_values"(%[[S]], %[[R]])
+// CHECK: return %[[W]]
+// VEC-LABEL: func.func @sddmm
+// VEC: %[[SUMS:.*]]:2 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>)
+// VEC:   arith.select
+// VEC: %[[R0:.*]] = vector.reduction <add>, %[[SUMS]]#0, %{{.*}} : vector<8xf32> into f32
+// VEC: vector.reduction <add>, %[[SUMS]]#1, %[[R0]] : vector<8xf32> into f32
+func.func @sddmm(%S: tensor<?x?xf32, #csr>, %X: tensor<?x?xf32>, %Y: tensor<?x?xf32>) -> tensor<?x?xf32, #csr> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %S, %c0 : tensor<?x?xf32, #csr>
+  %n = tensor.dim %S, %c1 : tensor<?x?xf32, #csr>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32, #csr>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (i, k)>,
+                                        affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%S, %X, %Y : tensor<?x?xf32, #csr>, tensor<?x?xf32>, tensor<?x?xf32>) outs(%e : tensor<?x?xf32, #csr>) {
+  ^bb0(%s: f32, %x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %q = arith.mulf %s, %p : f32
+    %t = arith.addf %o, %q : f32
+    linalg.yield %t : f32
+  } -> tensor<?x?xf32, #csr>
+  return %r : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#bsr = #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"],
+                           affine_map<(i, j) -> (i floordiv 2, j floordiv 3, i mod 2, j mod 3)>, 32, 32, {}>
+
+// BSR: block rows, block columns, then the dense block, whose loops stop at
+// the matrix edge; dimension coordinates are rebuilt as block * size + offset.
+// CHECK-LABEL: func.func @bsr_spmv
+// CHECK: %[[ROWS:.*]] = arith.ceildivsi %{{.*}}, %c2
+// CHECK: scf.for %[[BI:[^ ]+]] = %c0 to %[[ROWS]]
+// CHECK:   scf.for %[[Q:[^ ]+]] =
+// CHECK:     %[[R0:.*]] = arith.muli %[[BI]], %c2
+// CHECK:     %[[RLEFT:.*]] = arith.subi %{{.*}}, %[[R0]]
+// CHECK:     %[[RN:.*]] = arith.minsi %[[RLEFT]], %c2
+// CHECK:     scf.for %[[R:[^ ]+]] = %c0 to %[[RN]]
+// CHECK:       %[[CN:.*]] = arith.minsi %{{.*}}, %c3
+// CHECK:       scf.for %[[C:[^ ]+]] = %c0 to %[[CN]]
+// CHECK: } {sparse_iter.parallel}
+func.func @bsr_spmv(%A: tensor<?x?xf32, #bsr>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+    ins(%A, %x : tensor<?x?xf32, #bsr>, tensor<?xf32>) outs(%y : tensor<?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+#ell = #sparse_iter.layout<["dense_fixed", "compressed_fixed"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// ELL: fixed slots per row; padding (coordinate -1) is skipped.
+// CHECK-LABEL: func.func @ell_spmv
+// CHECK-NOT: "sparse_iter.positions"
+// CHECK: scf.for
+// CHECK:   scf.for
+// CHECK:     %[[VALID:.*]] = arith.cmpi sge
+// CHECK:     scf.if %[[VALID]]
+func.func @ell_spmv(%A: tensor<?x?xf32, #ell>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+    ins(%A, %x : tensor<?x?xf32, #ell>, tensor<?xf32>) outs(%y : tensor<?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// COO: a nonunique first level is not parallel (rows repeat); the singleton
+// level reads the column at the same position.
+// CHECK-LABEL: func.func @coo_scale
+// CHECK: linalg.fill
+// CHECK: scf.for
+// CHECK-NOT: scf.for
+// CHECK: tensor.insert
+// CHECK-NOT: sparse_iter.parallel
+// CHECK: return
+func.func @coo_scale(%A: tensor<?x?xf32, #coo>, %d: tensor<?x?xf32>, %o: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+    ins(%A, %d : tensor<?x?xf32, #coo>, tensor<?x?xf32>) outs(%o : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}

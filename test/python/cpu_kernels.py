@@ -1,0 +1,185 @@
+"""MLIR sources of the CPU numerics tests, parameterized by layout and element type."""
+
+from __future__ import annotations
+
+LAYOUTS = {
+    "csr": '["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>',
+    "csc": '["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>',
+    "coo": '["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>',
+    "dcsr": '["compressed_varied", "compressed_varied"], affine_map<(i, j) -> (i, j)>',
+    "ell": '["dense_fixed", "compressed_fixed"], affine_map<(i, j) -> (i, j)>',
+    "bsr:2x2": '["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], '
+    "affine_map<(i, j) -> (i floordiv 2, j floordiv 2, i mod 2, j mod 2)>",
+}
+
+
+def layout_attr(name: str, width: int = 32, group: str = "") -> str:
+    opts = f'{{index_group = "{group}"}}' if group else "{}"
+    return f"#sparse_iter.layout<{LAYOUTS[name]}, {width}, {width}, {opts}>"
+
+
+def _arith(elt: str) -> tuple[str, str]:
+    return ("arith.mulf", "arith.addf") if elt.startswith("f") else ("arith.muli", "arith.addi")
+
+
+def spmv(layout: str, elt: str = "f32") -> str:
+    mul, add = _arith(elt)
+    return (
+        f"""
+#A = {layout_attr(layout)}
+func.func @spmv(%A: tensor<?x?x{elt}, #A>, %x: tensor<?x{elt}>, %y: tensor<?x{elt}>) -> tensor<?x{elt}> {{
+  %r = linalg.matvec ins(%A, %x : tensor<?x?x{elt}, #A>, tensor<?x{elt}>)
+                     outs(%y : tensor<?x{elt}>) -> tensor<?x{elt}>
+  return %r : tensor<?x{elt}>
+}}
+"""
+        if elt.startswith("f")
+        else _generic_spmv(layout, elt, mul, add)
+    )
+
+
+def _generic_spmv(layout: str, elt: str, mul: str, add: str) -> str:
+    return f"""
+#A = {layout_attr(layout)}
+func.func @spmv(%A: tensor<?x?x{elt}, #A>, %x: tensor<?x{elt}>, %y: tensor<?x{elt}>) -> tensor<?x{elt}> {{
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                                         affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}}
+    ins(%A, %x : tensor<?x?x{elt}, #A>, tensor<?x{elt}>) outs(%y : tensor<?x{elt}>) {{
+  ^bb0(%a: {elt}, %b: {elt}, %o: {elt}):
+    %m = {mul} %a, %b : {elt}
+    %s = {add} %o, %m : {elt}
+    linalg.yield %s : {elt}
+  }} -> tensor<?x{elt}>
+  return %r : tensor<?x{elt}>
+}}
+"""
+
+
+def spmm(layout: str, elt: str = "f32") -> str:
+    return f"""
+#A = {layout_attr(layout)}
+func.func @spmm(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}>) -> tensor<?x?x{elt}> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : {elt}
+  %m = tensor.dim %A, %c0 : tensor<?x?x{elt}, #A>
+  %n = tensor.dim %B, %c1 : tensor<?x?x{elt}>
+  %e = tensor.empty(%m, %n) : tensor<?x?x{elt}>
+  %C = linalg.fill ins(%zero : {elt}) outs(%e : tensor<?x?x{elt}>) -> tensor<?x?x{elt}>
+  %r = linalg.matmul ins(%A, %B : tensor<?x?x{elt}, #A>, tensor<?x?x{elt}>)
+                     outs(%C : tensor<?x?x{elt}>) -> tensor<?x?x{elt}>
+  return %r : tensor<?x?x{elt}>
+}}
+"""
+
+
+def sddmm(layout: str, elt: str = "f32") -> str:
+    return f"""
+#S = {layout_attr(layout)}
+func.func @sddmm(%S: tensor<?x?x{elt}, #S>, %X: tensor<?x?x{elt}>, %Y: tensor<?x?x{elt}>) -> tensor<?x?x{elt}, #S> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %S, %c0 : tensor<?x?x{elt}, #S>
+  %n = tensor.dim %S, %c1 : tensor<?x?x{elt}, #S>
+  %e = tensor.empty(%m, %n) : tensor<?x?x{elt}, #S>
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (i, k)>,
+                                         affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}}
+    ins(%S, %X, %Y : tensor<?x?x{elt}, #S>, tensor<?x?x{elt}>, tensor<?x?x{elt}>) outs(%e : tensor<?x?x{elt}, #S>) {{
+  ^bb0(%s: {elt}, %x: {elt}, %y: {elt}, %o: {elt}):
+    %p = arith.mulf %x, %y : {elt}
+    %q = arith.mulf %s, %p : {elt}
+    %t = arith.addf %o, %q : {elt}
+    linalg.yield %t : {elt}
+  }} -> tensor<?x?x{elt}, #S>
+  return %r : tensor<?x?x{elt}, #S>
+}}
+"""
+
+
+def elementwise(layout: str, elt: str, sparse_out: bool) -> str:
+    """``A .* D``: dense output, or a sparse output with A's structure."""
+    out_ty = f"tensor<?x?x{elt}, #A>" if sparse_out else f"tensor<?x?x{elt}>"
+    mul, _ = _arith(elt)
+    return f"""
+#A = {layout_attr(layout)}
+func.func @emul(%A: tensor<?x?x{elt}, #A>, %D: tensor<?x?x{elt}>) -> {out_ty} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?x{elt}, #A>
+  %n = tensor.dim %A, %c1 : tensor<?x?x{elt}, #A>
+  %e = tensor.empty(%m, %n) : {out_ty}
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+                                         affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+    ins(%A, %D : tensor<?x?x{elt}, #A>, tensor<?x?x{elt}>) outs(%e : {out_ty}) {{
+  ^bb0(%a: {elt}, %d: {elt}, %o: {elt}):
+    %p = {mul} %a, %d : {elt}
+    linalg.yield %p : {elt}
+  }} -> {out_ty}
+  return %r : {out_ty}
+}}
+"""
+
+
+def add_same_structure(elt: str = "f32") -> str:
+    """``A + B`` for two CSR matrices declared to share their index structure."""
+    return f"""
+#A = {layout_attr("csr", group="g")}
+func.func @add(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}, #A>) -> tensor<?x?x{elt}, #A> {{
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+                                         affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+    ins(%A, %B : tensor<?x?x{elt}, #A>, tensor<?x?x{elt}, #A>) outs(%A : tensor<?x?x{elt}, #A>) {{
+  ^bb0(%a: {elt}, %b: {elt}, %o: {elt}):
+    %s = arith.addf %a, %b : {elt}
+    linalg.yield %s : {elt}
+  }} -> tensor<?x?x{elt}, #A>
+  return %r : tensor<?x?x{elt}, #A>
+}}
+"""
+
+
+def reduce(layout: str, axis: int, elt: str = "f32") -> str:
+    """Sum over ``axis`` (1: row sums, 0: column sums) into a zero-initialized vector."""
+    out_map = "(i)" if axis == 1 else "(j)"
+    iters = '["parallel", "reduction"]' if axis == 1 else '["reduction", "parallel"]'
+    dim = 0 if axis == 1 else 1
+    return f"""
+#A = {layout_attr(layout)}
+func.func @reduce(%A: tensor<?x?x{elt}, #A>) -> tensor<?x{elt}> {{
+  %c = arith.constant {dim} : index
+  %zero = arith.constant 0.0 : {elt}
+  %n = tensor.dim %A, %c : tensor<?x?x{elt}, #A>
+  %e = tensor.empty(%n) : tensor<?x{elt}>
+  %z = linalg.fill ins(%zero : {elt}) outs(%e : tensor<?x{elt}>) -> tensor<?x{elt}>
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> {out_map}>],
+                       iterator_types = {iters}}}
+    ins(%A : tensor<?x?x{elt}, #A>) outs(%z : tensor<?x{elt}>) {{
+  ^bb0(%a: {elt}, %o: {elt}):
+    %s = arith.addf %o, %a : {elt}
+    linalg.yield %s : {elt}
+  }} -> tensor<?x{elt}>
+  return %r : tensor<?x{elt}>
+}}
+"""
+
+
+def batched_spmv(elt: str = "f32") -> str:
+    """``y[b, i] = sum_j A[b, i, j] x[b, j]`` with A batched CSR (dense, dense, compressed)."""
+    return f"""
+#A = #sparse_iter.layout<["dense_fixed", "dense_fixed", "compressed_varied"], affine_map<(b, i, j) -> (b, i, j)>, 32, 32, {{}}>
+func.func @bspmv(%A: tensor<?x?x?x{elt}, #A>, %x: tensor<?x?x{elt}>, %y: tensor<?x?x{elt}>) -> tensor<?x?x{elt}> {{
+  %r = linalg.generic {{indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, j)>,
+                                         affine_map<(b, i, j) -> (b, i)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}}
+    ins(%A, %x : tensor<?x?x?x{elt}, #A>, tensor<?x?x{elt}>) outs(%y : tensor<?x?x{elt}>) {{
+  ^bb0(%a: {elt}, %b: {elt}, %o: {elt}):
+    %m = arith.mulf %a, %b : {elt}
+    %s = arith.addf %o, %m : {elt}
+    linalg.yield %s : {elt}
+  }} -> tensor<?x?x{elt}>
+  return %r : tensor<?x?x{elt}>
+}}
+"""

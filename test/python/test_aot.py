@@ -1,0 +1,278 @@
+"""The CPU back end end to end: stage-III kernels -> kernel.so -> ctypes calls.
+
+The kernels are the lit inputs of test/lit/pipelines/sparsecomp-cpu-backend.mlir
+(CSR SpMV, CSR SpMM, CSR SpMM accumulating into a dense input, a mix of other
+stage-III dialects, a function returning its argument), lowered with
+the ``sparsecomp-cpu-backend`` pipeline, built by ``build_shared_library`` and
+called through ``_mlir_ciface_*`` with memref descriptors made here by hand.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparsecomp.compiler import build_shared_library
+from sparsecomp.compiler.aot import codegen_flags, link_command, runtime_needs
+from sparsecomp.errors import ToolchainError
+from sparsecomp.ir import odsgen
+from sparsecomp.runtime.libs import RuntimeLibraryError, library_path
+from sparsecomp.targets.cpu import CpuTarget, detect_host
+
+KERNELS = Path(__file__).resolve().parents[1] / "lit" / "pipelines" / "sparsecomp-cpu-backend.mlir"
+LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
+LIBC.free.argtypes = [ctypes.c_void_p]
+
+
+def memref_type(rank: int) -> type[ctypes.Structure]:
+    class MemRef(ctypes.Structure):
+        _fields_ = [
+            ("allocated", ctypes.c_void_p),
+            ("aligned", ctypes.c_void_p),
+            ("offset", ctypes.c_int64),
+            ("sizes", ctypes.c_int64 * rank),
+            ("strides", ctypes.c_int64 * rank),
+        ]
+
+    return MemRef
+
+
+MEMREF = {1: memref_type(1), 2: memref_type(2)}
+
+
+def descriptor(array: np.ndarray) -> ctypes.Structure:
+    assert array.flags.c_contiguous
+    d = MEMREF[array.ndim]()
+    d.allocated = d.aligned = array.ctypes.data
+    d.sizes[:] = array.shape
+    d.strides[:] = [s // array.itemsize for s in array.strides]
+    return d
+
+
+def take_result(d: ctypes.Structure, rank: int) -> np.ndarray:
+    """Copy a kernel-allocated f32 result out and free it, as the runtime does."""
+    shape = tuple(d.sizes[:rank])
+    size = int(np.prod(shape))
+    if size:
+        data = (ctypes.c_float * size).from_address(d.aligned + 4 * d.offset)
+        out = np.frombuffer(data, dtype=np.float32, count=size).reshape(shape).copy()
+    else:
+        out = np.zeros(shape, np.float32)
+    LIBC.free(d.allocated)
+    return out
+
+
+def stage_iii_module() -> str:
+    chunks = KERNELS.read_text().split("// -----")
+    return "\n".join(chunks)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory) -> ctypes.CDLL:
+    from mlir import ir
+
+    from sparsecomp.ir.context import make_context
+    from sparsecomp.transforms.pipeline import build_pass_manager
+
+    ctx = make_context()
+    with ctx:
+        module = ir.Module.parse(stage_iii_module())
+        build_pass_manager("sparsecomp-cpu-backend", ctx).run(module.operation)
+        needs = runtime_needs(module)
+        assert needs == ["omp", "c_runner_utils"]  # memrefCopy in @mixed
+        path = build_shared_library(module, tmp_path_factory.mktemp("aot"), detect_host(), needs)
+    assert (path.parent / "kernel.ll").is_file()
+    library = ctypes.CDLL(str(path))
+    for name in ("spmv", "spmm", "spmm_acc", "mixed", "identity"):
+        getattr(library, f"_mlir_ciface_{name}").restype = None
+    return library
+
+
+def csr_args(a: sp.csr_matrix) -> list[np.ndarray]:
+    return [a.indptr.astype(np.int32), a.indices.astype(np.int32), a.data.astype(np.float32)]
+
+
+def call(kernel, name: str, a: sp.csr_matrix, dense: list[np.ndarray], rank: int) -> np.ndarray:
+    arrays = [*csr_args(a), *dense]
+    before = [x.copy() for x in arrays]
+    descriptors = [descriptor(x) for x in arrays]
+    result = MEMREF[rank]()
+    pointers = [ctypes.byref(d) for d in descriptors]
+    m, k = (ctypes.c_int64(s) for s in a.shape)
+    getattr(kernel, f"_mlir_ciface_{name}")(
+        ctypes.byref(result), *pointers[:3], m, k, *pointers[3:]
+    )
+    for x, y in zip(arrays, before, strict=True):  # inputs are read-only
+        np.testing.assert_array_equal(x, y)
+    return take_result(result, rank)
+
+
+MATRICES = {
+    "random": (200, 150, 0.05),
+    "empty": (7, 5, 0.0),
+    "no_rows": (0, 4, 0.0),
+    "single_row": (1, 300, 0.2),
+    "dense_rows": (33, 17, 1.0),
+}
+
+
+def random_csr(shape: tuple[int, int], density: float, seed: int) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    return sp.random(*shape, density=density, format="csr", dtype=np.float32, random_state=rng)
+
+
+@pytest.mark.parametrize("case", MATRICES)
+def test_spmv(kernel, case: str) -> None:
+    m, n, density = MATRICES[case]
+    a = random_csr((m, n), density, seed=1)
+    x = np.random.default_rng(2).standard_normal(n).astype(np.float32)
+    y = call(kernel, "spmv", a, [x], rank=1)
+    np.testing.assert_allclose(y, a @ x, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", MATRICES)
+@pytest.mark.parametrize("cols", [1, 8, 13, 64])
+def test_spmm(kernel, case: str, cols: int) -> None:
+    m, n, density = MATRICES[case]
+    a = random_csr((m, n), density, seed=3)
+    rng = np.random.default_rng(4)
+    b = rng.standard_normal((n, cols)).astype(np.float32)
+    c = call(kernel, "spmm", a, [b], rank=2)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    c_in = rng.standard_normal((m, cols)).astype(np.float32)
+    d = call(kernel, "spmm_acc", a, [b, c_in], rank=2)  # checks c_in is left alone
+    np.testing.assert_allclose(d, c_in + a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_mixed_dialects(kernel) -> None:
+    class Results(ctypes.Structure):
+        _fields_ = [("exp", MEMREF[1]), ("table", MEMREF[2]), ("sum", ctypes.c_float)]
+
+    x = np.linspace(-1, 1, 20, dtype=np.float32)
+    out = Results()
+    m, n = ctypes.c_int64(20), ctypes.c_int64(6)
+    kernel._mlir_ciface_mixed(ctypes.byref(out), ctypes.byref(descriptor(x)), m, n)
+    np.testing.assert_allclose(take_result(out.exp, 1), np.exp(x), rtol=1e-6)
+    expected = np.add.outer(np.arange(20), np.arange(6)).astype(np.float32)
+    expected[1:3, 1:5] = expected[0:2, 0:4].copy()
+    np.testing.assert_array_equal(take_result(out.table, 2), expected)
+    assert out.sum == pytest.approx(np.exp(x[:16]).sum(), rel=1e-5)
+
+
+def test_returned_argument_is_a_fresh_buffer(kernel) -> None:
+    x = np.arange(5, dtype=np.float32)
+    out = MEMREF[1]()
+    kernel._mlir_ciface_identity(ctypes.byref(out), ctypes.byref(descriptor(x)))
+    assert out.allocated != x.ctypes.data
+    np.testing.assert_array_equal(take_result(out, 1), x)
+
+
+def test_library_finds_libomp_next_to_itself_first(kernel) -> None:
+    readelf = subprocess.run(
+        [odsgen.tool("llvm-readelf"), "-d", kernel._name], capture_output=True, text=True
+    ).stdout
+    runpath = next(ln for ln in readelf.splitlines() if "RUNPATH" in ln or "RPATH" in ln)
+    assert "[$ORIGIN:" in runpath
+    assert "libomp.so" in readelf
+
+
+def test_codegen_flags_follow_the_target() -> None:
+    target = CpuTarget("x86_64", ("avx2", "fma", "avx512f"), 256, 0)
+    assert codegen_flags(target) == [
+        "-mtriple=x86_64-unknown-linux-gnu",
+        "-mcpu=x86-64",
+        "-mattr=+avx2,+fma,+avx512f,+prefer-256-bit",
+    ]
+    assert codegen_flags(CpuTarget("aarch64", ("neon",), 128, 0))[-1] == "-mattr=+neon"
+
+
+def test_link_command_uses_origin_rpath(tmp_path) -> None:
+    command = link_command(tmp_path / "k.o", tmp_path / "k.so", [library_path("omp")])
+    assert "-lomp" in command
+    assert command.index("-Wl,-rpath,$ORIGIN") < command.index(
+        f"-Wl,-rpath,{library_path('omp').parent}"
+    )
+
+
+def test_unknown_runtime_library_is_an_error(tmp_path) -> None:
+    with pytest.raises(RuntimeLibraryError, match="unknown runtime library 'gomp'"):
+        build_shared_library("module {}", tmp_path, detect_host(), ["gomp"])
+
+
+def test_tool_failure_names_the_command(tmp_path) -> None:
+    with pytest.raises(ToolchainError, match=r"mlir-translate failed .* --mlir-to-llvmir") as info:
+        build_shared_library("func.func @f() { return }", tmp_path, detect_host(), [])
+    assert "cannot be converted to LLVM IR" in info.value.message
+
+
+def test_untranslatable_module_is_refused_before_translation(tmp_path) -> None:
+    from mlir import ir
+
+    from sparsecomp.ir.context import make_context
+
+    with make_context():
+        module = ir.Module.parse("func.func @f() { return }")
+        with pytest.raises(ToolchainError, match=r"'func\.func' cannot be translated"):
+            build_shared_library(module, tmp_path, detect_host(), [])
+
+
+def spmm_seconds(kernel, a: sp.csr_matrix, b: np.ndarray, repeat: int = 10) -> float:
+    """Best wall time of ``repeat`` SpMM calls (descriptors made once, result freed)."""
+    arrays = [*csr_args(a), b]
+    pointers = [ctypes.byref(descriptor(x)) for x in arrays]
+    m, k = (ctypes.c_int64(s) for s in a.shape)
+    best = float("inf")
+    for _ in range(repeat):
+        result = MEMREF[2]()
+        start = time.perf_counter()
+        kernel._mlir_ciface_spmm(ctypes.byref(result), *pointers[:3], m, k, pointers[3])
+        best = min(best, time.perf_counter() - start)
+        LIBC.free(result.allocated)
+    return best
+
+
+def timing_problem() -> tuple[sp.csr_matrix, np.ndarray]:
+    rows = 1 << 16
+    a = random_csr((rows, rows), 16 / rows, seed=5)
+    return a, np.random.default_rng(6).standard_normal((rows, 64)).astype(np.float32)
+
+
+_TIMER = """
+import ctypes, sys
+sys.path.insert(0, {here!r})
+from test_aot import spmm_seconds, timing_problem
+kernel = ctypes.CDLL({library!r})
+kernel._mlir_ciface_spmm.restype = None
+print(spmm_seconds(kernel, *timing_problem()))
+"""
+
+
+def test_spmm_timing(kernel) -> None:
+    """Print (not assert) SpMM time, 2^16 rows x 16 nnz/row, 64 columns, vs scipy."""
+    a, b = timing_problem()
+    scipy_best = min(_time(lambda: a @ b) for _ in range(10))
+    script = _TIMER.format(here=str(Path(__file__).parent), library=kernel._name)
+    label = "spmm 2^16 x 2^16, 16 nnz/row, 64 columns:"
+    for threads in (1, 2):  # libomp reads OMP_NUM_THREADS once, at start-up
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
+        ours = float(out.stdout.split()[-1])
+        print(f"{label} sparsecomp, {threads} thread(s): {ours * 1e3:.1f} ms")
+    print(f"{label} scipy: {scipy_best * 1e3:.1f} ms")
+
+
+def _time(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start

@@ -1,0 +1,191 @@
+"""End-to-end numerics of compiled CPU kernels against scipy / numpy.
+
+Each kernel is compiled once per test session (into a private cache) and run
+on several matrices: random ones, an empty one, a single row, and matrices
+with empty rows and columns.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cpu_kernels as K
+from sparsecomp.formats import SparseTensor
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    import os
+
+    os.environ["SPARSECOMP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+
+
+@functools.cache
+def compiled(text: str):  # -> Executable
+    import sparsecomp
+
+    return sparsecomp.compile(text)
+
+
+DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
+TOL = {"f32": 1e-4, "f64": 1e-10, "i32": 0}
+SHAPES = [(37, 23), (0, 5), (5, 0), (1, 40), (40, 1), (64, 64)]
+
+
+def matrix(shape: tuple[int, int], density: float, dtype: type, seed: int) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    m = sp.random(*shape, density=density, format="csr", random_state=rng, dtype=np.float64)
+    if m.nnz:
+        m.data = rng.integers(-5, 6, m.nnz).astype(np.float64) if dtype == np.int32 else m.data
+    m = m.astype(dtype)
+    m.eliminate_zeros()
+    return m
+
+
+def dense(shape: tuple[int, ...], dtype: type, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if dtype == np.int32:
+        return rng.integers(-5, 6, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def close(got: np.ndarray, want: np.ndarray, elt: str) -> None:
+    np.testing.assert_allclose(got, want, rtol=TOL[elt], atol=TOL[elt])
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc", "coo", "dcsr", "ell", "bsr:2x2"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_spmv_layouts(layout: str, shape: tuple[int, int]) -> None:
+    exe = compiled(K.spmv(layout))
+    A = matrix(shape, 0.2, np.float32, 1)
+    x, y = dense((shape[1],), np.float32, 2), dense((shape[0],), np.float32, 3)
+    got = exe(SparseTensor.from_scipy(A, layout), x, y)
+    close(got, y + A @ x, "f32")
+
+
+@pytest.mark.parametrize("elt", ["f32", "f64", "i32"])
+def test_spmv_types(elt: str) -> None:
+    exe = compiled(K.spmv("csr", elt))
+    A = matrix((50, 30), 0.1, DTYPES[elt], 4)
+    x, y = dense((30,), DTYPES[elt], 5), dense((50,), DTYPES[elt], 6)
+    close(exe(A, x, y), y + A @ x, elt)
+
+
+@pytest.mark.parametrize("layout", ["csr", "csc", "coo", "bsr:2x2"])
+@pytest.mark.parametrize("k", [1, 7, 32, 45])
+@pytest.mark.parametrize("elt", ["f32", "f64"])
+def test_spmm(layout: str, k: int, elt: str) -> None:
+    exe = compiled(K.spmm(layout, elt))
+    A = matrix((33, 21), 0.15, DTYPES[elt], 7)
+    B = dense((21, k), DTYPES[elt], 8)
+    close(exe(SparseTensor.from_scipy(A, layout), B), A @ B, elt)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_spmm_shapes(shape: tuple[int, int]) -> None:
+    exe = compiled(K.spmm("csr"))
+    A = matrix(shape, 0.3, np.float32, 9)
+    B = dense((shape[1], 19), np.float32, 10)
+    close(exe(A, B), A @ B, "f32")
+
+
+@pytest.mark.parametrize("k", [1, 16, 33])
+@pytest.mark.parametrize("elt", ["f32", "f64"])
+def test_sddmm(k: int, elt: str) -> None:
+    exe = compiled(K.sddmm("csr", elt))
+    S = matrix((30, 26), 0.2, DTYPES[elt], 11)
+    X, Y = dense((30, k), DTYPES[elt], 12), dense((26, k), DTYPES[elt], 13)
+    got = exe(S, X, Y)
+    assert isinstance(got, SparseTensor)
+    want = S.multiply(X @ Y.T).tocsr()
+    close(got.to_dense(), want.toarray(), elt)
+    np.testing.assert_array_equal(got.positions[1], S.indptr)  # S's structure, kept
+
+
+@pytest.mark.parametrize("sparse_out", [False, True])
+@pytest.mark.parametrize("elt", ["f32", "i32"])
+@pytest.mark.parametrize("layout", ["csr", "coo", "ell"])
+def test_sparse_times_dense(layout: str, elt: str, sparse_out: bool) -> None:
+    exe = compiled(K.elementwise(layout, elt, sparse_out))
+    A = matrix((20, 17), 0.25, DTYPES[elt], 14)
+    D = dense((20, 17), DTYPES[elt], 15)
+    got = exe(SparseTensor.from_scipy(A, layout), D)
+    got = got.to_dense() if sparse_out else got
+    close(got, A.multiply(D).toarray(), elt)
+
+
+def test_sparse_plus_sparse_same_structure() -> None:
+    exe = compiled(K.add_same_structure())
+    A = matrix((25, 25), 0.2, np.float32, 16)
+    B = A.copy()
+    B.data = dense((A.nnz,), np.float32, 17)
+    layout = K.layout_attr("csr", group="g")
+    got = exe(SparseTensor.from_scipy(A, layout), SparseTensor.from_scipy(B, layout))
+    close(got.to_dense(), (A + B).toarray(), "f32")
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("layout", ["csr", "csc", "dcsr"])
+@pytest.mark.parametrize("shape", [(30, 12), (0, 4), (1, 9)])
+def test_reductions(layout: str, axis: int, shape: tuple[int, int]) -> None:
+    exe = compiled(K.reduce(layout, axis))
+    A = matrix(shape, 0.3, np.float32, 18)
+    got = exe(SparseTensor.from_scipy(A, layout))
+    close(got, np.asarray(A.sum(axis=axis)).ravel(), "f32")
+
+
+def test_batched_3d() -> None:
+    exe = compiled(K.batched_spmv())
+    rng = np.random.default_rng(19)
+    dense3 = rng.standard_normal((3, 8, 6)).astype(np.float32)
+    dense3[rng.random(dense3.shape) < 0.7] = 0
+    A = SparseTensor.from_dense(dense3, K.LAYOUTS and "#sparse_iter.layout<"
+                                '["dense_fixed", "dense_fixed", "compressed_varied"], '
+                                "affine_map<(b, i, j) -> (b, i, j)>, 32, 32, {}>")  # fmt: skip
+    x, y = dense((3, 6), np.float32, 20), dense((3, 8), np.float32, 21)
+    close(exe(A, x, y), y + np.einsum("bij,bj->bi", dense3, x), "f32")
+
+
+def test_inputs_are_not_modified() -> None:
+    exe = compiled(K.spmv("csr"))
+    A = matrix((10, 10), 0.3, np.float32, 22)
+    x, y = dense((10,), np.float32, 23), dense((10,), np.float32, 24)
+    y0, data0 = y.copy(), A.data.copy()
+    exe(A, x, y)
+    np.testing.assert_array_equal(y, y0)
+    np.testing.assert_array_equal(A.data, data0)
+
+
+def test_mismatched_shapes_are_refused() -> None:
+    from sparsecomp.errors import SparsecompError
+
+    exe = compiled(K.spmv("csr"))
+    A = matrix((10, 8), 0.3, np.float32, 25)
+    with pytest.raises(SparsecompError, match="size"):
+        exe(A, np.zeros(9, np.float32), np.zeros(10, np.float32))
+
+
+@given(
+    rows=st.integers(0, 40),
+    cols=st.integers(0, 40),
+    k=st.integers(1, 40),
+    density=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=40, deadline=None)
+def test_kernels_property(rows: int, cols: int, k: int, density: float, seed: int) -> None:
+    """SpMV, SpMM and SDDMM agree with scipy on random shapes, densities and widths."""
+    A = matrix((rows, cols), density, np.float32, seed)
+    x, y = dense((cols,), np.float32, seed + 1), dense((rows,), np.float32, seed + 2)
+    close(compiled(K.spmv("csr"))(A, x, y), y + A @ x, "f32")
+    B = dense((cols, k), np.float32, seed + 3)
+    close(compiled(K.spmm("csr"))(A, B), A @ B, "f32")
+    X, Y = dense((rows, k), np.float32, seed + 4), dense((cols, k), np.float32, seed + 5)
+    got = compiled(K.sddmm("csr"))(A, X, Y).to_dense()
+    close(got, A.multiply(X @ Y.T).toarray() if A.nnz else np.zeros((rows, cols)), "f32")

@@ -1,0 +1,74 @@
+"""Executable.save and sparsecomp.load in a fresh interpreter where importing MLIR fails."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runtime_kernels import ADD, ADD_ABIS, kernel_dir
+from sparsecomp.runtime import load
+from sparsecomp.runtime.libs import library_path
+
+BLOCK_MLIR = """
+import sys
+
+class BlockMlir:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mlir" or name.startswith("mlir."):
+            raise ImportError(f"test: importing {name} is blocked")
+        return None
+
+sys.meta_path.insert(0, BlockMlir())
+"""
+
+USE_SAVED = """
+import numpy as np
+import sparsecomp.runtime
+import sparsecomp
+
+exe = sparsecomp.load(sys.argv[1])
+a = np.arange(6, dtype=np.float32).reshape(2, 3)
+print(exe(a, a).tolist())
+print([p.name for p in exe.libraries])
+print(sorted(m for m in sys.modules if m == "mlir" or m.startswith("mlir.")))
+"""
+
+
+def run_blocked(code: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK_MLIR + code, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def add_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return kernel_dir(tmp_path_factory.mktemp("add"), ADD, ADD_ABIS, needs=("omp",))
+
+
+def test_the_block_works(tmp_path: Path) -> None:
+    proc = run_blocked("import mlir.ir", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "importing mlir is blocked" in proc.stderr
+
+
+def test_save_then_load_without_mlir(add_dir: Path, tmp_path: Path) -> None:
+    exe = load(add_dir)
+    assert exe.libraries == [library_path("omp")]  # no local copy yet: the installed one
+    saved = exe.save(tmp_path / "saved")
+    names = {p.name for p in saved.iterdir()}
+    stages = {"input.mlir", "llvm.mlir", "kernel.ll"}
+    assert names == {"kernel.so", "manifest.json", "libomp.so", *stages}
+    assert exe.save(add_dir) == add_dir  # saving onto itself changes nothing
+    proc = run_blocked(USE_SAVED, str(saved), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert proc.stdout.splitlines() == [str((a + a).tolist()), "['libomp.so']", "[]"]
+    assert load(saved).libraries == [saved / "libomp.so"]  # the copy beside kernel.so
