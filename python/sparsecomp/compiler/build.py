@@ -16,7 +16,7 @@ from sparsecomp.compiler import aot
 from sparsecomp.compiler.driver import STAGES, write_manifest
 from sparsecomp.errors import PipelineError
 from sparsecomp.ir.context import make_context
-from sparsecomp.ir.parsing import DiagnosticLog, parse_module
+from sparsecomp.ir.parsing import DiagnosticLog, convert, parse_module
 from sparsecomp.ir.verify import TARGETS_ATTR, verify
 from sparsecomp.targets import CpuTarget
 from sparsecomp.tools.diagnostics import format_diagnostic
@@ -80,7 +80,8 @@ def build(
     with log.capture(ctx), ctx:
         try:
             module = parse_module(text, filename, ctx)
-        except ir.MLIRError:
+        except ir.MLIRError as exc:
+            log.diagnostics += [d for e in exc.error_diagnostics for d in convert(e, filename)]
             raise _fail(log, f"{filename}: could not parse the program") from None
         if not verify(module.operation):
             raise _fail(log, f"{filename}: the program is not valid")
@@ -92,7 +93,8 @@ def build(
             before = module.operation.get_asm(enable_debug_info=True)
             try:
                 build_pass_manager(f"builtin.module({pipeline})", ctx).run(module.operation)
-            except ir.MLIRError:
+            except ir.MLIRError as exc:
+                log.diagnostics += [d for e in exc.error_diagnostics for d in convert(e, filename)]
                 raise _fail(
                     log, f"{filename}: stage '{stage}' failed", _reproducer(before, pipeline)
                 ) from None

@@ -1,0 +1,88 @@
+"""``sparsecomp-compile`` and ``sparsecomp-run`` from the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+import sparsecomp
+from sparsecomp.tools import compile as compile_tool
+from sparsecomp.tools import run as run_tool
+
+REPO = Path(__file__).parents[2]
+PRINTS = """
+func.func @main() {
+  %c = arith.constant dense<[1.0, 2.5, 3.0]> : vector<3xf32>
+  vector.print %c : vector<3xf32>
+  return
+}
+"""
+
+
+def test_compile_writes_a_loadable_directory(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "spmv"
+    assert compile_tool.main([str(REPO / "examples/spmv.mlir"), "-o", str(out)]) == 0
+    assert "spmv" in capsys.readouterr().out
+    assert {"kernel.so", "manifest.json", "buffers.mlir"} <= {p.name for p in out.iterdir()}
+    exe = sparsecomp.load(out)
+    A = sp.random(30, 20, density=0.2, format="csr", dtype=np.float32, random_state=0)
+    x = np.arange(20, dtype=np.float32)
+    np.testing.assert_allclose(exe(A, x), A @ x, rtol=1e-5)
+
+
+def test_compile_reports_located_errors(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path))
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f() {\n  %x = arith.constant 1 : i32\n  return %x : i32\n}\n")
+    assert compile_tool.main([str(bad), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:3:3: error:" in err
+
+
+def test_run_executes_a_printing_function(tmp_path: Path) -> None:
+    program = tmp_path / "print.mlir"
+    program.write_text(PRINTS)
+    env = {"SPARSECOMP_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "sparsecomp.tools.run", str(program), "-e", "main"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "( 1, 2.5, 3 )"
+
+
+def test_run_unknown_entry(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path))
+    program = tmp_path / "print.mlir"
+    program.write_text(PRINTS)
+    assert run_tool.main([str(program), "-e", "nope"]) == 1
+    assert "no public function 'nope' (public functions: main)" in capsys.readouterr().err
+
+
+def test_stage_failure_names_the_op_and_a_reproducer(tmp_path: Path, monkeypatch, capsys) -> None:
+    from sparsecomp.tools import opt
+
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("SPARSECOMP_REPRODUCER_DIR", str(tmp_path / "repro"))
+    program = tmp_path / "add.mlir"
+    program.write_text(
+        '#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], '
+        "affine_map<(i, j) -> (i, j)>, 32, 32, {}>\n"
+        "func.func @add(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>) -> tensor<?x?xf32> {\n"
+        "  %r = linalg.add ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32>)"
+        " outs(%B : tensor<?x?xf32>) -> tensor<?x?xf32>\n"
+        "  return %r : tensor<?x?xf32>\n}\n"
+    )
+    assert compile_tool.main([str(program), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"{program}:3:8: error: cannot lower this linalg.generic" in err
+    (repro,) = (tmp_path / "repro").iterdir()
+    assert f"--pass-pipeline='builtin.module(sparsecomp-cpu-loops)' {repro}" in err
+    pipeline = "--pass-pipeline=builtin.module(sparsecomp-cpu-loops)"
+    assert opt.main([str(repro), pipeline]) == 1
+    assert "cannot lower this linalg.generic" in capsys.readouterr().err
