@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsecomp.compiler import build_shared_library
-from sparsecomp.compiler.aot import codegen_flags, link_command, runtime_needs
+from sparsecomp.compiler.aot import build_shared_library, codegen_flags, link_command, runtime_needs
 from sparsecomp.errors import ToolchainError
 from sparsecomp.ir import odsgen
 from sparsecomp.runtime.libs import RuntimeLibraryError, library_path

@@ -1,10 +1,7 @@
-"""The compiler's back end: from an LLVM-dialect module to a loadable kernel.
+"""The compiler driver: MLIR source to a loadable kernel.
 
-:func:`build_shared_library` (:mod:`.aot`) compiles and links ``kernel.so``.
+:mod:`.driver` (``sparsecomp.compile``) runs the stages of :mod:`.build` and
+caches results (:mod:`.cache`); :mod:`.aot` compiles and links ``kernel.so``.
+Nothing here imports MLIR until a build actually runs, so a cache hit costs
+only loading the library.
 """
-
-from __future__ import annotations
-
-from sparsecomp.compiler.aot import build_shared_library
-
-__all__ = ["build_shared_library"]

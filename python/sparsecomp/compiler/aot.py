@@ -1,6 +1,6 @@
 """Ahead-of-time build: an LLVM-dialect module to a loadable ``kernel.so``.
 
-The ``so`` stage of the CPU back end (docs/cpu-contract.md). Steps, each an
+The ``so`` stage of the CPU back end (docs/cpu-abi.md). Steps, each an
 LLVM tool from the pinned wheels so that builds do not depend on the system's
 LLVM:
 

@@ -4,7 +4,7 @@ An encoded tensor of rank ``R`` crosses a function boundary as its buffers,
 in :meth:`sparsecomp.formats.SparseTensor.buffers` order (``pos{l}``,
 ``crd{l}`` per level, then ``values``; rank-1 tensors of the layout's
 widths), followed by ``R`` ``index`` dimension sizes. The JSON written to
-``sparse_iter.abi`` (see ``docs/cpu-contract.md``) lets the runtime map
+``sparse_iter.abi`` (see ``docs/cpu-abi.md``) lets the runtime map
 numpy/scipy arguments onto these parameters without MLIR.
 """
 

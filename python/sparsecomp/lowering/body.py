@@ -12,6 +12,21 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import vector
 
+#: Float ops whose rounding the lowering relaxes (see :func:`relax`).
+_FAST = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf")
+FASTMATH = "#arith.fastmath<reassoc,contract>"
+
+
+def relax(op: ir.Operation) -> None:
+    """Allow reassociation and FMA contraction on a float op of the body.
+
+    Sparse kernels sum in an order of their own choosing anyway (scipy and
+    MLIR's sparsifier differ too): reassociation lets LLVM vectorize
+    reductions over positions and contract ``a * b + c`` into FMAs.
+    """
+    if op.name in _FAST:
+        op.attributes["fastmath"] = ir.Attribute.parse(FASTMATH)
+
 
 def _rewire(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
     """Replace operands of ``op`` and of ops nested in it that ``mapping`` knows."""
@@ -37,6 +52,7 @@ def emit_scalar(block: ir.Block, args: list[ir.Value], index: dict[int, ir.Value
             continue
         new = op.clone()
         _rewire(new.operation, mapping)
+        relax(new.operation)
         for old, res in zip(op.results, new.results, strict=True):
             mapping[old] = res
     raise AssertionError("linalg.generic body without linalg.yield")
@@ -66,6 +82,7 @@ def emit_vector(block: ir.Block, args: list[ir.Value], lanes: int) -> ir.Value:
             operands=operands,
             attributes={attrs[i].name: attrs[i].attr for i in range(len(attrs))},
         )
+        relax(new)
         for old, res in zip(op.results, new.results, strict=True):
             mapping[old] = res
     raise AssertionError("linalg.generic body without linalg.yield")

@@ -9,7 +9,7 @@ Each argument and result is one of::
      "buffers": [["pos1", "int32"], ["crd1", "int32"], ["values", "float32"]]}
 
 Shape entries are static sizes (ints), size symbols (strings: equal symbols
-are equal sizes) or null (any size). See docs/cpu-contract.md.
+are equal sizes) or null (any size). See docs/cpu-abi.md.
 """
 
 from __future__ import annotations

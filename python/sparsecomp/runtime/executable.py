@@ -1,7 +1,7 @@
 """Loading a compiled kernel directory and calling its functions (no MLIR needed).
 
 A kernel directory holds ``kernel.so`` and ``manifest.json`` (format in
-docs/cpu-contract.md), perhaps the runtime libraries it needs and the IR of
+docs/cpu-abi.md), perhaps the runtime libraries it needs and the IR of
 each compiler stage (``*.mlir``). :func:`load` reads it; the
 :class:`Executable` calls its public functions with numpy arrays, scalars,
 scipy.sparse matrices and :class:`~sparsecomp.formats.tensor.SparseTensor`::

@@ -2,7 +2,7 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparsecomp-cpu-backend | FileCheck %s --check-prefix=LLVM-ONLY
 // RUN: sparsecomp-opt %s --split-input-file --pass-pipeline='builtin.module(sparse-iter-mark-entry-points, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, canonicalize, buffer-deallocation-pipeline, sparse-iter-parallelize)' | FileCheck %s --check-prefix=PAR
 
-// Stage-III kernels (docs/cpu-contract.md) lowered to the LLVM dialect.
+// Stage-III kernels (docs/cpu-abi.md) lowered to the LLVM dialect.
 // test/python/test_aot.py compiles and runs these same functions.
 
 // Only LLVM and OpenMP ops are left.
