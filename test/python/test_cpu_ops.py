@@ -189,3 +189,17 @@ def test_kernels_property(rows: int, cols: int, k: int, density: float, seed: in
     X, Y = dense((rows, k), np.float32, seed + 4), dense((cols, k), np.float32, seed + 5)
     got = compiled(K.sddmm("csr"))(A, X, Y).to_dense()
     close(got, A.multiply(X @ Y.T).toarray() if A.nnz else np.zeros((rows, cols)), "f32")
+
+
+def test_position_overflow_is_refused_before_the_call() -> None:
+    """More entries than the layout's position width can count: a clear error, no call."""
+    from sparsecomp.errors import FormatError
+
+    narrow = K.spmv("csr").replace("32, 32, {}", "8, 32, {}")
+    exe = compiled(narrow)
+    A = matrix((4, 100), 0.5, np.float32, 26)  # 200 entries > 127
+    with pytest.raises(FormatError, match="overflows 8-bit positions"):
+        exe(A, np.zeros(100, np.float32), np.zeros(4, np.float32))
+    small = matrix((4, 100), 0.05, np.float32, 27)
+    x, y = dense((100,), np.float32, 28), dense((4,), np.float32, 29)
+    close(exe(small, x, y), y + small @ x, "f32")

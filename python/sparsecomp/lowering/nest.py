@@ -39,6 +39,14 @@ def _zero(element: ir.Type) -> ir.Value:
     return arith.constant(element, 0.0)
 
 
+def _is_int(ty: ir.Type) -> bool:
+    return isinstance(ty, ir.IntegerType | ir.IndexType)
+
+
+def _fast_addf(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.addf(a, b, fastmath=ir.Attribute.parse(bodies.FASTMATH))
+
+
 @dataclass
 class Vec:
     """The vectorized loop dimension: lanes per vector, unroll, current chunk."""
@@ -161,10 +169,12 @@ class NestEmitter:
         results = for_loop(index(0), size, index(chunk), carried, vbody)
         if not reduction:
             return results
+        # Add the partial sums lane-wise first: one horizontal reduction per output.
+        total = results[1]
+        for acc in results[2:]:
+            total = arith.addi(total, acc) if _is_int(scalar.type) else _fast_addf(total, acc)
         kind = ir.Attribute.parse("#vector.kind<add>")
-        for acc in results[1:]:
-            scalar = vector.reduction(scalar.type, kind, acc, acc=scalar)
-        return [results[0], scalar]
+        return [results[0], vector.reduction(scalar.type, kind, total, acc=scalar)]
 
     def level_step(self, k: int, lv: int, parent: ir.Value, carried: Carried) -> Carried:
         from sparsecomp.lowering.levels import emit_level

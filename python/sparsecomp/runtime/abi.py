@@ -14,6 +14,7 @@ are equal sizes) or null (any size). See docs/cpu-abi.md.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,10 @@ class ArgSpec:
 
     def describe(self) -> str:
         """``float32``, ``dense float32[m, 16]`` or ``sparse float32[m, k] csr``."""
+        return self._description
+
+    @functools.cached_property
+    def _description(self) -> str:  # computed once: error messages name it on every call
         if self.kind == "scalar":
             return str(self.dtype)
         dims = ", ".join("?" if d is None else str(d) for d in self.shape)

@@ -88,8 +88,8 @@ func.func @spmm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf
 // VEC-LABEL: func.func @sddmm
 // VEC: %[[SUMS:.*]]:2 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>)
 // VEC:   arith.select
-// VEC: %[[R0:.*]] = vector.reduction <add>, %[[SUMS]]#0, %{{.*}} : vector<8xf32> into f32
-// VEC: vector.reduction <add>, %[[SUMS]]#1, %[[R0]] : vector<8xf32> into f32
+// VEC: %[[T:.*]] = arith.addf %[[SUMS]]#0, %[[SUMS]]#1 fastmath<reassoc,contract> : vector<8xf32>
+// VEC: vector.reduction <add>, %[[T]], %{{.*}} : vector<8xf32> into f32
 func.func @sddmm(%S: tensor<?x?xf32, #csr>, %X: tensor<?x?xf32>, %Y: tensor<?x?xf32>) -> tensor<?x?xf32, #csr> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -1,0 +1,91 @@
+"""sparsecomp: ``sparsecomp.compile(kernel, target="host")`` on ``benchmarks/kernels/*.mlir``.
+
+One kernel per operation for every matrix and K (dynamic shapes). The CSR
+matrix is packed once per case (outside the timed call) into a
+``SparseTensor`` with the kernel's own ``#sparse_iter.layout``, so a call
+only marshals buffers. Compile times: cold (empty ``SPARSECOMP_CACHE_DIR``,
+which ``cpu.py`` points at a fresh temporary directory) and a second
+``compile`` of the same file (the compile cache).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from peers import Case, Peer, Run, Unavailable
+
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+_LAYOUT = re.compile(r"#csr = (#sparse_iter\.layout<.*?\{\}>)", re.S)
+
+
+def _why(err: BaseException) -> str:
+    lines = str(err).strip().splitlines() or [type(err).__name__]
+    return f"{type(err).__name__}: {lines[0][:160]}"
+
+
+class SparsecompPeer(Peer):
+    name = "sparsecomp"
+
+    def __init__(self, target: str = "host") -> None:
+        super().__init__()
+        import sparsecomp
+
+        self.target = target
+        self.compile = getattr(sparsecomp, "compile", None)
+        self.missing = (
+            None
+            if self.compile is not None
+            else "sparsecomp.compile is not available yet in this checkout"
+        )
+        self.about = f"sparsecomp {sparsecomp.__version__} compile(target={target!r})"
+        self._exes: dict[str, Any] = {}
+
+    def _executable(self, op: str) -> Any:
+        if op not in self._exes:
+            path = KERNELS / f"{op}.mlir"
+            try:
+                start = time.perf_counter()
+                exe = self.compile(path, target=self.target)
+                cold = time.perf_counter() - start
+                start = time.perf_counter()
+                exe = self.compile(path, target=self.target)
+                self.compile_times[f"{op} (any shape)"] = (cold, time.perf_counter() - start)
+                self._exes[op] = exe
+            except Exception as err:  # the compiler is being built: report, do not fail
+                self._exes[op] = Unavailable(f"compile failed: {_why(err)}")
+        exe = self._exes[op]
+        if isinstance(exe, Unavailable):
+            raise exe
+        return exe
+
+    def _pack(self, case: Case, op: str) -> Any:
+        from sparsecomp.formats import SparseTensor, parse_layout
+
+        text = _LAYOUT.search((KERNELS / f"{op}.mlir").read_text())
+        try:
+            assert text is not None
+            return SparseTensor.from_scipy(case.a, parse_layout(text.group(1)))
+        except Exception:  # let the runtime pack the scipy matrix itself
+            return case.a
+
+    def prepare(self, case: Case) -> Run:
+        if self.missing:
+            raise Unavailable(self.missing)
+        exe = self._executable(case.op)
+        a = self._pack(case, case.op)
+        dense = case.dense
+
+        def run() -> np.ndarray:
+            out = exe(a, *dense)
+            return np.asarray(getattr(out, "values", out))
+
+        try:
+            run()
+        except Exception as err:
+            raise Unavailable(f"call failed: {_why(err)}") from None
+        return run

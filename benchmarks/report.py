@@ -1,0 +1,104 @@
+"""Markdown tables of ``cpu.py``: times, ratios to a baseline, geomeans, notes."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Cell:
+    """One peer on one case: a time in seconds, or a status and its reason."""
+
+    seconds: float | None = None
+    status: str = ""  # "n/a", "WRONG", "ABORTED" when seconds is None
+    reason: str = ""
+
+    def text(self) -> str:
+        return f"{self.seconds * 1e3:.3f}" if self.seconds is not None else self.status
+
+
+@dataclass
+class Row:
+    matrix: str
+    rows: int
+    nnz: int
+    cells: dict[str, Cell] = field(default_factory=dict)
+    bound: float | None = None  # SpMV bandwidth bound, seconds
+
+
+def ratio(peer: Cell, base: Cell) -> float | None:
+    if peer.seconds is None or base.seconds is None or base.seconds == 0:
+        return None
+    return peer.seconds / base.seconds
+
+
+def geomean(values: list[float]) -> float | None:
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def table(title: str, rows: list[Row], peers: list[str], baseline: str) -> str:
+    """One op's table: ms per peer, peer/baseline ratios, a geomean row, notes."""
+    others = [p for p in peers if p != baseline]
+    has_bound = any(r.bound is not None for r in rows)
+    head = ["matrix", "rows", "nnz", f"{baseline} ms"]
+    for p in others:
+        head += [f"{p} ms", f"{p} ratio"]
+    if has_bound:
+        head += ["bound ms", f"{baseline} / bound"]
+    lines = [f"## {title}", "", _line(head), _line(["---"] * 3 + ["---:"] * (len(head) - 3))]
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        base = r.cells[baseline]
+        cells = [r.matrix, str(r.rows), str(r.nnz), base.text()]
+        for p in others:
+            x = ratio(r.cells[p], base)
+            if x is not None:
+                ratios[p].append(x)
+            cells += [r.cells[p].text(), _fmt(x)]
+        if has_bound:
+            bound = Cell(r.bound) if r.bound is not None else Cell(status="-")
+            x = ratio(base, bound)
+            if x is not None:
+                ratios["bound"].append(x)
+            cells += [bound.text(), _fmt(x)]
+        lines.append(_line(cells))
+    geo = ["geomean", "", "", ""]
+    for p in others:
+        geo += ["", _geo(ratios[p], len(rows))]
+    if has_bound:
+        geo += ["", _geo(ratios["bound"], len(rows))]
+    lines.append(_line(geo))
+    lines += ["", *notes(rows, peers)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _geo(values: list[float], total: int) -> str:
+    g = geomean(values)
+    if g is None:
+        return "-"
+    return f"**{g:.2f}**" + ("" if len(values) == total else f" ({len(values)}/{total})")
+
+
+def notes(rows: list[Row], peers: list[str]) -> list[str]:
+    """One bullet per (peer, status, reason), naming the matrices it applies to."""
+    grouped: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for r in rows:
+        for p in peers:
+            c = r.cells[p]
+            if c.seconds is None and c.status != "-":
+                grouped[(p, c.status, c.reason)].append(r.matrix)
+    out = []
+    for (p, status, reason), matrices in grouped.items():
+        which = "all matrices" if len(matrices) == len(rows) else ", ".join(matrices)
+        out.append(f"- {p} {status} ({which}): {reason}")
+    return out + ([""] if out else [])
+
+
+def _line(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"

@@ -1,0 +1,91 @@
+"""benchmarks/cpu.py --quick runs end to end and prints every op's table."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+
+def test_cpu_benchmark_quick(repo, tmp_path):
+    md = tmp_path / "cpu.md"
+    proc = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "cpu.py"), "--quick", "--markdown", str(md)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = proc.stdout
+    for title in ("## SpMV", "## SpMM C = A B, K=32", "## SpMM C = A B, K=128", "## SDDMM"):
+        assert title in out, title
+    assert "## Compile times" in out
+    assert md.read_text().strip() == out.strip()
+    # Every peer has a column (or says why it could not run); no peer computes garbage.
+    header = next(ln for ln in out.splitlines() if ln.startswith("| matrix"))
+    for peer in ("sparsecomp ms", "scipy ms", "dense ms", "upstream ms"):
+        assert peer in header
+    assert "WRONG" not in out, out
+    if importlib.util.find_spec("torch") is None:
+        assert "torch not installed" in out
+    else:
+        assert "torch ms" in header
+    rows = [ln for ln in out.splitlines() if ln.startswith("| rmat")]
+    assert len(rows) == 4  # one per table
+
+
+def test_cpu_benchmark_without_torch(repo, tmp_path):
+    # A `torch` that fails to import stands in for an environment without the bench extra.
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('no torch here')\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(repo / "benchmarks" / "cpu.py"),
+            "--quick",
+            "--ops",
+            "spmv",
+            "--matrices",
+            "rmat",
+            "--peers",
+            "sparsecomp,scipy,torch",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "torch not installed" in proc.stdout
+    assert "| rmat |" in proc.stdout
+
+
+def test_upstream_compiler_abort_is_reported(repo, tmp_path, monkeypatch):
+    # The upstream pipelines run in a worker process; a worker that dies (as this
+    # MLIR build does on sparse outputs needing access-pattern expansion) is
+    # reported as Aborted with the signal and its last words, and replaced.
+    monkeypatch.syspath_prepend(str(repo / "benchmarks"))
+    from peers import Aborted, upstream
+
+    fake = tmp_path / "worker.py"
+    fake.write_text(
+        "import os, sys\n"
+        "sys.stdin.readline()\n"
+        "print('python: X.cpp:1: f: Assertion `x` failed.', file=sys.stderr)\n"
+        "os.abort()\n"
+    )
+    monkeypatch.setattr(upstream, "WORKER", fake)
+    worker = upstream._Worker()
+    try:
+        for _ in range(2):
+            with pytest.raises(Aborted, match=r"SIGABRT.*Assertion `x` failed"):
+                worker.lower("module {}", "builtin.module()", "k")
+    finally:
+        worker.close()
+        shutil.rmtree(worker.dir)
