@@ -19,7 +19,8 @@ from mlir.dialects import arith, linalg, tensor, vector
 from sparsecomp.dialects import sparse_iter
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.loops import Carried, add, for_loop, index, mul
-from sparsecomp.lowering.plan import Access, Plan
+from sparsecomp.lowering.operands import OperandAccess, zero_of
+from sparsecomp.lowering.plan import Plan
 from sparsecomp.lowering.zeros import Zero
 
 si: Any = sparse_iter  # generated at run time from the .td; untyped
@@ -31,12 +32,6 @@ def _int_type(width: int) -> ir.Type:
 
 def _rank1(element: ir.Type) -> ir.RankedTensorType:
     return ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size()], element)
-
-
-def _zero(element: ir.Type) -> ir.Value:
-    if isinstance(element, ir.IntegerType) or isinstance(element, ir.IndexType):
-        return arith.constant(element, 0)
-    return arith.constant(element, 0.0)
 
 
 def _is_int(ty: ir.Type) -> bool:
@@ -59,7 +54,7 @@ class Vec:
     masks: list[ir.Value] = field(default_factory=list)
 
 
-class NestEmitter:
+class NestEmitter(OperandAccess):
     """Emits the nest for one plan at the current insertion point."""
 
     def __init__(self, plan: Plan, lanes: int, unroll: int) -> None:
@@ -114,7 +109,7 @@ class NestEmitter:
             init = self._sparse_init()
         elif plan.zero == Zero.ZERO:
             elt = ir.RankedTensorType(out.type).element_type
-            init = linalg.fill(_zero(elt), outs=[out])
+            init = linalg.fill(zero_of(elt), outs=[out])
         else:
             init = out
         (result,) = self.step(0, index(0), [init])
@@ -129,7 +124,7 @@ class NestEmitter:
             return vals
         elt = ir.RankedTensorType(vals.type).element_type
         empty = tensor.empty([tensor.dim(vals, index(0))], elt)
-        return linalg.fill(_zero(elt), outs=[empty])
+        return linalg.fill(zero_of(elt), outs=[empty])
 
     # -- steps -------------------------------------------------------------------
     def step(self, k: int, pos: ir.Value, carried: Carried) -> Carried:
@@ -158,7 +153,10 @@ class NestEmitter:
         if reduction:  # carry vector partial sums instead of the scalar output
             out, scalar = carried
             vt = ir.VectorType.get([vec.lanes], scalar.type)
-            carried = [out, *(vector.broadcast(vt, _zero(scalar.type)) for _ in range(vec.unroll))]
+            carried = [
+                out,
+                *(vector.broadcast(vt, zero_of(scalar.type)) for _ in range(vec.unroll)),
+            ]
 
         def vbody(iv: ir.Value, values: Carried) -> Carried:
             vec.bases = [add(iv, index(u * vec.lanes)) for u in range(vec.unroll)]
@@ -242,47 +240,3 @@ class NestEmitter:
             else:
                 args.append(self.scalar(acc))
         return [*args, out_elem]
-
-    # -- dense operand access ------------------------------------------------------
-    def indices(self, acc: Access, u: int = 0) -> list[ir.Value]:
-        out = []
-        for expr in acc.map.results:
-            if isinstance(expr, ir.AffineDimExpr):
-                dim = expr.position
-                vec = self.vec
-                out.append(vec.bases[u] if vec is not None and dim == vec.dim else self.idx[dim])
-            else:
-                out.append(self._apply(expr))
-        return out
-
-    def _apply(self, expr: ir.AffineExpr) -> ir.Value:
-        from mlir.dialects import affine
-
-        n = self.plan.op.attributes["indexing_maps"][0]
-        n_dims = ir.AffineMapAttr(n).value.n_dims
-        operands = [self.idx.get(d) or index(0) for d in range(n_dims)]
-        amap = ir.AffineMap.get(n_dims, 0, [expr])
-        return affine.apply(amap, operands)
-
-    def scalar(self, acc: Access) -> ir.Value:
-        if not isinstance(acc.value.type, ir.RankedTensorType):
-            return acc.value  # a scalar operand
-        return tensor.extract(acc.value, self.indices(acc))
-
-    def read(self, acc: Access, u: int, source: ir.Value | None = None) -> ir.Value:
-        """Vector ``u`` of the chunk of ``acc`` (read from ``source``, default its value)."""
-        assert self.vec is not None
-        ty = ir.RankedTensorType(acc.value.type)
-        vt = ir.VectorType.get([self.vec.lanes], ty.element_type)
-        perm = ir.AffineMap.get_minor_identity(ty.rank, 1)
-        return vector.transfer_read(
-            vt, source or acc.value, self.indices(acc, u), perm, _zero(ty.element_type), [False],
-            mask=self.vec.masks[u],
-        )  # fmt: skip
-
-    def write(self, value: ir.Value, out: ir.Value, u: int) -> ir.Value:
-        assert self.vec is not None
-        ty = ir.RankedTensorType(out.type)
-        perm = ir.AffineMap.get_minor_identity(ty.rank, 1)
-        idx = self.indices(self.plan.output, u)
-        return vector.transfer_write(ty, value, out, idx, perm, [False], mask=self.vec.masks[u])

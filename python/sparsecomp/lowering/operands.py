@@ -1,0 +1,74 @@
+"""Reading and writing the dense operands of a loop nest (scalars, masked vectors)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mlir import ir
+from mlir.dialects import affine, arith, tensor, vector
+
+from sparsecomp.lowering.loops import index
+from sparsecomp.lowering.plan import Access
+
+if TYPE_CHECKING:
+    from sparsecomp.lowering.nest import Vec
+    from sparsecomp.lowering.plan import Plan
+
+
+def zero_of(element: ir.Type) -> ir.Value:
+    if isinstance(element, ir.IntegerType | ir.IndexType):
+        return arith.constant(element, 0)
+    return arith.constant(element, 0.0)
+
+
+class OperandAccess:
+    """Mixin of :class:`~sparsecomp.lowering.nest.NestEmitter`: operand element access.
+
+    ``idx`` maps loop dimensions to their current index; ``vec`` is the
+    vectorized dimension's chunk (bases and masks per unrolled vector).
+    """
+
+    plan: Plan
+    idx: dict[int, ir.Value]
+    vec: Vec | None
+
+    def indices(self, acc: Access, u: int = 0) -> list[ir.Value]:
+        out = []
+        for expr in acc.map.results:
+            if isinstance(expr, ir.AffineDimExpr):
+                dim = expr.position
+                vec = self.vec
+                out.append(vec.bases[u] if vec is not None and dim == vec.dim else self.idx[dim])
+            else:
+                out.append(self._apply(expr))
+        return out
+
+    def _apply(self, expr: ir.AffineExpr) -> ir.Value:
+        n = self.plan.op.attributes["indexing_maps"][0]
+        n_dims = ir.AffineMapAttr(n).value.n_dims
+        operands = [self.idx.get(d) or index(0) for d in range(n_dims)]
+        amap = ir.AffineMap.get(n_dims, 0, [expr])
+        return affine.apply(amap, operands)
+
+    def scalar(self, acc: Access) -> ir.Value:
+        if not isinstance(acc.value.type, ir.RankedTensorType):
+            return acc.value  # a scalar operand
+        return tensor.extract(acc.value, self.indices(acc))
+
+    def read(self, acc: Access, u: int, source: ir.Value | None = None) -> ir.Value:
+        """Vector ``u`` of the chunk of ``acc`` (read from ``source``, default its value)."""
+        assert self.vec is not None
+        ty = ir.RankedTensorType(acc.value.type)
+        vt = ir.VectorType.get([self.vec.lanes], ty.element_type)
+        perm = ir.AffineMap.get_minor_identity(ty.rank, 1)
+        return vector.transfer_read(
+            vt, source or acc.value, self.indices(acc, u), perm, zero_of(ty.element_type), [False],
+            mask=self.vec.masks[u],
+        )  # fmt: skip
+
+    def write(self, value: ir.Value, out: ir.Value, u: int) -> ir.Value:
+        assert self.vec is not None
+        ty = ir.RankedTensorType(out.type)
+        perm = ir.AffineMap.get_minor_identity(ty.rank, 1)
+        idx = self.indices(self.plan.output, u)
+        return vector.transfer_write(ty, value, out, idx, perm, [False], mask=self.vec.masks[u])
