@@ -104,6 +104,21 @@ func.func @change_encoding(%a: tensor<?x?xf32, #unstructured>, %c: tensor<?x?xf3
   return %e, %l : tensor<?x?xf32, #matmul_lhs>, tensor<?x?xf32, #csc_conv>
 }
 
+// The stage II access ops read and rebuild a sparse tensor's buffers.
+// CHECK-LABEL: func.func @access
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout
+// CHECK: "sparse_iter.positions"(%[[A]]) {level = 1 : i64} : ({{.*}}) -> tensor<?xi32>
+// CHECK: "sparse_iter.coordinates"(%[[A]]) {level = 1 : i64} : ({{.*}}) -> tensor<?xi32>
+// CHECK: %[[V:.*]] = "sparse_iter.values"(%[[A]])
+// CHECK: "sparse_iter.with_values"(%[[A]], %[[V]])
+func.func @access(%A: tensor<?x?xf32, #csr>) -> (tensor<?xi32>, tensor<?xi32>, tensor<?x?xf32, #csr>) {
+  %p = "sparse_iter.positions"(%A) {level = 1 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+  %c = "sparse_iter.coordinates"(%A) {level = 1 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+  %v = "sparse_iter.values"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?xf32>
+  %w = "sparse_iter.with_values"(%A, %v) : (tensor<?x?xf32, #csr>, tensor<?xf32>) -> tensor<?x?xf32, #csr>
+  return %p, %c, %w : tensor<?xi32>, tensor<?xi32>, tensor<?x?xf32, #csr>
+}
+
 // Targets live in a module attribute; functions pick one by name.
 // CHECK-LABEL: module @devices
 // CHECK-SAME: sparse_iter.targets = {gpu = #sparse_iter.cuda<90 : i64, ["m16n8k16", "m16n8k8"], ["m16n8k16", "m16n8k32"]>, host = #sparse_iter.cpu<"x86_64", ["avx2", "fma"], 256 : i64, 0 : i64>}
