@@ -87,10 +87,11 @@ def build(
             raise _fail(log, f"{filename}: the program is not valid")
         _set_target(module, cpu)
         functions: dict[str, Any] = {}
+        # Each stage's input, with locations: the reproducer if the stage fails.
+        before = module.operation.get_asm(enable_debug_info=True)
         for stage, named in STAGES:
             started = time.perf_counter()
             pipeline = stage_pipeline(named, stage, options)
-            before = module.operation.get_asm(enable_debug_info=True)
             try:
                 build_pass_manager(f"builtin.module({pipeline})", ctx).run(module.operation)
             except ir.MLIRError as exc:
@@ -98,7 +99,8 @@ def build(
                 raise _fail(
                     log, f"{filename}: stage '{stage}' failed", _reproducer(before, pipeline)
                 ) from None
-            (out / f"{stage}.mlir").write_text(module.operation.get_asm())
+            before = module.operation.get_asm(enable_debug_info=True)
+            (out / f"{stage}.mlir").write_text(before)
             if stage == "buffers":
                 functions = _functions(module)
             if progress:

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from typing import TYPE_CHECKING
 
 from mlir import ir
 
 from sparsecomp.formats.attrtext import split_top_level
 from sparsecomp.ir import odsgen
+
+if TYPE_CHECKING:
+    from sparsecomp.formats.names import AnyLayout
 
 PREFIX = "#sparse_iter."
 __all__ = ["build", "encoding_of", "mnemonic", "param_names", "params", "split_top_level"]
@@ -65,3 +69,17 @@ def encoding_of(ty: ir.Type) -> ir.Attribute | None:
         return None
     enc = ty.encoding
     return enc if enc is not None and mnemonic(enc) is not None else None
+
+
+def layout_of(ty: ir.Type) -> AnyLayout | None:
+    """The host layout (:class:`Layout` or :class:`Composable`) a tensor type stores.
+
+    None when the type has no ``#sparse_iter.layout``/``composable`` encoding;
+    :class:`~sparsecomp.errors.FormatError` when the attribute is invalid.
+    """
+    from sparsecomp.formats.names import layout_from_attr
+
+    enc = encoding_of(ty)
+    if enc is None or mnemonic(enc) not in ("layout", "composable"):
+        return None
+    return layout_from_attr(str(enc))

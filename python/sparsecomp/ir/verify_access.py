@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from mlir import ir
 
 from sparsecomp.errors import SparsecompError
-from sparsecomp.ir.attrs import encoding_of
+from sparsecomp.formats.layout import Layout
+from sparsecomp.ir.attrs import layout_of
 
 ACCESS_OPS = (
     "sparse_iter.positions",
@@ -23,16 +24,10 @@ ACCESS_OPS = (
 )
 
 
-def _layout_of(ty: ir.Type):  # -> Layout | None
-    from sparsecomp.formats.layout import Layout
-    from sparsecomp.formats.names import layout_from_attr
-
-    enc = encoding_of(ty)
-    if enc is None:
-        return None
+def _layout_of(ty: ir.Type) -> Layout | None:
     try:
-        layout = layout_from_attr(str(enc))
-    except SparsecompError:
+        layout = layout_of(ty)
+    except SparsecompError:  # reported by the attribute checks
         return None
     return layout if isinstance(layout, Layout) else None
 

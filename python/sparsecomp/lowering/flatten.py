@@ -17,6 +17,8 @@ from mlir.dialects import func as func_d
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
+from sparsecomp.ir import attrs
+from sparsecomp.ir.walk import preorder
 from sparsecomp.lowering.abi import buffer_types, flat_types
 
 
@@ -42,13 +44,10 @@ class Bundle:
 
 
 def layout_of(ty: ir.Type) -> Layout | None:
-    from sparsecomp.formats.names import layout_from_attr
-    from sparsecomp.ir.attrs import encoding_of
-
-    enc = encoding_of(ty)
-    if enc is None:
+    """The single layout of an encoded tensor type (composable ones cannot cross calls yet)."""
+    layout = attrs.layout_of(ty)
+    if layout is None:
         return None
-    layout = layout_from_attr(str(enc))
     if not isinstance(layout, Layout):
         raise SparsecompError("composable layouts cannot cross a function boundary yet")
     return layout
@@ -101,16 +100,8 @@ class Flattener:
                 continue
             new = [entry.add_argument(t, arg.location) for t in flat_types(arg.type, layout)]
             self.bundles[arg] = _bundle(arg.type, new)
-        ops: list[ir.Operation] = []
-
-        def collect(o: ir.Operation) -> ir.WalkResult:
-            ops.append(o)
-            return ir.WalkResult.ADVANCE
-
-        func.walk(collect, ir.WalkOrder.PRE_ORDER)
-        for op in ops:
-            if op.name != "func.func":
-                self.rewrite(op)
+        for op in preorder(func)[1:]:
+            self.rewrite(op)
         for op in reversed(self.dead):
             op.erase()
         for _ in old_args:

@@ -33,6 +33,7 @@ from mlir import ir
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
+from sparsecomp.ir.attrs import layout_of
 from sparsecomp.lowering.zeros import Zero
 
 
@@ -108,13 +109,9 @@ def _dims_of(expr: ir.AffineExpr) -> set[int]:
 
 
 def _layout(value: ir.Value) -> Layout | None:
-    from sparsecomp.formats.names import layout_from_attr
-    from sparsecomp.ir.attrs import encoding_of
-
-    enc = encoding_of(value.type)
-    if enc is None:
+    layout = layout_of(value.type)
+    if layout is None:
         return None
-    layout = layout_from_attr(str(enc))
     if not isinstance(layout, Layout):
         raise Unsupported("composable layouts are lowered part by part; not yet supported here")
     return layout

@@ -14,6 +14,7 @@ from mlir import ir
 from sparsecomp.errors import SparsecompError, TargetError
 from sparsecomp.ir.attrs import encoding_of, mnemonic
 from sparsecomp.ir.targets import function_target
+from sparsecomp.ir.walk import preorder as walk
 from sparsecomp.targets.resolve import Encoding, IndexingMap, Target, Use, resolve
 from sparsecomp.transforms.set_encodings import SET, indexing_maps, set_encoding, with_encoding
 
@@ -44,17 +45,6 @@ def _linalg_use(op: ir.Operation, index: int) -> Use | None:
                tuple(IndexingMap.parse(str(m)) for m in maps))  # fmt: skip
 
 
-def walk(root: ir.Operation) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
-
-
 def _name(func: ir.Operation) -> str:
     return ir.StringAttr(func.attributes["sym_name"]).value
 
@@ -67,9 +57,10 @@ class Specializer:
     """Resolves every unresolved tensor type of one module, in program order."""
 
     def __init__(self, module: ir.Operation, targets: dict[str, Target], densify: bool) -> None:
-        self.funcs = {_name(f): f for f in walk(module) if f.name == FUNC}
+        ops = walk(module)
+        self.funcs = {_name(f): f for f in ops if f.name == FUNC}
         self.targets, self.densify = targets, densify
-        self.order = {op: i for i, op in enumerate(walk(module))}
+        self.order = {op: i for i, op in enumerate(ops)}
         self.sigs: dict[str, ir.FunctionType] = {}
         self.results: dict[str, list[ir.Type]] = {}
         self.busy: set[str] = set()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 from mlir import ir
 from mlir.passmanager import ExternalPass
@@ -11,6 +10,7 @@ from mlir.passmanager import ExternalPass
 from sparsecomp.errors import FormatError
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
 from sparsecomp.ir.verify import types_of
+from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Discardable attribute on functions left with upstream encodings: why.
@@ -22,17 +22,6 @@ def _functions(module: ir.Operation) -> list[ir.Operation]:
     return [op for op in ops if op.name == "func.func"]
 
 
-def _walk(op: ir.Operation) -> Iterator[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(o: ir.Operation) -> ir.WalkResult:
-        found.append(o)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    yield from found
-
-
 def _upstream_encoding(ty: ir.Type) -> ir.Attribute | None:
     if isinstance(ty, ir.RankedTensorType) and is_sparse_tensor_encoding(ty.encoding):
         return ty.encoding
@@ -41,7 +30,7 @@ def _upstream_encoding(ty: ir.Type) -> ir.Attribute | None:
 
 def _reason_to_keep(func: ir.Operation) -> str | None:
     """Why ``func`` must keep its ``#sparse_tensor`` encodings, or None."""
-    for op in _walk(func):
+    for op in preorder(func):
         if op.name.startswith("sparse_tensor."):
             return f"uses '{op.name}', which sparse_iter has no counterpart for"
         for ty in types_of(op):
@@ -58,7 +47,7 @@ def _reason_to_keep(func: ir.Operation) -> str | None:
 def _callees(func: ir.Operation) -> set[str]:
     return {
         ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        for op in _walk(func)
+        for op in preorder(func)
         if op.name == "func.call"
     }
 
@@ -101,7 +90,7 @@ class _TypeConverter:
 
     def rewrite(self, func: ir.Operation) -> None:
         self.loc = func.location
-        for op in _walk(func):
+        for op in preorder(func):
             for result in op.results:
                 result.set_type(self(result.type))
             for region in op.regions:
@@ -163,5 +152,5 @@ class ImportSparseTensorPass(SparsecompPass):
             elif not self.allow_upstream:
                 func.location.emit_error(f"cannot import '{name}': it {kept[name]}")
                 pass_.signal_pass_failure()
-            elif any(_upstream_encoding(t) for o in _walk(func) for t in types_of(o)):
+            elif any(_upstream_encoding(t) for o in preorder(func) for t in types_of(o)):
                 func.attributes[UPSTREAM_ATTR] = ir.StringAttr.get(kept[name])

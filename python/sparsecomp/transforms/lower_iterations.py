@@ -9,6 +9,7 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.attrs import encoding_of
+from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.base import SparsecompPass
 
 
@@ -86,18 +87,11 @@ class LowerIterationsPass(SparsecompPass):
             raise ValueError(f"unroll must be between 1 and 16, got {self.unroll}")
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        targets: list[ir.Operation] = []
-
-        def collect(inner: ir.Operation) -> ir.WalkResult:
-            if (
-                inner.name.startswith("linalg.")
-                and inner.name != "linalg.yield"
-                and _encoded(inner)
-            ):
-                targets.append(inner)
-            return ir.WalkResult.ADVANCE
-
-        op.walk(collect)
+        targets = [
+            inner
+            for inner in preorder(op)
+            if inner.name.startswith("linalg.") and inner.name != "linalg.yield" and _encoded(inner)
+        ]
         ok = True
         for target in targets:
             ok = self._lower(target) and ok

@@ -9,6 +9,7 @@ from mlir._mlir_libs._mlirDialectsLinalg import get_indexing_maps
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.ir.attrs import build, encoding_of, mnemonic
+from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.base import SparsecompPass
 
 SET = "sparse_iter.set_encoding"
@@ -81,15 +82,7 @@ def _reencode_result(op: ir.Operation, result: ir.Value, ty: ir.Type) -> None:
 
 
 def _linalg_ops(root: ir.Operation) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if indexing_maps(op) is not None:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
+    return [op for op in preorder(root) if indexing_maps(op) is not None]
 
 
 @dataclasses.dataclass(frozen=True)
