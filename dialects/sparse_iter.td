@@ -428,3 +428,34 @@ def SparseIter_WithValuesOp : SparseIter_Op<"with_values", [Pure]> {
   let arguments = (ins AnyRankedTensor:$tensor, AnyRankedTensor:$values);
   let results = (outs AnyRankedTensor:$result);
 }
+
+def SparseIter_AssembleOp : SparseIter_Op<"assemble", [Pure, AttrSizedOperandSegments]> {
+  let summary = "An encoded tensor built from its buffers and dimension sizes";
+  let description = [{
+    Returns a tensor of the result type (which carries a single
+    `#sparse_iter.layout`) whose storage is exactly the operands: the
+    `positions` of each level that stores them and the `coordinates` of each
+    level that stores them, in level order (rank-1 tensors of the layout's
+    position and coordinate widths), its `values` (rank 1, the element type)
+    and one `index` size per dimension of the result, static ones included.
+    This is how a kernel that computes a new sparsity structure (SpGEMM, the
+    sum of differently structured operands, a sparsifier on an output)
+    returns it; `sparse-iter-lower-buffers` passes the buffers on as they are.
+
+    Example:
+
+    ```mlir
+    %C = "sparse_iter.assemble"(%pos, %crd, %vals, %m, %n)
+        {operandSegmentSizes = array<i32: 1, 1, 1, 2>}
+        : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index)
+        -> tensor<?x?xf32, #csr>
+    ```
+  }];
+  let arguments = (ins
+    Variadic<AnyRankedTensor>:$positions,
+    Variadic<AnyRankedTensor>:$coordinates,
+    AnyRankedTensor:$values,
+    Variadic<Index>:$sizes
+  );
+  let results = (outs AnyRankedTensor:$result);
+}

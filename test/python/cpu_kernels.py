@@ -183,3 +183,126 @@ func.func @bspmv(%A: tensor<?x?x?x{elt}, #A>, %x: tensor<?x?x{elt}>, %y: tensor<
   return %r : tensor<?x?x{elt}>
 }}
 """
+
+
+def _out_type(elt: str, sparse_out: str) -> str:
+    return f"tensor<?x?x{elt}, #C>" if sparse_out else f"tensor<?x?x{elt}>"
+
+
+def _out_attr(sparse_out: str) -> str:
+    if sparse_out == "nonordered":
+        return (
+            '#C = #sparse_iter.layout<["dense_fixed", "compressed_varied(nonordered)"], '
+            "affine_map<(i, j) -> (i, j)>, 32, 32, {}>"
+        )
+    return f"#C = {layout_attr(sparse_out)}" if sparse_out else ""
+
+
+def spgemm(elt: str = "f64", sparse_out: str = "csr", a: str = "csr", b: str = "csr") -> str:
+    """``C = A @ B`` for two sparse matrices; C is sparse (new structure) or dense (C += A B)."""
+    out_ty = _out_type(elt, sparse_out)
+    mul, add = _arith(elt)
+    init = (
+        f"""%c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?x{elt}, #A>
+  %n = tensor.dim %B, %c1 : tensor<?x?x{elt}, #B>
+  %C = tensor.empty(%m, %n) : {out_ty}"""
+        if sparse_out
+        else ""
+    )
+    arg = "" if sparse_out else f", %C: {out_ty}"
+    return f"""
+#A = {layout_attr(a)}
+#B = {layout_attr(b)}
+{_out_attr(sparse_out)}
+func.func @spgemm(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}, #B>{arg}) -> {out_ty} {{
+  {init}
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>,
+                                         affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}}
+    ins(%A, %B : tensor<?x?x{elt}, #A>, tensor<?x?x{elt}, #B>) outs(%C : {out_ty}) {{
+  ^bb0(%x: {elt}, %y: {elt}, %o: {elt}):
+    %p = {mul} %x, %y : {elt}
+    %s = {add} %o, %p : {elt}
+    linalg.yield %s : {elt}
+  }} -> {out_ty}
+  return %r : {out_ty}
+}}
+"""
+
+
+def merge(op: str, elt: str = "f32", sparse_out: str = "csr", a: str = "csr", b: str = "csr") -> str:
+    """``A op B`` elementwise for two differently structured sparse matrices."""
+    out_ty = _out_type(elt, sparse_out)
+    kind = "f" if elt.startswith("f") else "i"
+    return f"""
+#A = {layout_attr(a)}
+#B = {layout_attr(b)}
+{_out_attr(sparse_out)}
+func.func @merge(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}, #B>) -> {out_ty} {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?x{elt}, #A>
+  %n = tensor.dim %A, %c1 : tensor<?x?x{elt}, #A>
+  %C = tensor.empty(%m, %n) : {out_ty}
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+                                         affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+    ins(%A, %B : tensor<?x?x{elt}, #A>, tensor<?x?x{elt}, #B>) outs(%C : {out_ty}) {{
+  ^bb0(%x: {elt}, %y: {elt}, %o: {elt}):
+    %s = arith.{op}{kind} %x, %y : {elt}
+    linalg.yield %s : {elt}
+  }} -> {out_ty}
+  return %r : {out_ty}
+}}
+"""
+
+
+def sparsify(sparsifier: str, elt: str = "f32", fused: bool = True) -> str:
+    """``sparsify(x + b)`` (fused elementwise producer) or ``sparsify(x)`` into CSR."""
+    add = "arith.addf" if elt.startswith("f") else "arith.addi"
+    attr = f"#sparse_iter.sparsifier<{sparsifier}>"
+    if not fused:
+        return f"""
+#C = {layout_attr("csr")}
+func.func @sparsify(%x: tensor<?x?x{elt}>) -> tensor<?x?x{elt}, #C> {{
+  %s = "sparse_iter.sparsify"(%x) {{sparsifier = {attr}}} : (tensor<?x?x{elt}>) -> tensor<?x?x{elt}, #C>
+  return %s : tensor<?x?x{elt}, #C>
+}}
+"""
+    return f"""
+#C = {layout_attr("csr")}
+func.func @sparsify(%x: tensor<?x?x{elt}>, %b: tensor<?x{elt}>) -> tensor<?x?x{elt}, #C> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c0 : tensor<?x?x{elt}>
+  %n = tensor.dim %x, %c1 : tensor<?x?x{elt}>
+  %e = tensor.empty(%m, %n) : tensor<?x?x{elt}>
+  %y = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                                         affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+    ins(%x, %b : tensor<?x?x{elt}>, tensor<?x{elt}>) outs(%e : tensor<?x?x{elt}>) {{
+  ^bb0(%a: {elt}, %c: {elt}, %o: {elt}):
+    %s = {add} %a, %c : {elt}
+    linalg.yield %s : {elt}
+  }} -> tensor<?x?x{elt}>
+  %s = "sparse_iter.sparsify"(%y) {{sparsifier = {attr}}} : (tensor<?x?x{elt}>) -> tensor<?x?x{elt}, #C>
+  return %s : tensor<?x?x{elt}, #C>
+}}
+"""
+
+
+def spmm_sparsify(threshold: float) -> str:
+    """A sparse kernel's dense output (SpMM), thresholded into CSR (not fused: read back)."""
+    return f"""
+#A = {layout_attr("csr")}
+func.func @spmm_sparsify(%A: tensor<?x?xf32, #A>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>)
+    -> tensor<?x?xf32, #A> {{
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #A>, tensor<?x?xf32>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %s = "sparse_iter.sparsify"(%r) {{sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: {threshold}>>}}
+      : (tensor<?x?xf32>) -> tensor<?x?xf32, #A>
+  return %s : tensor<?x?xf32, #A>
+}}
+"""

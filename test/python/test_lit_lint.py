@@ -12,7 +12,17 @@ FILES = sorted(p for p in LIT.rglob("*.mlir") if "Inputs" not in p.parts)
 
 
 def run_lines(path: Path) -> list[str]:
-    return [m.group(1) for m in re.finditer(r"//\s*RUN:\s*(.*)", path.read_text())]
+    """RUN commands, with lit's trailing-backslash continuations joined."""
+    commands: list[str] = []
+    pending = ""
+    for m in re.finditer(r"//\s*RUN:\s*(.*)", path.read_text()):
+        line = pending + m.group(1).strip()
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        commands.append(line)
+        pending = ""
+    return commands
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(LIT)))

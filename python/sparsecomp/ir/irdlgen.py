@@ -139,16 +139,29 @@ def _emit_attributes(records: Records, op: dict[str, Any], local: dict[str, str]
     return lines
 
 
+def _variadic_base(records: Records, def_name: str) -> str | None:
+    """The element constraint of a ``Variadic<...>`` def, else None."""
+    record = records.get(def_name, {})
+    if "Variadic" not in record.get("!superclasses", []):
+        return None
+    return _ref(record["baseType"])
+
+
 def _emit_values(
     records: Records, op: dict[str, Any], field: str, keyword: str, prefix: str
 ) -> list[str]:
     args = [(d, n) for d, n in _dag_args(op, field) if not _is_attr(records, d)]
     lines = []
-    for i, (constraint_def, _) in enumerate(args):
-        lines.append(f"    %{prefix}{i} = {_type_constraint(records, constraint_def)}")
+    names = []
+    for i, (constraint_def, name) in enumerate(args):
+        # IRDL binds a constraint variable once: every value of a variadic
+        # group must have the same type (several groups need the op's
+        # AttrSizedOperandSegments, i.e. an ``operandSegmentSizes`` attribute).
+        base = _variadic_base(records, constraint_def)
+        lines.append(f"    %{prefix}{i} = {_type_constraint(records, base or constraint_def)}")
+        names.append(f"{name}: {'variadic ' if base else ''}%{prefix}{i}")
     if args:
-        names = ", ".join(f"{name}: %{prefix}{i}" for i, (_, name) in enumerate(args))
-        lines.append(f"    irdl.{keyword}({names})")
+        lines.append(f"    irdl.{keyword}({', '.join(names)})")
     return lines
 
 

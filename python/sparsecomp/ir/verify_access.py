@@ -3,7 +3,8 @@
 Each reads one buffer of a tensor whose type carries a single
 ``#sparse_iter.layout``; the result is a rank-1 tensor whose element type is
 the layout's position width, coordinate width (``i64`` for width 0) or the
-tensor's element type. ``with_values`` keeps the tensor's type.
+tensor's element type. ``with_values`` keeps the tensor's type;
+``assemble`` takes exactly the buffers and dimension sizes of its result.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ ACCESS_OPS = (
     "sparse_iter.coordinates",
     "sparse_iter.values",
     "sparse_iter.with_values",
+    "sparse_iter.assemble",
 )
 
 
@@ -44,8 +46,41 @@ def _expect_rank1(op: ir.Operation, ty: ir.Type, element: str, what: str) -> Ite
         yield f"{op.name} {what} must not carry an encoding, got {ty}"
 
 
+def assemble_types(result: ir.RankedTensorType, layout: Layout) -> list[ir.Type]:
+    """Operand types of ``sparse_iter.assemble``: positions, coordinates, values, sizes."""
+    dyn = ir.ShapedType.get_dynamic_size()
+    pos = ir.RankedTensorType.get([dyn], ir.IntegerType.get_signless(layout.pos_width or 64))
+    crd = ir.RankedTensorType.get([dyn], ir.IntegerType.get_signless(layout.crd_width or 64))
+    return [
+        *(pos for lv in layout.levels if lv.has_positions),
+        *(crd for lv in layout.levels if lv.has_coordinates),
+        ir.RankedTensorType.get([dyn], result.element_type),
+        *([ir.IndexType.get()] * result.rank),
+    ]
+
+
+def _check_assemble(op: ir.Operation) -> Iterator[str]:
+    result = op.results[0].type
+    layout = _layout_of(result)
+    if layout is None:
+        yield f"{op.name} result needs a single #sparse_iter.layout, got {result}"
+        return
+    with op.location:
+        want = assemble_types(ir.RankedTensorType(result), layout)
+    got = [v.type for v in op.operands]
+    if got != want:
+        yield (
+            f"{op.name} of {result} takes the positions, then the coordinates of its levels, "
+            f"its values and one index per dimension ({', '.join(str(t) for t in want)}), "
+            f"got ({', '.join(str(t) for t in got)})"
+        )
+
+
 def check_access_op(op: ir.Operation) -> Iterator[str]:
     """Problems with one access op; assumes the generic IRDL checks passed."""
+    if op.name.endswith(".assemble"):
+        yield from _check_assemble(op)
+        return
     source = op.operands[0].type
     layout = _layout_of(source)
     if layout is None:

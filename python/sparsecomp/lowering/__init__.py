@@ -4,6 +4,40 @@
 order, where the output is read and written, what the body does with zeros),
 :mod:`.zeros` classifies the body, :mod:`.levels` emits one loop per storage
 level, :mod:`.body` re-emits the op's body (scalar or vector), and
-:mod:`.nest` builds the whole loop nest. ``sparse-iter-lower-iterations`` is
-the pass that drives them.
+:mod:`.nest` builds the whole loop nest. Kernels whose output gets a new
+structure, or that co-iterate differently structured operands, are planned
+row by row instead (:mod:`.rowplan`, emitted by :mod:`.rowemit`).
+``sparse-iter-lower-iterations`` is the pass that drives them.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mlir import ir
+
+    from sparsecomp.lowering.plan import Plan
+    from sparsecomp.lowering.rowplan import RowPlan
+
+
+def choose_plan(op: ir.Operation, vectorize: bool) -> Plan | RowPlan:
+    """The plan of a ``linalg.generic`` over sparse operands: a nest, else row-wise.
+
+    Raises :class:`~sparsecomp.lowering.plan.Unsupported` (the nest's reason,
+    and the row-wise one where it differs) when neither lowering applies;
+    callers route such ops to the upstream sparsifier or report it.
+    """
+    from sparsecomp.lowering.analyze import make_plan
+    from sparsecomp.lowering.plan import Unsupported
+    from sparsecomp.lowering.rowplan import make_row_plan
+
+    try:
+        return make_plan(op, vectorize)
+    except Unsupported as nest:
+        try:
+            return make_row_plan(op)
+        except Unsupported as rows:
+            if str(rows) == str(nest):
+                raise
+            raise Unsupported(f"{nest}; row by row: {rows}") from None

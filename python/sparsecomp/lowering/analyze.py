@@ -46,8 +46,8 @@ def _check_output(out: Access, driver: Access, op: ir.Operation) -> None:
         return
     if out.value.type != driver.value.type or out.map != driver.map:
         raise Unsupported(
-            "a sparse output must have the sparse input's type and indexing map "
-            "(outputs with a new sparsity structure are not supported yet)"
+            "a sparse output with the structure of a sparse input must have its type "
+            "and indexing map"
         )
     init = out.value.owner
     if isinstance(init, ir.Block) or init.name != "tensor.empty":

@@ -3,9 +3,10 @@
 Each encoded value becomes a :class:`Bundle` (its buffers and dimension
 sizes). Entry block arguments are replaced by their bundles' parameters;
 ``sparse_iter.positions``/``coordinates``/``values`` and ``tensor.dim`` with
-a constant index read a bundle; ``sparse_iter.with_values`` makes a new
-bundle; ``func.return`` and ``func.call`` pass bundles flattened. Any other
-use of an encoded value is an error at that op.
+a constant index read a bundle; ``sparse_iter.with_values`` and
+``sparse_iter.assemble`` make new bundles; ``func.return`` and
+``func.call`` pass bundles flattened. Any other use of an encoded value is
+an error at that op.
 """
 
 from __future__ import annotations
@@ -112,6 +113,9 @@ class Flattener:
 
     def rewrite(self, op: ir.Operation) -> None:
         name = op.name
+        if name == "sparse_iter.assemble":
+            self._assemble(op)
+            return
         if name == "func.return":
             if self._encoded_operands(op):
                 with ir.InsertionPoint(op), op.location:
@@ -138,6 +142,27 @@ class Flattener:
             self.dead.append(op)
         else:
             raise FlattenError(f"'{name}' on a sparse tensor is not supported by the lowering", op)
+
+    def _assemble(self, op: ir.Operation) -> None:
+        ty = op.results[0].type
+        layout = layout_of(ty)
+        assert layout is not None  # verified
+        rank = ir.RankedTensorType(ty).rank
+        operands = list(op.operands)
+        n_pos = sum(lv.has_positions for lv in layout.levels)
+        n_crd = sum(lv.has_coordinates for lv in layout.levels)
+        pos, crd = iter(operands[:n_pos]), iter(operands[n_pos : n_pos + n_crd])
+        names, buffers = [], []
+        for lv, level in enumerate(layout.levels):
+            if level.has_positions:
+                names.append(f"pos{lv}")
+                buffers.append(next(pos))
+            if level.has_coordinates:
+                names.append(f"crd{lv}")
+                buffers.append(next(crd))
+        values, dims = operands[n_pos + n_crd], operands[len(operands) - rank :]
+        self.bundles[op.results[0]] = Bundle([*names, "values"], [*buffers, values], dims)
+        self.dead.append(op)
 
     @staticmethod
     def _constant(value: ir.Value) -> int | None:

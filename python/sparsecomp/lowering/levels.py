@@ -22,7 +22,7 @@ holds zero values at valid coordinates and needs no test.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from mlir import ir
 from mlir.dialects import arith, tensor
@@ -30,13 +30,26 @@ from mlir.dialects import arith, tensor
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index, load_index, mul
 
 if TYPE_CHECKING:
-    from sparsecomp.lowering.nest import NestEmitter
+    from sparsecomp.formats.layout import Layout
+
+
+class Storage(Protocol):
+    """What a level loop reads: the layout, its buffers and its level sizes."""
+
+    layout: Layout
+    pos: dict[int, ir.Value]
+    crd: dict[int, ir.Value]
+
+    def level_size(self, lv: int) -> ir.Value: ...
+
+    def level_bound(self, lv: int, size: ir.Value) -> ir.Value: ...
+
 
 Inner = Callable[[ir.Value, ir.Value, Carried], Carried]
 
 
-def _width(em: NestEmitter, lv: int, parents: ir.Value) -> ir.Value:
-    level = em.plan.layout.levels[lv]
+def _width(em: Storage, lv: int, parents: ir.Value) -> ir.Value:
+    level = em.layout.levels[lv]
     if level.kind == "structured":
         return index(level.n)
     if level.width is not None:
@@ -45,7 +58,7 @@ def _width(em: NestEmitter, lv: int, parents: ir.Value) -> ir.Value:
     return arith.divui(tensor.dim(crd, index(0)), parents)
 
 
-def _parents(em: NestEmitter, lv: int) -> ir.Value:
+def _parents(em: Storage, lv: int) -> ir.Value:
     """How many parent positions level ``lv`` has (levels above it are fixed-size)."""
     count = index(1)
     for above in range(lv):
@@ -54,10 +67,10 @@ def _parents(em: NestEmitter, lv: int) -> ir.Value:
 
 
 def emit_level(
-    em: NestEmitter, lv: int, p: ir.Value, carried: Carried, inner: Inner, parallel: bool
+    em: Storage, lv: int, p: ir.Value, carried: Carried, inner: Inner, parallel: bool
 ) -> Carried:
     """The loop over level ``lv`` below parent position ``p``; ``inner(q, coord, carried)``."""
-    level = em.plan.layout.levels[lv]
+    level = em.layout.levels[lv]
     name = level.name
     if name == "dense_fixed":
         size = em.level_size(lv)

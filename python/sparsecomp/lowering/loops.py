@@ -61,3 +61,35 @@ def if_then(
     with ir.InsertionPoint(op.else_block):
         scf.YieldOp(list(carried))
     return list(op.results)
+
+
+State = dict[str, ir.Value]
+
+
+def for_state(
+    lb: ir.Value,
+    ub: ir.Value,
+    state: State,
+    body: Callable[[ir.Value, State], State],
+    parallel: bool = False,
+) -> State:
+    """:func:`for_loop` (step 1) carrying named values."""
+    keys = list(state)
+
+    def inner(iv: ir.Value, values: Carried) -> Carried:
+        out = body(iv, dict(zip(keys, values, strict=True)))
+        return [out[k] for k in keys]
+
+    results = for_loop(lb, ub, index(1), [state[k] for k in keys], inner, parallel)
+    return dict(zip(keys, results, strict=True))
+
+
+def if_state(cond: ir.Value, state: State, body: Callable[[State], State]) -> State:
+    """:func:`if_then` carrying named values."""
+    keys = list(state)
+
+    def inner(values: Carried) -> Carried:
+        out = body(dict(zip(keys, values, strict=True)))
+        return [out[k] for k in keys]
+
+    return dict(zip(keys, if_then(cond, [state[k] for k in keys], inner), strict=True))

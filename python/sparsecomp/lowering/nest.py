@@ -57,10 +57,12 @@ class Vec:
 class NestEmitter(OperandAccess):
     """Emits the nest for one plan at the current insertion point."""
 
+    plan: Plan
+
     def __init__(self, plan: Plan, lanes: int, unroll: int) -> None:
         self.plan = plan
         self.block = plan.op.regions[0].blocks[0]
-        lay = plan.layout
+        self.layout = lay = plan.layout
         drv = plan.driver_access.value
         elt = ir.RankedTensorType(drv.type).element_type
         self.pos = {

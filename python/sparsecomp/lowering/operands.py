@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from mlir import ir
 from mlir.dialects import affine, arith, tensor, vector
@@ -12,7 +12,16 @@ from sparsecomp.lowering.plan import Access
 
 if TYPE_CHECKING:
     from sparsecomp.lowering.nest import Vec
-    from sparsecomp.lowering.plan import Plan
+
+
+class Planned(Protocol):
+    """What operand access needs of a plan: the op and its output."""
+
+    @property
+    def op(self) -> ir.Operation: ...
+
+    @property
+    def output(self) -> Access: ...
 
 
 def zero_of(element: ir.Type) -> ir.Value:
@@ -28,7 +37,7 @@ class OperandAccess:
     vectorized dimension's chunk (bases and masks per unrolled vector).
     """
 
-    plan: Plan
+    plan: Planned
     idx: dict[int, ir.Value]
     vec: Vec | None
 

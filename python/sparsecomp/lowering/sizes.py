@@ -16,6 +16,7 @@ from typing import Any
 from mlir import ir
 
 from sparsecomp.lowering.plan import Plan
+from sparsecomp.lowering.rowplan import RowPlan
 
 ATTR = "sparse_iter.same_sizes"
 
@@ -34,7 +35,7 @@ def _arg_number(value: ir.Value, entry: ir.Block) -> int | None:
     return arg.arg_number if arg.owner == entry else None
 
 
-def record(plan: Plan) -> None:
+def record(plan: Plan | RowPlan) -> None:
     """Add the plan's equal-size argument dimensions to its function's attribute."""
     func = _function(plan.op)
     if func is None:

@@ -41,9 +41,11 @@ class LowerIterationsPass(SparsecompPass):
     yields zero wherever the driver is zero) and reductions accumulate into it.
 
     Named linalg ops must be generalized first (``linalg-generalize-named-ops``;
-    the ``sparsecomp-cpu`` pipeline does). Ops it cannot lower (co-iteration
-    of differently structured sparse operands, bodies that do not vanish at
-    zero, new sparse output structures) are errors at the op's location.
+    the ``sparsecomp-cpu`` pipeline does). Ops it cannot lower (bodies that do not
+    vanish at zero, column-major factors of a product, sparse outputs other
+    than CSR, non-streaming sparsifiers) are errors at the op's location;
+    ``sparse-iter-mark-upstream`` hands such functions to the upstream
+    sparsifier first.
 
     Options: ``vector-bits`` is the vector register width to target (-1,
     the default: the ``vector_bits`` of the function's CPU target, see
@@ -90,11 +92,14 @@ class LowerIterationsPass(SparsecompPass):
         targets = [
             inner
             for inner in preorder(op)
-            if inner.name.startswith("linalg.") and inner.name != "linalg.yield" and _encoded(inner)
+            if _encoded(inner)
+            and (inner.name.startswith("linalg.") or inner.name == "sparse_iter.sparsify")
+            and inner.name != "linalg.yield"
         ]
         ok = True
         for target in targets:
-            ok = self._lower(target) and ok
+            lower = self._sparsify if target.name == "sparse_iter.sparsify" else self._lower
+            ok = lower(target) and ok
         if not ok:
             pass_.signal_pass_failure()
 
@@ -108,9 +113,30 @@ class LowerIterationsPass(SparsecompPass):
         target = function_target(func) if func is not None else None
         return target.vector_bits if isinstance(target, CpuTarget) else 0
 
+    def _sparsify(self, op: ir.Operation) -> bool:
+        from sparsecomp.lowering.sparsify import fused_producer, lower_sparsify
+
+        try:
+            producer = fused_producer(op)
+            with ir.InsertionPoint(op), op.location:
+                result = lower_sparsify(op)
+        except SparsecompError as exc:
+            op.location.emit_error(f"cannot lower this sparse_iter.sparsify: {exc}")
+            return False
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        if producer is not None:
+            init = producer.operands[len(producer.operands) - 1].owner
+            producer.erase()
+            if not isinstance(init, ir.Block) and not list(init.results[0].uses):
+                init.erase()
+        return True
+
     def _lower(self, op: ir.Operation) -> bool:
-        from sparsecomp.lowering.analyze import make_plan
+        from sparsecomp.lowering import choose_plan
         from sparsecomp.lowering.nest import NestEmitter
+        from sparsecomp.lowering.rowemit import emit_rows
+        from sparsecomp.lowering.rowplan import RowPlan
         from sparsecomp.lowering.sizes import record
 
         if op.name != "linalg.generic":
@@ -122,13 +148,16 @@ class LowerIterationsPass(SparsecompPass):
         try:
             bits = _element_bits(op)
             lanes = self._vector_bits(op) // bits
-            plan = make_plan(op, vectorize=lanes >= 2)
+            plan = choose_plan(op, vectorize=lanes >= 2)
         except SparsecompError as exc:
             op.location.emit_error(f"cannot lower this linalg.generic: {exc}")
             return False
         record(plan)
         with ir.InsertionPoint(op), op.location:
-            result = NestEmitter(plan, max(lanes, 1), self.unroll).emit()
+            if isinstance(plan, RowPlan):
+                result = emit_rows(plan)
+            else:
+                result = NestEmitter(plan, max(lanes, 1), self.unroll).emit()
         init = plan.output.value.owner
         op.results[0].replace_all_uses_with(result)
         op.erase()

@@ -81,3 +81,21 @@ func.func @with_values_wrong_type(%A: tensor<?x?xf32, #csr>, %v: tensor<?xf64>) 
   %o = "sparse_iter.with_values"(%A, %v) : (tensor<?x?xf32, #csr>, tensor<?xf64>) -> tensor<?x?xf32, #csr>
   return %o : tensor<?x?xf32, #csr>
 }
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @assemble_missing_size(%p: tensor<?xi32>, %c: tensor<?xi32>, %v: tensor<?xf32>, %m: index) -> tensor<?x?xf32, #csr> {
+  // expected-error-re@+1 {{sparse_iter.assemble of tensor<?x?xf32, #sparse_iter.layout<{{.*}}>> takes the positions, then the coordinates of its levels, its values and one index per dimension (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index), got (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index)}}
+  %t = "sparse_iter.assemble"(%p, %c, %v, %m) {operandSegmentSizes = array<i32: 1, 1, 1, 1>} : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index) -> tensor<?x?xf32, #csr>
+  return %t : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+func.func @assemble_plain(%v: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{sparse_iter.assemble result needs a single #sparse_iter.layout, got tensor<?xf32>}}
+  %t = "sparse_iter.assemble"(%v) {operandSegmentSizes = array<i32: 0, 0, 1, 0>} : (tensor<?xf32>) -> tensor<?xf32>
+  return %t : tensor<?xf32>
+}

@@ -119,6 +119,14 @@ func.func @access(%A: tensor<?x?xf32, #csr>) -> (tensor<?xi32>, tensor<?xi32>, t
   return %p, %c, %w : tensor<?xi32>, tensor<?xi32>, tensor<?x?xf32, #csr>
 }
 
+// assemble builds a sparse tensor from its buffers and dimension sizes.
+// CHECK-LABEL: func.func @assemble
+// CHECK: "sparse_iter.assemble"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index) -> tensor<?x?xf32, #sparse_iter.layout
+func.func @assemble(%p: tensor<?xi32>, %c: tensor<?xi32>, %v: tensor<?xf32>, %m: index, %n: index) -> tensor<?x?xf32, #csr> {
+  %t = "sparse_iter.assemble"(%p, %c, %v, %m, %n) {operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index) -> tensor<?x?xf32, #csr>
+  return %t : tensor<?x?xf32, #csr>
+}
+
 // Targets live in a module attribute; functions pick one by name.
 // CHECK-LABEL: module @devices
 // CHECK-SAME: sparse_iter.targets = {gpu = #sparse_iter.cuda<90 : i64, ["m16n8k16", "m16n8k8"], ["m16n8k16", "m16n8k32"]>, host = #sparse_iter.cpu<"x86_64", ["avx2", "fma"], 256 : i64, 0 : i64>}

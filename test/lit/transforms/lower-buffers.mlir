@@ -60,3 +60,18 @@ func.func @caller(%A: tensor<?x?xf32, #csr>, %w: tensor<?xf32>) -> tensor<?x?xf3
 // CHECK-SAME: (tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?xf64>, index, index,
 // CHECK-SAME: tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index)
 func.func private @decl(tensor<?x?xf64, #dcsr>, tensor<?x?xf32, #bsr>)
+
+// -----
+
+#dcsr = #sparse_iter.layout<["compressed_varied", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 64, 32, {}>
+
+// sparse_iter.assemble passes its operands on as the result's buffers, in
+// SparseTensor.buffers() order (pos0, crd0, pos1, crd1, values) and sizes.
+// CHECK-LABEL: func.func @assemble
+// CHECK-SAME: (%[[P0:.*]]: tensor<?xi64>, %[[P1:.*]]: tensor<?xi64>, %[[C0:.*]]: tensor<?xi32>, %[[C1:.*]]: tensor<?xi32>, %[[V:.*]]: tensor<?xf32>, %[[M:.*]]: index, %[[N:.*]]: index)
+// CHECK-NEXT: return %[[P0]], %[[C0]], %[[P1]], %[[C1]], %[[V]], %[[M]], %[[N]] : tensor<?xi64>, tensor<?xi32>, tensor<?xi64>, tensor<?xi32>, tensor<?xf32>, index, index
+func.func @assemble(%p0: tensor<?xi64>, %p1: tensor<?xi64>, %c0: tensor<?xi32>, %c1: tensor<?xi32>, %v: tensor<?xf32>, %m: index, %n: index) -> tensor<?x?xf32, #dcsr> {
+  %t = "sparse_iter.assemble"(%p0, %p1, %c0, %c1, %v, %m, %n) {operandSegmentSizes = array<i32: 2, 2, 1, 2>}
+      : (tensor<?xi64>, tensor<?xi64>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index) -> tensor<?x?xf32, #dcsr>
+  return %t : tensor<?x?xf32, #dcsr>
+}

@@ -27,12 +27,13 @@ func.func @sparse_plus_dense(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C:
 // -----
 
 #csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
 
-func.func @two_structures(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
-  // expected-error@+1 {{co-iteration over sparse operands with different index structures (give both the same layout and map with an index_group to share it)}}
+func.func @two_structures(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csc>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{cannot lower this linalg.generic: co-iteration over sparse operands with different index structures (give both the same layout and map with an index_group to share it); row by row: an elementwise kernel over differently structured operands reads each one row by row, in the output's (i, j) order (convert column-major operands to CSR)}}
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
                        iterator_types = ["parallel", "parallel"]}
-    ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32, #csr>) outs(%C : tensor<?x?xf32>) {
+    ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32, #csc>) outs(%C : tensor<?x?xf32>) {
   ^bb0(%a: f32, %b: f32, %o: f32):
     %s = arith.mulf %a, %b : f32
     linalg.yield %s : f32
@@ -46,7 +47,7 @@ func.func @two_structures(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, 
 #csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
 
 func.func @new_structure(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32, #csc>) -> tensor<?x?xf32, #csc> {
-  // expected-error@+1 {{a sparse output must have the sparse input's type and indexing map (outputs with a new sparsity structure are not supported yet)}}
+  // expected-error@+1 {{cannot lower this linalg.generic: a sparse output with the structure of a sparse input must have its type and indexing map; row by row: a computed sparse output must be stored by rows (CSR), not csc}}
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
                        iterator_types = ["parallel", "parallel"]}
     ins(%A : tensor<?x?xf32, #csr>) outs(%C : tensor<?x?xf32, #csc>) {
@@ -134,4 +135,64 @@ func.func @composable(%A: tensor<?x?xf32, #hyb>, %y: tensor<?xf32>) -> tensor<?x
     linalg.yield %s : f32
   } -> tensor<?xf32>
   return %r : tensor<?xf32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+
+// SpGEMM walks B's rows: a column-major B is refused (the upstream fallback takes it).
+func.func @spgemm_csc_factor(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csc>, %d0: index, %d1: index) -> tensor<?x?xf32, #csr> {
+  %C = tensor.empty(%d0, %d1) : tensor<?x?xf32, #csr>
+  // expected-error@+1 {{row by row: a row-wise product needs A[i, k] and B[k, j] stored by rows (a column-major operand must be converted to CSR first)}}
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32, #csc>) outs(%C : tensor<?x?xf32, #csr>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32, #csr>
+  return %r : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// A computed sparse output starts empty: a sparse init that is not tensor.empty is refused.
+func.func @spgemm_into_argument(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{row by row: a computed sparse output's init must be tensor.empty}}
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32, #csr>) outs(%C : tensor<?x?xf32, #csr>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32, #csr>
+  return %r : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @ranking_sparsifier(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{cannot lower this sparse_iter.sparsify: the 'nm' sparsifier needs the whole tensor; only keep_all and threshold are fused into a kernel (use sparsecomp.sparsify on the host)}}
+  %s = "sparse_iter.sparsify"(%x) {sparsifier = #sparse_iter.sparsifier<"nm", array<f64: 2.0, 4.0>>}
+      : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
+  return %s : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+
+func.func @sparsify_to_csc(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #csc> {
+  // expected-error-re@+1 {{cannot lower this sparse_iter.sparsify: sparsify lowers to a CSR result (dense_fixed, compressed_varied), not {{.*}}}}
+  %s = "sparse_iter.sparsify"(%x) {sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 0.5>>}
+      : (tensor<?x?xf32>) -> tensor<?x?xf32, #csc>
+  return %s : tensor<?x?xf32, #csc>
 }

@@ -185,3 +185,99 @@ func.func @coo_scale(%A: tensor<?x?xf32, #coo>, %d: tensor<?x?xf32>, %o: tensor<
   } -> tensor<?x?xf32>
   return %r : tensor<?x?xf32>
 }
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// SpGEMM builds a new structure row by row: a parallel count pass over blocks
+// of rows (a tag array per block marks the row's columns), a prefix sum into
+// positions, a parallel fill pass that accumulates each row in a workspace,
+// sorts its columns and gathers the values, then sparse_iter.assemble.
+// CHECK-LABEL: func.func @spgemm
+// CHECK: %[[COUNTS:.*]] = scf.for {{.*}} -> (tensor<?xindex>) {
+// CHECK:   linalg.fill {{.*}} -> tensor<?xindex>
+// CHECK:   arith.cmpi ne
+// CHECK: } {sparse_iter.parallel}
+// CHECK: %[[POS:.*]]:2 = scf.for {{.*}} -> (tensor<?xi32>, index) {
+// CHECK:   tensor.extract %[[COUNTS]]
+// CHECK: %[[CRD:.*]] = tensor.empty(%[[POS]]#1) : tensor<?xi32>
+// CHECK: %[[VAL:.*]] = tensor.empty(%[[POS]]#1) : tensor<?xf32>
+// CHECK: %[[FILL:.*]]:2 = scf.for {{.*}} iter_args({{.*}} = %[[CRD]], {{.*}} = %[[VAL]])
+// CHECK:   arith.mulf
+// CHECK:   scf.while
+// CHECK: } {sparse_iter.parallel}
+// CHECK: %[[C:.*]] = "sparse_iter.assemble"(%[[POS]]#0, %[[FILL]]#0, %[[FILL]]#1, %{{.*}}, %{{.*}}) {operandSegmentSizes = array<i32: 1, 1, 1, 2>}
+// CHECK: return %[[C]]
+func.func @spgemm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %m: index, %n: index) -> tensor<?x?xf32, #csr> {
+  %C = tensor.empty(%m, %n) : tensor<?x?xf32, #csr>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32, #csr>) outs(%C : tensor<?x?xf32, #csr>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32, #csr>
+  return %r : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// A + B of two differently structured CSR matrices into a dense output: each
+// row of A, then of B, is scattered into its own workspace; the union of
+// their columns is recorded in a list and each recorded column is written once.
+// CHECK-LABEL: func.func @add_dense
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<?x?xf32>) {
+// CHECK: linalg.fill {{.*}} -> tensor<?xf32>
+// CHECK: arith.addf
+// CHECK: tensor.insert {{.*}} : tensor<?x?xf32>
+// CHECK: } {sparse_iter.parallel}
+func.func @add_dense(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+    ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32, #csr>) outs(%C : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// A threshold sparsifier on the output of an elementwise op is fused: the
+// body runs in the count pass and again in the fill pass, and the dense
+// x + b is never built.
+// CHECK-LABEL: func.func @fused_threshold
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for
+// CHECK:   scf.for
+// CHECK:     arith.addf
+// CHECK:     math.absf
+// CHECK:     arith.cmpf oge
+// CHECK: } {sparse_iter.parallel}
+// CHECK: scf.for {{.*}} -> (tensor<?xi32>, index)
+// CHECK: scf.for
+// CHECK:   scf.for
+// CHECK:     arith.addf
+// CHECK:     scf.if
+// CHECK: } {sparse_iter.parallel}
+// CHECK: "sparse_iter.assemble"
+func.func @fused_threshold(%x: tensor<?x?xf32>, %b: tensor<?xf32>, %m: index, %n: index) -> tensor<?x?xf32, #csr> {
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+    ins(%x, %b : tensor<?x?xf32>, tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  %s = "sparse_iter.sparsify"(%y) {sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 0.5>>}
+      : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
+  return %s : tensor<?x?xf32, #csr>
+}

@@ -1,0 +1,134 @@
+"""Sort a segment of a rank-1 integer tensor in place, in stage II IR (scf on tensors).
+
+Used for the coordinates of one row of a computed sparse output, which a
+row workspace discovers out of order. Short segments (at most
+:data:`INSERTION_MAX` entries, the common case for sparse rows) use
+insertion sort; longer ones heapsort, so a dense-ish row costs
+``O(n log n)`` and no recursion or extra memory is needed. Both are
+``scf.while``/``scf.for`` loops carrying the tensor, which bufferization
+turns into in-place updates of the buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlir import ir
+from mlir.dialects import arith, scf, tensor
+
+from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index
+
+INSERTION_MAX = 32
+
+Pred = arith.CmpIPredicate
+
+
+def _while(
+    inits: list[ir.Value],
+    cond: Callable[[Carried], tuple[ir.Value, Carried]],
+    body: Callable[[Carried], Carried],
+) -> Carried:
+    """``scf.while``: ``cond(values) -> (keep going, values passed on)``; ``body`` steps."""
+    types = [v.type for v in inits]
+    op = scf.WhileOp(types, inits)
+    before = op.before.blocks.append(*types)
+    with ir.InsertionPoint(before):
+        keep, passed = cond(list(before.arguments))
+        scf.ConditionOp(keep, passed)
+    after = op.after.blocks.append(*types)
+    with ir.InsertionPoint(after):
+        scf.YieldOp(body(list(after.arguments)))
+    return list(op.results)
+
+
+def _get(t: ir.Value, i: ir.Value) -> ir.Value:
+    return tensor.extract(t, [i])
+
+
+def _put(t: ir.Value, i: ir.Value, v: ir.Value) -> ir.Value:
+    return tensor.insert(v, t, [i])
+
+
+def _insertion(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    def outer(p: ir.Value, vals: Carried) -> Carried:
+        key = _get(vals[0], p)
+
+        def cond(args: Carried) -> tuple[ir.Value, Carried]:
+            q, cur = args
+            prev = _get(cur, arith.maxsi(arith.subi(q, index(1)), lo))  # in bounds at q = lo
+            keep = arith.andi(
+                arith.cmpi(Pred.sgt, q, lo), arith.cmpi(Pred.sgt, prev, key)
+            )
+            return keep, [q, cur]
+
+        def shift(args: Carried) -> Carried:
+            q, cur = args
+            before = arith.subi(q, index(1))
+            return [before, _put(cur, q, _get(cur, before))]
+
+        q, cur = _while([p, vals[0]], cond, shift)
+        return [_put(cur, q, key)]
+
+    return for_loop(add(lo, index(1)), hi, index(1), [t], outer)[0]
+
+
+def _sift_down(t: ir.Value, base: ir.Value, root: ir.Value, end: ir.Value) -> ir.Value:
+    """Restore the max-heap below ``root`` in ``t[base : base + end]``."""
+
+    def cond(args: Carried) -> tuple[ir.Value, Carried]:
+        r, cur = args
+        child = add(arith.muli(r, index(2)), index(1))
+        return arith.cmpi(Pred.slt, child, end), [r, cur]
+
+    def step(args: Carried) -> Carried:
+        r, cur = args
+        child = add(arith.muli(r, index(2)), index(1))
+        right = add(child, index(1))
+        right_ok = arith.cmpi(Pred.slt, right, end)
+        c_val = _get(cur, add(base, child))
+        r_val = _get(cur, add(base, arith.select(right_ok, right, child)))
+        take_right = arith.andi(right_ok, arith.cmpi(Pred.slt, c_val, r_val))
+        big = arith.select(take_right, right, child)
+        big_val = arith.select(take_right, r_val, c_val)
+        root_val = _get(cur, add(base, r))
+        swap = arith.cmpi(Pred.slt, root_val, big_val)
+
+        def do_swap(vals: Carried) -> Carried:
+            moved = _put(vals[0], add(base, r), big_val)
+            return [_put(moved, add(base, big), root_val), big]
+
+        out, nxt = if_then(swap, [cur, end], do_swap)  # no swap: root := end stops
+        return [nxt, out]
+
+    return _while([root, t], cond, step)[1]
+
+
+def _heapsort(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    n = arith.subi(hi, lo)
+    half = arith.divui(n, index(2))
+
+    def build(k: ir.Value, vals: Carried) -> Carried:
+        root = arith.subi(arith.subi(half, k), index(1))
+        return [_sift_down(vals[0], lo, root, n)]
+
+    heap = for_loop(index(0), half, index(1), [t], build)[0]
+
+    def extract(k: ir.Value, vals: Carried) -> Carried:
+        end = arith.subi(arith.subi(n, k), index(1))
+        cur = vals[0]
+        top, last = _get(cur, lo), _get(cur, add(lo, end))
+        cur = _put(_put(cur, lo, last), add(lo, end), top)
+        return [_sift_down(cur, lo, index(0), end)]
+
+    return for_loop(index(0), arith.subi(n, index(1)), index(1), [heap], extract)[0]
+
+
+def sort_segment(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """``t`` with ``t[lo:hi]`` sorted ascending (signed); emitted at the insertion point."""
+    short = arith.cmpi(Pred.sle, arith.subi(hi, lo), index(INSERTION_MAX))
+    op = scf.IfOp(short, [t.type], has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        scf.YieldOp([_insertion(t, lo, hi)])
+    with ir.InsertionPoint(op.else_block):
+        scf.YieldOp([_heapsort(t, lo, hi)])
+    return op.results[0]

@@ -1,0 +1,168 @@
+"""Row-wise kernels (new output structures, co-iteration) against scipy.
+
+SpGEMM (``A @ B`` of two sparse matrices) and elementwise ops over two
+differently structured sparse matrices: sparse outputs get a structure the
+kernel computes (sorted, or not for a ``nonordered`` level), dense outputs
+are updated in place. See ``sparsecomp.lowering.rowplan``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cpu_kernels as K
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats import SparseTensor
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    import os
+
+    os.environ["SPARSECOMP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+
+
+@functools.cache
+def compiled(text: str):  # -> Executable
+    import sparsecomp
+
+    return sparsecomp.compile(text)
+
+
+DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
+
+
+def matrix(shape: tuple[int, int], density: float, dtype: type, seed: int) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    m = sp.random(*shape, density=density, format="csr", random_state=rng, dtype=np.float64)
+    m.data = rng.integers(-4, 5, m.nnz).astype(np.float64) if dtype == np.int32 else m.data + 0.5
+    m = m.astype(dtype)
+    m.eliminate_zeros()
+    return m
+
+
+def check_csr(got: SparseTensor, want: sp.spmatrix, tol: float, ordered: bool = True) -> None:
+    """``got`` holds ``want``'s values, one entry per stored column, sorted if ``ordered``."""
+    s = got.to_scipy().tocsr()
+    assert s.shape == want.shape
+    np.testing.assert_allclose(s.toarray(), want.toarray(), rtol=tol, atol=tol)
+    ptr, idx = s.indptr, s.indices
+    for r in range(s.shape[0]):
+        row = idx[ptr[r] : ptr[r + 1]]
+        assert len(set(row.tolist())) == len(row), f"row {r} stores a column twice"
+        if ordered:
+            assert np.all(np.diff(row) > 0), f"row {r} is not sorted: {row}"
+
+
+SHAPES = [(30, 20, 25), (0, 4, 5), (4, 0, 5), (5, 4, 0), (1, 40, 1), (1, 1, 1), (64, 64, 64)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("elt", ["f32", "f64", "i32"])
+def test_spgemm_sparse_output(shape: tuple[int, int, int], elt: str) -> None:
+    m, k, n = shape
+    dtype = DTYPES[elt]
+    A, B = matrix((m, k), 0.2, dtype, 1), matrix((k, n), 0.2, dtype, 2)
+    got = compiled(K.spgemm(elt))(A, B)
+    want = (A @ B).astype(dtype)
+    check_csr(got, want, 1e-4 if elt == "f32" else 1e-10)
+    # The output stores exactly the structural nonzeros of A @ B (cancellation kept).
+    pattern = (abs(A).astype(bool).astype(np.int64) @ abs(B).astype(bool).astype(np.int64))
+    assert got.to_scipy().nnz == pattern.nnz
+
+
+def test_spgemm_long_rows_use_heapsort() -> None:
+    """Rows of more than 32 entries are sorted by the heapsort path."""
+    A, B = matrix((40, 60), 0.5, np.float64, 3), matrix((60, 300), 0.5, np.float64, 4)
+    got = compiled(K.spgemm("f64"))(A, B)
+    assert np.diff(got.to_scipy().indptr).max() > 32
+    check_csr(got, A @ B, 1e-10)
+
+
+def test_spgemm_nonordered_output() -> None:
+    A, B = matrix((50, 40), 0.1, np.float64, 5), matrix((40, 70), 0.1, np.float64, 6)
+    got = compiled(K.spgemm("f64", sparse_out="nonordered"))(A, B)
+    check_csr(got, A @ B, 1e-10, ordered=False)
+
+
+def test_spgemm_dense_output_accumulates() -> None:
+    A, B = matrix((30, 20), 0.2, np.float64, 7), matrix((20, 25), 0.2, np.float64, 8)
+    C = np.random.default_rng(9).standard_normal((30, 25))
+    got = compiled(K.spgemm("f64", sparse_out=""))(A, B, C)
+    np.testing.assert_allclose(got, C + A @ B, rtol=1e-12)
+
+
+def test_spgemm_ell_operand() -> None:
+    A, B = matrix((30, 20), 0.2, np.float32, 10), matrix((20, 25), 0.2, np.float32, 11)
+    got = compiled(K.spgemm("f32", a="ell", b="ell"))(
+        SparseTensor.from_scipy(A, "ell"), SparseTensor.from_scipy(B, "ell")
+    )
+    check_csr(got, A @ B, 1e-4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    m=st.integers(0, 40), k=st.integers(0, 40), n=st.integers(0, 40),
+    da=st.floats(0.0, 0.6), db=st.floats(0.0, 0.6), seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_spgemm_property(m: int, k: int, n: int, da: float, db: float, seed: int) -> None:
+    A, B = matrix((m, k), da, np.float64, seed), matrix((k, n), db, np.float64, seed + 1)
+    check_csr(compiled(K.spgemm("f64"))(A, B), A @ B, 1e-10)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+@pytest.mark.parametrize("shape", [(37, 23), (0, 5), (5, 0), (1, 40), (64, 64)])
+def test_merge_sparse_output(op: str, shape: tuple[int, int]) -> None:
+    A, B = matrix(shape, 0.2, np.float32, 12), matrix(shape, 0.2, np.float32, 13)
+    got = compiled(K.merge(op))(A, B)
+    want = {"add": A + B, "sub": A - B, "mul": A.multiply(B)}[op].tocsr()
+    check_csr(got, want, 1e-6)
+    a, b = A.astype(bool), B.astype(bool)
+    structure = a.multiply(b) if op == "mul" else (a + b)
+    assert got.to_scipy().nnz == structure.nnz  # union, or intersection for mul
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_merge_dense_output(op: str) -> None:
+    A, B = matrix((33, 21), 0.3, np.int32, 14), matrix((33, 21), 0.3, np.int32, 15)
+    got = compiled(K.merge(op, "i32", sparse_out=""))(A, B)
+    want = (A + B) if op == "add" else A.multiply(B)
+    np.testing.assert_array_equal(got, want.toarray())
+
+
+def test_merge_mixed_layouts() -> None:
+    A, B = matrix((40, 30), 0.2, np.float64, 16), matrix((40, 30), 0.2, np.float64, 17)
+    exe = compiled(K.merge("add", "f64", a="ell", b="csr"))
+    check_csr(exe(SparseTensor.from_scipy(A, "ell"), B), A + B, 1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    m=st.integers(0, 30), n=st.integers(0, 30), da=st.floats(0.0, 1.0), db=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**16), op=st.sampled_from(["add", "mul"]),
+)  # fmt: skip
+def test_merge_property(m: int, n: int, da: float, db: float, seed: int, op: str) -> None:
+    A, B = matrix((m, n), da, np.float64, seed), matrix((m, n), db, np.float64, seed + 1)
+    want = A + B if op == "add" else A.multiply(B)
+    check_csr(compiled(K.merge(op, "f64"))(A, B), want.tocsr(), 1e-12)
+
+
+def test_inputs_are_not_modified() -> None:
+    A, B = matrix((20, 20), 0.3, np.float64, 18), matrix((20, 20), 0.3, np.float64, 19)
+    before = [x.copy() for x in (A.data, A.indices, A.indptr, B.data, B.indices, B.indptr)]
+    compiled(K.spgemm("f64"))(A, B)
+    after = (A.data, A.indices, A.indptr, B.data, B.indices, B.indptr)
+    for x, y in zip(before, after, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_mismatched_inner_sizes_are_refused() -> None:
+    A, B = matrix((5, 4), 0.5, np.float64, 20), matrix((3, 6), 0.5, np.float64, 21)
+    with pytest.raises(SparsecompError, match="size"):
+        compiled(K.spgemm("f64"))(A, B)
