@@ -459,3 +459,25 @@ def SparseIter_AssembleOp : SparseIter_Op<"assemble", [Pure, AttrSizedOperandSeg
   );
   let results = (outs AnyRankedTensor:$result);
 }
+
+def SparseIter_GetPartOp : SparseIter_Op<"get_part", [Pure]> {
+  let summary = "One part of a tensor with a composable layout";
+  let description = [{
+    Returns part `index` of `tensor`, whose type carries a
+    `#sparse_iter.composable` layout, as a tensor of the same shape and
+    element type in that part's layout. The parts of a composable tensor
+    hold disjoint sets of its nonzeros and sum to it, so a kernel that
+    accumulates into its output (`out + f(a, ...)`) runs once per part.
+    `sparse-iter-lower-iterations` creates these;
+    `sparse-iter-lower-buffers` replaces each with the part's buffers.
+
+    Example:
+
+    ```mlir
+    %p = "sparse_iter.get_part"(%A) {index = 1 : i64}
+        : (tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #ell4>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$tensor, I64Attr:$index);
+  let results = (outs AnyRankedTensor:$result);
+}

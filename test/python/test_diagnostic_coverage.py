@@ -38,9 +38,12 @@ SCANNED = {
     "ir/verify_access.py": ["check_access_op", "_expect_rank1"],
     "lowering/analyze.py": ["make_plan", "_check_driver", "_shared_inputs", "_check_output"],
     "lowering/plan.py": ["_layout"],
+    "lowering/parts.py": ["check_split"],
     "lowering/flatten.py": ["Flattener.rewrite", "layout_of"],
     "transforms/lower_iterations.py": ["LowerIterationsPass._lower"],
     "transforms/lower_buffers.py": ["LowerBuffersPass._check_no_encodings"],
+    "transforms/mark_upstream.py": ["_Exporter.__call__"],
+    "transforms/wrap_upstream.py": ["Storage.of", "groups", "_signatures"],
 }  # fmt: skip
 
 #: Messages the IR cannot trigger, with the reason.
@@ -49,6 +52,9 @@ UNREACHABLE = {
     "uses an unknown dimension": "maps parsed from text only name their own dimensions",
     "malformed dimension-to-level map": "MLIR prints maps in the form DimMap parses",
     "unknown upstream level format": "MLIR has no other level formats",
+    "must be split into its parts before planning": (
+        "sparse-iter-lower-iterations splits composable operands (lowering/parts.py) first"
+    ),
 }
 
 

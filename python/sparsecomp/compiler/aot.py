@@ -8,6 +8,7 @@ LLVM:
    ``translate_module_to_llvmir`` for an ``ir.Module`` (after checking that
    only translatable dialects are left: the binding crashes on failure),
    with ``mlir-translate --mlir-to-llvmir`` for text;
+   other LLVM IR files (the upstream fallback's) are joined with ``llvm-link``;
 2. ``opt -O3``: the IR-level optimizations (LICM, instcombine, unrolling)
    that ``llc`` alone does not run; MLIR's lowering relies on them;
 3. ``llc -O3 -filetype=obj -relocation-model=pic`` for the target's triple,
@@ -48,13 +49,19 @@ _RUNNER_UTILS = ("memrefCopy", "print", "rtclock", "_mlir_ciface_")
 
 
 def build_shared_library(
-    llvm_module: ir.Module | str, out_dir: Path, target: CpuTarget, needs: Sequence[str]
+    llvm_module: ir.Module | str,
+    out_dir: Path,
+    target: CpuTarget,
+    needs: Sequence[str],
+    extra_ir: Sequence[Path] = (),
 ) -> Path:
     """Build ``out_dir/kernel.so`` from an LLVM-dialect module; returns its path.
 
     ``needs`` names runtime libraries (:mod:`sparsecomp.runtime.libs`) to link
     against, e.g. ``["omp"]`` for kernels with OpenMP loops. ``out_dir`` also
-    keeps ``kernel.ll``, the LLVM IR that was compiled.
+    keeps ``kernel.ll``, the LLVM IR that was compiled. ``extra_ir`` are more
+    LLVM IR files (the upstream sparsifier's functions) joined to it with
+    ``llvm-link`` before ``opt``, so one library holds them all.
     """
     libraries = [library_path(name) for name in needs]
     out_dir = Path(out_dir)
@@ -66,7 +73,11 @@ def build_shared_library(
     llc: list[str | Path] = [tool("llc"), "-O3", "-filetype=obj", "-relocation-model=pic", *flags]
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
         bitcode, obj, library = (Path(tmp) / name for name in ("kernel.bc", "kernel.o", LIBRARY))
-        _run([*opt, llvm_ir, "-o", bitcode])
+        source: Path = llvm_ir
+        if extra_ir:
+            source = Path(tmp) / "linked.bc"
+            _run([tool("llvm-link"), llvm_ir, *extra_ir, "-o", source])
+        _run([*opt, source, "-o", bitcode])
         _run([*llc, bitcode, "-o", obj])
         _run(link_command(obj, library, libraries))
         os.replace(library, out_dir / LIBRARY)  # atomic: a reader never sees half a library

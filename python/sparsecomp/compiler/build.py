@@ -12,9 +12,9 @@ from typing import Any
 from mlir import ir
 
 from sparsecomp import knobs
-from sparsecomp.compiler import aot
+from sparsecomp.compiler import aot, upstream, upstream_worker
 from sparsecomp.compiler.driver import STAGES, write_manifest
-from sparsecomp.errors import PipelineError
+from sparsecomp.errors import PipelineError, SparsecompError
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.parsing import DiagnosticLog, convert, parse_module
 from sparsecomp.ir.verify import TARGETS_ATTR, verify
@@ -87,6 +87,7 @@ def build(
             raise _fail(log, f"{filename}: the program is not valid")
         _set_target(module, cpu)
         functions: dict[str, Any] = {}
+        fallback: upstream.Part | None = None
         # Each stage's input, with locations: the reproducer if the stage fails.
         before = module.operation.get_asm(enable_debug_info=True)
         for stage, named in STAGES:
@@ -101,13 +102,50 @@ def build(
                 ) from None
             before = module.operation.get_asm(enable_debug_info=True)
             (out / f"{stage}.mlir").write_text(before)
+            if stage == "layouts":
+                fallback = _split_upstream(module, filename, out)
+                before = module.operation.get_asm(enable_debug_info=True)
             if stage == "buffers":
                 functions = _functions(module)
             if progress:
                 progress(stage, time.perf_counter() - started)
-        started = time.perf_counter()
         needs = aot.runtime_needs(module)
-        aot.build_shared_library(module, out, cpu, needs)
+        extra_ir = []
+        if fallback is not None:
+            started = time.perf_counter()
+            needs = sorted({*needs, *_lower_upstream(fallback, filename, cpu, options, out)})
+            functions.update(fallback.functions)
+            extra_ir.append(out / upstream.LLVM_IR)
+            if progress:
+                progress("upstream", time.perf_counter() - started)
+        started = time.perf_counter()
+        aot.build_shared_library(module, out, cpu, needs, extra_ir)
     write_manifest(out, cpu, functions, needs)
     if progress:
         progress("so", time.perf_counter() - started)
+
+
+def _split_upstream(module: ir.Module, filename: str, out: Path) -> upstream.Part | None:
+    """Take the functions marked for the upstream sparsifier out of ``module``."""
+    try:
+        part = upstream.split(module)
+    except SparsecompError as exc:
+        raise CompileError(exc.message, location=exc.location or filename) from None
+    if part is not None:
+        (out / upstream.INPUT).write_text(part.module.operation.get_asm(enable_debug_info=True))
+    return part
+
+
+def _lower_upstream(
+    part: upstream.Part, filename: str, cpu: CpuTarget, options: dict[str, Any], out: Path
+) -> list[str]:
+    """Lower ``out/upstream.mlir`` in the worker; its runtime needs, or CompileError."""
+    pipeline = upstream.pipeline(cpu, options.get("vector_bits", -1))
+    done = upstream_worker.run(out, filename, pipeline)
+    if done.ok:
+        return done.needs
+    what = "the upstream sparsifier failed"
+    if done.crash:
+        what = f"the upstream sparsifier crashed ({done.crash})"
+    source = (out / upstream.INPUT).read_text()
+    raise CompileError(part.failure(what, done.diagnostics), hint=_reproducer(source, pipeline))

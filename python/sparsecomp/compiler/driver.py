@@ -12,8 +12,13 @@ layouts   ``sparsecomp-cpu-layouts``   every sparse tensor has a concrete layout
 loops     ``sparsecomp-cpu-loops``     loops over stored entries (stage II)
 buffers   ``sparsecomp-cpu-buffers``   flat buffers at function boundaries (III)
 llvm      ``sparsecomp-cpu-backend``   LLVM dialect, OpenMP, C interface
+upstream  MLIR's ``sparsifier``        functions marked ``sparse_iter.upstream``
 so        :mod:`.aot`                  ``kernel.so`` and ``manifest.json``
 ========= ============================ ==========================================
+
+Functions stage I marks for the upstream sparsifier leave the module after
+``layouts`` and are compiled in a worker process (:mod:`.upstream`,
+``upstream.mlir``, ``upstream-llvm.mlir``), then linked into the same library.
 
 Results are cached on disk (:mod:`.cache`); a cache hit loads the library
 without parsing anything.

@@ -23,6 +23,7 @@ ACCESS_OPS = (
     "sparse_iter.values",
     "sparse_iter.with_values",
     "sparse_iter.assemble",
+    "sparse_iter.get_part",
 )
 
 
@@ -76,10 +77,44 @@ def _check_assemble(op: ir.Operation) -> Iterator[str]:
         )
 
 
+def _check_part(op: ir.Operation) -> Iterator[str]:
+    from sparsecomp.formats.composable import Composable
+
+    source = op.operands[0].type
+    try:
+        layout = layout_of(source)
+    except SparsecompError:  # reported by the attribute checks
+        return
+    if not isinstance(layout, Composable):
+        yield f"{op.name} needs a tensor with a #sparse_iter.composable layout, got {source}"
+        return
+    index = ir.IntegerAttr(op.attributes["index"]).value
+    if not 0 <= index < len(layout.parts):
+        yield f"{op.name} index {index} is out of range for {len(layout.parts)} parts"
+        return
+    want = layout.parts[index].layout
+    result = op.results[0].type
+    src = ir.RankedTensorType(source)
+    same = (
+        isinstance(result, ir.RankedTensorType)
+        and _layout_of(result) == want
+        and ir.RankedTensorType(result).shape == src.shape
+        and ir.RankedTensorType(result).element_type == src.element_type
+    )
+    if not same:
+        yield (
+            f"{op.name} result must be the tensor's shape and element type in part {index}'s "
+            f"layout {want}, got {result}"
+        )
+
+
 def check_access_op(op: ir.Operation) -> Iterator[str]:
     """Problems with one access op; assumes the generic IRDL checks passed."""
     if op.name.endswith(".assemble"):
         yield from _check_assemble(op)
+        return
+    if op.name.endswith(".get_part"):
+        yield from _check_part(op)
         return
     source = op.operands[0].type
     layout = _layout_of(source)

@@ -21,6 +21,22 @@ if TYPE_CHECKING:
     from sparsecomp.lowering.rowplan import RowPlan
 
 
+def check_lowerable(op: ir.Operation, vectorize: bool) -> None:
+    """Raise :class:`~sparsecomp.lowering.plan.Unsupported` if the lowering refuses ``op``.
+
+    A dry run that changes no IR: an op over a composable operand must
+    accumulate into its output (it is split per part, see :mod:`.parts`);
+    any other op must have a plan (:func:`choose_plan`).
+    """
+    from sparsecomp.lowering.parts import check_split, composable_input
+
+    number = composable_input(op)
+    if number is not None:
+        check_split(op, number)
+    else:
+        choose_plan(op, vectorize)
+
+
 def choose_plan(op: ir.Operation, vectorize: bool) -> Plan | RowPlan:
     """The plan of a ``linalg.generic`` over sparse operands: a nest, else row-wise.
 

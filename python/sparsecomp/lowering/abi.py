@@ -15,7 +15,10 @@ from typing import Any
 
 from mlir import ir
 
+from sparsecomp.formats.composable import Composable
 from sparsecomp.formats.layout import Layout
+
+AnyLayout = Layout | Composable
 
 #: MLIR element type -> numpy dtype name.
 _DTYPES = {
@@ -35,8 +38,18 @@ def _int(width: int) -> ir.Type:
     return ir.IntegerType.get_signless(width or 64)
 
 
-def buffer_types(layout: Layout, element: ir.Type) -> list[tuple[str, ir.Type]]:
-    """``(name, rank-1 tensor type)`` of each buffer, in the runtime's order."""
+def buffer_types(layout: AnyLayout, element: ir.Type) -> list[tuple[str, ir.Type]]:
+    """``(name, rank-1 tensor type)`` of each buffer, in the runtime's order.
+
+    A composable layout lists each part's buffers, named ``part{i}.<name>``
+    as :meth:`SparseTensor.buffers` does.
+    """
+    if isinstance(layout, Composable):
+        return [
+            (f"part{i}.{name}", ty)
+            for i, part in enumerate(layout.parts)
+            for name, ty in buffer_types(part.layout, element)
+        ]
     dyn = ir.ShapedType.get_dynamic_size()
     out: list[tuple[str, ir.Type]] = []
     for lv, level in enumerate(layout.levels):
@@ -48,14 +61,14 @@ def buffer_types(layout: Layout, element: ir.Type) -> list[tuple[str, ir.Type]]:
     return out
 
 
-def flat_types(ty: ir.Type, layout: Layout) -> list[ir.Type]:
+def flat_types(ty: ir.Type, layout: AnyLayout) -> list[ir.Type]:
     """The parameter types an encoded tensor type becomes: buffers, then dim sizes."""
     tensor = ir.RankedTensorType(ty)
     buffers = [t for _, t in buffer_types(layout, tensor.element_type)]
     return buffers + [ir.IndexType.get()] * tensor.rank
 
 
-def describe(ty: ir.Type, layout: Layout | None, shape: list[Any]) -> dict[str, Any]:
+def describe(ty: ir.Type, layout: AnyLayout | None, shape: list[Any]) -> dict[str, Any]:
     """The ABI entry of one argument or result."""
     if not isinstance(ty, ir.RankedTensorType):
         return {"kind": "scalar", "dtype": dtype_name(ty)}

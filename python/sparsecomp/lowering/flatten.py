@@ -4,7 +4,8 @@ Each encoded value becomes a :class:`Bundle` (its buffers and dimension
 sizes). Entry block arguments are replaced by their bundles' parameters;
 ``sparse_iter.positions``/``coordinates``/``values`` and ``tensor.dim`` with
 a constant index read a bundle; ``sparse_iter.with_values`` and
-``sparse_iter.assemble`` make new bundles; ``func.return`` and
+``sparse_iter.assemble`` make new bundles, ``sparse_iter.get_part`` picks a
+composable bundle's part; ``func.return`` and
 ``func.call`` pass bundles flattened. Any other use of an encoded value is
 an error at that op.
 """
@@ -20,7 +21,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
 from sparsecomp.ir import attrs
 from sparsecomp.ir.walk import preorder
-from sparsecomp.lowering.abi import buffer_types, flat_types
+from sparsecomp.lowering.abi import AnyLayout, buffer_types, flat_types
 
 
 class FlattenError(SparsecompError):
@@ -44,14 +45,9 @@ class Bundle:
         return self.buffers[self.names.index(name)]
 
 
-def layout_of(ty: ir.Type) -> Layout | None:
-    """The single layout of an encoded tensor type (composable ones cannot cross calls yet)."""
-    layout = attrs.layout_of(ty)
-    if layout is None:
-        return None
-    if not isinstance(layout, Layout):
-        raise SparsecompError("composable layouts cannot cross a function boundary yet")
-    return layout
+def layout_of(ty: ir.Type) -> AnyLayout | None:
+    """The layout of an encoded tensor type (a single or a composable one)."""
+    return attrs.layout_of(ty)
 
 
 def flatten_types(types: list[ir.Type]) -> list[ir.Type]:
@@ -132,6 +128,13 @@ class Flattener:
             level = ir.IntegerAttr(op.attributes["level"]).value
             prefix = "pos" if name.endswith("positions") else "crd"
             self._replace(op, bundle.buffer(f"{prefix}{level}"))
+        elif name == "sparse_iter.get_part":
+            prefix = f"part{ir.IntegerAttr(op.attributes['index']).value}."
+            chosen = [(n, b) for n, b in zip(bundle.names, bundle.buffers, strict=True)
+                      if n.startswith(prefix)]  # fmt: skip
+            names = [n.removeprefix(prefix) for n, _ in chosen]
+            self.bundles[op.results[0]] = Bundle(names, [b for _, b in chosen], bundle.dims)
+            self.dead.append(op)
         elif name == "sparse_iter.values":
             self._replace(op, bundle.buffer("values"))
         elif name == "tensor.dim" and self._constant(op.operands[1]) is not None:
@@ -146,7 +149,7 @@ class Flattener:
     def _assemble(self, op: ir.Operation) -> None:
         ty = op.results[0].type
         layout = layout_of(ty)
-        assert layout is not None  # verified
+        assert isinstance(layout, Layout)  # verified: a single layout
         rank = ir.RankedTensorType(ty).rank
         operands = list(op.operands)
         n_pos = sum(lv.has_positions for lv in layout.levels)

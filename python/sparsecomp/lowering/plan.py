@@ -113,7 +113,7 @@ def _layout(value: ir.Value) -> Layout | None:
     if layout is None:
         return None
     if not isinstance(layout, Layout):
-        raise Unsupported("composable layouts are lowered part by part; not yet supported here")
+        raise Unsupported("a composable operand must be split into its parts before planning")
     return layout
 
 

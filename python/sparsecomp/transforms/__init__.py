@@ -22,10 +22,13 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-lower-buffers": "lower_buffers:LowerBuffersPass",
     "sparse-iter-lower-iterations": "lower_iterations:LowerIterationsPass",
     "sparse-iter-mark-entry-points": "mark_entry_points:MarkEntryPointsPass",
+    "sparse-iter-mark-upstream": "mark_upstream:MarkUpstreamPass",
     "sparse-iter-parallelize": "parallelize:ParallelizePass",
     "sparse-iter-set-encodings": "set_encodings:SetEncodingsPass",
     "sparse-iter-specialize-encodings": "specialize_encodings:SpecializeEncodingsPass",
     "sparse-iter-verify": "verify:VerifyPass",
+    "sparse-iter-widen-bool-buffers": "widen_bool_buffers:WidenBoolBuffersPass",
+    "sparse-iter-wrap-upstream": "wrap_upstream:WrapUpstreamPass",
 }
 
 

@@ -8,6 +8,7 @@ from mlir import ir
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import FormatError
+from sparsecomp.ir.calls import close_over_calls, functions, name_of
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
 from sparsecomp.ir.verify import types_of
 from sparsecomp.ir.walk import preorder
@@ -15,11 +16,6 @@ from sparsecomp.transforms.base import SparsecompPass
 
 #: Discardable attribute on functions left with upstream encodings: why.
 UPSTREAM_ATTR = "sparse_iter.upstream"
-
-
-def _functions(module: ir.Operation) -> list[ir.Operation]:
-    ops = [op.operation for op in module.regions[0].blocks[0].operations]
-    return [op for op in ops if op.name == "func.func"]
 
 
 def _upstream_encoding(ty: ir.Type) -> ir.Attribute | None:
@@ -44,29 +40,10 @@ def _reason_to_keep(func: ir.Operation) -> str | None:
     return None
 
 
-def _callees(func: ir.Operation) -> set[str]:
-    return {
-        ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        for op in preorder(func)
-        if op.name == "func.call"
-    }
-
-
 def _kept_functions(funcs: list[ir.Operation]) -> dict[str, str]:
     """Function name -> reason, closed over call edges so that calls keep agreeing types."""
-    names = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
-    kept = {n: r for n, f in names.items() if (r := _reason_to_keep(f)) is not None}
-    edges = {n: _callees(f) & names.keys() for n, f in names.items()}
-    changed = True
-    while changed:
-        changed = False
-        for caller, callees in edges.items():
-            for callee in callees:
-                for a, b in ((caller, callee), (callee, caller)):
-                    if a in kept and b not in kept:
-                        kept[b] = f"calls or is called by '{a}', which {kept[a]}"
-                        changed = True
-    return kept
+    reasons = {name_of(f): r for f in funcs if (r := _reason_to_keep(f)) is not None}
+    return close_over_calls(funcs, reasons)
 
 
 class _TypeConverter:
@@ -142,11 +119,11 @@ class ImportSparseTensorPass(SparsecompPass):
     allow_upstream: bool = True
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        funcs = _functions(op)
+        funcs = functions(op)
         kept = _kept_functions(funcs)
         convert = _TypeConverter(op.context)
         for func in funcs:
-            name = ir.StringAttr(func.attributes["sym_name"]).value
+            name = name_of(func)
             if name not in kept:
                 convert.rewrite(func)
             elif not self.allow_upstream:

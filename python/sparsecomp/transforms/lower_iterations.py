@@ -40,6 +40,16 @@ class LowerIterationsPass(SparsecompPass):
     starts from the ``outs`` operand (filled with zeros first when the body
     yields zero wherever the driver is zero) and reductions accumulate into it.
 
+    Outputs with a structure of their own (SpGEMM; sums and products of
+    differently structured operands) are built row by row with workspaces
+    (:mod:`sparsecomp.lowering.rowplan`) and returned by
+    ``sparse_iter.assemble``. ``sparse_iter.sparsify`` with a streaming
+    sparsifier (``threshold``, ``keep_all``) becomes a CSR result built the
+    same way, fused with an elementwise producer
+    (:mod:`sparsecomp.lowering.sparsify`). An op over a composable operand
+    that accumulates into its output runs once per part, each part read with
+    ``sparse_iter.get_part`` (:mod:`sparsecomp.lowering.parts`).
+
     Named linalg ops must be generalized first (``linalg-generalize-named-ops``;
     the ``sparsecomp-cpu`` pipeline does). Ops it cannot lower (bodies that do not
     vanish at zero, column-major factors of a product, sparse outputs other
@@ -135,6 +145,7 @@ class LowerIterationsPass(SparsecompPass):
     def _lower(self, op: ir.Operation) -> bool:
         from sparsecomp.lowering import choose_plan
         from sparsecomp.lowering.nest import NestEmitter
+        from sparsecomp.lowering.parts import composable_input, split_parts
         from sparsecomp.lowering.rowemit import emit_rows
         from sparsecomp.lowering.rowplan import RowPlan
         from sparsecomp.lowering.sizes import record
@@ -146,6 +157,8 @@ class LowerIterationsPass(SparsecompPass):
             )
             return False
         try:
+            if (number := composable_input(op)) is not None:
+                return all([self._lower(part) for part in split_parts(op, number)])
             bits = _element_bits(op)
             lanes = self._vector_bits(op) // bits
             plan = choose_plan(op, vectorize=lanes >= 2)

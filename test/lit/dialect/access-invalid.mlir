@@ -99,3 +99,36 @@ func.func @assemble_plain(%v: tensor<?xf32>) -> tensor<?xf32> {
   %t = "sparse_iter.assemble"(%v) {operandSegmentSizes = array<i32: 0, 0, 1, 0>} : (tensor<?xf32>) -> tensor<?xf32>
   return %t : tensor<?xf32>
 }
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#hyb = #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>
+
+func.func @get_part_out_of_range(%A: tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{sparse_iter.get_part index 1 is out of range for 1 parts}}
+  %p = "sparse_iter.get_part"(%A) {index = 1 : i64} : (tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr>
+  return %p : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr64 = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 64, 64, {}>
+#hyb = #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>
+
+func.func @get_part_wrong_layout(%A: tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr64> {
+  // expected-error-re@+1 {{sparse_iter.get_part result must be the tensor's shape and element type in part 0's layout {{.*}}}}
+  %p = "sparse_iter.get_part"(%A) {index = 0 : i64} : (tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr64>
+  return %p : tensor<?x?xf32, #csr64>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @get_part_of_single_layout(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr> {
+  // expected-error-re@+1 {{sparse_iter.get_part needs a tensor with a #sparse_iter.composable layout, got {{.*}}}}
+  %p = "sparse_iter.get_part"(%A) {index = 0 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr>
+  return %p : tensor<?x?xf32, #csr>
+}

@@ -127,6 +127,14 @@ func.func @assemble(%p: tensor<?xi32>, %c: tensor<?xi32>, %v: tensor<?xf32>, %m:
   return %t : tensor<?x?xf32, #csr>
 }
 
+// get_part reads one part of a composable tensor.
+// CHECK-LABEL: func.func @get_part
+// CHECK: "sparse_iter.get_part"(%{{.*}}) {index = 0 : i64}
+func.func @get_part(%A: tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>>) -> tensor<?x?xf32, #csr> {
+  %p = "sparse_iter.get_part"(%A) {index = 0 : i64} : (tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>>) -> tensor<?x?xf32, #csr>
+  return %p : tensor<?x?xf32, #csr>
+}
+
 // Targets live in a module attribute; functions pick one by name.
 // CHECK-LABEL: module @devices
 // CHECK-SAME: sparse_iter.targets = {gpu = #sparse_iter.cuda<90 : i64, ["m16n8k16", "m16n8k8"], ["m16n8k16", "m16n8k32"]>, host = #sparse_iter.cpu<"x86_64", ["avx2", "fma"], 256 : i64, 0 : i64>}

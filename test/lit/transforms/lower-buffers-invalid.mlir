@@ -18,12 +18,3 @@ func.func @left_behind(%d: index) -> index {
   %e = tensor.empty(%d, %d) : tensor<?x?xf32, #csr>
   return %d : index
 }
-
-// -----
-
-#hyb = #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>>]>
-
-// expected-error@+1 {{composable layouts cannot cross a function boundary yet}}
-func.func @composable(%A: tensor<?x?xf32, #hyb>) {
-  return
-}

@@ -75,3 +75,20 @@ func.func @assemble(%p0: tensor<?xi64>, %p1: tensor<?xi64>, %c0: tensor<?xi32>, 
       : (tensor<?xi64>, tensor<?xi64>, tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index) -> tensor<?x?xf32, #dcsr>
   return %t : tensor<?x?xf32, #dcsr>
 }
+
+// -----
+
+#ell = #sparse_iter.layout<["compressed_varied", "compressed_fixed[2]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#hyb = #sparse_iter.composable<[#sparse_iter.part<"ell_bucket", array<i64: 0, 1, 0, 2>, #ell>, #sparse_iter.part<"rest", array<i64>, #csr>]>
+
+// A composable argument is every part's buffers in order, then the sizes;
+// sparse_iter.get_part picks one part's buffers.
+// CHECK-LABEL: func.func @parts
+// CHECK-SAME: (%[[P0:.*]]: tensor<?xi32>, %[[C0:.*]]: tensor<?xi32>, %[[C1:.*]]: tensor<?xi32>, %[[V:.*]]: tensor<?xf32>, %[[RP:.*]]: tensor<?xi32>, %[[RC:.*]]: tensor<?xi32>, %[[RV:.*]]: tensor<?xf32>, %[[M:.*]]: index, %[[N:.*]]: index)
+// CHECK-SAME: part0.pos0
+// CHECK-NEXT: return %[[RP]], %[[RC]], %[[RV]], %[[M]], %[[N]]
+func.func @parts(%A: tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr> {
+  %p = "sparse_iter.get_part"(%A) {index = 1 : i64} : (tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr>
+  return %p : tensor<?x?xf32, #csr>
+}

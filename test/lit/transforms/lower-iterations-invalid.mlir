@@ -125,16 +125,17 @@ func.func @diagonal_access(%A: tensor<?x?xf32, #csr>, %y: tensor<?xf32>) -> tens
 
 #hyb = #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>>]>
 
-func.func @composable(%A: tensor<?x?xf32, #hyb>, %y: tensor<?xf32>) -> tensor<?xf32> {
-  // expected-error@+1 {{composable layouts are lowered part by part; not yet supported here}}
-  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
-                       iterator_types = ["parallel", "reduction"]}
-    ins(%A : tensor<?x?xf32, #hyb>) outs(%y : tensor<?xf32>) {
+// Each part would overwrite the output the earlier parts computed.
+func.func @composable_overwrite(%A: tensor<?x?xf32, #hyb>, %D: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{cannot lower this linalg.generic: a composable operand is lowered part by part, which needs the body to accumulate into the output (out + f(a, ...)); convert it to one layout first}}
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+    ins(%A : tensor<?x?xf32, #hyb>) outs(%D : tensor<?x?xf32>) {
   ^bb0(%a: f32, %o: f32):
-    %s = arith.addf %o, %a : f32
+    %s = arith.mulf %a, %a : f32
     linalg.yield %s : f32
-  } -> tensor<?xf32>
-  return %r : tensor<?xf32>
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
 }
 
 // -----

@@ -281,3 +281,34 @@ func.func @fused_threshold(%x: tensor<?x?xf32>, %b: tensor<?xf32>, %m: index, %n
       : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
   return %s : tensor<?x?xf32, #csr>
 }
+
+// -----
+
+#hyb = #sparse_iter.composable<[
+  #sparse_iter.part<"ell_bucket", array<i64: 0, 1, 0, 2>, #sparse_iter.layout<["compressed_varied", "compressed_fixed[2]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>>,
+  #sparse_iter.part<"rest", array<i64>, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>>]>
+
+// SpMV over a composable matrix runs once per part, the first part's result
+// the second part's output: an ELL bucket (a row list, two slots per row,
+// padding skipped), then the CSR rest.
+// CHECK-LABEL: func.func @spmv_hyb
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, {{.*}}>, %[[X:.*]]: tensor<?xf32>, %[[Y:.*]]: tensor<?xf32>)
+// CHECK: "sparse_iter.get_part"(%[[A]]) {index = 0 : i64}
+// CHECK: %[[R0:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[Y]])
+// CHECK:   arith.cmpi sge
+// CHECK: } {sparse_iter.parallel}
+// CHECK: "sparse_iter.get_part"(%[[A]]) {index = 1 : i64}
+// CHECK: %[[R1:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[R0]])
+// CHECK: } {sparse_iter.parallel}
+// CHECK: return %[[R1]]
+func.func @spmv_hyb(%A: tensor<?x?xf32, #hyb>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+    ins(%A, %x : tensor<?x?xf32, #hyb>, tensor<?xf32>) outs(%y : tensor<?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}

@@ -1,0 +1,202 @@
+"""The upstream-sparsifier fallback of the CPU driver.
+
+Functions that ``sparse-iter-mark-upstream`` marked at the end of stage I
+(``sparse_iter.upstream = "<reason>"``, ``#sparse_tensor`` types) leave the
+module (:func:`split`) and are compiled apart by MLIR's ``sparsifier``
+(:func:`pipeline`) in a worker subprocess (:mod:`.upstream_worker`), so that
+an assertion in an upstream pass becomes an error instead of killing the
+caller. The sparsifier's pass list runs as is, with two sparsecomp passes
+where the storage is still explicit: ``sparse-iter-widen-bool-buffers``
+(this MLIR build aborts lowering stores to ``memref<?xi1>``) and
+``sparse-iter-wrap-upstream`` (public functions get sparsecomp's buffer ABI,
+dynamic shapes included). The LLVM IR is linked into the same
+``kernel.so`` as the rest of the program (:mod:`.aot`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlir import ir, passmanager
+
+from sparsecomp.errors import FormatError, SparsecompError
+from sparsecomp.formats.layout import Layout
+from sparsecomp.ir.calls import functions, name_of
+from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
+from sparsecomp.ir.walk import preorder
+from sparsecomp.lowering import sizes
+from sparsecomp.lowering.abi import abi_json, describe, static_shape
+from sparsecomp.targets import CpuTarget
+from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
+from sparsecomp.transforms.wrap_upstream import C_INTERFACE, SIGNATURE_ATTR
+
+INPUT, OUTPUT, LLVM_IR = "upstream.mlir", "upstream-llvm.mlir", "upstream.ll"
+#: sparsecomp passes run where the sparsifier's storage is explicit (before
+#: the storage specifier is lowered to an LLVM struct).
+OWN_PASSES = "sparse-iter-widen-bool-buffers,sparse-iter-wrap-upstream,"
+_SPECIFIER_TO_LLVM = "sparse-storage-specifier-to-llvm"
+
+
+@dataclass
+class Part:
+    """The functions that go through the sparsifier.
+
+    ``module`` holds them; ``marked`` maps each name to ``(location or None,
+    reason)``; ``functions`` are the manifest entries of the public ones.
+    """
+
+    module: ir.Module
+    marked: dict[str, tuple[str | None, str]]
+    functions: dict[str, Any] = field(default_factory=dict)
+
+    def failure(self, what: str, diagnostics: list[str]) -> str:
+        """A located error that ``what`` happened, with why each function went upstream."""
+        first = next(iter(self.marked.values()))[0]
+        names = ", ".join(f"'{n}'" for n in self.marked)
+        lines = [f"{first}: error: " if first else "", f"{what} compiling {names}"]
+        notes = [
+            f"{where}: note: '{name}' went to the upstream sparsifier: it {why}"
+            for name, (where, why) in self.marked.items()
+            if where
+        ]
+        return "\n".join(["".join(lines), *diagnostics, *notes])
+
+
+def pipeline(cpu: CpuTarget, vector_bits: int = -1) -> str:
+    """The sparsifier's pass list with sparsecomp's passes and, if threaded, OpenMP.
+
+    ``vector_bits``: -1 for the target's width, 0 for scalar code.
+    """
+    vector_bits = cpu.vector_bits if vector_bits < 0 else vector_bits
+    flags = ["enable-runtime-library=false"]
+    if vector_bits:
+        lanes = vector_bits // 32  # 32-bit lanes; wider types are split by LLVM
+        flags += [f"vl={lanes}", "enable-index-optimizations=true"]
+        flags += ["reassociate-fp-reductions=true"]
+    threaded = cpu.threads != 1
+    if threaded:
+        flags.append("parallelization-strategy=dense-outer-loop")
+    with ir.Context():
+        sparsifier = f"builtin.module(sparsifier{{{' '.join(flags)}}})"
+        text = str(passmanager.PassManager.parse(sparsifier))
+    text = text.removeprefix("builtin.module(").removesuffix(")")
+    at = text.index(_SPECIFIER_TO_LLVM)
+    text = text[:at] + OWN_PASSES + text[at:]
+    if not threaded:
+        return text
+    # The stock sparsifier lowers scf.parallel sequentially (convert-scf-to-cf):
+    # OpenMP first, with memref-to-llvm for the alloca_scope it creates (before
+    # scf-to-cf splits its region), and omp-to-llvm before the final conversion.
+    omp = "convert-scf-to-openmp" + (f"{{num-threads={cpu.threads}}}" if cpu.threads else "")
+    scf_to_cf = text.index("func.func(convert-scf-to-cf")
+    to_llvm = text.index("convert-to-llvm{")
+    return (
+        f"{text[:scf_to_cf]}{omp},expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+        f"{text[scf_to_cf:to_llvm]}convert-openmp-to-llvm,{text[to_llvm:]}"
+    )
+
+
+def _location(op: ir.Operation) -> str | None:
+    loc = op.location
+    return f"{loc.filename}:{loc.start_line}:{loc.start_col}" if loc.is_a_file() else None
+
+
+def _abi_layout(ty: ir.Type) -> Layout | None:
+    """The sparsecomp layout of an upstream-encoded tensor type.
+
+    sparse_iter keeps every level's coordinates apart, so SoA singletons are
+    plain singletons here.
+    """
+    if not isinstance(ty, ir.RankedTensorType) or not is_sparse_tensor_encoding(ty.encoding):
+        return None
+    layout = layout_from_sparse_tensor(ty.encoding)
+    levels = tuple(dataclasses.replace(lv, soa=False) for lv in layout.levels)
+    return dataclasses.replace(layout, levels=levels)
+
+
+def _record_same_sizes(func: ir.Operation) -> None:
+    """Argument dims one linalg loop indexes must agree (``sizes.ATTR``, read by the runtime)."""
+    entry = func.regions[0].blocks[0]
+    pairs: list[list[int]] = []
+    for op in preorder(func):
+        if not op.name.startswith("linalg.") or "indexing_maps" not in op.attributes:
+            continue
+        maps = [ir.AffineMapAttr(m).value for m in op.attributes["indexing_maps"]]
+        by_loop: dict[int, list[tuple[int, int]]] = {}
+        for value, amap in zip(op.operands, maps, strict=False):
+            if not isinstance(value, ir.BlockArgument) or value.owner != entry:
+                continue
+            for pos, expr in enumerate(amap.results):
+                if isinstance(expr, ir.AffineDimExpr):
+                    by_loop.setdefault(expr.position, []).append((value.arg_number, pos))
+        pairs += [[*m[0], *other] for m in by_loop.values() for other in m[1:]]
+    if pairs:
+        func.attributes[sizes.ATTR] = ir.ArrayAttr.get([ir.DenseI64ArrayAttr.get(p) for p in pairs])
+
+
+def _abi(func: ir.Operation) -> str:
+    fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    _record_same_sizes(func)
+    symbols = sizes.size_symbols(func, len(fty.inputs))
+    try:
+        args = []
+        for n, ty in enumerate(fty.inputs):
+            shape = [symbols.get((n, d), s) for d, s in enumerate(static_shape(ty))]
+            args.append(describe(ty, _abi_layout(ty), shape))
+        results = [describe(t, _abi_layout(t), static_shape(t)) for t in fty.results]
+    except (FormatError, ValueError) as exc:
+        message = exc.message if isinstance(exc, FormatError) else str(exc)
+        raise SparsecompError(
+            f"'{name_of(func)}' (compiled by the upstream sparsifier) has no sparsecomp ABI: "
+            f"{message}",
+            location=_location(func),
+        ) from None
+    return abi_json(args, results)
+
+
+def _public(func: ir.Operation) -> bool:
+    vis = func.attributes["sym_visibility"] if "sym_visibility" in func.attributes else None
+    return vis is None or ir.StringAttr(vis).value == "public"
+
+
+def split(module: ir.Module) -> Part | None:
+    """Move the marked functions into a module of their own; None if there are none.
+
+    Public ones get their ABI entry (as ``sparse-iter-lower-buffers`` gives
+    ours), read-only tensor arguments and the C interface.
+    """
+    marked = [f for f in functions(module.operation) if UPSTREAM_ATTR in f.attributes]
+    if not marked:
+        return None
+    with module.context, ir.Location.unknown():
+        reasons = {
+            name_of(f): (_location(f), ir.StringAttr(f.attributes[UPSTREAM_ATTR]).value)
+            for f in marked
+        }
+        part = Part(ir.Module.create(), reasons)
+        for func in marked:
+            if _public(func) and func.regions[0].blocks:
+                entry = {"symbol": f"_mlir_ciface_{name_of(func)}", "abi": json.loads(_abi(func))}
+                part.functions[name_of(func)] = entry
+                _read_only_arguments(func)
+                func.attributes[C_INTERFACE] = ir.UnitAttr.get()
+                func.attributes[SIGNATURE_ATTR] = func.attributes["function_type"]
+            func.detach_from_parent()
+            part.module.body.append(func)
+    return part
+
+
+def _read_only_arguments(func: ir.Operation) -> None:
+    fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    false = ir.BoolAttr.get(False, func.context)
+    old = ir.ArrayAttr(func.attributes["arg_attrs"]) if "arg_attrs" in func.attributes else None
+    attrs = []
+    for n, ty in enumerate(fty.inputs):
+        entries = {a.name: a.attr for a in ir.DictAttr(old[n])} if old is not None else {}
+        if isinstance(ty, ir.RankedTensorType):
+            entries["bufferization.writable"] = false
+        attrs.append(ir.DictAttr.get(entries, func.context))
+    func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs, func.context)

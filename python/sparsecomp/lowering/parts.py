@@ -1,0 +1,72 @@
+"""Split a ``linalg.generic`` over a composable operand into one op per part.
+
+A composable tensor's parts hold disjoint sets of its nonzeros that sum to
+it (``formats/composable.py``), so an op that *accumulates* into its output
+where the operand is zero (``out + f(a, ...)``: SpMV, SpMM, row sums) is the
+chain of the same op over each part, each part's result the next one's
+``outs``. Each part is read with ``sparse_iter.get_part`` and its op is then
+lowered like any other (an ELL bucket, a BSR part, a CSR rest ...), which is
+SparseTIR's lowering of composable formats. Ops that overwrite their output
+(``a * x`` into a fresh output) would lose the earlier parts and are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+
+from sparsecomp.dialects import sparse_iter
+from sparsecomp.formats.composable import Composable
+from sparsecomp.ir.attrs import layout_of
+from sparsecomp.lowering.plan import Unsupported
+from sparsecomp.lowering.zeros import Zero, classify
+
+si: Any = sparse_iter  # generated at run time from the .td; untyped
+
+
+def composable_input(op: ir.Operation) -> int | None:
+    """The number of the op's composable input, if it has one."""
+    n_in = len(op.opview.inputs)
+    found = [i for i in range(n_in) if isinstance(layout_of(op.operands[i].type), Composable)]
+    if len(found) > 1:
+        raise Unsupported("ops over two composable operands are not supported")
+    if any(isinstance(layout_of(r.type), Composable) for r in op.results):
+        raise Unsupported("composable outputs are not supported; compute a CSR output instead")
+    return found[0] if found else None
+
+
+def check_split(op: ir.Operation, number: int) -> None:
+    """Raise :class:`Unsupported` unless ``op`` accumulates where input ``number`` is zero."""
+    n_in = len(op.opview.inputs)
+    block = op.regions[0].blocks[0]
+    if len(op.results) != 1 or classify(block, [number], n_in) != Zero.OUT:
+        raise Unsupported(
+            "a composable operand is lowered part by part, which needs the body to "
+            "accumulate into the output (out + f(a, ...)); convert it to one layout first"
+        )
+
+
+def split_parts(op: ir.Operation, number: int) -> list[ir.Operation]:
+    """Replace ``op`` by one clone per part of input ``number``; returns the clones."""
+    check_split(op, number)
+    n_in = len(op.opview.inputs)
+    value = op.operands[number]
+    ty = ir.RankedTensorType(value.type)
+    layout = layout_of(ty)
+    assert isinstance(layout, Composable)
+    clones = []
+    out = op.operands[n_in]
+    with ir.InsertionPoint(op), op.location:
+        for k, part in enumerate(layout.parts):
+            enc = ir.Attribute.parse(part.layout.attr_text())
+            part_ty = ir.RankedTensorType.get(ty.shape, ty.element_type, enc)
+            piece = si.get_part(part_ty, value, k)
+            clone = op.clone()
+            clone.operands[number] = piece
+            clone.operands[n_in] = out
+            out = clone.results[0]
+            clones.append(clone)
+    op.results[0].replace_all_uses_with(out)
+    op.erase()
+    return clones

@@ -1,0 +1,49 @@
+// RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-mark-upstream
+
+// A function that must go to the upstream sparsifier but has a tensor in a
+// layout #sparse_tensor cannot express (here ELL) is an error where that type
+// is defined (here: the function's arguments).
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#ell = #sparse_iter.layout<["dense_fixed", "compressed_fixed[4]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#id = affine_map<(i, j) -> (i, j)>
+
+// expected-error-re@+1 {{'negative_ell' needs the upstream sparsifier (it has a linalg.generic at line 14 that sparse_iter cannot lower: {{.*}}), but #sparse_iter.layout<["dense_fixed", "compressed_fixed[4]"]{{.*}}> has no #sparse_tensor form: level format 'compressed_fixed[4]' has no #sparse_tensor form}}
+func.func @negative_ell(%a: tensor<?x?xf32, #csr>, %b: tensor<?x?xf32, #coo>, %e: tensor<?x?xf32, #ell>,
+                        %o: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<?x?xf32, #csr>, tensor<?x?xf32, #coo>) outs(%o : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %p = arith.mulf %x, %y : f32
+    linalg.yield %p : f32
+  } -> tensor<?x?xf32>
+  %d = "sparse_iter.unset_encoding"(%e) : (tensor<?x?xf32, #ell>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Other sparse_iter ops have no upstream counterpart.
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @negative_values(%a: tensor<?x?xf32, #csr>) -> tensor<?xf32> attributes {sparse_iter.upstream = "requested"} {
+  // expected-error@+1 {{'negative_values' needs the upstream sparsifier (it requested), but 'sparse_iter.values' has no upstream counterpart}}
+  %v = "sparse_iter.values"(%a) : (tensor<?x?xf32, #csr>) -> tensor<?xf32>
+  return %v : tensor<?xf32>
+}
+
+// -----
+
+// Composable layouts (parts) have no single #sparse_tensor encoding.
+#hyb = #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>>]>
+
+// expected-error-re@+1 {{'negative_composable' needs the upstream sparsifier (it requested), but #sparse_iter.composable<{{.*}}> has no #sparse_tensor form: composable layouts have no #sparse_tensor form}}
+func.func @negative_composable(%a: tensor<?x?xf32, #hyb>) attributes {sparse_iter.upstream = "requested"} {
+  return
+}
+
+// -----
+
+// The input is verified first: a bad sparse_iter layout is reported, not marked around.
+// expected-error@+1 {{unknown level format 'sparse'}}
+func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<["sparse"], affine_map<(i) -> (i)>, 32, 32, {}>>)

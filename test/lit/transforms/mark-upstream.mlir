@@ -1,0 +1,106 @@
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-mark-upstream | FileCheck %s --enable-var-scope
+
+// A CSR matrix times a COO matrix: sparse_iter's lowering does not co-iterate
+// these structures (make_plan refuses), so the function goes to the upstream
+// sparsifier with #sparse_tensor types; COO's singleton level is stored SoA,
+// as sparse_iter stores it. A function it can lower stays as it is.
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#id = affine_map<(i, j) -> (i, j)>
+
+// CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
+// CHECK-DAG: #[[$COO:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton(soa)), posWidth = 32, crdWidth = 32 }>
+// CHECK-LABEL: func.func @mul
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #[[$CSR]]>, %[[B:.*]]: tensor<?x?xf32, #[[$COO]]>, %[[O:.*]]: tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK-SAME: sparse_iter.upstream = "has a linalg.generic at line [[@LINE+3]] that sparse_iter cannot lower:
+// CHECK: linalg.generic {{.*}} ins(%[[A]], %[[B]] : tensor<?x?xf32, #[[$CSR]]>, tensor<?x?xf32, #[[$COO]]>) outs(%[[O]] : tensor<?x?xf32>)
+func.func @mul(%a: tensor<?x?xf32, #csr>, %b: tensor<?x?xf32, #coo>, %o: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<?x?xf32, #csr>, tensor<?x?xf32, #coo>) outs(%o : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %p = arith.mulf %x, %y : f32
+    linalg.yield %p : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// CHECK-LABEL: func.func @negative_scale
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout
+// CHECK-NOT: sparse_iter.upstream
+// CHECK: return
+func.func @negative_scale(%a: tensor<?x?xf32, #csr>, %o: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf32, #csr>) outs(%o : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %z: f32):
+    %p = arith.mulf %x, %x : f32
+    linalg.yield %p : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Callers and callees of a marked function are marked too, so calls keep
+// matching types; a layout conversion becomes sparse_tensor.convert.
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#id = affine_map<(i, j) -> (i, j)>
+
+// CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
+// CHECK-DAG: #[[$COO:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton(soa)), posWidth = 32, crdWidth = 32 }>
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #[[$CSR]]>, %[[B:.*]]: tensor<?x?xf32, #[[$CSR]]>, %[[O:.*]]: tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK-SAME: sparse_iter.upstream = "calls or is called by 'add', which has a linalg.generic at line
+// CHECK: %[[C:.*]] = sparse_tensor.convert %[[B]] : tensor<?x?xf32, #[[$CSR]]> to tensor<?x?xf32, #[[$COO]]>
+// CHECK: call @add(%[[A]], %[[C]], %[[O]]) : (tensor<?x?xf32, #[[$CSR]]>, tensor<?x?xf32, #[[$COO]]>, tensor<?x?xf32>) -> tensor<?x?xf32>
+func.func @main(%a: tensor<?x?xf32, #csr>, %b: tensor<?x?xf32, #csr>, %o: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c = "sparse_iter.set_encoding"(%b) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #coo>
+  %r = func.call @add(%a, %c, %o) : (tensor<?x?xf32, #csr>, tensor<?x?xf32, #coo>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// CHECK-LABEL: func.func private @add
+// CHECK-SAME: tensor<?x?xf32, #[[$CSR]]>, %{{.*}}: tensor<?x?xf32, #[[$COO]]>
+// CHECK-SAME: sparse_iter.upstream = "has a linalg.generic
+func.func private @add(%a: tensor<?x?xf32, #csr>, %b: tensor<?x?xf32, #coo>, %o: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<?x?xf32, #csr>, tensor<?x?xf32, #coo>) outs(%o : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %p = arith.addf %x, %y : f32
+    linalg.yield %p : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// CHECK-LABEL: func.func @negative_unrelated
+// CHECK-NOT: sparse_iter.upstream
+func.func @negative_unrelated(%x: tensor<?xf32>) -> tensor<?xf32> {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// A function that is marked already (by sparse-iter-import-sparse-tensor, or
+// by hand to ask for the upstream sparsifier) keeps its reason; its layouts
+// become #sparse_tensor encodings.
+#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 0, 0, {}>
+#CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
+
+// CHECK-DAG: #[[$CSC:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d1 : dense, d0 : compressed) }>
+// CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
+// CHECK-LABEL: func.func @print
+// CHECK-SAME: tensor<?x?xf64, #[[$CSR]]>
+// CHECK-SAME: sparse_iter.upstream = "uses 'sparse_tensor.print', which sparse_iter has no counterpart for"
+// CHECK: sparse_tensor.print
+func.func @print(%a: tensor<?x?xf64, #CSR>)
+    attributes {sparse_iter.upstream = "uses 'sparse_tensor.print', which sparse_iter has no counterpart for"} {
+  sparse_tensor.print %a : tensor<?x?xf64, #CSR>
+  return
+}
+
+// CHECK-LABEL: func.func @requested
+// CHECK-SAME: tensor<?x?xf64, #[[$CSC]]>
+// CHECK-SAME: sparse_iter.upstream = "requested"
+func.func @requested(%a: tensor<?x?xf64, #csc>) -> tensor<?x?xf64, #csc> attributes {sparse_iter.upstream = "requested"} {
+  return %a : tensor<?x?xf64, #csc>
+}

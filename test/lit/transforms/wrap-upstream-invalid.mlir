@@ -1,0 +1,48 @@
+// RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-wrap-upstream
+
+// The wrapper needs the tensor-level signature to know the dimension maps.
+#CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
+
+// expected-error@+1 {{cannot give 'negative_no_signature' the sparsecomp ABI: it has no 'sparse_iter.tensor_signature' (its type before sparsification)}}
+func.func @negative_no_signature(%v: memref<?xf64>, %s: !sparse_tensor.storage_specifier<#CSR>) {
+  return
+}
+
+// -----
+
+// COO coordinates interleaved in one buffer (AoS) have no sparsecomp form.
+#COO = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton) }>
+
+// expected-error@+1 {{cannot give 'negative_aos' the sparsecomp ABI: COO coordinates stored as an array of structs (singleton without soa) cannot cross the sparsecomp ABI; mark the singleton levels soa}}
+func.func @negative_aos(%p: memref<?xindex>, %c: memref<?xindex>, %v: memref<?xf64>, %s: !sparse_tensor.storage_specifier<#COO>)
+    attributes {sparse_iter.tensor_signature = (tensor<?x?xf64, #COO>) -> ()} {
+  return
+}
+
+// -----
+
+// The two signatures must agree (CSR has three buffers, not one).
+#CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
+
+// expected-error-re@+1 {{cannot give 'negative_mismatch' the sparsecomp ABI: the sparsified signature does not flatten tensor<?x?xf64, #sparse{{.*}}> as expected}}
+func.func @negative_mismatch(%v: memref<?xf64>, %s: !sparse_tensor.storage_specifier<#CSR>)
+    attributes {sparse_iter.tensor_signature = (tensor<?x?xf64, #CSR>) -> ()} {
+  return
+}
+
+// -----
+
+// A specifier the tensor signature does not account for.
+#CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
+
+// expected-error@+1 {{cannot give 'negative_count' the sparsecomp ABI: the sparsified signature does not match the tensor signature}}
+func.func @negative_count(%v: memref<?xf64>, %s: !sparse_tensor.storage_specifier<#CSR>)
+    attributes {sparse_iter.tensor_signature = (tensor<?xf64>) -> ()} {
+  return
+}
+
+// -----
+
+// The input is verified first: a bad sparse_iter layout is reported.
+// expected-error@+1 {{unknown level format 'sparse'}}
+func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<["sparse"], affine_map<(i) -> (i)>, 32, 32, {}>>)
