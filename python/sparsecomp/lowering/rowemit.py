@@ -25,6 +25,7 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
+from sparsecomp.formats.layout import Layout
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.assemble import assemble_csr, cast, prefix_positions
 from sparsecomp.lowering.levels import emit_level
@@ -58,7 +59,7 @@ class RowEmitter(OperandAccess):
         self.plan = plan
         self.block = plan.op.regions[0].blocks[0]
         self.readers = {
-            s.number: Reader(plan.inputs[s.number].value, plan.inputs[s.number].layout)  # type: ignore[arg-type]
+            s.number: Reader(plan.inputs[s.number].value, _single(plan.inputs[s.number].layout))
             for s in plan.sparse
         }
         self.idx: dict[int, ir.Value] = {}
@@ -119,25 +120,25 @@ class RowEmitter(OperandAccess):
     def _workspaces(self) -> State:
         plan = self.plan
 
-        def array(element: ir.Type, fill: bool) -> ir.Value:
-            empty = tensor.empty([self.ncols], element)
-            return linalg.fill(zero_of(element), outs=[empty]) if fill else empty
+        def array(element: ir.Type) -> ir.Value:
+            # Every workspace starts zeroed: the union's value workspaces are
+            # cleared again after each row, and distinct initial values keep
+            # bufferization from giving two workspaces one buffer (CSE merges
+            # equal tensor.empty ops, whose contents bufferization ignores).
+            return linalg.fill(zero_of(element), outs=[tensor.empty([self.ncols], element)])
 
         idx_t = ir.IndexType.get()
         if plan.intersect:
-            ws = {f"tag{s.number}": array(idx_t, True) for s in plan.sparse[:-1]}
+            ws = {f"tag{s.number}": array(idx_t) for s in plan.sparse[:-1]}
         else:
-            ws = {"tag": array(idx_t, True)}
+            ws = {"tag": array(idx_t)}
         if self.mode != "count":
             if plan.kind == "product":
-                ws["w"] = array(self.elt, False)
+                ws["w"] = array(self.elt)
             else:
-                # Zeroed for the union, which clears them again after each row;
-                # also keeps the equal tensor.empty ops apart (CSE would merge them,
-                # and bufferization would then let them share one buffer).
-                ws |= {f"ws{s.number}": array(self._element(s), True) for s in plan.sparse}
+                ws |= {f"ws{s.number}": array(self._element(s)) for s in plan.sparse}
         if self.mode == "dense":
-            ws["list"] = array(idx_t, False)
+            ws["list"] = array(idx_t)
         return ws
 
     def _element(self, s: RowOperand) -> ir.Type:
@@ -267,6 +268,11 @@ class RowEmitter(OperandAccess):
         if plan.sparse_output:
             return {**s, "vals": _put(s["vals"], at, value)}
         return {**s, "out": tensor.insert(value, s["out"], [row, j])}
+
+
+def _single(layout: Layout | None) -> Layout:
+    assert layout is not None  # the plan's sparse operands have a single layout
+    return layout
 
 
 def _get2(t: ir.Value, i: ir.Value, j: ir.Value) -> ir.Value:
