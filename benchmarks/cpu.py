@@ -23,7 +23,10 @@ failing peer is shown as WRONG and not timed. Timing (``time.perf_counter``)
 goes in ``--rounds`` rounds over the peers, their order rotated each round;
 in its turn a peer sleeps ``--pause`` seconds (so that the previous peer's
 OpenMP/BLAS threads have stopped spinning), warms up once and makes
-``--repeat`` timed calls. The table shows the best call (``--stat median``:
+``--repeat`` timed calls, more while its turn has lasted less than
+``--min-time`` seconds (at most ``MAX_CALLS``; sub-millisecond kernels
+otherwise get only a handful of samples, and on a shared machine most of
+them land in someone else's time slice). The table shows the best call (``--stat median``:
 the median) in ms, and for every peer its time divided by the baseline's
 (``--baseline``, sparsecomp): above 1, the baseline is faster. Geomean rows
 multiply over the matrices where both ran. For SpMV the bandwidth bound is
@@ -57,6 +60,7 @@ from peers.upstream import VARIANTS, UpstreamPeer
 from report import Cell, Row, table
 
 RTOL = 1e-4
+MAX_CALLS = 200  # timed calls per turn at most (--min-time)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -69,6 +73,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--rounds", type=int, default=None, help="rounds over all peers (3; quick: 1)"
+    )
+    parser.add_argument(
+        "--min-time",
+        type=float,
+        default=None,
+        help="seconds of timed calls per turn at least, past --repeat (0.05; quick: 0)",
     )
     parser.add_argument("--stat", choices=("best", "median"), default="best")
     parser.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of ops")
@@ -99,6 +109,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.rounds = 1 if args.quick else 3
     if args.pause is None:
         args.pause = 0.0 if args.quick else 0.3
+    if args.min_time is None:
+        args.min_time = 0.0 if args.quick else 0.05
     return args
 
 
@@ -156,20 +168,26 @@ def check(peer: Peer, case: Case, ref: np.ndarray, bound: np.ndarray) -> Run | C
 
 def time_peers(runs: dict[str, Run], args: argparse.Namespace) -> dict[str, Cell]:
     """``--rounds`` rounds; in each, every peer in turn (order rotated) sleeps
-    ``--pause``, warms up once and makes ``--repeat`` timed calls. A burst of
-    load from outside then hits every peer alike, and the best (or median) of
-    all calls is kept."""
+    ``--pause``, warms up once and makes ``--repeat`` timed calls (more, up to
+    ``MAX_CALLS``, until the turn's calls took ``--min-time`` seconds). A burst
+    of load from outside then hits every peer alike, and the best (or median)
+    of all calls is kept."""
     times: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
+    if not names:  # every peer failed its check: nothing to time
+        return {}
     for r in range(args.rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             run = runs[name]
             time.sleep(args.pause)
             run()  # warm-up
-            for _ in range(args.repeat):
+            spent, calls = 0.0, 0
+            while calls < args.repeat or (spent < args.min_time and calls < MAX_CALLS):
                 start = time.perf_counter()
                 run()
-                times[name].append(time.perf_counter() - start)
+                took = time.perf_counter() - start
+                times[name].append(took)
+                spent, calls = spent + took, calls + 1
     pick = min if args.stat == "best" else statistics.median
     return {name: Cell(pick(ts)) for name, ts in times.items()}
 
@@ -265,7 +283,8 @@ def render(
         "# CPU benchmark: SpMV, SpMM, SDDMM",
         "",
         f"`benchmarks/cpu.py {args.command}` on {platform.machine()}, {os.cpu_count()} cores"
-        f" ({_cpu_name()}); {stat} of {args.rounds} x {args.repeat} calls (rounds over the"
+        f" ({_cpu_name()}); {stat} of {args.rounds} rounds x at least {args.repeat} calls"
+        f" ({args.min_time} s of calls per turn at least; rounds over the"
         f" peers, each turn {args.pause} s of sleep and a warm-up call first), in ms;"
         f" `P ratio` = P's time / {args.baseline}'s (above 1: {args.baseline} is faster).",
         "",

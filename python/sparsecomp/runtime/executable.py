@@ -23,9 +23,8 @@ from typing import Any
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.runtime.abi import Signature, parse_signature
+from sparsecomp.runtime.call import Caller
 from sparsecomp.runtime.libs import LIBRARIES, library_path
-from sparsecomp.runtime.marshal import c_signature, flatten
-from sparsecomp.runtime.results import unflatten
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -36,25 +35,16 @@ class UnknownFunctionError(SparsecompError, AttributeError, KeyError):
 
 
 class Function:
-    """One public function; calling it checks and marshals the arguments (marshal.py)."""
+    """One public function; calling it checks and marshals the arguments (call.py)."""
 
     def __init__(self, library: ctypes.CDLL, signature: Signature) -> None:
         self.signature = signature
-        self._cfunc: Any = None
-        self._struct: type[ctypes.Structure] | None = None
+        self._caller: Caller | None = None
         self._library = library
 
     @property
     def name(self) -> str:
         return self.signature.name
-
-    def _bind(self) -> Any:
-        if self._cfunc is None:
-            argtypes, restype, self._struct = c_signature(self.signature)
-            cfunc = self._library[self.signature.symbol]
-            cfunc.argtypes, cfunc.restype = argtypes, restype
-            self._cfunc = cfunc
-        return self._cfunc
 
     def __call__(self, *args: Any) -> Any:
         """Call the kernel: one Python object per ABI argument, in order.
@@ -64,12 +54,10 @@ class Function:
         scalar; sparse: a scipy.sparse matrix or a SparseTensor (converted
         to the ABI layout). Returns ``None``, one result, or a tuple.
         """
-        cfunc = self._bind()
-        frame = flatten(self.signature, args)
-        out = self._struct() if self._struct is not None else None
-        params = frame.values if out is None else [ctypes.byref(out), *frame.values]
-        returned = cfunc(*params)
-        return unflatten(self.signature, returned, out, frame)
+        caller = self._caller
+        if caller is None:
+            caller = self._caller = Caller(self._library, self.signature)
+        return caller(args)
 
     def __repr__(self) -> str:
         return f"<sparsecomp function {self.signature.describe()}>"
@@ -117,14 +105,15 @@ class Executable:
         self.manifest = manifest
         self.functions = Functions(functions)
         self.libraries = needed
+        self._only = next(iter(functions.values())) if len(functions) == 1 else None
 
     def __call__(self, *args: Any) -> Any:
-        if len(self.functions) != 1:
+        if self._only is None:
             raise SparsecompError(
                 f"the kernel has {len(self.functions)} public functions, {_names(self.functions)}",
                 hint="call one by name: exe.<name>(...) or exe.functions[name](...)",
             )
-        return next(iter(self.functions.values()))(*args)
+        return self._only(*args)
 
     def __getattr__(self, name: str) -> Function:
         functions = self.__dict__.get("functions")

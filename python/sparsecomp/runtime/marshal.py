@@ -1,9 +1,12 @@
 """Python arguments -> the flattened C parameters of ``_mlir_ciface_<name>``.
 
-Every check happens here, before any native call: argument count, exact
+Every check happens before any native call: argument count, exact
 dtypes, ranks, static sizes and size symbols (equal symbols, equal sizes,
 across all arguments). Failures raise :class:`SparsecompError` naming the
 function, the argument's position, and what was expected versus given.
+This module is the careful path, which also converts (copies, packs);
+:mod:`.fastpath` makes the same checks on arguments that need no
+conversion and hands everything else, errors included, to it.
 
 MLIR's C interface (verified by test/python/test_runtime.py): parameters
 are the flattened arguments in order -- a dense argument is a pointer to
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,7 @@ import numpy as np
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import ArgSpec, Signature
-from sparsecomp.runtime.memref import descriptor_of, descriptor_type
+from sparsecomp.runtime.memref import descriptor_type
 
 SCALAR_CTYPES: dict[str, Any] = {
     "bool": ctypes.c_uint8,  # i1: one byte in memory; only bit 0 is meaningful
@@ -38,21 +40,6 @@ SCALAR_CTYPES: dict[str, Any] = {
     "float32": ctypes.c_float,
     "float64": ctypes.c_double,
 }
-
-
-@dataclass
-class Frame:
-    """One call's flattened C arguments, and the arrays they point into (kept alive)."""
-
-    values: list[Any] = field(default_factory=list)
-    inputs: dict[int, np.ndarray] = field(default_factory=dict)  # data pointer -> array
-    keep: list[Any] = field(default_factory=list)
-
-    def add_array(self, array: np.ndarray) -> None:
-        desc = descriptor_of(array)
-        self.keep += [array, desc]
-        self.inputs.setdefault(array.ctypes.data, array)
-        self.values.append(ctypes.byref(desc))
 
 
 def flat_types(spec: ArgSpec) -> list[Any]:
@@ -94,31 +81,38 @@ def _check_by_value(sig: Signature, spec: ArgSpec, what: str) -> None:
         )
 
 
-def flatten(sig: Signature, args: tuple[Any, ...]) -> Frame:
-    """Check ``args`` against ``sig`` and flatten them into C parameters."""
+def flatten(sig: Signature, args: tuple[Any, ...]) -> list[Any]:
+    """Check ``args`` against ``sig``; their flattened C parameters, in order.
+
+    Each parameter is a C-contiguous aligned array (passed as a descriptor)
+    or a Python scalar (passed by value). This is the careful path: it
+    converts what it can (non-contiguous arrays are copied, scipy matrices
+    packed, tensors converted to the ABI layout) and raises
+    :class:`SparsecompError` for the rest. :mod:`.fastpath` takes the
+    common cases without it.
+    """
     if len(args) != len(sig.args):
         raise SparsecompError(
             f"{sig.name} takes {len(sig.args)} arguments, got {len(args)}",
             hint=f"signature: {sig.describe()}",
         )
-    frame = Frame()
+    items: list[Any] = []
     sizes: dict[str, tuple[int, str]] = {}
     for i, (spec, value) in enumerate(zip(sig.args, args, strict=True)):
         label = f"argument {i}"
         where = f"{sig.name}: {label} ({spec.describe()})"
         if spec.kind == "scalar":
-            frame.values.append(scalar_value(spec, value, where))
+            items.append(scalar_value(spec, value, where))
         elif spec.kind == "dense":
             array = dense_array(spec, value, where)
             check_shape(spec, array.shape, (where, label), sizes)
-            frame.add_array(array)
+            items.append(array)
         else:
             check_shape(spec, sparse_shape(spec, value, where), (where, label), sizes)
             tensor = sparse_tensor(spec, value)
-            for array in sparse_buffers(spec, tensor, where):
-                frame.add_array(array)
-            frame.values += list(tensor.shape)
-    return frame
+            items += sparse_buffers(spec, tensor, where)
+            items += list(tensor.shape)
+    return items
 
 
 def scalar_value(spec: ArgSpec, value: Any, where: str) -> Any:
@@ -155,7 +149,15 @@ def dense_array(spec: ArgSpec, value: Any, where: str) -> np.ndarray:
         )
     if value.ndim != spec.rank:
         raise SparsecompError(f"{where}: expected rank {spec.rank}, got rank {value.ndim}")
-    return np.require(value, requirements=["C", "A"])
+    return _contiguous(value)
+
+
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    """``array`` if C-contiguous and aligned, else such a copy."""
+    flags = array.flags
+    if flags.c_contiguous and flags.aligned:
+        return array
+    return np.require(array, requirements=["C", "A"])
 
 
 def sparse_shape(spec: ArgSpec, value: Any, where: str) -> tuple[int, ...]:
@@ -196,7 +198,7 @@ def sparse_buffers(spec: ArgSpec, tensor: SparseTensor, where: str) -> list[np.n
             f"{where}: the tensor's buffers {_words(names)} differ from the ABI's "
             f"{_words(list(spec.buffers))}"
         )
-    return [np.require(a, requirements=["C", "A"]) for _, a in got]
+    return [_contiguous(a) for _, a in got]
 
 
 def _words(buffers: list[tuple[str, np.dtype[Any]]]) -> str:
@@ -237,4 +239,4 @@ def _is_sparse(value: Any) -> bool:
     return scipy_sparse is not None and bool(scipy_sparse.issparse(value))
 
 
-__all__ = ["SCALAR_CTYPES", "Frame", "c_signature", "flat_types", "flatten"]
+__all__ = ["SCALAR_CTYPES", "c_signature", "flat_types", "flatten"]

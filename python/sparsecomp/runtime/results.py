@@ -1,6 +1,8 @@
 """The flattened C results of a call -> numpy arrays, scalars and SparseTensors.
 
-Each result memref is one of:
+A call's results arrive as one flat tuple of values (the result struct read
+with one ``struct.unpack_from``: descriptors as int64 words, scalars as
+numbers). Each result memref is one of:
 
 * an alias of an argument buffer (its allocated pointer is the data pointer
   of an array passed in): that array itself when the descriptor covers it
@@ -17,8 +19,6 @@ kernel is trusted to produce well-formed storage.
 
 from __future__ import annotations
 
-import ctypes
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -29,19 +29,20 @@ from sparsecomp.formats.names import AnyLayout
 from sparsecomp.formats.storage import Storage
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import ArgSpec, Signature
-from sparsecomp.runtime.marshal import Frame
-from sparsecomp.runtime.memref import GLOBAL_MARKER, Malloced, array_over, pointer, shape_of
+from sparsecomp.runtime.memref import GLOBAL_MARKER, Malloced, array_from_words, descriptor_words
+
+#: data pointer -> the argument array there (first one wins), for aliasing results.
+Inputs = dict[int, np.ndarray]
 
 
-def unflatten(sig: Signature, returned: Any, struct: ctypes.Structure | None, frame: Frame) -> Any:
-    """The Python results of one call: ``None``, one object, or a tuple."""
-    if not sig.results:
-        return None
-    if struct is None:
-        return scalar(sig.results[0], returned)
-    fields = iter([getattr(struct, f[0]) for f in struct._fields_])
+def unflatten(sig: Signature, values: tuple[Any, ...], inputs: Inputs) -> Any:
+    """The Python results of one call from its flat result values: one object or a tuple."""
     owners: dict[int, Malloced] = {}
-    out = [_result(spec, fields, frame, owners) for spec in sig.results]
+    out = []
+    at = 0
+    for spec in sig.results:
+        result, at = _result(spec, values, at, inputs, owners)
+        out.append(result)
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -54,42 +55,51 @@ def scalar(spec: ArgSpec, value: Any) -> np.generic:
     return spec.dtype.type(value)
 
 
-def _result(spec: ArgSpec, fields: Iterator[Any], frame: Frame, owners: dict[int, Malloced]) -> Any:
+def _result(
+    spec: ArgSpec, values: tuple[Any, ...], at: int, inputs: Inputs, owners: dict[int, Malloced]
+) -> tuple[Any, int]:
+    """The result starting at ``values[at]``, and where the next one starts."""
     if spec.kind == "scalar":
-        return scalar(spec, next(fields))
+        return scalar(spec, values[at]), at + 1
     if spec.kind == "dense":
-        return result_array(next(fields), spec.rank, spec.dtype, frame, owners)
-    named = {n: result_array(next(fields), 1, dt, frame, owners) for n, dt in spec.buffers}
-    shape = tuple(int(next(fields)) for _ in range(spec.rank))
+        end = at + descriptor_words(spec.rank)
+        return result_array(values[at:end], spec.rank, spec.dtype, inputs, owners), end
+    named = {}
+    for name, dtype in spec.buffers:
+        named[name] = result_array(values[at : at + 5], 1, dtype, inputs, owners)
+        at += 5
+    shape = tuple(values[at : at + spec.rank])
     assert spec.layout is not None
-    return trusted_tensor(shape, spec.layout, spec.dtype, named)
+    return trusted_tensor(shape, spec.layout, spec.dtype, named), at + spec.rank
 
 
 def result_array(
-    desc: ctypes.Structure,
+    words: tuple[int, ...],
     rank: int,
     dtype: np.dtype[Any],
-    frame: Frame,
+    inputs: Inputs,
     owners: dict[int, Malloced],
 ) -> np.ndarray:
     """The numpy array for one result descriptor (alias, copied constant, or owned)."""
-    address = pointer(desc)
-    if address in frame.inputs:
-        base = frame.inputs[address]
-        view = array_over(desc, rank, dtype, base)
-        return base if _same(view, base) else view
+    address = words[0] or 0
+    base = inputs.get(address)
+    if base is not None:
+        view = array_from_words(words, rank, dtype, base)
+        return base if _same(view, base, words[1] + words[2] * dtype.itemsize == address) else view
     if address == GLOBAL_MARKER:
-        return array_over(desc, rank, dtype, None).copy()
-    if address == 0 and 0 not in shape_of(desc, rank):
-        raise SparsecompError(f"the kernel returned a NULL buffer of shape {shape_of(desc, rank)}")
-    if address not in owners:
-        owners[address] = Malloced(address)
-    return array_over(desc, rank, dtype, owners[address])
+        return array_from_words(words, rank, dtype, None).copy()
+    shape = words[3 : 3 + rank]
+    if address == 0 and 0 not in shape:
+        raise SparsecompError(f"the kernel returned a NULL buffer of shape {shape}")
+    owner = owners.get(address)
+    if owner is None:
+        owner = owners[address] = Malloced(address)
+    return array_from_words(words, rank, dtype, owner)
 
 
-def _same(view: np.ndarray, base: np.ndarray) -> bool:
+def _same(view: np.ndarray, base: np.ndarray, same_start: bool) -> bool:
     return (
-        view.ctypes.data == base.ctypes.data
+        same_start
         and view.shape == base.shape
         and view.strides == base.strides
         and view.dtype == base.dtype

@@ -23,6 +23,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-lower-iterations": "lower_iterations:LowerIterationsPass",
     "sparse-iter-mark-entry-points": "mark_entry_points:MarkEntryPointsPass",
     "sparse-iter-mark-upstream": "mark_upstream:MarkUpstreamPass",
+    "sparse-iter-omp-schedule": "omp_schedule:OmpSchedulePass",
     "sparse-iter-parallelize": "parallelize:ParallelizePass",
     "sparse-iter-set-encodings": "set_encodings:SetEncodingsPass",
     "sparse-iter-specialize-encodings": "specialize_encodings:SpecializeEncodingsPass",

@@ -8,6 +8,7 @@ from mlir import ir
 from mlir.dialects import scf
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Unit attribute on an ``scf.for`` whose iterations may run in any order.
@@ -16,15 +17,7 @@ PARALLEL_ATTR = "sparse_iter.parallel"
 
 def _marked_ops(root: ir.Operation) -> list[ir.Operation]:
     """Ops carrying the mark, outer before inner (pre-order)."""
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if PARALLEL_ATTR in op.attributes:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
+    return [op for op in preorder(root) if PARALLEL_ATTR in op.attributes]
 
 
 def _mark_error(op: ir.Operation) -> str | None:

@@ -1,0 +1,136 @@
+"""One public function's C call: flattened arguments in, Python results out.
+
+:class:`Caller` is built once per function (on its first call) and holds
+everything that depends only on the signature: the ctypes function with
+its argument types, the fast argument checks (:mod:`.fastpath`), where each
+array's descriptor goes in the call's int64 word buffer, and the
+``struct`` format the result struct is read back with. A call then
+
+1. flattens the arguments: the fast path, else the careful path
+   (:func:`~sparsecomp.runtime.marshal.flatten`, which raises the errors);
+2. writes every array's descriptor into one fresh ctypes int64 buffer and
+   passes pointers into it (descriptors travel by pointer, scalars by value);
+3. calls the kernel with the GIL released (ctypes does), with a pointer to
+   a fresh result struct first when there are results;
+4. reads the result struct in one ``struct.unpack_from`` and builds arrays
+   and tensors (:func:`~sparsecomp.runtime.results.unflatten`).
+
+Nothing is shared between calls, so concurrent calls from several threads
+are safe.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from typing import Any
+
+from sparsecomp.runtime.abi import ArgSpec, Signature
+from sparsecomp.runtime.fastpath import FastArgs, Out
+from sparsecomp.runtime.marshal import c_signature, flatten
+from sparsecomp.runtime.memref import address, descriptor_words
+from sparsecomp.runtime.results import result_array, scalar, unflatten
+
+#: ``struct`` codes of scalar results inside the result struct (native alignment).
+_CODES = {
+    "bool": "B",
+    "int8": "b",
+    "int16": "h",
+    "int32": "i",
+    "int64": "q",
+    "float16": "H",  # the bits; results.scalar reinterprets them
+    "float32": "f",
+    "float64": "d",
+}
+_addressof = ctypes.addressof
+
+
+def item_ranks(specs: tuple[ArgSpec, ...]) -> list[int | None]:
+    """Per flattened item of ``specs``: its rank if it is an array (a descriptor), else None."""
+    out: list[int | None] = []
+    for spec in specs:
+        if spec.kind == "scalar":
+            out.append(None)
+        elif spec.kind == "dense":
+            out.append(spec.rank)
+        else:
+            out += [1] * len(spec.buffers) + [None] * spec.rank
+    return out
+
+
+def result_format(specs: tuple[ArgSpec, ...]) -> str:
+    """The ``struct`` format of the flattened results (descriptors as int64 words)."""
+    codes = []
+    for spec, rank in zip(_item_specs(specs), item_ranks(specs), strict=True):
+        if rank is not None:
+            codes.append("PPq" + "q" * (2 * rank))
+        else:
+            codes.append(_CODES[spec.dtype.name] if spec.kind == "scalar" else "q")
+    return "@" + "".join(codes)
+
+
+def _item_specs(specs: tuple[ArgSpec, ...]) -> list[ArgSpec]:
+    out = []
+    for spec in specs:
+        n = 1 if spec.kind != "sparse" else len(spec.buffers) + spec.rank
+        out += [spec] * n
+    return out
+
+
+class Caller:
+    """Calls one kernel function: ``caller(args)`` -> ``None``, one result or a tuple."""
+
+    def __init__(self, library: ctypes.CDLL, sig: Signature) -> None:
+        argtypes, restype, result_struct = c_signature(sig)  # rejects float16 scalars
+        cfunc = library[sig.symbol]
+        cfunc.argtypes = [_as_address(t) for t in argtypes]
+        cfunc.restype = restype
+        self.sig = sig
+        self.cfunc = cfunc
+        self.fast = FastArgs(sig)
+        self.ranks = tuple(item_ranks(sig.args))
+        n_words = sum(descriptor_words(r) for r in self.ranks if r is not None)
+        self.words_type: Any = ctypes.c_int64 * n_words if n_words else None
+        self.result_struct = result_struct
+        self.unpack = None
+        one = sig.results[0] if len(sig.results) == 1 else None
+        self.one_array = (one.rank, one.dtype) if one is not None and one.kind == "dense" else None
+        if result_struct is not None:
+            layout = struct.Struct(result_format(sig.results))
+            assert layout.size <= ctypes.sizeof(result_struct), "result struct layout"
+            self.unpack = layout.unpack_from
+
+    def __call__(self, args: tuple[Any, ...]) -> Any:
+        out = self.result_struct() if self.result_struct is not None else None
+        results = [] if out is None else [_addressof(out)]
+        buf = self.words_type() if self.words_type is not None else None
+        base = _addressof(buf) if buf is not None else 0
+        call = Out(base, results.copy())
+        if not self.fast.emit(args, call):
+            call = self._careful(args, Out(base, results))
+        if buf is not None:
+            buf[:] = call.words
+        returned = self.cfunc(*call.params)  # args, call and buf stay alive until here
+        if out is None:
+            return scalar(self.sig.results[0], returned) if self.sig.results else None
+        assert self.unpack is not None
+        if self.one_array is not None:  # one dense result: no tuple, no owner sharing
+            rank, dtype = self.one_array
+            return result_array(self.unpack(out), rank, dtype, call.inputs, {})
+        return unflatten(self.sig, self.unpack(out), call.inputs)
+
+    def _careful(self, args: tuple[Any, ...], call: Out) -> Out:
+        """The careful path: check and convert everything (raises on bad arguments)."""
+        items = flatten(self.sig, args)
+        call.keep = items  # conversions (copies, packed tensors) live until the call returns
+        for item, rank in zip(items, self.ranks, strict=True):
+            if rank is None:
+                call.params.append(item)
+            else:
+                call.array(item, address(item))
+        return call
+
+
+def _as_address(ctype: Any) -> Any:
+    """Pointer parameters take plain addresses (ints) instead of ctypes pointer objects."""
+    return ctypes.c_void_p if hasattr(ctype, "contents") else ctype

@@ -1,0 +1,218 @@
+"""The common case of a call's arguments, in as little Python as possible.
+
+:func:`~sparsecomp.runtime.marshal.flatten` is the careful path: it
+converts what it can and raises clear errors for the rest. Most calls need
+neither: every argument already is what the ABI wants. :class:`FastArgs`,
+built once per signature, recognizes exactly those calls, with the same
+checks done against precomputed expectations, and writes their C
+parameters and descriptor words directly (see :mod:`.call`):
+
+* dense: a ``numpy.ndarray`` (not a subclass) of the ABI dtype and rank,
+  C-contiguous and aligned;
+* scalar: a Python ``float`` (float dtypes), an ``int`` in range (integer
+  and float dtypes) or a ``bool`` (bool dtype);
+* sparse: a :class:`SparseTensor` already in the ABI layout, with the ABI's
+  buffer names and dtypes, every buffer C-contiguous and aligned;
+* static sizes and size symbols as the ABI says.
+
+Anything else (a scipy matrix to pack, an array to copy, a layout to
+convert, and every error) makes :meth:`FastArgs.emit` return False, and the
+call takes the careful path from the start: the fast path never accepts an
+argument that path would reject, and never reports an error of its own.
+
+A SparseTensor that passed is remembered (by identity, while it lives)
+with its buffers' descriptor words, so that the next call with it checks
+nothing again. Tensors are immutable by convention; the cache holds its
+own references to the buffers, so numpy cannot reallocate them
+(``ndarray.resize`` refuses arrays referenced elsewhere) and the words
+stay valid for as long as the tensor lives.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from sparsecomp.formats.tensor import SparseTensor
+from sparsecomp.runtime.abi import ArgSpec, Signature
+from sparsecomp.runtime.memref import address, descriptor_words, words_of
+
+
+class Out:
+    """What one call writes: C parameters, descriptor words, argument arrays by address."""
+
+    __slots__ = ("base", "inputs", "keep", "params", "words")
+
+    def __init__(self, base: int, params: list[Any]) -> None:
+        self.base = base  # address of the call's word buffer
+        self.params = params
+        self.words: list[int] = []
+        self.inputs: dict[int, np.ndarray] = {}  # data pointer -> array (first one wins)
+        self.keep: list[Any] = []  # whatever must outlive the call
+
+    def array(self, array: np.ndarray, addr: int) -> None:
+        """Pass ``array`` (at ``addr``) as a pointer to its descriptor."""
+        self.params.append(self.base + 8 * len(self.words))
+        self.inputs.setdefault(addr, array)
+        self.words += words_of(array, addr)
+
+
+#: One argument: writes its parameters and returns its shape, or None (not fast).
+Step = Callable[[Any, Out], "tuple[int, ...] | None"]
+_KNOWN_LAYOUTS = 8  # layout objects remembered as equal to the ABI's, per argument
+
+
+class FastArgs:
+    """The fast path for one signature: ``emit(args, out)`` is True when it took the call."""
+
+    def __init__(self, sig: Signature) -> None:
+        self.n_args = len(sig.args)
+        self.steps = tuple(_step(spec) for spec in sig.args)
+        static: list[tuple[int, int, int]] = []
+        symbols: dict[str, list[tuple[int, int]]] = {}
+        for i, spec in enumerate(sig.args):
+            for axis, want in enumerate(spec.shape):
+                if isinstance(want, int):
+                    static.append((i, axis, want))
+                elif isinstance(want, str):
+                    symbols.setdefault(want, []).append((i, axis))
+        self.static = tuple(static)
+        groups = [uses for uses in symbols.values() if len(uses) > 1]
+        self.symbols = tuple((uses[0], tuple(uses[1:])) for uses in groups)
+
+    def emit(self, args: tuple[Any, ...], out: Out) -> bool:
+        """Write the parameters of ``args`` into ``out``; False (``out`` spoiled) if not fast."""
+        if len(args) != self.n_args:
+            return False
+        shapes = []
+        for step, value in zip(self.steps, args, strict=True):
+            shape = step(value, out)
+            if shape is None:
+                return False
+            shapes.append(shape)
+        for i, axis, want in self.static:
+            if shapes[i][axis] != want:
+                return False
+        for (i0, axis0), others in self.symbols:
+            size = shapes[i0][axis0]
+            for i, axis in others:
+                if shapes[i][axis] != size:
+                    return False
+        return True
+
+
+def _step(spec: ArgSpec) -> Step:
+    if spec.kind == "scalar":
+        return _scalar_step(spec)
+    if spec.kind == "dense":
+        return _dense_step(spec)
+    return _sparse_step(spec)
+
+
+def _scalar_step(spec: ArgSpec) -> Step:
+    kind = spec.dtype.kind
+    if kind == "b":
+        accept: Callable[[Any], bool] = lambda v: type(v) is bool  # noqa: E731
+    elif kind == "f":
+        accept = lambda v: type(v) is float or type(v) is int  # noqa: E731
+    else:
+        info = np.iinfo(spec.dtype)
+        lo, hi = int(info.min), int(info.max)
+        accept = lambda v: type(v) is int and lo <= v <= hi  # noqa: E731
+    as_int = kind == "b"
+
+    def scalar(value: Any, out: Out) -> tuple[int, ...] | None:
+        if not accept(value):
+            return None
+        out.params.append(int(value) if as_int else value)
+        return ()
+
+    return scalar
+
+
+def _dense_step(spec: ArgSpec) -> Step:
+    dtype, rank = spec.dtype, spec.rank
+
+    def dense(value: Any, out: Out) -> tuple[int, ...] | None:
+        if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != rank:
+            return None
+        flags = value.flags
+        if not (flags.c_contiguous and flags.aligned):
+            return None
+        out.array(value, address(value))
+        return value.shape
+
+    return dense
+
+
+class _Checked:
+    """A tensor that passed: its descriptor words, buffers by address, and sizes."""
+
+    __slots__ = ("inputs", "ref", "shape", "words")
+
+    def __init__(
+        self, ref: weakref.ref[SparseTensor], buffers: list[np.ndarray], shape: tuple[int, ...]
+    ) -> None:
+        self.ref = ref
+        self.inputs = [(address(a), a) for a in buffers]  # holds the buffers
+        self.words = tuple(w for addr, a in self.inputs for w in words_of(a, addr))
+        self.shape = shape
+
+
+def _sparse_step(spec: ArgSpec) -> Step:
+    dtype, rank, layout = spec.dtype, spec.rank, spec.layout
+    names = tuple(name for name, _ in spec.buffers)
+    dtypes = tuple(dt for _, dt in spec.buffers)
+    offsets = tuple(8 * descriptor_words(1) * k for k in range(len(names)))
+    known: list[Any] = [layout]  # strong references: their ids cannot be reused
+    checked: dict[int, _Checked] = {}
+
+    def same_layout(other: Any) -> bool:
+        for lay in known:
+            if other is lay:
+                return True
+        if other != layout:
+            return False
+        if len(known) < _KNOWN_LAYOUTS:
+            known.append(other)
+        return True
+
+    def check(value: SparseTensor) -> _Checked | None:
+        if value.dtype != dtype or len(value.shape) != rank or not same_layout(value.layout):
+            return None
+        buffers = value.buffers()
+        if len(buffers) != len(names):
+            return None
+        for (name, array), want, want_dtype in zip(buffers, names, dtypes, strict=True):
+            if name != want or type(array) is not np.ndarray or array.dtype != want_dtype:
+                return None
+            flags = array.flags
+            if array.ndim != 1:
+                return None
+            if not (flags.c_contiguous and flags.aligned):
+                return None
+        key = id(value)
+        ref = weakref.ref(value, lambda _: checked.pop(key, None))
+        return _Checked(ref, [a for _, a in buffers], tuple(value.shape))
+
+    def sparse(value: Any, out: Out) -> tuple[int, ...] | None:
+        if type(value) is not SparseTensor:
+            return None
+        entry = checked.get(id(value))
+        if entry is None or entry.ref() is not value:
+            entry = check(value)
+            if entry is None:
+                return None
+            checked[id(value)] = entry
+        at = out.base + 8 * len(out.words)
+        out.params += [at + off for off in offsets]
+        out.params += entry.shape
+        out.words += entry.words
+        for addr, array in entry.inputs:
+            out.inputs.setdefault(addr, array)
+        return entry.shape
+
+    return sparse

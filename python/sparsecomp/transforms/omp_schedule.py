@@ -1,0 +1,207 @@
+"""Pass ``sparse-iter-omp-schedule``."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from mlir import ir
+from mlir.dialects import arith, func
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.errors import TargetError
+from sparsecomp.ir.targets import enclosing_function, function_target
+from sparsecomp.ir.walk import preorder
+from sparsecomp.targets import CpuTarget
+from sparsecomp.transforms.base import SparsecompPass
+
+Schedule = Literal["static", "dynamic", "guided", "auto", "runtime"]
+#: Operand segments of the optional operands this pass adds (MLIR 22 ODS order):
+#: omp.wsloop: allocate, allocator, linear, linear_step, private, reduction, chunk;
+#: omp.parallel: allocate, allocator, if_expr, num_threads, private, reduction.
+_CHUNK_SEGMENT = 6
+_THREADS_SEGMENT = 3
+_SEGMENTS = "operandSegmentSizes"
+#: Adaptive chunks: about this many per thread, and at most this many rows each.
+CHUNKS_PER_THREAD = 8
+MAX_CHUNK = 256
+TEAM_SIZE = "omp_get_num_threads"  # libomp's, called inside the parallel region
+
+
+def _ops_named(root: ir.Operation, name: str) -> list[ir.Operation]:
+    return [op for op in preorder(root) if op.name == name]
+
+
+def _segment_size(op: ir.Operation, segment: int) -> int:
+    return list(ir.DenseI32ArrayAttr(op.attributes[_SEGMENTS]))[segment]
+
+
+def _i32(value: int, op: ir.Operation) -> ir.Value:
+    """An ``arith.constant value : i32`` just before ``op``."""
+    with ir.InsertionPoint(op), op.location:
+        return arith.constant(ir.IntegerType.get_signless(32), value)
+
+
+def _adaptive_chunk(loop: ir.Operation) -> ir.Value | None:
+    """``clamp(ceil(trips / (CHUNKS_PER_THREAD * team size)), 1, MAX_CHUNK)`` before ``loop``.
+
+    None when the loop nest is not one loop (no single trip count).
+    """
+    nest = loop.regions[0].blocks[0].operations[0].operation
+    if nest.name != "omp.loop_nest" or len(nest.operands) != 3:
+        return None
+    if "loop_inclusive" in nest.attributes:  # never from convert-scf-to-openmp
+        return None
+    lower, upper, step = nest.operands
+    index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
+    with ir.InsertionPoint(loop), loop.location:
+        team = func.call([i32], ir.FlatSymbolRefAttr.get(TEAM_SIZE), [])
+        per = arith.muli(arith.index_cast(index, team), arith.constant(index, CHUNKS_PER_THREAD))
+        trips = arith.ceildivsi(arith.subi(upper, lower), step)
+        chunk = arith.maxsi(arith.ceildivsi(trips, per), arith.constant(index, 1))
+        chunk = arith.minsi(chunk, arith.constant(index, MAX_CHUNK))
+        return arith.index_cast(i32, chunk)
+
+
+def _declare_team_size(module: ir.Operation) -> None:
+    """``func.func private @omp_get_num_threads() -> i32`` unless the module has it."""
+    body = module.regions[0].blocks[0]
+    if TEAM_SIZE in ir.SymbolTable(module):
+        return
+    with ir.InsertionPoint.at_block_begin(body), module.location:
+        decl = func.FuncOp(TEAM_SIZE, ([], [ir.IntegerType.get_signless(32)]))
+        decl.sym_visibility = ir.StringAttr.get("private")
+
+
+def with_operand(op: ir.Operation, segment: int, value: ir.Value) -> ir.Operation:
+    """``op`` rebuilt with ``value`` as its optional operand ``segment`` (regions moved)."""
+    sizes = list(ir.DenseI32ArrayAttr(op.attributes[_SEGMENTS]))
+    operands = list(op.operands)
+    start = sum(sizes[:segment])
+    operands[start : start + sizes[segment]] = [value]
+    sizes[segment] = 1
+    attributes = {name: op.attributes[name] for name in op.attributes}
+    attributes[_SEGMENTS] = ir.DenseI32ArrayAttr.get(sizes)
+    new = ir.Operation.create(
+        op.name,
+        results=[r.type for r in op.results],
+        operands=operands,
+        attributes=attributes,
+        regions=len(op.regions),
+        loc=op.location,
+        ip=ir.InsertionPoint(op),
+    )
+    for old, region in zip(op.regions, new.regions, strict=True):
+        for block in list(old.blocks):
+            block.append_to(region)
+    op.erase()
+    return new
+
+
+@dataclasses.dataclass(frozen=True)
+class OmpSchedulePass(SparsecompPass):
+    """Set the schedule and thread count of OpenMP worksharing loops.
+
+    Runs after ``convert-scf-to-openmp``. Every ``omp.wsloop`` without a
+    schedule gets ``schedule(<schedule>[, chunk])``. Rows of power-law
+    matrices differ wildly in length, so equal blocks of rows (``static``)
+    can leave threads idle, and on a shared machine a descheduled thread
+    holds up its whole block; ``dynamic`` hands out chunks on demand. The
+    chunk is ``chunk`` when > 0 (an ``i32`` constant just before the loop);
+    with ``chunk = 0`` (the default), dynamic and guided loops get
+    ``clamp(ceil(trips / (8 * team size)), 1, 256)`` iterations, computed
+    at run time (team size from libomp's ``omp_get_num_threads``, declared
+    in the module), and the other schedules no chunk.
+
+    Every ``omp.parallel`` without ``num_threads`` gets ``num_threads(N)``:
+    N = ``threads`` when > 0; with ``threads = -1`` (the default), the
+    ``threads`` of the enclosing function's CPU target (``sparse_iter.target``
+    / ``sparse_iter.targets``, else the host's cores), where 0 means no
+    clause: libomp picks (``OMP_NUM_THREADS``, else all cores); ``threads =
+    0`` never adds one. Loops and regions that already have a schedule or a
+    thread count are left alone, as is everything outside OpenMP.
+
+    Options: ``schedule`` (static, dynamic, guided, auto or runtime; default
+    dynamic), ``chunk`` (>= 0; not allowed with auto or runtime),
+    ``threads`` (>= -1).
+
+    Error: ``threads = -1`` in a function whose target cannot be told (the
+    module names several targets and the function none).
+
+    Before:
+
+    ```mlir
+    omp.parallel {
+      omp.wsloop {
+        omp.loop_nest (%i) : index = (%c0) to (%m) step (%c1) { ... }
+      }
+      omp.terminator
+    }
+    ```
+
+    After (``schedule=dynamic chunk=64 threads=2``):
+
+    ```mlir
+    %nt = arith.constant 2 : i32
+    omp.parallel num_threads(%nt : i32) {
+      %chunk = arith.constant 64 : i32
+      omp.wsloop schedule(dynamic = %chunk : i32) {
+        omp.loop_nest (%i) : index = (%c0) to (%m) step (%c1) { ... }
+      }
+      omp.terminator
+    }
+    ```
+    """
+
+    NAME = "sparse-iter-omp-schedule"
+    schedule: Schedule = "dynamic"
+    chunk: int = 0
+    threads: int = -1
+
+    def __post_init__(self) -> None:
+        if self.chunk < 0:
+            raise ValueError(f"chunk must be >= 0 (0: the runtime's default), got {self.chunk}")
+        if self.chunk and self.schedule in ("auto", "runtime"):
+            raise ValueError(f"schedule {self.schedule} takes no chunk, got chunk={self.chunk}")
+        if self.threads < -1:
+            raise ValueError(f"threads must be >= -1 (-1: the target's), got {self.threads}")
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        kind = ir.Attribute.parse(f"#omp<schedulekind {self.schedule}>")
+        adaptive = self.chunk == 0 and self.schedule in ("dynamic", "guided")
+        for loop in _ops_named(op, "omp.wsloop"):
+            if "schedule_kind" in loop.attributes:
+                continue
+            loop.attributes["schedule_kind"] = kind
+            if _segment_size(loop, _CHUNK_SEGMENT):
+                continue
+            chunk = _adaptive_chunk(loop) if adaptive else None
+            if adaptive and chunk is None:
+                chunk = _i32(MAX_CHUNK, loop)
+            elif self.chunk:
+                chunk = _i32(self.chunk, loop)
+            if chunk is not None:
+                with_operand(loop, _CHUNK_SEGMENT, chunk)
+        if adaptive and _ops_named(op, "omp.wsloop"):
+            _declare_team_size(op)
+        for region in _ops_named(op, "omp.parallel"):
+            if _segment_size(region, _THREADS_SEGMENT):
+                continue
+            try:
+                threads = self._threads(region)
+            except TargetError as err:
+                region.location.emit_error(f"sparse-iter-omp-schedule: {err}")
+                pass_.signal_pass_failure()
+                return
+            if threads:
+                with_operand(region, _THREADS_SEGMENT, _i32(threads, region))
+
+    def _threads(self, region: ir.Operation) -> int:
+        """The thread count for ``region`` (0: none)."""
+        if self.threads >= 0:
+            return self.threads
+        func = enclosing_function(region)
+        if func is None:
+            return 0
+        target = function_target(func)
+        return target.threads if isinstance(target, CpuTarget) else 0
