@@ -38,6 +38,30 @@ def _is_int(ty: ir.Type) -> bool:
     return isinstance(ty, ir.IntegerType | ir.IndexType)
 
 
+def _constant_fill(value: ir.Value) -> tuple[ir.Value, ir.Value] | None:
+    """``(the filled tensor, the constant)`` if ``value`` fills a tensor with a constant.
+
+    Either ``linalg.fill`` or its generalized form (a ``linalg.generic`` whose
+    body yields its one scalar input), as ``linalg-generalize-named-ops``
+    leaves it.
+    """
+    owner = value.owner
+    if isinstance(owner, ir.Block) or len(owner.operands) != 2:
+        return None
+    if owner.name == "linalg.generic":
+        body = list(owner.regions[0].blocks[0].operations)
+        args = owner.regions[0].blocks[0].arguments
+        if len(body) != 1 or body[0].operands[0] != args[0]:
+            return None
+    elif owner.name != "linalg.fill":
+        return None
+    scalar = owner.operands[0]
+    source = scalar.owner
+    if isinstance(source, ir.Block) or source.name != "arith.constant":
+        return None
+    return owner.operands[1], scalar
+
+
 def _fast_addf(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.addf(a, b, fastmath=ir.Attribute.parse(bodies.FASTMATH))
 
@@ -107,10 +131,20 @@ class NestEmitter(OperandAccess):
     def emit(self) -> ir.Value:
         plan = self.plan
         out = plan.output.value
+        elt = ir.RankedTensorType(out.type).element_type
+        self.start: ir.Value | None = None  # the hoisted output's known initial value
         if plan.sparse_output:
             init = self._sparse_init()
+        elif self._covered():
+            # Every output element is read and written exactly once: start
+            # from the value it is known to hold instead of filling first.
+            if plan.zero == Zero.ZERO:
+                init, self.start = out, zero_of(elt)
+            elif (fill := _constant_fill(out)) is not None:
+                init, self.start = fill
+            else:
+                init = out
         elif plan.zero == Zero.ZERO:
-            elt = ir.RankedTensorType(out.type).element_type
             init = linalg.fill(zero_of(elt), outs=[out])
         else:
             init = out
@@ -118,6 +152,27 @@ class NestEmitter(OperandAccess):
         if plan.sparse_output:
             return si.with_values(plan.driver_access.value.type, plan.driver_access.value, result)
         return result
+
+    def _covered(self) -> bool:
+        """Whether the loops outside the hoist point visit each output element once.
+
+        True when they are dense loops (free dense dimensions and
+        ``dense_fixed`` levels without a block edge) over exactly the
+        output's dimensions, in a one-to-one map.
+        """
+        plan = self.plan
+        outer = plan.steps[: plan.hoist]
+        dims = []
+        for step in outer:
+            if step.kind == "level":
+                dense = plan.layout.levels[step.level].name == "dense_fixed"
+                if not dense or plan.layout.dim_to_lvl.results[step.level].op != "id":
+                    return False
+                dims.append(plan.level_dim(step.level))
+            else:
+                dims.append(step.dim)
+        out_dims = [d for d in plan.output.dims if d is not None]
+        return len(out_dims) == len(plan.output.dims) and sorted(dims) == sorted(out_dims)
 
     def _sparse_init(self) -> ir.Value:
         plan = self.plan
@@ -203,10 +258,17 @@ class NestEmitter(OperandAccess):
     def hoisted(self, k: int, pos: ir.Value, out: ir.Value) -> Carried:
         """Read the output element(s), run the inner steps on them, write them back."""
         plan = self.plan
+        vector_out = self.vec is not None and plan.output.uses(self.vec.dim)
         if plan.sparse_output:
             elems = [tensor.extract(out, [pos])]
-        elif self.vec is not None and plan.output.uses(self.vec.dim):
-            elems = [self.read(plan.output, u, out) for u in range(self.vec.unroll)]
+        elif self.start is not None and vector_out:
+            assert self.vec is not None
+            vt = ir.VectorType.get([self.vec.lanes], self.start.type)
+            elems = [vector.broadcast(vt, self.start) for _ in range(self.vec.unroll)]
+        elif self.start is not None:
+            elems = [self.start]
+        elif vector_out:
+            elems = [self.read(plan.output, u, out) for u in range(self.vec.unroll)]  # type: ignore[union-attr]
         else:
             elems = [tensor.extract(out, self._out_indices())]
         elems = self.step(k, pos, [out, *elems])[1:]

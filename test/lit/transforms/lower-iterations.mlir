@@ -312,3 +312,31 @@ func.func @spmv_hyb(%A: tensor<?x?xf32, #hyb>, %x: tensor<?xf32>, %y: tensor<?xf
   } -> tensor<?xf32>
   return %r : tensor<?xf32>
 }
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+// The row loop visits every y[i] once, so y starts from the fill's constant
+// in a register: no fill pass over y, no read of it.
+// CHECK-LABEL: func.func @spmv_from_fill
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[E:.*]] = tensor.empty
+// CHECK-NOT: linalg.
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[E]])
+// CHECK-NOT: tensor.extract %arg
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO]]) -> (f32)
+func.func @spmv_from_fill(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %m: index) -> tensor<?xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%m) : tensor<?xf32>
+  %y = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+    ins(%A, %x : tensor<?x?xf32, #csr>, tensor<?xf32>) outs(%y : tensor<?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
