@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 LAYOUTS = {
     "csr": '["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>',
     "csc": '["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>',
@@ -306,3 +308,11 @@ func.func @spmm_sparsify(%A: tensor<?x?xf32, #A>, %B: tensor<?x?xf32>, %C: tenso
   return %s : tensor<?x?xf32, #A>
 }}
 """
+
+
+@functools.cache
+def compiled(text: str):  # -> sparsecomp.Executable
+    """``sparsecomp.compile(text)``, once per test session."""
+    import sparsecomp
+
+    return sparsecomp.compile(text)

@@ -6,22 +6,16 @@ and BSR + remainder decompositions); see ``sparsecomp.lowering.parts``.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import cpu_kernels
 import sparsecomp
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats import SparseTensor, parse_layout
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    import os
-
-    os.environ["SPARSECOMP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def spmv(layout: str) -> str:
@@ -48,9 +42,7 @@ func.func @spmm(%A: tensor<?x?xf32, {attr}>, %B: tensor<?x?xf32>, %C: tensor<?x?
 """
 
 
-@functools.cache
-def compiled(text: str):  # -> Executable
-    return sparsecomp.compile(text)
+compiled = cpu_kernels.compiled
 
 
 def power_law(rows: int, cols: int, seed: int) -> sp.csr_matrix:

@@ -34,11 +34,7 @@ print(len(os.listdir("/proc/self/task")) - before)
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    import os
-
-    os.environ["SPARSECOMP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def compiled(threads: int):  # -> Executable

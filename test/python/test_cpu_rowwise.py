@@ -8,8 +8,6 @@ are updated in place. See ``sparsecomp.lowering.rowplan``.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -20,19 +18,10 @@ import cpu_kernels as K
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats import SparseTensor
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    import os
-
-    os.environ["SPARSECOMP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
-@functools.cache
-def compiled(text: str):  # -> Executable
-    import sparsecomp
-
-    return sparsecomp.compile(text)
+compiled = K.compiled
 
 
 DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32}

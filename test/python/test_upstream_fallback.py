@@ -10,17 +10,16 @@ check the numbers whichever road they take.
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import cpu_kernels
 import sparsecomp
 from sparsecomp.compiler import upstream
 from sparsecomp.compiler.build import CompileError
@@ -115,16 +114,10 @@ func.func @main() {{
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-        yield
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
-@functools.cache
-def compiled(text: str) -> Executable:
-    return sparsecomp.compile(text)
+compiled = cpu_kernels.compiled
 
 
 def went_upstream(exe: Executable, name: str) -> bool:

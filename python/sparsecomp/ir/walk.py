@@ -1,6 +1,8 @@
-"""Collecting ops in pre-order, so passes can rewrite them after the walk."""
+"""Collecting ops in pre-order, so passes can rewrite them after the walk; retyping a function."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from mlir import ir
 
@@ -19,3 +21,25 @@ def preorder(root: ir.Operation) -> list[ir.Operation]:
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def retype_function(
+    func: ir.Operation, convert: Callable[[ir.Type], ir.Type]
+) -> list[ir.Operation]:
+    """Give every value in ``func`` (and its signature) the type ``convert`` maps it to.
+
+    Op results and block arguments of every region change in place; types
+    ``convert`` returns unchanged stay. Returns the pre-order op list walked.
+    """
+    ops = preorder(func)
+    for op in ops:
+        for result in op.results:
+            result.set_type(convert(result.type))
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.arguments:
+                    arg.set_type(convert(arg.type))
+    fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    new = ir.FunctionType.get([convert(t) for t in fty.inputs], [convert(t) for t in fty.results])
+    func.attributes["function_type"] = ir.TypeAttr.get(new)
+    return ops

@@ -21,17 +21,10 @@ from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.loops import Carried, add, for_loop, index, mul
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.plan import Plan
+from sparsecomp.lowering.reader import Reader, rank1
 from sparsecomp.lowering.zeros import Zero
 
 si: Any = sparse_iter  # generated at run time from the .td; untyped
-
-
-def _int_type(width: int) -> ir.Type:
-    return ir.IntegerType.get_signless(width or 64)
-
-
-def _rank1(element: ir.Type) -> ir.RankedTensorType:
-    return ir.RankedTensorType.get([ir.ShapedType.get_dynamic_size()], element)
 
 
 def _is_int(ty: ir.Type) -> bool:
@@ -87,19 +80,11 @@ class NestEmitter(OperandAccess):
         self.plan = plan
         self.block = plan.op.regions[0].blocks[0]
         self.layout = lay = plan.layout
-        drv = plan.driver_access.value
-        elt = ir.RankedTensorType(drv.type).element_type
-        self.pos = {
-            lv: si.positions(_rank1(_int_type(lay.pos_width)), drv, lv)
-            for lv, level in enumerate(lay.levels) if level.has_positions
-        }  # fmt: skip
-        self.crd = {
-            lv: si.coordinates(_rank1(_int_type(lay.crd_width)), drv, lv)
-            for lv, level in enumerate(lay.levels) if level.has_coordinates
-        }  # fmt: skip
-        self.values = {i: si.values(_rank1(elt), plan.inputs[i].value)
-                       for i in (plan.driver, *plan.shared)}  # fmt: skip
-        self.dim_sizes = [tensor.dim(drv, index(k)) for k in range(lay.rank)]
+        self.reader = reader = Reader(plan.driver_access.value, lay)
+        self.pos, self.crd, self.dim_sizes = reader.pos, reader.crd, reader.dim_sizes
+        self.values = {plan.driver: reader.values}
+        for i in plan.shared:  # read at the driver's positions
+            self.values[i] = si.values(rank1(reader.element), plan.inputs[i].value)
         self.idx: dict[int, ir.Value] = {}
         self.outer: dict[int, ir.Value] = {}  # floordiv coordinates awaiting their mod level
         self.vec = Vec(plan.vector_dim, lanes, unroll) if plan.vector_dim >= 0 else None
@@ -107,11 +92,7 @@ class NestEmitter(OperandAccess):
 
     # -- sizes -----------------------------------------------------------------
     def level_size(self, lv: int) -> ir.Value:
-        expr = self.plan.layout.dim_to_lvl.results[lv]
-        size = self.dim_sizes[expr.dim]
-        if expr.op == "floordiv":
-            return arith.ceildivsi(size, index(expr.const))
-        return index(expr.const) if expr.op == "mod" else size
+        return self.reader.level_size(lv)
 
     def level_bound(self, lv: int, size: ir.Value) -> ir.Value:
         """How many coordinates of a dense level exist: a ``mod`` level stops at the edge."""

@@ -11,7 +11,7 @@ from sparsecomp.errors import FormatError
 from sparsecomp.ir.calls import close_over_calls, functions, name_of
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
 from sparsecomp.ir.verify import types_of
-from sparsecomp.ir.walk import preorder
+from sparsecomp.ir.walk import preorder, retype_function
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Discardable attribute on functions left with upstream encodings: why.
@@ -67,16 +67,7 @@ class _TypeConverter:
 
     def rewrite(self, func: ir.Operation) -> None:
         self.loc = func.location
-        for op in preorder(func):
-            for result in op.results:
-                result.set_type(self(result.type))
-            for region in op.regions:
-                for block in region.blocks:
-                    for arg in block.arguments:
-                        arg.set_type(self(arg.type))
-        fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        new = ir.FunctionType.get([self(t) for t in fty.inputs], [self(t) for t in fty.results])
-        func.attributes["function_type"] = ir.TypeAttr.get(new)
+        retype_function(func, self)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,7 @@ from sparsecomp.ir.calls import close_over_calls, functions, name_of
 from sparsecomp.ir.targets import function_target
 from sparsecomp.ir.upstream import sparse_tensor_text
 from sparsecomp.ir.verify import types_of
-from sparsecomp.ir.walk import preorder
+from sparsecomp.ir.walk import preorder, retype_function
 from sparsecomp.targets import CpuTarget
 from sparsecomp.transforms.base import SparsecompPass
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
@@ -108,19 +108,7 @@ class _Exporter:
         return ok
 
     def rewrite(self, func: ir.Operation) -> None:
-        conversions = []
-        for op in preorder(func):
-            for result in op.results:
-                result.set_type(self(result.type))
-            for region in op.regions:
-                for block in region.blocks:
-                    for arg in block.arguments:
-                        arg.set_type(self(arg.type))
-            if op.name in _CONVERSIONS:
-                conversions.append(op)
-        fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        new = ir.FunctionType.get([self(t) for t in fty.inputs], [self(t) for t in fty.results])
-        func.attributes["function_type"] = ir.TypeAttr.get(new)
+        conversions = [op for op in retype_function(func, self) if op.name in _CONVERSIONS]
         for op in conversions:
             with ir.InsertionPoint(op), op.location:
                 converted = st.ConvertOp(op.results[0].type, op.operands[0]).result
