@@ -7,8 +7,6 @@ value; the whole-tensor kinds are refused with a located error.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -19,17 +17,10 @@ import cpu_kernels as K
 import sparsecomp
 from sparsecomp.errors import SparsecompError
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    import os
-
-    os.environ["SPARSECOMP_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
-@functools.cache
-def compiled(text: str):  # -> Executable
-    return sparsecomp.compile(text)
+compiled = K.compiled
 
 
 THRESHOLD = '"threshold", array<f64: 0.75>'
@@ -94,12 +85,12 @@ def test_sparsify_a_sparse_kernels_output() -> None:
 @settings(max_examples=25, deadline=None)
 @given(
     m=st.integers(0, 30), n=st.integers(0, 30), seed=st.integers(0, 2**16),
-    t=st.floats(0.0, 3.0, allow_subnormal=False),  # MLIR parses no subnormal literals
+    t=st.floats(0.0, 3.0, allow_subnormal=False),  # written as 1.23...e-05: MLIR needs the dot
 )
 def test_threshold_property(m: int, n: int, t: float, seed: int) -> None:
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((m, n))
-    got = compiled(K.sparsify(f'"threshold", array<f64: {t!r}>', "f64", fused=False))(x)
+    got = compiled(K.sparsify(f'"threshold", array<f64: {t:.17e}>', "f64", fused=False))(x)
     expect_same(got, sparsecomp.sparsify(x, f"threshold:{t!r}", "csr"))
 
 
