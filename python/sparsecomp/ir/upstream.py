@@ -86,6 +86,12 @@ def sparse_tensor_text(layout: Layout) -> str:
     """``#sparse_tensor.encoding<{...}>`` text for ``layout``."""
     if layout.nm_metadata.startswith("mma_sp"):
         raise FormatError(f"nm_metadata '{layout.nm_metadata}' has no #sparse_tensor form")
+    blocks = {e.const for e in layout.dim_to_lvl.results if e.op == "mod"}
+    if any(lv.kind == "structured" for lv in layout.levels) and len(blocks) > 1:
+        raise FormatError(
+            f"blocks of sizes {sorted(blocks)} with an n:m level have no #sparse_tensor form "
+            "(MLIR's n:m levels need every blocked dimension to use one block size)"
+        )
     exprs = []
     for level, expr in zip(layout.levels, layout.dim_to_lvl.results, strict=True):
         if level.kind == "structured" and level.m > 255:
