@@ -311,8 +311,8 @@ func.func @spmm_sparsify(%A: tensor<?x?xf32, #A>, %B: tensor<?x?xf32>, %C: tenso
 
 
 @functools.cache
-def compiled(text: str):  # -> sparsecomp.Executable
-    """``sparsecomp.compile(text)``, once per test session."""
+def compiled(text: str, **options: int):  # -> sparsecomp.Executable
+    """``sparsecomp.compile(text, **options)``, once per test session."""
     import sparsecomp
 
-    return sparsecomp.compile(text)
+    return sparsecomp.compile(text, **options)

@@ -43,7 +43,7 @@ STAGES = (
     ("buffers", "sparsecomp-cpu-buffers"),
     ("llvm", "sparsecomp-cpu-backend"),
 )
-_OPTIONS = {"vector_bits", "unroll"}
+_OPTIONS = {"vector_bits", "unroll", "panel_bytes"}
 
 
 def _source_text(source: Any) -> tuple[str, str]:
@@ -90,8 +90,9 @@ def compile(
     ``target`` is ``"host"`` (this machine's ISA and cores), a
     :class:`~sparsecomp.targets.CpuTarget` or ``#sparse_iter.cpu<...>``
     text; it applies where the module does not name its own targets.
-    ``options``: ``vector_bits`` (vector width; 0 for scalar code) and
-    ``unroll`` (vectors in flight), passed to ``sparse-iter-lower-iterations``.
+    ``options``: ``vector_bits`` (vector width; 0 for scalar code),
+    ``unroll`` (vectors in flight) and ``panel_bytes`` (column panels of a
+    gathered dense operand, 0: none), passed to ``sparse-iter-lower-iterations``.
     ``verbose`` prints each stage's time to stderr.
     """
     unknown = set(options) - _OPTIONS

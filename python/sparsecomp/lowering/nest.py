@@ -20,7 +20,7 @@ from sparsecomp.dialects import sparse_iter
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.loops import Carried, add, for_loop, index, mul
 from sparsecomp.lowering.operands import OperandAccess, zero_of
-from sparsecomp.lowering.plan import Plan
+from sparsecomp.lowering.plan import Access, Plan
 from sparsecomp.lowering.reader import Reader, rank1
 from sparsecomp.lowering.zeros import Zero
 
@@ -67,6 +67,7 @@ class Vec:
     lanes: int
     unroll: int
     size: ir.Value | None = None
+    panel: tuple[ir.Value, ir.Value] | None = None  # [lo, hi) of the current column panel
     bases: list[ir.Value] = field(default_factory=list)
     masks: list[ir.Value] = field(default_factory=list)
 
@@ -76,7 +77,7 @@ class NestEmitter(OperandAccess):
 
     plan: Plan
 
-    def __init__(self, plan: Plan, lanes: int, unroll: int) -> None:
+    def __init__(self, plan: Plan, lanes: int, unroll: int, panel_bytes: int = 0) -> None:
         self.plan = plan
         self.block = plan.op.regions[0].blocks[0]
         self.layout = lay = plan.layout
@@ -89,6 +90,7 @@ class NestEmitter(OperandAccess):
         self.outer: dict[int, ir.Value] = {}  # floordiv coordinates awaiting their mod level
         self.vec = Vec(plan.vector_dim, lanes, unroll) if plan.vector_dim >= 0 else None
         self.width: dict[int, ir.Value] = {}
+        self.panel_bytes = panel_bytes
 
     # -- sizes -----------------------------------------------------------------
     def level_size(self, lv: int) -> ir.Value:
@@ -129,10 +131,71 @@ class NestEmitter(OperandAccess):
             init = linalg.fill(zero_of(elt), outs=[out])
         else:
             init = out
-        (result,) = self.step(0, index(0), [init])
+        (result,) = self.panels(init)
         if plan.sparse_output:
             return si.with_values(plan.driver_access.value.type, plan.driver_access.value, result)
         return result
+
+    def gathered(self) -> list[Access]:
+        """Dense inputs read along the vector dimension at rows the driver picks.
+
+        ``B`` of SpMM ``C[i,j] += A[i,k] B[k,j]``: each stored ``A[i,k]`` reads
+        a row chunk of ``B``, so all of ``B``'s rows are touched in turn.
+        """
+        plan, vec = self.plan, self.vec
+        if vec is None or plan.vector_reduction:
+            return []
+        levels = {plan.level_dim(s.level) for s in plan.steps if s.kind == "level"}
+        return [
+            acc
+            for i, acc in enumerate(plan.inputs)
+            if i not in self.values
+            and acc.layout is None
+            and acc.uses(vec.dim)
+            and any(d in levels for d in acc.dims if d is not None and d != vec.dim)
+        ]
+
+    def panels(self, init: ir.Value) -> Carried:
+        """The nest, run once per column panel of the gathered dense inputs.
+
+        A gathered input (see :meth:`gathered`) is read at random rows. When
+        all of it does not fit in ``panel_bytes`` (the cache the schedule
+        may fill), the vector dimension is split into panels of whole vector
+        chunks, each panel's columns of the gathered inputs fitting the
+        budget; the whole nest, parallel loop included, runs per panel, so
+        the rows it gathers stay in cache. The panel width is computed at run
+        time from the operands' sizes: one panel when everything fits.
+
+        Off by default (``panel_bytes`` 0): each panel streams the sparse
+        operand again and reads and writes rows in pieces, which the
+        hardware prefetchers do not follow. On the 2-core EPYC (32 MiB L3)
+        of docs/benchmarks.md, 8 MiB panels made SpMM K=128 1.3x slower on
+        R-MAT and 3x slower on the banded FEM matrix, and K=512 on a uniform
+        0.1% 32768^2 matrix (a 64 MiB ``B`` without locality) 1.4x faster.
+        """
+        vec = self.vec
+        gathered = self.gathered()
+        if vec is None or not gathered or self.panel_bytes <= 0:
+            return self.step(0, index(0), [init])
+        size = self.loop_size(vec.dim)
+        chunk = index(vec.lanes * vec.unroll)
+        per_column = index(0)
+        for acc in gathered:
+            ty = ir.RankedTensorType(acc.value.type)
+            col = index(max(ty.element_type.width // 8, 1))
+            for d, dim in enumerate(acc.dims):
+                if dim != vec.dim:
+                    col = mul(col, tensor.dim(acc.value, index(d)))
+            per_column = add(per_column, col)
+        per_column = arith.maxui(per_column, index(1))
+        chunks = arith.divui(arith.divui(index(self.panel_bytes), per_column), chunk)
+        width = mul(arith.maxui(chunks, index(1)), chunk)
+
+        def body(lo: ir.Value, values: Carried) -> Carried:
+            vec.panel = (lo, arith.minui(add(lo, width), size))
+            return self.step(0, index(0), values)
+
+        return for_loop(index(0), size, width, [init], body)
 
     def _covered(self) -> bool:
         """Whether the loops outside the hoist point visit each output element once.
@@ -187,6 +250,9 @@ class NestEmitter(OperandAccess):
 
             return for_loop(index(0), size, index(1), carried, body)
         chunk = vec.lanes * vec.unroll
+        lo = index(0)
+        if vec.panel is not None:
+            lo, size = vec.panel
         reduction = self.plan.vector_reduction
         if reduction:  # carry vector partial sums instead of the scalar output
             out, scalar = carried
@@ -202,7 +268,7 @@ class NestEmitter(OperandAccess):
             vec.masks = [vector.create_mask(mask_t, [arith.subi(size, b)]) for b in vec.bases]
             return self.step(k + 1, pos, values)
 
-        results = for_loop(index(0), size, index(chunk), carried, vbody)
+        results = for_loop(lo, size, index(chunk), carried, vbody)
         if not reduction:
             return results
         # Add the partial sums lane-wise first: one horizontal reduction per output.

@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--vector-bits", type=int, help="vector width (0: scalar code)")
     parser.add_argument("--unroll", type=int, help="vectors in flight per loop iteration")
+    parser.add_argument(
+        "--panel-bytes", type=int, help="cache budget of column panels of a gathered operand"
+    )
     parser.add_argument("--no-cache", action="store_true", help="ignore the compile cache")
     parser.add_argument("-v", "--verbose", action="store_true", help="print stage timings")
     return parser
@@ -34,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    given = {"vector_bits": args.vector_bits, "unroll": args.unroll}
+    names = ("vector_bits", "unroll", "panel_bytes")
+    given = {name: getattr(args, name) for name in names}
     options = {k: v for k, v in given.items() if v is not None}
     try:
         from sparsecomp.compiler.driver import compile as compile_mlir

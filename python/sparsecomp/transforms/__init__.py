@@ -18,6 +18,7 @@ from sparsecomp.transforms.base import SparsecompPass
 #: command-line name -> "module:Class" under sparsecomp.transforms
 _REGISTRY: dict[str, str] = {
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
+    "sparse-iter-huge-pages": "huge_pages:HugePagesPass",
     "sparse-iter-import-sparse-tensor": "import_sparse_tensor:ImportSparseTensorPass",
     "sparse-iter-lower-buffers": "lower_buffers:LowerBuffersPass",
     "sparse-iter-lower-iterations": "lower_iterations:LowerIterationsPass",

@@ -60,7 +60,10 @@ class LowerIterationsPass(SparsecompPass):
     Options: ``vector-bits`` is the vector register width to target (-1,
     the default: the ``vector_bits`` of the function's CPU target, see
     ``sparse_iter.target``; 0: scalar code); ``unroll`` is how many vectors
-    one iteration keeps in flight.
+    one iteration keeps in flight; ``panel-bytes`` (0, the default: off)
+    splits the vector dimension into column panels whose gathered dense
+    inputs fit that many bytes (cache tiling of SpMM's ``B``; see
+    :meth:`~sparsecomp.lowering.nest.NestEmitter.panels`).
 
     Before:
 
@@ -89,6 +92,7 @@ class LowerIterationsPass(SparsecompPass):
     NAME = "sparse-iter-lower-iterations"
     vector_bits: int = -1
     unroll: int = 4
+    panel_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.vector_bits not in (-1, 0, 128, 256, 512):
@@ -97,6 +101,8 @@ class LowerIterationsPass(SparsecompPass):
             )
         if not 1 <= self.unroll <= 16:
             raise ValueError(f"unroll must be between 1 and 16, got {self.unroll}")
+        if self.panel_bytes < 0:
+            raise ValueError(f"panel-bytes must be >= 0 (0: no panels), got {self.panel_bytes}")
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         targets = [
@@ -170,7 +176,8 @@ class LowerIterationsPass(SparsecompPass):
             if isinstance(plan, RowPlan):
                 result = emit_rows(plan)
             else:
-                result = NestEmitter(plan, max(lanes, 1), self.unroll).emit()
+                emitter = NestEmitter(plan, max(lanes, 1), self.unroll, self.panel_bytes)
+                result = emitter.emit()
         init = plan.output.value.owner
         op.results[0].replace_all_uses_with(result)
         op.erase()

@@ -1,5 +1,6 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations=vector-bits=0 --canonicalize --cse | FileCheck %s --enable-var-scope
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=VEC
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2 panel-bytes=65536' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=PANEL
 
 #csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
 
@@ -57,6 +58,31 @@ func.func @spmv(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %y: tensor<?xf32>)
 // VEC:     vector.transfer_write %[[ACC]]#0, %{{.*}}[%[[I]], %[[K]]], %[[M0]]
 // VEC:     vector.transfer_write %[[ACC]]#1
 // VEC: } {sparse_iter.parallel}
+// With panel-bytes, B's columns go in panels of 65536 / (4 * rows of B)
+// bytes, rounded down to whole chunks of 16 (at least one); the whole nest,
+// parallel row loop included, runs once per panel.
+// PANEL-LABEL: func.func @spmm
+// PANEL-SAME: >>, %[[B:[^:]+]]: tensor<?x?xf32>,
+// PANEL: %[[N:.*]] = tensor.dim %[[B]], %c1 : tensor<?x?xf32>
+// PANEL: %[[ROWS:.*]] = tensor.dim %[[B]], %c0 : tensor<?x?xf32>
+// PANEL: %[[COL:.*]] = arith.muli %[[ROWS]], %c4 : index
+// PANEL: %[[PER:.*]] = arith.maxui %[[COL]], %c1 : index
+// PANEL: %[[COLS:.*]] = arith.divui %c65536, %[[PER]] : index
+// PANEL: %[[CHUNKS:.*]] = arith.divui %[[COLS]], %c16 : index
+// PANEL: %[[ATLEAST:.*]] = arith.maxui %[[CHUNKS]], %c1 : index
+// PANEL: %[[W:.*]] = arith.muli %[[ATLEAST]], %c16 : index
+// PANEL: scf.for %[[LO:[^ ]+]] = %c0 to %[[N]] step %[[W]]
+// PANEL:   %[[END:.*]] = arith.addi %[[LO]], %[[W]] : index
+// PANEL:   %[[HI:.*]] = arith.minui %[[END]], %[[N]] : index
+// PANEL:   scf.for
+// PANEL:     scf.for %[[K:[^ ]+]] = %[[LO]] to %[[HI]] step %c16
+// PANEL:       %[[REST:.*]] = arith.subi %[[HI]], %[[K]] : index
+// PANEL:       vector.create_mask %[[REST]] : vector<8xi1>
+// PANEL:   } {sparse_iter.parallel}
+// SDDMM's vector dimension is a reduction: no panels.
+// PANEL-LABEL: func.func @sddmm
+// PANEL-NOT: arith.divui
+// PANEL: } {sparse_iter.parallel}
 func.func @spmm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, k)>],
                        iterator_types = ["parallel", "reduction", "parallel"]}
