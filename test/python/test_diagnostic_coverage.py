@@ -39,6 +39,7 @@ SCANNED = {
     "lowering/analyze.py": ["make_plan", "_check_driver", "_shared_inputs", "_check_output"],
     "lowering/plan.py": ["_layout"],
     "lowering/parts.py": ["check_split"],
+    "lowering/convert.py": ["check_conversion", "target_dims", "_source_layout"],
     "lowering/flatten.py": ["Flattener.rewrite", "layout_of"],
     "transforms/lower_iterations.py": ["LowerIterationsPass._lower"],
     "transforms/lower_buffers.py": ["LowerBuffersPass._check_no_encodings"],

@@ -17,6 +17,11 @@ def _encoded(op: ir.Operation) -> bool:
     return any(encoding_of(v.type) is not None for v in [*op.operands, *op.results])
 
 
+#: Layout conversions (:mod:`sparsecomp.lowering.convert`).
+CONVERSIONS = ("sparse_iter.set_encoding", "sparse_iter.unset_encoding")
+_OWN_OPS = ("sparse_iter.sparsify", *CONVERSIONS)
+
+
 def _element_bits(op: ir.Operation) -> int:
     ty = ir.RankedTensorType(op.results[0].type).element_type
     return ir.FloatType(ty).width if isinstance(ty, ir.FloatType) else ir.IntegerType(ty).width
@@ -109,13 +114,17 @@ class LowerIterationsPass(SparsecompPass):
             inner
             for inner in preorder(op)
             if _encoded(inner)
-            and (inner.name.startswith("linalg.") or inner.name == "sparse_iter.sparsify")
+            and (inner.name.startswith("linalg.") or inner.name in _OWN_OPS)
             and inner.name != "linalg.yield"
         ]
         ok = True
         for target in targets:
-            lower = self._sparsify if target.name == "sparse_iter.sparsify" else self._lower
-            ok = lower(target) and ok
+            if target.name == "sparse_iter.sparsify":
+                ok = self._sparsify(target) and ok
+            elif target.name in CONVERSIONS:
+                ok = self._convert(target) and ok
+            else:
+                ok = self._lower(target) and ok
         if not ok:
             pass_.signal_pass_failure()
 
@@ -128,6 +137,19 @@ class LowerIterationsPass(SparsecompPass):
         func = enclosing_function(op)
         target = function_target(func) if func is not None else None
         return target.vector_bits if isinstance(target, CpuTarget) else 0
+
+    def _convert(self, op: ir.Operation) -> bool:
+        from sparsecomp.lowering.convert import lower_conversion
+
+        try:
+            with ir.InsertionPoint(op), op.location:
+                result = lower_conversion(op)
+        except SparsecompError as exc:
+            op.location.emit_error(f"cannot lower this {op.name}: {exc}")
+            return False
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        return True
 
     def _sparsify(self, op: ir.Operation) -> bool:
         from sparsecomp.lowering.sparsify import fused_producer, lower_sparsify

@@ -44,8 +44,15 @@ def _vectorize(op: ir.Operation, func: ir.Operation) -> bool:
 def _refusal(func: ir.Operation) -> str | None:
     """Why sparse_iter's lowering cannot take ``func`` (``check_lowerable`` refuses), or None."""
     from sparsecomp.lowering import check_lowerable
+    from sparsecomp.lowering.convert import check_conversion
 
     for op in preorder(func):
+        if op.name in _CONVERSIONS:
+            try:
+                check_conversion(op)
+            except SparsecompError as exc:
+                return f"has a conversion{_where(op)} that sparse_iter cannot lower: {exc.message}"
+            continue
         if not op.name.startswith("linalg.") or op.name == "linalg.yield" or not _encoded(op):
             continue
         if op.name != "linalg.generic":
@@ -129,7 +136,8 @@ class MarkUpstreamPass(SparsecompPass):
     over sparse_iter-encoded tensors is refused by sparse_iter's lowering:
     a dry run of the analysis ``sparse-iter-lower-iterations`` runs
     (``sparsecomp.lowering.choose_plan``: a loop nest, else row by row),
-    which changes no IR. Callers and callees of a marked function are
+    which changes no IR, or when it refuses a layout conversion
+    (``sparsecomp.lowering.convert.check_conversion``). Callers and callees of a marked function are
     marked too, so that calls keep matching types.
 
     In marked functions every ``#sparse_iter.layout`` type becomes the

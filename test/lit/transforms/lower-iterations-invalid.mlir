@@ -197,3 +197,79 @@ func.func @sparsify_to_csc(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #csc> {
       : (tensor<?x?xf32>) -> tensor<?x?xf32, #csc>
   return %s : tensor<?x?xf32, #csc>
 }
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#ell = #sparse_iter.layout<["dense_fixed", "compressed_fixed"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @convert_to_ell(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #ell> {
+  // expected-error@+1 {{cannot lower this sparse_iter.set_encoding: conversions produce [dense_fixed, compressed_varied] layouts (CSR, CSC) or dense tensors, not ell}}
+  %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #ell>
+  return %r : tensor<?x?xf32, #ell>
+}
+
+// -----
+
+#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton(nonunique)"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @convert_duplicates(%A: tensor<?x?xf32, #coo>) -> tensor<?x?xf32, #csr> {
+  // expected-error@+1 {{cannot lower this sparse_iter.set_encoding: converting a source that may repeat coordinates (its last level is nonunique) to a sparse layout is not supported}}
+  %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #coo>) -> tensor<?x?xf32, #csr>
+  return %r : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#dcsr_any = #sparse_iter.layout<["compressed_varied", "compressed_varied(nonordered)"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @convert_unordered(%A: tensor<?x?xf32, #dcsr_any>) -> tensor<?x?xf32, #csr> {
+  // expected-error-re@+1 {{cannot lower this sparse_iter.set_encoding: the source {{.*}} does not give each row of the target its coordinates in order (give the target's inner level 'nonordered')}}
+  %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #dcsr_any>) -> tensor<?x?xf32, #csr>
+  return %r : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#hyb = #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>>]>
+
+func.func @convert_composable(%A: tensor<?x?xf32, #hyb>) -> tensor<?x?xf32> {
+  // expected-error@+1 {{cannot lower this sparse_iter.unset_encoding: converting a composable tensor is not supported; convert its parts}}
+  %r = "sparse_iter.unset_encoding"(%A) : (tensor<?x?xf32, #hyb>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+#sparse = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @convert_unresolved(%A: tensor<?x?xf32, #sparse>) -> tensor<?x?xf32, #csr> {
+  // expected-error-re@+1 {{cannot lower this sparse_iter.set_encoding: the source's encoding {{.*}}sparsity{{.*}} is not a layout}}
+  %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #sparse>) -> tensor<?x?xf32, #csr>
+  return %r : tensor<?x?xf32, #csr>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr3 = #sparse_iter.layout<["dense_fixed", "dense_fixed", "compressed_varied"], affine_map<(b, i, j) -> (b, i, j)>, 32, 32, {}>
+
+func.func @convert_batched(%A: tensor<?x?x?xf32>) -> tensor<?x?x?xf32, #csr3> {
+  // expected-error-re@+1 {{cannot lower this sparse_iter.set_encoding: conversions produce 2-D CSR or CSC layouts or dense tensors, not {{.*}}}}
+  %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32, #csr3>
+  return %r : tensor<?x?x?xf32, #csr3>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#multi = #sparse_iter.layout<["dense_fixed", "compressed_varied(nonunique)"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @convert_to_nonunique(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #multi> {
+  // expected-error@+1 {{cannot lower this sparse_iter.set_encoding: a conversion cannot produce a nonunique level}}
+  %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #multi>
+  return %r : tensor<?x?xf32, #multi>
+}

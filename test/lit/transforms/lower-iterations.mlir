@@ -366,3 +366,41 @@ func.func @spmv_from_fill(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %m: inde
   } -> tensor<?xf32>
   return %r : tensor<?xf32>
 }
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+
+// A conversion CSR -> CSC is a counting sort by column: a walk counts each
+// column's entries, a prefix sum gives the positions, each column's cursor
+// starts at its position, and a second walk stores row and value at the
+// cursor; the buffers are assembled into the CSC tensor.
+// CHECK-LABEL: func.func @csr_to_csc
+// CHECK: %[[POS:.*]] = "sparse_iter.positions"(%{{.*}}) {level = 1 : i64}
+// CHECK: %[[CRD:.*]] = "sparse_iter.coordinates"(%{{.*}}) {level = 1 : i64}
+// CHECK: %[[VAL:.*]] = "sparse_iter.values"
+// CHECK: %[[ROWS:.*]] = tensor.dim %{{.*}}, %c0
+// CHECK: %[[COLS:.*]] = tensor.dim %{{.*}}, %c1
+// CHECK: %[[ZEROS:.*]] = linalg.fill ins(%c0 : index) outs(%{{.*}} : tensor<?xindex>)
+// CHECK: %[[COUNTS:.*]] = scf.for %{{.*}} = %c0 to %[[ROWS]] step %c1 iter_args(%{{.*}} = %[[ZEROS]])
+// CHECK:   scf.for
+// CHECK:     %[[J:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK:     %[[N:.*]] = tensor.extract %{{.*}}[%[[J]]] : tensor<?xindex>
+// CHECK:     arith.addi %[[N]], %c1 : index
+// CHECK: %[[PREFIX:.*]]:2 = scf.for %{{.*}} = %c0 to %[[COLS]] {{.*}} -> (tensor<?xi32>, index)
+// CHECK: %[[CURSOR:.*]] = scf.for %{{.*}} = %c0 to %[[COLS]] step %c1 iter_args(%{{.*}} = %[[COUNTS]])
+// CHECK: %[[NEW_CRD:.*]] = tensor.empty(%[[PREFIX]]#1) : tensor<?xi32>
+// CHECK: %[[NEW_VAL:.*]] = tensor.empty(%[[PREFIX]]#1) : tensor<?xf32>
+// CHECK: %[[FILLED:.*]]:3 = scf.for %[[I:.*]] = %c0 to %[[ROWS]] step %c1 iter_args(%{{.*}} = %[[CURSOR]], %{{.*}} = %[[NEW_CRD]], %{{.*}} = %[[NEW_VAL]])
+// CHECK:   scf.for
+// CHECK:     %[[SLOT:.*]] = tensor.extract %{{.*}}[%{{.*}}] : tensor<?xindex>
+// CHECK:     %[[I32:.*]] = arith.index_cast %[[I]] : index to i32
+// CHECK:     tensor.insert %[[I32]] into %{{.*}}[%[[SLOT]]] : tensor<?xi32>
+// CHECK:     tensor.insert %{{.*}} into %{{.*}}[%[[SLOT]]] : tensor<?xf32>
+// CHECK: %[[CSC:.*]] = "sparse_iter.assemble"(%[[PREFIX]]#0, %[[FILLED]]#1, %[[FILLED]]#2, %[[ROWS]], %[[COLS]])
+// CHECK: return %[[CSC]]
+func.func @csr_to_csc(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc> {
+  %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc>
+  return %r : tensor<?x?xf32, #csc>
+}

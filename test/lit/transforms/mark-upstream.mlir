@@ -41,7 +41,7 @@ func.func @negative_scale(%a: tensor<?x?xf32, #csr>, %o: tensor<?x?xf32>) -> ten
 // -----
 
 // Callers and callees of a marked function are marked too, so calls keep
-// matching types; a layout conversion becomes sparse_tensor.convert.
+// matching types.
 #csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
 #coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
 #id = affine_map<(i, j) -> (i, j)>
@@ -49,13 +49,11 @@ func.func @negative_scale(%a: tensor<?x?xf32, #csr>, %o: tensor<?x?xf32>) -> ten
 // CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
 // CHECK-DAG: #[[$COO:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton(soa)), posWidth = 32, crdWidth = 32 }>
 // CHECK-LABEL: func.func @main
-// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #[[$CSR]]>, %[[B:.*]]: tensor<?x?xf32, #[[$CSR]]>, %[[O:.*]]: tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #[[$CSR]]>, %[[B:.*]]: tensor<?x?xf32, #[[$COO]]>, %[[O:.*]]: tensor<?x?xf32>) -> tensor<?x?xf32>
 // CHECK-SAME: sparse_iter.upstream = "calls or is called by 'add', which has a linalg.generic at line
-// CHECK: %[[C:.*]] = sparse_tensor.convert %[[B]] : tensor<?x?xf32, #[[$CSR]]> to tensor<?x?xf32, #[[$COO]]>
-// CHECK: call @add(%[[A]], %[[C]], %[[O]]) : (tensor<?x?xf32, #[[$CSR]]>, tensor<?x?xf32, #[[$COO]]>, tensor<?x?xf32>) -> tensor<?x?xf32>
-func.func @main(%a: tensor<?x?xf32, #csr>, %b: tensor<?x?xf32, #csr>, %o: tensor<?x?xf32>) -> tensor<?x?xf32> {
-  %c = "sparse_iter.set_encoding"(%b) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #coo>
-  %r = func.call @add(%a, %c, %o) : (tensor<?x?xf32, #csr>, tensor<?x?xf32, #coo>, tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK: call @add(%[[A]], %[[B]], %[[O]]) : (tensor<?x?xf32, #[[$CSR]]>, tensor<?x?xf32, #[[$COO]]>, tensor<?x?xf32>) -> tensor<?x?xf32>
+func.func @main(%a: tensor<?x?xf32, #csr>, %b: tensor<?x?xf32, #coo>, %o: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = func.call @add(%a, %b, %o) : (tensor<?x?xf32, #csr>, tensor<?x?xf32, #coo>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %r : tensor<?x?xf32>
 }
 
@@ -103,4 +101,26 @@ func.func @print(%a: tensor<?x?xf64, #CSR>)
 // CHECK-SAME: sparse_iter.upstream = "requested"
 func.func @requested(%a: tensor<?x?xf64, #csc>) -> tensor<?x?xf64, #csc> attributes {sparse_iter.upstream = "requested"} {
   return %a : tensor<?x?xf64, #csc>
+}
+
+// -----
+
+// A conversion to COO is not one sparse_iter lowers (CSR and CSC targets
+// only): upstream converts it, as sparse_tensor.convert. CSR -> CSC stays.
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+// CHECK-LABEL: func.func @to_coo
+// CHECK-SAME: sparse_iter.upstream = "has a conversion at line [[@LINE+3]] that sparse_iter cannot lower: conversions produce [dense_fixed, compressed_varied] layouts (CSR, CSC) or dense tensors, not coo"
+// CHECK: sparse_tensor.convert %{{.*}} : tensor<?x?xf32, #{{.*}}> to tensor<?x?xf32, #{{.*}}>
+func.func @to_coo(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #coo> {
+  %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #coo>
+  return %r : tensor<?x?xf32, #coo>
+}
+// CHECK-LABEL: func.func @to_csc
+// CHECK-NOT: sparse_iter.upstream
+// CHECK: "sparse_iter.set_encoding"
+func.func @to_csc(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc> {
+  %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc>
+  return %r : tensor<?x?xf32, #csc>
 }
