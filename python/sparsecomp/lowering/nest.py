@@ -182,7 +182,8 @@ class NestEmitter(OperandAccess):
         per_column = index(0)
         for acc in gathered:
             ty = ir.RankedTensorType(acc.value.type)
-            col = index(max(ty.element_type.width // 8, 1))
+            bits = getattr(ty.element_type, "width", 64)  # index: 64 bits
+            col = index(max(bits // 8, 1))
             for d, dim in enumerate(acc.dims):
                 if dim != vec.dim:
                     col = mul(col, tensor.dim(acc.value, index(d)))

@@ -51,7 +51,10 @@ class LowerIterationsPass(SparsecompPass):
     ``sparse_iter.assemble``. ``sparse_iter.sparsify`` with a streaming
     sparsifier (``threshold``, ``keep_all``) becomes a CSR result built the
     same way, fused with an elementwise producer
-    (:mod:`sparsecomp.lowering.sparsify`). An op over a composable operand
+    (:mod:`sparsecomp.lowering.sparsify`). Layout conversions
+    (``sparse_iter.set_encoding`` to CSR or CSC from a layout or a dense
+    tensor, ``unset_encoding`` to dense) walk the source's entries
+    (:mod:`sparsecomp.lowering.convert`). An op over a composable operand
     that accumulates into its output runs once per part, each part read with
     ``sparse_iter.get_part`` (:mod:`sparsecomp.lowering.parts`).
 
