@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from mlir import ir
 from mlir.passmanager import ExternalPass
@@ -20,6 +21,19 @@ def _encoded(op: ir.Operation) -> bool:
 #: Layout conversions (:mod:`sparsecomp.lowering.convert`).
 CONVERSIONS = ("sparse_iter.set_encoding", "sparse_iter.unset_encoding")
 _OWN_OPS = ("sparse_iter.sparsify", *CONVERSIONS)
+
+
+def _rewrite(op: ir.Operation, build: Callable[[], ir.Value]) -> bool:
+    """Replace ``op`` by what ``build`` emits before it; a refusal is an error at ``op``."""
+    try:
+        with ir.InsertionPoint(op), op.location:
+            result = build()
+    except SparsecompError as exc:
+        op.location.emit_error(f"cannot lower this {op.name}: {exc}")
+        return False
+    op.results[0].replace_all_uses_with(result)
+    op.erase()
+    return True
 
 
 def _element_bits(op: ir.Operation) -> int:
@@ -144,28 +158,20 @@ class LowerIterationsPass(SparsecompPass):
     def _convert(self, op: ir.Operation) -> bool:
         from sparsecomp.lowering.convert import lower_conversion
 
-        try:
-            with ir.InsertionPoint(op), op.location:
-                result = lower_conversion(op)
-        except SparsecompError as exc:
-            op.location.emit_error(f"cannot lower this {op.name}: {exc}")
-            return False
-        op.results[0].replace_all_uses_with(result)
-        op.erase()
-        return True
+        return _rewrite(op, lambda: lower_conversion(op))
 
     def _sparsify(self, op: ir.Operation) -> bool:
         from sparsecomp.lowering.sparsify import fused_producer, lower_sparsify
 
-        try:
-            producer = fused_producer(op)
-            with ir.InsertionPoint(op), op.location:
-                result = lower_sparsify(op)
-        except SparsecompError as exc:
-            op.location.emit_error(f"cannot lower this sparse_iter.sparsify: {exc}")
+        fused: list[ir.Operation | None] = []
+
+        def build() -> ir.Value:
+            fused.append(fused_producer(op))
+            return lower_sparsify(op)
+
+        if not _rewrite(op, build):
             return False
-        op.results[0].replace_all_uses_with(result)
-        op.erase()
+        producer = fused[0]
         if producer is not None:
             init = producer.operands[len(producer.operands) - 1].owner
             producer.erase()
