@@ -34,6 +34,10 @@ class PipelineError(SparsecompError):
     """A pass pipeline could not be parsed or failed while running."""
 
 
+class CompileError(PipelineError):
+    """A program failed to compile; the message lists the located diagnostics."""
+
+
 class FormatError(SparsecompError, ValueError):
     """A layout description or array data is invalid (host side, before any native call)."""
 

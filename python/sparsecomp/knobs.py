@@ -30,3 +30,11 @@ def reproducer_dir() -> Path | None:
     """
     value = os.environ.get("SPARSECOMP_REPRODUCER_DIR")
     return Path(value) if value else None
+
+
+def compile_in_process() -> bool:
+    """``SPARSECOMP_COMPILE_IN_PROCESS=1``: build in the calling process, not the compile server.
+
+    For debuggers and profilers; an assertion in MLIR then aborts the caller.
+    """
+    return os.environ.get("SPARSECOMP_COMPILE_IN_PROCESS", "") not in ("", "0")

@@ -23,9 +23,11 @@ for knob in ("SPARSECOMP_CACHE_DIR", "HOME", "XDG_CACHE_HOME"):
 assert shutil.which("sparsecomp-opt", path=config.environment["PATH"]), "pip install -e ."  # noqa: F821
 
 # MLIR's JIT runner and the libraries a sparsecomp-cpu program needs at run
-# time (vector.print's c_runner_utils; libomp for the OpenMP loops).
+# time (vector.print's c_runner_utils; printMemref*'s runner_utils; libomp for
+# the OpenMP loops).
 from sparsecomp.runtime.libs import library_path  # noqa: E402
 
 config.substitutions.append(("%mlir-runner", str(odsgen.tool("mlir-runner"))))  # noqa: F821
-runner_libs = " ".join(f"-shared-libs={library_path(n)}" for n in ("c_runner_utils", "omp"))
+libs = ("c_runner_utils", "runner_utils", "omp")
+runner_libs = " ".join(f"-shared-libs={library_path(n)}" for n in libs)
 config.substitutions.append(("%runner-libs", runner_libs))  # noqa: F821

@@ -70,20 +70,20 @@ def test_stage_failure_names_the_op_and_a_reproducer(tmp_path: Path, monkeypatch
     monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("SPARSECOMP_REPRODUCER_DIR", str(tmp_path / "repro"))
     program = tmp_path / "add.mlir"
-    # sparse + dense is not sparse_iter's to lower and ELL is not upstream's to store.
+    # Sent upstream on request, but sparse_iter.values has no upstream counterpart.
     program.write_text(
-        '#ell = #sparse_iter.layout<["dense_fixed", "compressed_fixed[4]"], '
+        '#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], '
         "affine_map<(i, j) -> (i, j)>, 32, 32, {}>\n"
-        "func.func @add(%A: tensor<?x?xf32, #ell>, %B: tensor<?x?xf32>) -> tensor<?x?xf32> {\n"
-        "  %r = linalg.add ins(%A, %B : tensor<?x?xf32, #ell>, tensor<?x?xf32>)"
-        " outs(%B : tensor<?x?xf32>) -> tensor<?x?xf32>\n"
-        "  return %r : tensor<?x?xf32>\n}\n"
+        "func.func @add(%A: tensor<?x?xf32, #csr>) -> tensor<?xf32>\n"
+        '    attributes {sparse_iter.upstream = "requested"} {\n'
+        '  %v = "sparse_iter.values"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?xf32>\n'
+        "  return %v : tensor<?xf32>\n}\n"
     )
     assert compile_tool.main([str(program), "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
-    assert f"{program}:2:1: error: 'add' needs the upstream sparsifier (it has a linalg" in err
+    assert f"{program}:4:8: error: 'add' needs the upstream sparsifier (it requested)" in err
     (repro,) = (tmp_path / "repro").iterdir()
     assert f"--pass-pipeline='builtin.module(sparsecomp-cpu-layouts)' {repro}" in err
     pipeline = "--pass-pipeline=builtin.module(sparsecomp-cpu-layouts)"
     assert opt.main([str(repro), pipeline]) == 1
-    assert "has no #sparse_tensor form" in capsys.readouterr().err
+    assert "'sparse_iter.values' has no upstream counterpart" in capsys.readouterr().err

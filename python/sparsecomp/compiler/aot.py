@@ -8,7 +8,6 @@ LLVM:
    ``translate_module_to_llvmir`` for an ``ir.Module`` (after checking that
    only translatable dialects are left: the binding crashes on failure),
    with ``mlir-translate --mlir-to-llvmir`` for text;
-   other LLVM IR files (the upstream fallback's) are joined with ``llvm-link``;
 2. ``opt -O3``: the IR-level optimizations (LICM, instcombine, unrolling)
    that ``llc`` alone does not run; MLIR's lowering relies on them;
 3. ``llc -O3 -filetype=obj -relocation-model=pic`` for the target's triple,
@@ -45,7 +44,10 @@ _TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-li
 _CPUS = {"x86_64": "x86-64", "aarch64": "generic"}
 #: Prefixes of functions libmlir_c_runner_utils.so defines (memref.copy of
 #: strided memrefs, vector.print, timers, C-interface helpers).
-_RUNNER_UTILS = ("memrefCopy", "print", "rtclock", "_mlir_ciface_")
+_C_RUNNER_UTILS = ("memrefCopy", "print", "rtclock", "_mlir_ciface_")
+#: Prefixes of functions only libmlir_runner_utils.so defines (memref printing).
+_RUNNER_UTILS = ("printMemref", "verifyMemRef", "_mlir_ciface_printMemref",
+                 "_mlir_ciface_verifyMemRef", "_mlir_ciface_nanoTime")  # fmt: skip
 
 
 def build_shared_library(
@@ -53,15 +55,12 @@ def build_shared_library(
     out_dir: Path,
     target: CpuTarget,
     needs: Sequence[str],
-    extra_ir: Sequence[Path] = (),
 ) -> Path:
     """Build ``out_dir/kernel.so`` from an LLVM-dialect module; returns its path.
 
     ``needs`` names runtime libraries (:mod:`sparsecomp.runtime.libs`) to link
     against, e.g. ``["omp"]`` for kernels with OpenMP loops. ``out_dir`` also
-    keeps ``kernel.ll``, the LLVM IR that was compiled. ``extra_ir`` are more
-    LLVM IR files (the upstream sparsifier's functions) joined to it with
-    ``llvm-link`` before ``opt``, so one library holds them all.
+    keeps ``kernel.ll``, the LLVM IR that was compiled.
     """
     libraries = [library_path(name) for name in needs]
     out_dir = Path(out_dir)
@@ -73,11 +72,7 @@ def build_shared_library(
     llc: list[str | Path] = [tool("llc"), "-O3", "-filetype=obj", "-relocation-model=pic", *flags]
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
         bitcode, obj, library = (Path(tmp) / name for name in ("kernel.bc", "kernel.o", LIBRARY))
-        source: Path = llvm_ir
-        if extra_ir:
-            source = Path(tmp) / "linked.bc"
-            _run([tool("llvm-link"), llvm_ir, *extra_ir, "-o", source])
-        _run([*opt, source, "-o", bitcode])
+        _run([*opt, llvm_ir, "-o", bitcode])
         _run([*llc, bitcode, "-o", obj])
         _run(link_command(obj, library, libraries))
         os.replace(library, out_dir / LIBRARY)  # atomic: a reader never sees half a library
@@ -88,7 +83,8 @@ def runtime_needs(llvm_module: ir.Module) -> list[str]:
     """The runtime libraries an LLVM-dialect module calls into, for ``needs``.
 
     ``"omp"`` when it has OpenMP ops; ``"c_runner_utils"`` when it declares a
-    function of MLIR's C runner utils (e.g. ``memrefCopy``, ``printF32``).
+    function of MLIR's C runner utils (e.g. ``memrefCopy``, ``printF32``);
+    ``"runner_utils"`` for MLIR's memref printers (``printMemrefF64``).
     """
     uses_omp, externals = False, set()
 
@@ -101,9 +97,11 @@ def runtime_needs(llvm_module: ir.Module) -> list[str]:
 
     llvm_module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     needs = ["omp"] if uses_omp else []
-    return needs + (
-        ["c_runner_utils"] if any(n.startswith(_RUNNER_UTILS) for n in externals) else []
-    )
+    if any(n.startswith(_C_RUNNER_UTILS) for n in externals):
+        needs.append("c_runner_utils")
+    if any(n.startswith(_RUNNER_UTILS) for n in externals):
+        needs.append("runner_utils")
+    return needs
 
 
 def codegen_flags(target: CpuTarget) -> list[str]:

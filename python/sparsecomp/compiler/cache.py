@@ -17,6 +17,8 @@ import importlib.metadata
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from sparsecomp import knobs
@@ -60,10 +62,71 @@ def lookup(key: str) -> Path | None:
 
 
 def new_build_dir() -> Path:
-    """A fresh private directory to build a kernel in, on the cache's file system."""
+    """A fresh private directory to build a kernel in, on the cache's file system.
+
+    The caller removes it when the build fails. Build directories older
+    than :data:`STALE_BUILD_S` belong to processes that were killed
+    mid-build and are removed here.
+    """
     root = knobs.cache_dir() / "kernels"
     root.mkdir(parents=True, exist_ok=True)
+    _remove_stale(root.glob(".build-*"), STALE_BUILD_S)
     return Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+
+
+#: A build directory untouched for this long is an orphan (no build takes a day).
+STALE_BUILD_S = 24 * 3600
+#: Reproducers kept in the cache's ``reproducers/`` folder (the newest ones).
+KEEP_REPRODUCERS = 8
+
+
+def save_reproducer(text: str, pipeline: str, folder: Path | None) -> Path:
+    """Write a failing stage's input; the file a reproducing command can name.
+
+    Into ``folder`` (``SPARSECOMP_REPRODUCER_DIR``) when set, a new file per
+    failure, the user's to keep; else into ``$SPARSECOMP_CACHE_DIR/reproducers/``, named
+    by content (the same failure rewrites the same file) and limited to
+    the newest :data:`KEEP_REPRODUCERS` files, so failures never pile up
+    in the temporary directory.
+    """
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(suffix=".mlir", prefix="sparsecomp-repro-", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return Path(name)
+    folder = knobs.cache_dir() / "reproducers"
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(f"{pipeline}\0{text}".encode()).hexdigest()[:16]
+    path = folder / f"repro-{digest}.mlir"
+    fd, tmp = tempfile.mkstemp(suffix=".tmp", prefix=".repro-", dir=folder)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    _keep_newest(sorted(folder.glob("repro-*.mlir"), key=_mtime), KEEP_REPRODUCERS, path)
+    return path
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile by another process
+        return 0.0
+
+
+def _keep_newest(paths: list[Path], keep: int, current: Path) -> None:
+    """Remove all but the ``keep`` newest of ``paths`` (oldest first), never ``current``."""
+    for path in paths[: max(len(paths) - keep, 0)]:
+        if path != current:
+            path.unlink(missing_ok=True)
+
+
+def _remove_stale(paths: Iterable[Path], age_s: float) -> None:
+    now = time.time()
+    for path in paths:
+        mtime = _mtime(path)
+        if mtime and now - mtime > age_s:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def publish(build: Path, key: str) -> Path:

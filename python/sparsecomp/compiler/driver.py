@@ -9,24 +9,28 @@ library (``layouts.mlir``, ``loops.mlir``, ``buffers.mlir``, ``llvm.mlir``).
 stage     pipeline                     result
 ========= ============================ ==========================================
 layouts   ``sparsecomp-cpu-layouts``   every sparse tensor has a concrete layout
+upstream  ``sparsecomp-cpu-upstream``  marked functions through MLIR's sparsifier
 loops     ``sparsecomp-cpu-loops``     loops over stored entries (stage II)
 buffers   ``sparsecomp-cpu-buffers``   flat buffers at function boundaries (III)
 llvm      ``sparsecomp-cpu-backend``   LLVM dialect, OpenMP, C interface
-upstream  MLIR's ``sparsifier``        functions marked ``sparse_iter.upstream``
 so        :mod:`.aot`                  ``kernel.so`` and ``manifest.json``
 ========= ============================ ==========================================
 
-Functions stage I marks for the upstream sparsifier leave the module after
-``layouts`` and are compiled in a worker process (:mod:`.upstream`,
-``upstream.mlir``, ``upstream-llvm.mlir``), then linked into the same library.
+Functions stage I marks for the upstream sparsifier are lowered to the LLVM
+dialect by the ``upstream`` stage (``sparse-iter-lower-upstream``: a worker
+process runs the sparsifier, :mod:`.upstream`) and spliced back; the later
+stages leave them alone, so one module becomes one library.
 
-Results are cached on disk (:mod:`.cache`); a cache hit loads the library
-without parsing anything.
+Builds run in a compile server process (:mod:`.server`), so that an
+assertion in MLIR or LLVM is a :class:`~sparsecomp.errors.CompileError`,
+never an abort of the caller. Results are cached on disk (:mod:`.cache`); a
+cache hit loads the library without parsing anything.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -39,6 +43,7 @@ from sparsecomp.targets import CpuTarget, detect_host
 
 STAGES = (
     ("layouts", "sparsecomp-cpu-layouts"),
+    ("upstream", "sparsecomp-cpu-upstream"),
     ("loops", "sparsecomp-cpu-loops"),
     ("buffers", "sparsecomp-cpu-buffers"),
     ("llvm", "sparsecomp-cpu-backend"),
@@ -105,11 +110,15 @@ def compile(
     key = cache.cache_key(text, cpu.attr_text(), options)
     if cache_results and (hit := cache.lookup(key)) is not None:
         return load(hit)
-    from sparsecomp.compiler.build import build
+    from sparsecomp.compiler import server
 
     started = time.perf_counter()
     out = cache.new_build_dir()
-    build(text, filename, cpu, options, out, _progress if verbose else None)
+    try:
+        server.build(text, filename, cpu, options, out, _progress if verbose else None)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)  # a failed build leaves nothing in the cache
+        raise
     path = cache.publish(out, key) if cache_results else out
     if verbose:
         _progress("total", time.perf_counter() - started)

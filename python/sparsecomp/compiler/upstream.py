@@ -9,8 +9,8 @@ caller. The sparsifier's pass list runs as is, with two sparsecomp passes
 where the storage is still explicit: ``sparse-iter-widen-bool-buffers``
 (this MLIR build aborts lowering stores to ``memref<?xi1>``) and
 ``sparse-iter-wrap-upstream`` (public functions get sparsecomp's buffer ABI,
-dynamic shapes included). The LLVM IR is linked into the same
-``kernel.so`` as the rest of the program (:mod:`.aot`).
+dynamic shapes included). ``sparse-iter-lower-upstream`` drives this
+and splices the LLVM-dialect result back into the program's module.
 """
 
 from __future__ import annotations
@@ -24,20 +24,32 @@ from mlir import ir, passmanager
 
 from sparsecomp.errors import FormatError, SparsecompError
 from sparsecomp.formats.layout import Layout
+from sparsecomp.ir import whole_blocks
 from sparsecomp.ir.calls import functions, name_of
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
 from sparsecomp.ir.walk import preorder
 from sparsecomp.lowering import sizes
-from sparsecomp.lowering.abi import abi_json, describe, static_shape
+from sparsecomp.lowering.abi import abi_json, describe, is_uncallable, static_shape, uncallable
 from sparsecomp.targets import CpuTarget
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 from sparsecomp.transforms.wrap_upstream import C_INTERFACE, SIGNATURE_ATTR
 
-INPUT, OUTPUT, LLVM_IR = "upstream.mlir", "upstream-llvm.mlir", "upstream.ll"
+INPUT, OUTPUT = "upstream.mlir", "upstream-llvm.mlir"
 #: sparsecomp passes run where the sparsifier's storage is explicit (before
-#: the storage specifier is lowered to an LLVM struct).
-OWN_PASSES = "sparse-iter-widen-bool-buffers,sparse-iter-wrap-upstream,"
+#: the storage specifier is lowered to an LLVM struct); strided-vector-access
+#: fixes the vectorizer's (vl > 0) loads of array-of-structs COO coordinates.
+OWN_PASSES = (
+    "sparse-iter-widen-bool-buffers,sparse-iter-strided-vector-access,sparse-iter-wrap-upstream,"
+)
+#: sparsecomp passes run on tensors before the sparsifier: COO coordinates SoA
+#: (sparsecomp's ABI), levels ordered (the sparsifier assumes it), converts to
+#: n:m padded to n entries per group.
+FIRST_PASSES = "sparse-iter-soa-coo,sparse-iter-order-levels,sparse-iter-pad-nm-converts,"
 _SPECIFIER_TO_LLVM = "sparse-storage-specifier-to-llvm"
+#: Before the sparsifier proper: ops whose bodies it cannot sparsify get dense inputs.
+DENSIFY = "sparse-iter-densify-unsparsifiable,"
+_SPARSIFY = "sparsification-and-bufferization"
+_PARALLEL = "parallelization-strategy=dense-outer-loop"
 
 
 @dataclass
@@ -51,18 +63,6 @@ class Part:
     module: ir.Module
     marked: dict[str, tuple[str | None, str]]
     functions: dict[str, Any] = field(default_factory=dict)
-
-    def failure(self, what: str, diagnostics: list[str]) -> str:
-        """A located error that ``what`` happened, with why each function went upstream."""
-        first = next(iter(self.marked.values()))[0]
-        names = ", ".join(f"'{n}'" for n in self.marked)
-        lines = [f"{first}: error: " if first else "", f"{what} compiling {names}"]
-        notes = [
-            f"{where}: note: '{name}' went to the upstream sparsifier: it {why}"
-            for name, (where, why) in self.marked.items()
-            if where
-        ]
-        return "\n".join(["".join(lines), *diagnostics, *notes])
 
 
 def pipeline(cpu: CpuTarget, vector_bits: int = -1) -> str:
@@ -78,19 +78,24 @@ def pipeline(cpu: CpuTarget, vector_bits: int = -1) -> str:
         flags += ["reassociate-fp-reductions=true"]
     threaded = cpu.threads != 1
     if threaded:
-        flags.append("parallelization-strategy=dense-outer-loop")
+        flags.append(_PARALLEL)
     with ir.Context():
         sparsifier = f"builtin.module(sparsifier{{{' '.join(flags)}}})"
         text = str(passmanager.PassManager.parse(sparsifier))
     text = text.removeprefix("builtin.module(").removesuffix(")")
+    at = text.index(_SPARSIFY)
+    text = text[:at] + DENSIFY + text[at:]
     at = text.index(_SPECIFIER_TO_LLVM)
-    text = text[:at] + OWN_PASSES + text[at:]
+    text = FIRST_PASSES + text[:at] + OWN_PASSES + text[at:]
     if not threaded:
         return text
     # The stock sparsifier lowers scf.parallel sequentially (convert-scf-to-cf):
     # OpenMP first, with memref-to-llvm for the alloca_scope it creates (before
     # scf-to-cf splits its region), and omp-to-llvm before the final conversion.
-    omp = "convert-scf-to-openmp" + (f"{{num-threads={cpu.threads}}}" if cpu.threads else "")
+    # Scratch allocas the sparsifier hoists out of a parallel loop (COO/DCSR
+    # iterators) are made private to its iterations first.
+    omp = "sparse-iter-privatize-allocas,convert-scf-to-openmp"
+    omp += f"{{num-threads={cpu.threads}}}" if cpu.threads else ""
     scf_to_cf = text.index("func.func(convert-scf-to-cf")
     to_llvm = text.index("convert-to-llvm{")
     return (
@@ -99,21 +104,37 @@ def pipeline(cpu: CpuTarget, vector_bits: int = -1) -> str:
     )
 
 
+def sequential(pipeline: str) -> str | None:
+    """``pipeline`` with the sparsifier's loops left sequential; None if they already are.
+
+    The worker retries a threaded build that failed with it (an upstream
+    assertion or refusal under ``dense-outer-loop``); never a fix for wrong
+    results, which :data:`DENSIFY` and ``sparse-iter-privatize-allocas`` address.
+    """
+    if _PARALLEL not in pipeline:
+        return None
+    return pipeline.replace(_PARALLEL, "parallelization-strategy=none")
+
+
 def _location(op: ir.Operation) -> str | None:
     loc = op.location
     return f"{loc.filename}:{loc.start_line}:{loc.start_col}" if loc.is_a_file() else None
 
 
-def _abi_layout(ty: ir.Type) -> Layout | None:
+def _abi_layout(ty: ir.Type, argument: bool = False) -> Layout | None:
     """The sparsecomp layout of an upstream-encoded tensor type.
 
     sparse_iter keeps every level's coordinates apart, so SoA singletons are
-    plain singletons here.
+    plain singletons here. Arguments are ordered (``sparse-iter-order-levels``
+    makes the sparsifier's types so): the runtime sorts nonordered data.
     """
     if not isinstance(ty, ir.RankedTensorType) or not is_sparse_tensor_encoding(ty.encoding):
         return None
     layout = layout_from_sparse_tensor(ty.encoding)
-    levels = tuple(dataclasses.replace(lv, soa=False) for lv in layout.levels)
+    levels = tuple(
+        dataclasses.replace(lv, soa=False, nonordered=lv.nonordered and not argument)
+        for lv in layout.levels
+    )
     return dataclasses.replace(layout, levels=levels)
 
 
@@ -145,15 +166,14 @@ def _abi(func: ir.Operation) -> str:
         args = []
         for n, ty in enumerate(fty.inputs):
             shape = [symbols.get((n, d), s) for d, s in enumerate(static_shape(ty))]
-            args.append(describe(ty, _abi_layout(ty), shape))
+            args.append(describe(ty, _abi_layout(ty, argument=True), shape))
         results = [describe(t, _abi_layout(t), static_shape(t)) for t in fty.results]
+        for (n, d), block in whole_blocks.argument_multiples(func).items():
+            args[n].setdefault("multiple_of", [1] * len(args[n]["shape"]))[d] = block
     except (FormatError, ValueError) as exc:
-        message = exc.message if isinstance(exc, FormatError) else str(exc)
-        raise SparsecompError(
-            f"'{name_of(func)}' (compiled by the upstream sparsifier) has no sparsecomp ABI: "
-            f"{message}",
-            location=_location(func),
-        ) from None
+        # Still compiled for the module's own callers; Python is told it cannot call it.
+        message = exc.message if isinstance(exc, SparsecompError) else str(exc)
+        return uncallable(f"'{name_of(func)}' has no sparsecomp ABI: {message}")
     return abi_json(args, results)
 
 
@@ -162,13 +182,14 @@ def _public(func: ir.Operation) -> bool:
     return vis is None or ir.StringAttr(vis).value == "public"
 
 
-def split(module: ir.Module) -> Part | None:
-    """Move the marked functions into a module of their own; None if there are none.
+def split(module: ir.Operation) -> Part | None:
+    """Move the marked functions of a module op into a module of their own.
 
-    Public ones get their ABI entry (as ``sparse-iter-lower-buffers`` gives
-    ours), read-only tensor arguments and the C interface.
+    None if there are none. Public ones get their ABI entry (as
+    ``sparse-iter-lower-buffers`` gives ours), read-only tensor arguments
+    and the C interface.
     """
-    marked = [f for f in functions(module.operation) if UPSTREAM_ATTR in f.attributes]
+    marked = [f for f in functions(module) if UPSTREAM_ATTR in f.attributes]
     if not marked:
         return None
     with module.context, ir.Location.unknown():
@@ -178,9 +199,11 @@ def split(module: ir.Module) -> Part | None:
         }
         part = Part(ir.Module.create(), reasons)
         for func in marked:
-            if _public(func) and func.regions[0].blocks:
-                entry = {"symbol": f"_mlir_ciface_{name_of(func)}", "abi": json.loads(_abi(func))}
+            abi = _abi(func) if _public(func) and func.regions[0].blocks else None
+            if abi is not None:
+                entry = {"symbol": f"_mlir_ciface_{name_of(func)}", "abi": json.loads(abi)}
                 part.functions[name_of(func)] = entry
+            if abi is not None and not is_uncallable(abi):  # an entry point for Python
                 _read_only_arguments(func)
                 func.attributes[C_INTERFACE] = ir.UnitAttr.get()
                 func.attributes[SIGNATURE_ATTR] = func.attributes["function_type"]

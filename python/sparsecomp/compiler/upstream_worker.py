@@ -4,12 +4,12 @@
 and writes one JSON job to its stdin::
 
     {"input": ".../upstream.mlir", "filename": "user.mlir", "pipeline": "...",
-     "output": ".../upstream-llvm.mlir", "llvm_ir": ".../upstream.ll"}
+     "output": ".../upstream-llvm.mlir"}
 
 The worker (:func:`lower`) parses ``input`` (sparsecomp context, file
 locations kept), runs ``builtin.module(<pipeline>)`` (upstream passes and
 sparsecomp's, see :mod:`sparsecomp.transforms.pipeline`), writes the
-LLVM-dialect result to ``output`` and its LLVM IR to ``llvm_ir``, and
+LLVM-dialect result to ``output`` and
 answers one JSON line on stdout: ``{"ok": true, "needs": [...]}`` or
 ``{"ok": false, "diagnostics": ["file:line:col: error: ..."]}``. If a pass
 asserts, the worker dies and :func:`run` reports the signal and the
@@ -44,13 +44,27 @@ class Lowered:
 
 
 def run(out: Path, filename: str, pipeline: str) -> Lowered:
-    """Run ``pipeline`` on ``out/upstream.mlir`` in a worker process."""
+    """Run ``pipeline`` on ``out/upstream.mlir`` in a worker process.
+
+    A threaded pipeline that fails is tried once more with sequential
+    sparsifier loops (:func:`upstream.sequential`); if that fails too, the
+    first failure is the answer.
+    """
+    done = _run_once(out, filename, pipeline)
+    retry = None if done.ok else upstream.sequential(pipeline)
+    if retry is not None:
+        again = _run_once(out, filename, retry)
+        if again.ok:
+            return again
+    return done
+
+
+def _run_once(out: Path, filename: str, pipeline: str) -> Lowered:
     job = {
         "input": str(out / upstream.INPUT),
         "filename": filename,
         "pipeline": pipeline,
         "output": str(out / upstream.OUTPUT),
-        "llvm_ir": str(out / upstream.LLVM_IR),
     }
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
@@ -96,7 +110,6 @@ def lower(job: dict[str, Any]) -> dict[str, Any]:
             module = parse_module(Path(job["input"]).read_text(), job["filename"], ctx)
             build_pass_manager(f"builtin.module({job['pipeline']})", ctx).run(module.operation)
             Path(job["output"]).write_text(module.operation.get_asm(enable_debug_info=True))
-            Path(job["llvm_ir"]).write_text(aot.translate(module))
             needs = aot.runtime_needs(module)
     except (ir.MLIRError, SparsecompError) as exc:
         lines = [format_diagnostic(d) for d in log.diagnostics]

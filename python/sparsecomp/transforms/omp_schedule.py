@@ -11,7 +11,6 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import TargetError
 from sparsecomp.ir.targets import enclosing_function, function_target
-from sparsecomp.ir.walk import preorder
 from sparsecomp.targets import CpuTarget
 from sparsecomp.transforms.base import SparsecompPass
 
@@ -29,7 +28,18 @@ TEAM_SIZE = "omp_get_num_threads"  # libomp's, called inside the parallel region
 
 
 def _ops_named(root: ir.Operation, name: str) -> list[ir.Operation]:
-    return [op for op in preorder(root) if op.name == name]
+    """Ops called ``name`` in ``root``, not looking into ``llvm.func`` (lowered already)."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "llvm.func":
+            return ir.WalkResult.SKIP
+        if op.name == name:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 def _segment_size(op: ir.Operation, segment: int) -> int:

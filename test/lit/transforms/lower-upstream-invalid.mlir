@@ -1,0 +1,12 @@
+// RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(sparse-iter-lower-upstream)'
+
+// What the sparsifier refuses is reported at its own location, after one
+// error at the marked function that says why it went upstream.
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+
+// expected-error@+2 {{the upstream sparsifier failed compiling 'negative_extract'}}
+// expected-error-re@+1 {{failed to legalize {{.*}}storage_specifier{{.*}}}}
+func.func @negative_extract(%a: tensor<?x?xf64, #CSR>, %i: index) -> f64 attributes {sparse_iter.upstream = "requested"} {
+  %v = tensor.extract %a[%i, %i] : tensor<?x?xf64, #CSR>
+  return %v : f64
+}
