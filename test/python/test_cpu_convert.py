@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cpu_kernels as K
-from sparsecomp.errors import SparsecompError
 from sparsecomp.formats import SparseTensor
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -204,16 +203,12 @@ def test_conversion_property(
     check_csr_like(exe(SparseTensor.from_scipy(A, src)), A, dst)
 
 
-def test_unsupported_target_is_a_located_error() -> None:
-    """A target outside CSR/CSC that upstream cannot take either: an error at the op."""
-    import sparsecomp
-
-    want = (
-        r"<source>:5:\d+: error: .*conversion at line 5 that sparse_iter cannot lower: "
-        r"conversions produce .* not ell.*'compressed_fixed' has no #sparse_tensor form"
-    )
-    with pytest.raises(SparsecompError, match=want):
-        sparsecomp.compile(convert_source("csr", "ell"), cache_results=False)
+def test_ell_target_goes_upstream_as_csr() -> None:
+    """ELL has no #sparse_tensor form: the upstream function holds it as CSR, same values."""
+    exe = K.compiled(convert_source("csr", "ell"))
+    A = matrix((17, 12), 0.3, 5)
+    got = exe(SparseTensor.from_scipy(A, "csr"))
+    np.testing.assert_array_equal(got.to_dense(), A.toarray())
 
 
 def test_other_targets_go_upstream() -> None:

@@ -15,7 +15,8 @@ tensor of rank r (the first that applies):
    dense (``nm:N:M`` for matrices). On CUDA, a 2:4 f16/bf16 operand 0 of an
    op, when the target lists a sparse MMA shape, gets that (first) shape's
    ``mma.sp`` metadata.
-5. ``"ragged"``: ``ell`` (r = 2 only).
+5. ``"ragged"``: ``ell`` (r = 2 only); CSR in functions that go to the
+   upstream sparsifier (:func:`upstream_form`).
 6. ``"unstructured"``: r = 1 a compressed vector; r = 2 ``csr``, or ``csc``
    on CPU targets when the use reads the tensor transposed; r >= 3 batched
    CSR (dense, ..., dense, compressed). CUDA keeps CSR for transposed uses:
@@ -213,6 +214,25 @@ def resolve_text(
 ) -> Layout:
     """:func:`resolve` on the text of a sparsity or encoding attribute."""
     return resolve(Encoding.parse(text), shape, target, densify=densify)
+
+
+def upstream_form(layout: Layout) -> Layout:
+    """``layout`` as a function compiled by the upstream sparsifier holds it.
+
+    The sparsifier takes ``#sparse_tensor`` encodings only, which have no ELL
+    (``compressed_fixed``) or ragged prefix (``dense_varied``) level: those
+    become ``compressed_varied`` with the same properties and widths (ragged
+    sparsity resolves to CSR there instead of ELL). Other layouts are
+    returned unchanged. The runtime converts a tensor packed in the original
+    layout to this one at the call.
+    """
+    levels = tuple(
+        replace(lv, kind="compressed", varied=True, width=None)
+        if lv.name in ("compressed_fixed", "dense_varied")
+        else lv
+        for lv in layout.levels
+    )
+    return layout if levels == layout.levels else replace(layout, levels=levels)
 
 
 def _choose(encoding: Encoding, rank: int, target: Target, densify: bool) -> Layout:

@@ -10,6 +10,7 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import FormatError, SparsecompError
 from sparsecomp.formats.layout import Layout
+from sparsecomp.ir import whole_blocks
 from sparsecomp.ir.attrs import encoding_of, layout_of
 from sparsecomp.ir.calls import close_over_calls, functions, name_of
 from sparsecomp.ir.targets import function_target
@@ -17,6 +18,7 @@ from sparsecomp.ir.upstream import sparse_tensor_text
 from sparsecomp.ir.verify import types_of
 from sparsecomp.ir.walk import preorder, retype_function
 from sparsecomp.targets import CpuTarget
+from sparsecomp.targets.resolve import upstream_form
 from sparsecomp.transforms.base import SparsecompPass
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 
@@ -65,7 +67,12 @@ def _refusal(func: ir.Operation) -> str | None:
 
 
 def _upstream_layout(layout: Layout) -> Layout:
-    """``layout`` with SoA singleton levels: sparse_iter keeps each level's coordinates apart."""
+    """``layout`` in a marked function: only levels with a ``#sparse_tensor`` form.
+
+    ELL and ragged levels become compressed ones (``upstream_form``);
+    singletons are SoA (sparse_iter keeps each level's coordinates apart).
+    """
+    layout = upstream_form(layout)
     levels = tuple(
         dataclasses.replace(lv, soa=True) if lv.kind == "singleton" else lv for lv in layout.levels
     )
@@ -112,6 +119,11 @@ class _Exporter:
                     f"'{name_of(func)}' needs the upstream sparsifier (it {why}), but {problem}"
                 )
                 ok = False
+        for op, problem in whole_blocks.problems(func):  # partial blocks, built n:m values
+            op.location.emit_error(
+                f"'{name_of(func)}' needs the upstream sparsifier (it {why}), but {problem}"
+            )
+            ok = False
         return ok
 
     def rewrite(self, func: ir.Operation) -> None:
@@ -142,12 +154,14 @@ class MarkUpstreamPass(SparsecompPass):
 
     In marked functions every ``#sparse_iter.layout`` type becomes the
     equivalent ``#sparse_tensor.encoding`` (singleton levels stored SoA, as
-    sparse_iter stores them) and ``sparse_iter.set_encoding`` /
-    ``unset_encoding`` become ``sparse_tensor.convert``. A layout with no
-    upstream form (ELL, ragged rows, ``mma.sp`` metadata, composable
-    layouts) or another sparse_iter op in a marked function is an error
-    where the type or op is defined. Unmarked functions are left alone; the
-    CPU driver compiles the marked ones with the upstream sparsifier.
+    sparse_iter stores them; ELL and ragged levels, which upstream lacks,
+    become compressed ones: CSR instead of ELL, which the runtime converts
+    to at the call) and ``sparse_iter.set_encoding`` / ``unset_encoding``
+    become ``sparse_tensor.convert``. A layout with no upstream form
+    (``mma.sp`` metadata, composable layouts) or another sparse_iter op in a
+    marked function is an error where the type or op is defined. Unmarked
+    functions are left alone; the CPU driver compiles the marked ones with
+    the upstream sparsifier.
 
     Before (a CSR matrix times a COO one, which sparse_iter does not co-iterate):
 

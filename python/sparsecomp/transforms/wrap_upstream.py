@@ -42,7 +42,9 @@ class Storage:
             if fmt == int(st.LevelFormat.singleton) and not lt & _SOA:
                 raise FormatError(
                     "COO coordinates stored as an array of structs (singleton without soa) "
-                    "cannot cross the sparsecomp ABI; mark the singleton levels soa"
+                    "cannot cross the sparsecomp ABI; sparse-iter-soa-coo makes them soa unless "
+                    "the function or one it calls uses their storage (sparse_tensor.assemble, "
+                    "disassemble, coordinates, coordinates_buffer, a constant)"
                 )
             fields += [("pos_mem_sz", lvl)] if int(fmt) in _POSITIONS else []
             fields += [("crd_mem_sz", lvl)] if int(fmt) != int(st.LevelFormat.dense) else []
@@ -192,8 +194,6 @@ def _public(op: ir.Operation) -> bool:
 def _signatures(f: ir.Operation) -> tuple[ir.FunctionType, ir.FunctionType]:
     """(tensor-level, sparsified) function types; FormatError if they do not match."""
     fty = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
-    if SIGNATURE_ATTR not in f.attributes:
-        raise FormatError(f"it has no '{SIGNATURE_ATTR}' (its type before sparsification)")
     tensor = ir.FunctionType(ir.TypeAttr(f.attributes[SIGNATURE_ATTR]).value)
     groups(tensor.inputs, fty.inputs)
     groups(tensor.results, fty.results)
@@ -209,18 +209,21 @@ class WrapUpstreamPass(SparsecompPass):
     ``sparse-storage-specifier-to-llvm``: a sparse tensor is then its
     buffers (``memref``s, upstream field order) and a
     ``!sparse_tensor.storage_specifier`` holding level sizes and used buffer
-    lengths. Each public function with a specifier in its signature is
-    renamed ``<name>__sparsified`` (private; calls follow) and a public
-    wrapper ``<name>`` with ``llvm.emit_c_interface`` takes its place with
-    the ABI of docs/cpu-abi.md: per sparse tensor its buffers then its
-    dimension sizes (``index``), dynamic shapes included. The wrapper builds
-    each argument's specifier (``lvl_sz`` from the dimension sizes through
+    lengths. Each public function with a specifier in its signature and a
+    ``sparse_iter.tensor_signature`` (its type before sparsification, which
+    the fallback records on the functions Python calls) is renamed
+    ``<name>__sparsified`` (private; calls follow) and a public wrapper
+    ``<name>`` with ``llvm.emit_c_interface`` takes its place with the ABI
+    of docs/cpu-abi.md: per sparse tensor its buffers then its dimension
+    sizes (``index``), dynamic shapes included. The wrapper builds each
+    argument's specifier (``lvl_sz`` from the dimension sizes through
     the encoding's map, ``*_mem_sz`` from the buffer lengths) and returns a
     sparse result's buffers cut to their used length
     (``memref.reinterpret_cast``) and its dimension sizes (from ``lvl_sz``).
     Upstream fields and sparsecomp buffers agree in order (``pos{l}``,
-    ``crd{l}``, values) when singleton levels are SoA; an array-of-structs
-    COO level in a public signature is an error at the function.
+    ``crd{l}``, values) when singleton levels are SoA
+    (``sparse-iter-soa-coo`` makes them so); an array-of-structs COO level
+    left in a public signature is an error at the function.
 
     Before:
 
@@ -252,6 +255,8 @@ class WrapUpstreamPass(SparsecompPass):
         for f in [f for f in functions(op) if _public(f)]:
             fty = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
             if not any(_is_specifier(t) for t in [*fty.inputs, *fty.results]):
+                continue
+            if SIGNATURE_ATTR not in f.attributes:  # not called from Python: no ABI wanted
                 continue
             name = name_of(f)
             try:

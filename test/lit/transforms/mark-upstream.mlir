@@ -124,3 +124,26 @@ func.func @to_csc(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc> {
   %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc>
   return %r : tensor<?x?xf32, #csc>
 }
+
+// -----
+
+// ELL and ragged levels have no #sparse_tensor form: in a marked function they
+// are compressed (CSR instead of ELL; the runtime converts at the call).
+#ell = #sparse_iter.layout<["dense_fixed", "compressed_fixed[4]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#ragged = #sparse_iter.layout<["dense_fixed", "dense_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#id = affine_map<(i, j) -> (i, j)>
+
+// CHECK: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
+// CHECK-LABEL: func.func @ell_plus_dense
+// CHECK-SAME: (%{{.*}}: tensor<?x?xf32, #[[$CSR]]>, %{{.*}}: tensor<?x?xf32, #[[$CSR]]>, %{{.*}}: tensor<?x?xf32>)
+// CHECK-SAME: sparse_iter.upstream
+func.func @ell_plus_dense(%e: tensor<?x?xf32, #ell>, %r: tensor<?x?xf32, #ragged>, %d: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %s = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %r, %d : tensor<?x?xf32, #ell>, tensor<?x?xf32, #ragged>, tensor<?x?xf32>) outs(%d : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32, %o: f32):
+    %p = arith.addf %x, %y : f32
+    %q = arith.addf %p, %z : f32
+    linalg.yield %q : f32
+  } -> tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}

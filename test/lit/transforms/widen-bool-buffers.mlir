@@ -40,16 +40,65 @@ func.func @expand(%n: index) -> i1 {
 
 // -----
 
-// An i1 buffer used by an op the pass does not rewrite: nothing changes.
-// CHECK-LABEL: func.func @negative_vector
-// CHECK: memref.alloc(%{{.*}}) : memref<?xi1>
-// CHECK: memref.store %{{.*}} : memref<?xi1>
-// CHECK: vector.load %{{.*}} : memref<?xi1>, vector<4xi1>
-func.func @negative_vector(%n: index) -> vector<4xi1> {
+// Vector accesses: stored values and paddings are extended, what is read is
+// truncated, masks stay i1.
+// CHECK-LABEL: func.func @vectors
+// CHECK-SAME: (%[[M:.*]]: memref<?xi8>, %[[V:.*]]: vector<4xi1>, %[[K:.*]]: vector<4xi1>)
+// CHECK: %[[W:.*]] = arith.extui %[[V]] : vector<4xi1> to vector<4xi8>
+// CHECK: vector.store %[[W]], %[[M]][%{{.*}}] : memref<?xi8>, vector<4xi8>
+// CHECK: %[[L:.*]] = vector.load %[[M]][%{{.*}}] : memref<?xi8>, vector<4xi8>
+// CHECK: %[[LT:.*]] = arith.trunci %[[L]] : vector<4xi8> to vector<4xi1>
+// CHECK: %[[P:.*]] = arith.extui %{{.*}} : i1 to i8
+// CHECK: %[[R:.*]] = vector.transfer_read %[[M]][%{{.*}}], %[[P]], %[[K]] : memref<?xi8>, vector<4xi8>
+// CHECK: %[[RT:.*]] = arith.trunci %[[R]] : vector<4xi8> to vector<4xi1>
+// CHECK: %[[PT:.*]] = arith.extui %[[LT]] : vector<4xi1> to vector<4xi8>
+// CHECK: %[[G:.*]] = vector.maskedload %[[M]][%{{.*}}], %[[K]], %[[PT]] : memref<?xi8>, vector<4xi1>, vector<4xi8> into vector<4xi8>
+// CHECK: %[[GT:.*]] = arith.trunci %[[G]] : vector<4xi8> to vector<4xi1>
+// CHECK: arith.ori %[[RT]], %[[GT]] : vector<4xi1>
+func.func @vectors(%m: memref<?xi1>, %v: vector<4xi1>, %mask: vector<4xi1>) -> vector<4xi1> {
   %c0 = arith.constant 0 : index
-  %true = arith.constant true
+  %false = arith.constant false
+  vector.store %v, %m[%c0] : memref<?xi1>, vector<4xi1>
+  %l = vector.load %m[%c0] : memref<?xi1>, vector<4xi1>
+  %r = vector.transfer_read %m[%c0], %false, %mask : memref<?xi1>, vector<4xi1>
+  %g = vector.maskedload %m[%c0], %mask, %l : memref<?xi1>, vector<4xi1>, vector<4xi1> into vector<4xi1>
+  %o = arith.ori %r, %g : vector<4xi1>
+  return %o : vector<4xi1>
+}
+
+// -----
+
+// A bool constant of the program (a static buffer from a global): the global
+// becomes bytes with the same values.
+// CHECK: memref.global "private" constant @flags : memref<2x2xi8> = dense<{{\[}}[1, 0], [0, 1]]>
+// CHECK-LABEL: func.func @globals
+// CHECK: %[[G:.*]] = memref.get_global @flags : memref<2x2xi8>
+// CHECK: %[[B:.*]] = memref.load %[[G]][%{{.*}}, %{{.*}}] : memref<2x2xi8>
+// CHECK: %[[T:.*]] = arith.trunci %[[B]] : i8 to i1
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<4xi8>
+memref.global "private" constant @flags : memref<2x2xi1> = dense<[[true, false], [false, true]]>
+func.func @globals(%i: index) -> i1 {
+  %c0 = arith.constant 0 : index
+  %g = memref.get_global @flags : memref<2x2xi1>
+  %b = memref.load %g[%i, %i] : memref<2x2xi1>
+  %s = memref.alloc() : memref<4xi1>
+  memref.store %b, %s[%c0] : memref<4xi1>
+  memref.dealloc %s : memref<4xi1>
+  return %b : i1
+}
+
+// -----
+
+// An i1 buffer only read by an op the pass does not rewrite (and nothing
+// stores to an i1 buffer): nothing changes.
+// CHECK-LABEL: func.func @negative_prefetch
+// CHECK: memref.alloc(%{{.*}}) : memref<?xi1>
+// CHECK: memref.prefetch %{{.*}} : memref<?xi1>
+// CHECK: memref.load %{{.*}} : memref<?xi1>
+func.func @negative_prefetch(%n: index) -> i1 {
+  %c0 = arith.constant 0 : index
   %m = memref.alloc(%n) : memref<?xi1>
-  memref.store %true, %m[%c0] : memref<?xi1>
-  %v = vector.load %m[%c0] : memref<?xi1>, vector<4xi1>
-  return %v : vector<4xi1>
+  memref.prefetch %m[%c0], read, locality<3>, data : memref<?xi1>
+  %v = memref.load %m[%c0] : memref<?xi1>
+  return %v : i1
 }

@@ -83,7 +83,8 @@ func.func @bsr(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %s
 
 // -----
 
-// Functions without a specifier in their signature, and private ones, are left alone.
+// Functions without a specifier in their signature, private ones, and public
+// ones without a tensor-level signature (not called from Python) are left alone.
 #CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
 !spec = !sparse_tensor.storage_specifier<#CSR>
 
@@ -99,3 +100,10 @@ func.func private @negative_private(%v: memref<?xf64>, %s: !spec) -> memref<?xf6
   return %v : memref<?xf64>
 }
 // CHECK-NOT: func.func @negative_private
+
+// CHECK-LABEL: func.func @negative_no_signature
+// CHECK-SAME: !sparse_tensor.storage_specifier
+func.func @negative_no_signature(%v: memref<?xf64>, %s: !spec) {
+  return
+}
+// CHECK-NOT: func.func @negative_no_signature

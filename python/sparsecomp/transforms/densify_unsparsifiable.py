@@ -1,0 +1,129 @@
+"""Pass ``sparse-iter-densify-unsparsifiable``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mlir import ir
+from mlir.dialects import sparse_tensor as st
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.ir.upstream import is_sparse_tensor_encoding
+from sparsecomp.ir.walk import preorder
+from sparsecomp.transforms.base import SparsecompPass
+
+#: Body ops the sparsifier's merger builds expressions of (MLIR's Merger.cpp).
+_MERGER_OPS = frozenset(
+    {f"arith.{n}" for n in (
+        "addf addi subf subi mulf muli divf divsi divui andi ori xori shli shrsi shrui "
+        "cmpf cmpi select negf truncf extf fptosi fptoui sitofp uitofp extsi extui trunci "
+        "index_cast bitcast constant"
+    ).split()}
+    | {f"math.{n}" for n in "absf absi ceil floor sqrt expm1 log1p sin tanh".split()}
+    | {f"complex.{n}" for n in "abs add sub mul div neg sqrt expm1 log1p sin tanh re im".split()}
+    | {f"sparse_tensor.{n}" for n in "unary binary reduce select yield".split()}
+    | {"linalg.index", "linalg.yield"}
+)  # fmt: skip
+#: Reductions the sparsifier runs over stored entries only: zero is their identity.
+_SPARSE_REDUCTIONS = frozenset({"arith.addf", "arith.addi", "arith.ori", "arith.xori"})
+
+
+def _is_sparse(ty: ir.Type) -> bool:
+    return isinstance(ty, ir.RankedTensorType) and is_sparse_tensor_encoding(
+        ir.RankedTensorType(ty).encoding
+    )
+
+
+def _dense_reason(op: ir.Operation) -> str | None:
+    """Why the sparsifier cannot take ``op`` on its sparse inputs, or None."""
+    n_in = len(op.operands) - len(op.results)
+    body = op.regions[0].blocks[0]
+    for inner in body.operations:
+        if inner.name not in _MERGER_OPS:
+            return f"'{inner.name}'"
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    reduces = any("reduction" in it for it in iterators)
+    outs = list(body.arguments)[n_in:]
+    yielded = body.operations[len(body.operations) - 1].operands
+    for out, value in zip(outs, yielded, strict=True):
+        if not reduces and not list(out.uses):
+            continue  # the output is only written
+        owner = value.owner.operation if isinstance(value, ir.OpResult) else None
+        combiner = owner.name if owner is not None else None
+        users = [use.owner.operation for use in out.uses]
+        plain = combiner in _SPARSE_REDUCTIONS and len(users) == 1 and users[0] == owner
+        if not plain:
+            what = "a reduction" if reduces else "an update of the output"
+            return f"{what} by '{combiner}'" if combiner else what
+    return None
+
+
+def _densify(op: ir.Operation) -> None:
+    n_in = len(op.operands) - len(op.results)
+    for n in range(n_in):
+        value = op.operands[n]
+        if not _is_sparse(value.type):
+            continue
+        rt = ir.RankedTensorType(value.type)
+        with ir.InsertionPoint(op), op.location:
+            dense = ir.RankedTensorType.get(rt.shape, rt.element_type)
+            op.operands[n] = st.ConvertOp(dense, value).result
+
+
+@dataclasses.dataclass(frozen=True)
+class DensifyUnsparsifiablePass(SparsecompPass):
+    """Give the sparsifier dense copies of operands of ops it cannot sparsify.
+
+    The upstream sparsifier builds loops over stored entries from an
+    expression tree of the ``linalg.generic`` body (its merger). Bodies
+    outside it are refused or mis-compiled in this MLIR build: ops the
+    merger does not know on sparse values (``math.exp``, ``math.cos``,
+    ``arith.maximumf``, ...: a legalization failure), and reductions whose
+    combiner does not have zero as identity (products, min / max, ``andi``:
+    an assertion under ``parallelization-strategy=dense-outer-loop``,
+    ``tensor.extract`` verifier errors or an ``scf.reduce`` that
+    ``convert-scf-to-openmp`` cannot convert). Such bodies read every
+    element anyway (they do not vanish at zero), so this pass converts the
+    op's sparse inputs to dense tensors (``sparse_tensor.convert``) and
+    leaves a dense ``linalg.generic``, exact for every body.
+
+    Matches ``linalg.generic`` ops with ``#sparse_tensor`` inputs and dense
+    outputs whose body has an op outside the merger's set, or that reads
+    the output (a reduction, or an update such as ``out * x``) and yields
+    something other than ``out + x`` / ``out | x`` / ``out ^ x`` (``addf``,
+    ``addi``, ``ori``, ``xori``, the output read once): the sparsifier keeps
+    the output where the sparse inputs are zero, which only those keep too.
+    Sums, elementwise arithmetic and sparse outputs are left to the
+    sparsifier. Runs in the fallback before ``sparsification-and-bufferization``.
+
+    Before:
+
+    ```mlir
+    %r = linalg.generic {... iterator_types = ["reduction"]}
+        ins(%a : tensor<?xf64, #SV>) outs(%c : tensor<f64>) {
+    ^bb0(%x: f64, %o: f64):
+      %m = arith.maximumf %o, %x : f64
+      linalg.yield %m : f64
+    } -> tensor<f64>
+    ```
+
+    After:
+
+    ```mlir
+    %d = sparse_tensor.convert %a : tensor<?xf64, #SV> to tensor<?xf64>
+    %r = linalg.generic {... iterator_types = ["reduction"]}
+        ins(%d : tensor<?xf64>) outs(%c : tensor<f64>) { ... } -> tensor<f64>
+    ```
+    """
+
+    NAME = "sparse-iter-densify-unsparsifiable"
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        for generic in preorder(op):
+            if generic.name != "linalg.generic" or any(_is_sparse(r.type) for r in generic.results):
+                continue
+            n_in = len(generic.operands) - len(generic.results)
+            if not any(_is_sparse(v.type) for v in list(generic.operands)[:n_in]):
+                continue
+            if _dense_reason(generic) is not None:
+                _densify(generic)

@@ -1,0 +1,6 @@
+// RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-privatize-allocas
+
+// The pass reports nothing of its own (allocas it cannot privatize stay
+// where they are); like every sparsecomp pass it verifies sparse_iter input first.
+// expected-error@+1 {{unknown level format 'sparse'}}
+func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<["sparse"], affine_map<(i) -> (i)>, 32, 32, {}>>)

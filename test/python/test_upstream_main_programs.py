@@ -1,0 +1,292 @@
+"""Whole programs through the upstream-sparsifier fallback, as ``sparsecomp-run`` runs them.
+
+Each program builds its sparse operands in IR (``sparse_tensor.convert``, so
+every function goes to the fallback), calls kernels and prints the results
+with ``vector.print``; the printed numbers are compared with numpy. Programs
+run in a subprocess (``python -m sparsecomp.tools.run``), so a crash is a
+failed test, and several times, so a race shows up.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsecomp
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+LAYOUTS = {
+    "csr": "(i, j) -> (i : dense, j : compressed)",
+    "csc": "(i, j) -> (j : dense, i : compressed)",
+    "coo_aos": "(i, j) -> (i : compressed(nonunique), j : singleton)",
+    "coo_soa": "(i, j) -> (i : compressed(nonunique), j : singleton(soa))",
+    "dcsr": "(i, j) -> (i : compressed, j : compressed)",
+    "bsr": "(i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, "
+    "j mod 2 : dense)",
+    "nm24": "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4])",
+}
+NUMBER = re.compile(r"-?(?:\d+\.?\d*(?:e[+-]?\d+)?|inf|nan)")
+TYPES = {np.float16: "f16", np.float32: "f32", np.float64: "f64"}
+
+
+def _encoding(layout: str) -> str:
+    return f"#sparse_tensor.encoding<{{ map = {LAYOUTS[layout]} }}>"
+
+
+def _dense(a: np.ndarray) -> str:
+    rows = ", ".join("[" + ", ".join(f"{float(x):.1f}" for x in row) + "]" for row in a)
+    return f"dense<[{rows}]>"
+
+
+def _run(tmp_path: Path, program: str, times: int = 1) -> list[np.ndarray]:
+    """Run ``main`` ``times`` times; the numbers each run printed."""
+    src = tmp_path / "prog.mlir"
+    src.write_text(program)
+    outputs = []
+    for _ in range(times):
+        done = subprocess.run(
+            [sys.executable, "-m", "sparsecomp.tools.run", str(src), "-e", "main"],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs.append(np.array([float(x) for x in NUMBER.findall(done.stdout)]))
+    return outputs
+
+
+# A 4x8 matrix with 2:4 rows (some groups short of 2 nonzeros, one empty),
+# 2x2 blocks and repeated structure, so every layout above can hold it.
+D = np.array(
+    [
+        [1, 2, 0, 0, 3, 0, 0, 4],
+        [5, 0, 6, 0, 0, 0, 0, 0],
+        [0, 0, 9, 1, 0, 7, 0, 8],
+        [0, 3, 2, 0, 0, 0, 0, 0],
+    ],
+    dtype=np.float64,
+)
+
+SHARED = """
+#A = {a}
+#B = {b}
+#trait = {{
+  indexing_maps = [affine_map<(i,j,k) -> (i,k)>, affine_map<(i,j,k) -> (j,k)>,
+                   affine_map<(i,j,k) -> (i,j)>],
+  iterator_types = ["parallel", "parallel", "reduction"]
+}}
+func.func @abt(%a: tensor<4x8xf64, #A>, %b: tensor<4x8xf64, #B>) -> tensor<4x4xf64> {{
+  %out = arith.constant dense<0.0> : tensor<4x4xf64>
+  %0 = linalg.generic #trait ins(%a, %b : tensor<4x8xf64, #A>, tensor<4x8xf64, #B>)
+      outs(%out : tensor<4x4xf64>) {{
+  ^bb0(%x: f64, %y: f64, %z: f64):
+    %m = arith.mulf %x, %y : f64
+    %s = arith.addf %m, %z : f64
+    linalg.yield %s : f64
+  }} -> tensor<4x4xf64>
+  return %0 : tensor<4x4xf64>
+}}
+func.func @dbt(%a: tensor<4x8xf64>, %b: tensor<4x8xf64, #B>) -> tensor<4x4xf64> {{
+  %out = arith.constant dense<0.0> : tensor<4x4xf64>
+  %0 = linalg.generic #trait ins(%a, %b : tensor<4x8xf64>, tensor<4x8xf64, #B>)
+      outs(%out : tensor<4x4xf64>) {{
+  ^bb0(%x: f64, %y: f64, %z: f64):
+    %m = arith.mulf %x, %y : f64
+    %s = arith.addf %m, %z : f64
+    linalg.yield %s : f64
+  }} -> tensor<4x4xf64>
+  return %0 : tensor<4x4xf64>
+}}
+func.func @main() {{
+  %c0 = arith.constant 0 : index
+  %f = arith.constant -1.0 : f64
+  %d = arith.constant {d} : tensor<4x8xf64>
+  %a = sparse_tensor.convert %d : tensor<4x8xf64> to tensor<4x8xf64, #A>
+  %b = sparse_tensor.convert %d : tensor<4x8xf64> to tensor<4x8xf64, #B>
+  %r0 = call @dbt(%d, %b) : (tensor<4x8xf64>, tensor<4x8xf64, #B>) -> tensor<4x4xf64>
+  %r1 = call @abt(%a, %b) : (tensor<4x8xf64, #A>, tensor<4x8xf64, #B>) -> tensor<4x4xf64>
+  %v0 = vector.transfer_read %r0[%c0, %c0], %f : tensor<4x4xf64>, vector<4x4xf64>
+  vector.print %v0 : vector<4x4xf64>
+  %v1 = vector.transfer_read %r1[%c0, %c0], %f : tensor<4x4xf64>, vector<4x4xf64>
+  vector.print %v1 : vector<4x4xf64>
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("csr", b) for b in LAYOUTS] + [("coo_aos", "bsr"), ("nm24", "coo_aos"), ("dcsr", "csc")],
+)
+def test_sparse_value_used_by_two_calls(tmp_path: Path, a: str, b: str) -> None:
+    program = SHARED.format(a=_encoding(a), b=_encoding(b), d=_dense(D))
+    want = np.concatenate([(D @ D.T).ravel()] * 2)
+    for got in _run(tmp_path, program, times=4):
+        np.testing.assert_allclose(got, want)
+
+
+MATVEC_INLINE = """
+#A = {enc}
+func.func @main() {{
+  %d = arith.constant {d} : tensor<{m}x{n}x{t}>
+  %a = sparse_tensor.convert %d : tensor<{m}x{n}x{t}> to tensor<{m}x{n}x{t}, #A>
+  %x = arith.constant dense<{x}> : tensor<{n}x{t}>
+  %y = arith.constant dense<{y}> : tensor<{m}x{t}>
+  %r = linalg.matvec ins(%a, %x : tensor<{m}x{n}x{t}, #A>, tensor<{n}x{t}>)
+      outs(%y : tensor<{m}x{t}>) -> tensor<{m}x{t}>
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : {t}
+  %v = vector.transfer_read %r[%c0], %pad : tensor<{m}x{t}>, vector<{m}x{t}>
+  vector.print %v : vector<{m}x{t}>
+  return
+}}
+"""
+
+MATVEC_CALL = """
+#A = {enc}
+func.func @k(%a: tensor<{m}x{n}x{t}, #A>, %x: tensor<{n}x{t}>, %y: tensor<{m}x{t}>)
+    -> tensor<{m}x{t}> {{
+  %r = linalg.matvec ins(%a, %x : tensor<{m}x{n}x{t}, #A>, tensor<{n}x{t}>)
+      outs(%y : tensor<{m}x{t}>) -> tensor<{m}x{t}>
+  return %r : tensor<{m}x{t}>
+}}
+func.func @main() {{
+  %d = arith.constant {d} : tensor<{m}x{n}x{t}>
+  %a = sparse_tensor.convert %d : tensor<{m}x{n}x{t}> to tensor<{m}x{n}x{t}, #A>
+  %x = arith.constant dense<{x}> : tensor<{n}x{t}>
+  %y = arith.constant dense<{y}> : tensor<{m}x{t}>
+  %r = call @k(%a, %x, %y) : (tensor<{m}x{n}x{t}, #A>, tensor<{n}x{t}>, tensor<{m}x{t}>)
+      -> tensor<{m}x{t}>
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : {t}
+  %v = vector.transfer_read %r[%c0], %pad : tensor<{m}x{t}>, vector<{m}x{t}>
+  vector.print %v : vector<{m}x{t}>
+  return
+}}
+"""
+
+
+def _matvec(tmp_path: Path, layout: str, a: np.ndarray, dtype: type, call: bool) -> None:
+    m, n = a.shape
+    x = np.arange(1, n + 1, dtype=np.float64) % 7
+    y = np.arange(1, m + 1, dtype=np.float64)
+    program = (MATVEC_CALL if call else MATVEC_INLINE).format(
+        enc=_encoding(layout), d=_dense(a), m=m, n=n, t=TYPES[dtype],
+        x="[" + ", ".join(f"{v:.1f}" for v in x) + "]",
+        y="[" + ", ".join(f"{v:.1f}" for v in y) + "]",
+    )  # fmt: skip
+    want = y + a @ x
+    rtol = 1e-2 if dtype is np.float16 else 1e-6
+    for got in _run(tmp_path, program, times=2):
+        np.testing.assert_allclose(got, want, rtol=rtol)
+
+
+def _coo_matrix() -> np.ndarray:
+    """Rows of 0, 1 and many entries (the vectorized loop runs over whole vectors)."""
+    a = np.zeros((4, 20))
+    a[0, :] = np.arange(1, 21)
+    a[1, 3] = 2
+    a[3, ::3] = 3
+    return a
+
+
+@pytest.mark.parametrize("layout", ["coo_aos", "coo_soa"])
+@pytest.mark.parametrize("call", [False, True], ids=["inline", "public_call"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_coo_matvec(tmp_path: Path, layout: str, call: bool, dtype: type) -> None:
+    _matvec(tmp_path, layout, _coo_matrix(), dtype, call)
+
+
+def _nm_matrix(kind: str) -> np.ndarray:
+    a = np.zeros((3, 24))
+    if kind == "full":  # exactly 2 nonzeros per group
+        a[:, 0::4] = 1
+        a[:, 3::4] = 2
+    elif kind == "partial":  # groups with 0, 1 and 2 nonzeros
+        a[0, [1, 5, 6, 23]] = [3, 4, 5, 6]
+        a[2, [0, 11]] = [7, 8]
+    return a
+
+
+@pytest.mark.parametrize(
+    ("kind", "dtype", "call"),
+    [
+        ("zeros", np.float32, False),
+        ("partial", np.float32, False),
+        ("full", np.float32, True),
+        ("zeros", np.float16, True),
+        ("partial", np.float16, True),
+        ("partial", np.float64, True),
+    ],
+)
+def test_nm_matvec(tmp_path: Path, kind: str, dtype: type, call: bool) -> None:
+    _matvec(tmp_path, "nm24", _nm_matrix(kind), dtype, call)
+
+
+AOS_PUBLIC = """
+#COO = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>
+func.func @k(%a: tensor<?x?xf64, #COO>, %x: tensor<?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
+  %r = linalg.matvec ins(%a, %x : tensor<?x?xf64, #COO>, tensor<?xf64>)
+      outs(%y : tensor<?xf64>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+func.func @twice(%a: tensor<?x?xf64, #COO>) -> tensor<?x?xf64, #COO> {
+  %r = sparse_tensor.convert %a : tensor<?x?xf64, #COO> to tensor<?x?xf64, #COO>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf64, #COO>) outs(%r : tensor<?x?xf64, #COO>) {
+  ^bb0(%v: f64, %o: f64):
+    %t = arith.addf %v, %v : f64
+    linalg.yield %t : f64
+  } -> tensor<?x?xf64, #COO>
+  return %s : tensor<?x?xf64, #COO>
+}
+"""
+
+
+def test_aos_coo_crosses_the_abi(tmp_path: Path) -> None:
+    """AoS COO arguments and results of public functions: the runtime passes SoA arrays."""
+    src = tmp_path / "aos.mlir"
+    src.write_text(AOS_PUBLIC)
+    exe = sparsecomp.compile(src)
+    a = sp.random(30, 40, density=0.2, format="coo", random_state=1, dtype=np.float64)
+    x = np.linspace(-1, 1, 40)
+    y = np.arange(30, dtype=np.float64)
+    np.testing.assert_allclose(exe.k(a, x, y), y + a @ x)
+    twice = exe.twice(a)
+    np.testing.assert_allclose(twice.to_dense(), 2 * a.toarray())
+
+
+KEPT_AOS = """
+#COO = #sparse_tensor.encoding<{{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }}>
+func.func @main() {{
+  %d = arith.constant {d} : tensor<4x20xf32>
+  %a = sparse_tensor.convert %d : tensor<4x20xf32> to tensor<4x20xf32, #COO>
+  %x = arith.constant dense<{x}> : tensor<20xf32>
+  %y = arith.constant dense<0.0> : tensor<4xf32>
+  %r = linalg.matvec ins(%a, %x : tensor<4x20xf32, #COO>, tensor<20xf32>)
+      outs(%y : tensor<4xf32>) -> tensor<4xf32>
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %v = vector.transfer_read %r[%c0], %pad : tensor<4xf32>, vector<4xf32>
+  vector.print %v : vector<4xf32>
+  %crd = sparse_tensor.coordinates_buffer %a : tensor<4x20xf32, #COO> to memref<?xindex>
+  %n = memref.dim %crd, %c0 : memref<?xindex>
+  vector.print %n : index
+  return
+}}
+"""
+
+
+def test_vectorized_loop_over_kept_aos_coordinates(tmp_path: Path) -> None:
+    """A function reading the AoS buffer keeps AoS; its vectorized matvec reads them strided."""
+    a = _coo_matrix()
+    x = np.arange(1, 21, dtype=np.float64) % 7
+    program = KEPT_AOS.format(d=_dense(a), x="[" + ", ".join(f"{v:.1f}" for v in x) + "]")
+    (got,) = _run(tmp_path, program)
+    np.testing.assert_allclose(got, [*(a @ x), 2 * np.count_nonzero(a)])
