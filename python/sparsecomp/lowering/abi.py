@@ -11,10 +11,12 @@ numpy/scipy arguments onto these parameters without MLIR.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mlir import ir
 
+from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.composable import Composable
 from sparsecomp.formats.layout import Layout
 
@@ -24,14 +26,42 @@ AnyLayout = Layout | Composable
 _DTYPES = {
     "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
     "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64",
+    "complex<f32>": "complex64", "complex<f64>": "complex128",
 }  # fmt: skip
+
+
+class NoAbiError(SparsecompError, ValueError):
+    """A type Python cannot pass (a memref, a vector, an element type without numpy dtype)."""
 
 
 def dtype_name(ty: ir.Type) -> str:
     name = str(ty)
     if name not in _DTYPES:
-        raise ValueError(f"element type {ty} has no numpy equivalent")
+        raise NoAbiError(f"element type {ty} has no numpy equivalent")
     return _DTYPES[name]
+
+
+def abi_or_note(build: Callable[[], str]) -> str:
+    """``build()``, or the ABI of a function Python cannot call: ``{"uncallable": why}``.
+
+    A public function whose signature has no Python form (memrefs, vectors,
+    ...) still compiles, for the module's own callers; the runtime lists it
+    as not callable from Python, with the reason, instead of failing the
+    compile.
+    """
+    try:
+        return build()
+    except NoAbiError as exc:
+        return uncallable(exc.message)
+
+
+def uncallable(why: str) -> str:
+    """The ABI JSON of a public function Python cannot call, and why."""
+    return json.dumps({"uncallable": why}, separators=(",", ":"))
+
+
+def is_uncallable(abi: str) -> bool:
+    return json.loads(abi).get("uncallable") is not None
 
 
 def _int(width: int) -> ir.Type:
@@ -71,6 +101,8 @@ def flat_types(ty: ir.Type, layout: AnyLayout) -> list[ir.Type]:
 def describe(ty: ir.Type, layout: AnyLayout | None, shape: list[Any]) -> dict[str, Any]:
     """The ABI entry of one argument or result."""
     if not isinstance(ty, ir.RankedTensorType):
+        if isinstance(ty, ir.ShapedType):  # memref, vector, unranked tensor
+            raise NoAbiError(f"type {ty} has no Python form")
         return {"kind": "scalar", "dtype": dtype_name(ty)}
     tensor = ir.RankedTensorType(ty)
     entry: dict[str, Any] = {

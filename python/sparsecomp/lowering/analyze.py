@@ -126,8 +126,13 @@ def make_plan(op: ir.Operation, vectorize: bool) -> Plan:
     layout = ins[driver].layout
     assert layout is not None
     drv_dims = ins[driver].dims
-    level_dims = [(int(drv_dims[e.dim] or 0), str(e.op)) for e in layout.dim_to_lvl.results]
     out_dims = set().union(*(_dims_of(e) for e in out.map.results)) if out.map.results else set()
+    if zero == Zero.ZERO and any(d is not None and d not in out_dims for d in drv_dims):
+        raise Unsupported(
+            "the body overwrites the output (it yields zero where the sparse operand is "
+            "zero) in a reduction over the sparse operand; skipping its zeros would be wrong"
+        )
+    level_dims = [(int(drv_dims[e.dim] or 0), str(e.op)) for e in layout.dim_to_lvl.results]
     n_loops = len(iterators)
     free = [d for d in range(n_loops) if d not in drv_dims]
     free_par = [d for d in free if d in out_dims]

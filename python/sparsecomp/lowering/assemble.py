@@ -13,22 +13,35 @@ def cast(value: ir.Value, ty: ir.Type) -> ir.Value:
     return value if value.type == ty else arith.index_cast(ty, value)
 
 
-def prefix_positions(counts: ir.Value, rows: ir.Value, pos_t: ir.Type) -> tuple[ir.Value, ir.Value]:
-    """``(positions, total)``: ``positions[0] = 0``, ``positions[r + 1] = sum(counts[:r + 1])``.
+def prefix_positions(
+    counts: ir.Value, rows: ir.Value, pos_t: ir.Type
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """``(positions, total, starts)``: ``positions[r + 1] = sum(counts[:r + 1])``.
 
     ``counts`` is a rank-1 ``index`` tensor of ``rows`` entries; the
-    positions are a new rank-1 tensor of ``pos_t``; ``total`` is an index.
+    positions are a new rank-1 tensor of ``pos_t`` (0 first); ``total`` is
+    an index. ``starts`` holds the same sums as ``index`` values, for the
+    kernel's own addressing: narrow positions may wrap (the runtime reports
+    that after the call, :mod:`sparsecomp.runtime.overflow`), the kernel's
+    writes must not. It is ``positions`` itself when ``pos_t`` has 64 bits.
     """
-    empty = tensor.empty([add(rows, index(1))], pos_t)
-    start = tensor.insert(cast(index(0), pos_t), empty, [index(0)])
+    wide = ir.IntegerType(pos_t).width >= 64 if isinstance(pos_t, ir.IntegerType) else True
+    n = add(rows, index(1))
+    state = {"pos": tensor.insert(cast(index(0), pos_t), tensor.empty([n], pos_t), [index(0)])}
+    if not wide:
+        idx_t = ir.IndexType.get()
+        state["starts"] = tensor.insert(index(0), tensor.empty([n], idx_t), [index(0)])
 
     def step(r: ir.Value, s: State) -> State:
         total = add(s["total"], tensor.extract(counts, [r]))
-        pos = tensor.insert(cast(total, pos_t), s["pos"], [add(r, index(1))])
-        return {"pos": pos, "total": total}
+        out = {**s, "total": total}
+        out["pos"] = tensor.insert(cast(total, pos_t), s["pos"], [add(r, index(1))])
+        if not wide:
+            out["starts"] = tensor.insert(total, s["starts"], [add(r, index(1))])
+        return out
 
-    done = for_state(index(0), rows, {"pos": start, "total": index(0)}, step)
-    return done["pos"], done["total"]
+    done = for_state(index(0), rows, {**state, "total": index(0)}, step)
+    return done["pos"], done["total"], done.get("starts", done["pos"])
 
 
 def assemble_csr(

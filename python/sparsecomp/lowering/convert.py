@@ -223,11 +223,11 @@ def _to_csr(source: ir.Value, layout: Layout | None, ty: ir.RankedTensorType) ->
 
     (counts,) = walk([counts], count)
     pos_t, crd_t = int_type(target.pos_width), int_type(target.crd_width)
-    pos, total = prefix_positions(counts, rows, pos_t)
+    pos, total, starts = prefix_positions(counts, rows, pos_t)
     # Each row's cursor starts at its position (counts is reused: it is dead now).
     (cursor,) = for_loop(
         index(0), rows, index(1), [counts],
-        lambda r, v: [tensor.insert(load_index(pos, r), v[0], [r])],
+        lambda r, v: [tensor.insert(load_index(starts, r), v[0], [r])],
     )  # fmt: skip
     crd = tensor.empty([total], crd_t)
     values = tensor.empty([total], element)

@@ -16,7 +16,10 @@ structured[n,m]     ``p * n + s`` for ``s < n``                  ``crd[q]``
 =================== ============================================ ==================
 
 ELL padding (coordinate ``-1``) is skipped with an ``scf.if``; n:m padding
-holds zero values at valid coordinates and needs no test.
+holds zero values at coordinates inside the group, which need no test
+except in a partial last group (the dimension is not a multiple of ``m``):
+there a slot whose column lies past the edge is skipped (its coordinate is
+compared with the storage's ``level_bound``).
 """
 
 from __future__ import annotations
@@ -97,13 +100,19 @@ def emit_level(
     # compressed_fixed (ELL) and structured[n, m]: fixed slots per parent
     width = _width(em, lv, _parents(em, lv))
     base = mul(p, width)
+    edge = None  # n:m groups: a partial last group's padding lies past the edge
+    if name == "structured" and em.layout.dim_to_lvl.results[lv].op == "mod":
+        edge = em.level_bound(lv, index(level.m))
 
     def slot(s: ir.Value, vals: Carried) -> Carried:
         q = add(base, s)
         coord = load_index(em.crd[lv], q)
-        if name == "structured":
+        if name == "structured" and edge is None:
             return inner(q, coord, vals)
-        valid = arith.cmpi(arith.CmpIPredicate.sge, coord, index(0))
+        if edge is not None:
+            valid = arith.cmpi(arith.CmpIPredicate.slt, coord, edge)
+        else:
+            valid = arith.cmpi(arith.CmpIPredicate.sge, coord, index(0))
         return if_then(valid, vals, lambda v: inner(q, coord, v))
 
     return for_loop(index(0), width, index(1), carried, slot, parallel)

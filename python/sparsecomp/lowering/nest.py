@@ -22,7 +22,7 @@ from sparsecomp.lowering.loops import Carried, add, for_loop, index, mul
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.plan import Access, Plan
 from sparsecomp.lowering.reader import Reader, rank1
-from sparsecomp.lowering.zeros import Zero
+from sparsecomp.lowering.zeros import Zero, reads_output
 
 si: Any = sparse_iter  # generated at run time from the .td; untyped
 
@@ -116,12 +116,14 @@ class NestEmitter(OperandAccess):
         out = plan.output.value
         elt = ir.RankedTensorType(out.type).element_type
         self.start: ir.Value | None = None  # the hoisted output's known initial value
+        self.source: ir.Value | None = None  # where the hoisted output is read, if not carried
+        reads = reads_output(self.block, len(plan.inputs))
         if plan.sparse_output:
             init = self._sparse_init()
         elif self._covered():
             # Every output element is read and written exactly once: start
             # from the value it is known to hold instead of filling first.
-            if plan.zero == Zero.ZERO:
+            if plan.zero == Zero.ZERO and not reads:
                 init, self.start = out, zero_of(elt)
             elif (fill := _constant_fill(out)) is not None:
                 init, self.start = fill
@@ -129,6 +131,8 @@ class NestEmitter(OperandAccess):
                 init = out
         elif plan.zero == Zero.ZERO:
             init = linalg.fill(zero_of(elt), outs=[out])
+            if reads:  # the body reads the output's value from before the fill
+                self.source = out
         else:
             init = out
         (result,) = self.panels(init)
@@ -316,9 +320,10 @@ class NestEmitter(OperandAccess):
         elif self.start is not None:
             elems = [self.start]
         elif vector_out:
-            elems = [self.read(plan.output, u, out) for u in range(self.vec.unroll)]  # type: ignore[union-attr]
+            src = self.source or out
+            elems = [self.read(plan.output, u, src) for u in range(self.vec.unroll)]  # type: ignore[union-attr]
         else:
-            elems = [tensor.extract(out, self._out_indices())]
+            elems = [tensor.extract(self.source or out, self._out_indices())]
         elems = self.step(k, pos, [out, *elems])[1:]
         if plan.sparse_output:
             return [tensor.insert(elems[0], out, [pos])]

@@ -34,7 +34,7 @@ from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.reader import Reader, int_type
 from sparsecomp.lowering.rowplan import RowOperand, RowPlan
 from sparsecomp.lowering.sort import sort_segment
-from sparsecomp.lowering.zeros import Zero
+from sparsecomp.lowering.zeros import Zero, reads_output
 
 #: How many blocks of rows run in parallel (each with its own workspaces).
 BLOCKS = 64
@@ -68,7 +68,8 @@ class RowEmitter(OperandAccess):
         self.ncols = self._size(plan.col)
         self.elt = ir.RankedTensorType(plan.output.value.type).element_type
         self.mode = "dense"  # or "count" / "fill" for a sparse output
-        self.positions = self.stamp = self.lo = self.nrows  # set per phase / row
+        self.positions = self.starts = self.stamp = self.lo = self.nrows  # per phase / row
+        self.source: ir.Value | None = None  # where the body reads the output, if not carried
 
     def _size(self, dim: int) -> ir.Value:
         for acc in [*self.plan.inputs, self.plan.output]:
@@ -81,6 +82,8 @@ class RowEmitter(OperandAccess):
         if not self.plan.sparse_output:
             out = self.plan.output.value
             if self.plan.zero == Zero.ZERO:
+                if reads_output(self.block, len(self.plan.inputs)):
+                    self.source = out  # the body reads the output's value from before the fill
                 out = linalg.fill(zero_of(self.elt), outs=[out])
             return self._blocks({"out": out})["out"]
         return self._sparse()
@@ -92,7 +95,7 @@ class RowEmitter(OperandAccess):
         self.mode = "count"
         counts = tensor.empty([self.nrows], ir.IndexType.get())
         counts = self._blocks({"counts": counts})["counts"]
-        positions, total = prefix_positions(counts, self.nrows, pos_t)
+        positions, total, self.starts = prefix_positions(counts, self.nrows, pos_t)
         self.positions = positions
         self.mode = "fill"
         filled = self._blocks({
@@ -148,7 +151,7 @@ class RowEmitter(OperandAccess):
     def _row(self, r: ir.Value, s: State) -> State:
         self.idx = {self.plan.row: r}
         self.stamp = add(r, index(1))
-        self.lo = load_index(self.positions, r) if self.mode == "fill" else index(0)
+        self.lo = load_index(self.starts, r) if self.mode == "fill" else index(0)
         s = {**s, "n": index(0)}
         s = self._scatter_merge(r, s) if self.plan.kind == "merge" else self._scatter_product(r, s)
         n = s.pop("n")
@@ -258,7 +261,11 @@ class RowEmitter(OperandAccess):
         if plan.kind == "product":
             value = _get(s["w"], j)
         else:
-            current = zero_of(self.elt) if plan.sparse_output else _get2(s["out"], row, j)
+            current = (
+                zero_of(self.elt)
+                if plan.sparse_output
+                else _get2(self.source or s["out"], row, j)
+            )
             sparse = {op.number: _get(s[f"ws{op.number}"], j) for op in plan.sparse}
             value = bodies.emit_scalar(self.block, self._args(sparse, current), self.idx)
             if not plan.intersect:  # union workspaces start every row at zero

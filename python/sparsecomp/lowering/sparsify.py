@@ -28,7 +28,7 @@ from sparsecomp.formats.sparsifiers import Sparsifier
 from sparsecomp.ir.attrs import encoding_of, layout_of
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.assemble import assemble_csr, cast, prefix_positions
-from sparsecomp.lowering.loops import State, add, for_state, if_state, index
+from sparsecomp.lowering.loops import State, add, for_state, if_state, index, to_index
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.plan import Unsupported, accesses
 from sparsecomp.lowering.reader import int_type
@@ -142,12 +142,12 @@ def lower_sparsify(op: ir.Operation) -> ir.Value:
 
     counts = tensor.empty([rows], ir.IndexType.get())
     counts = for_state(index(0), rows, {"counts": counts}, count, parallel=True)["counts"]
-    positions, total = prefix_positions(counts, rows, int_type(layout.pos_width))
+    positions, total, starts = prefix_positions(counts, rows, int_type(layout.pos_width))
     crd_t = int_type(layout.crd_width)
     elt = ir.RankedTensorType(ty).element_type
 
     def fill(r: ir.Value, s: State) -> State:
-        start = arith.index_cast(ir.IndexType.get(), tensor.extract(positions, [r]))
+        start = to_index(tensor.extract(starts, [r]))
 
         def column(j: ir.Value, c: State) -> State:
             x = element(r, j)

@@ -6,8 +6,17 @@ when, at ``a = 0``, the body yields either the output's current value
 initial value) or zero (*zero-producing*: ``a * x``; the output is first
 filled with zeros). :func:`classify` decides this by evaluating the body
 symbolically with ``a`` replaced by zero, the same algebra MLIR's sparsifier
-uses (``0 * x = 0``, ``0 + x = x``, ``0 / x = 0``, casts keep zero). Like
-it, and like scipy, it treats ``0 * inf`` and ``0 * nan`` as zero.
+uses (``0 * x = 0``, ``0 + x = x``, ``0 / x = 0``, ``max(0, 0) = 0``, casts
+keep zero). Like it, and like scipy, it treats ``0 * inf`` and ``0 * nan``
+as zero.
+
+A zero-producing body may still read the output (``out * a``: the output
+is zero where ``a`` is not stored and ``out * a`` where it is): the
+lowerings fill the output with zeros first but read ``out`` from the
+output's value before the fill (:func:`reads_output`). Such a body is only
+exact when each output element is visited once, so a zero-producing body
+may not reduce over a dimension of the sparse operand (a skipped entry
+would have reset the element).
 """
 
 from __future__ import annotations
@@ -28,7 +37,17 @@ class Zero(Enum):
 _MULTIPLY = {"arith.mulf", "arith.muli"}
 _ADD = {"arith.addf", "arith.addi"}
 _SUB = {"arith.subf", "arith.subi"}
-_DIVIDE = {"arith.divf", "arith.divsi", "arith.divui"}
+_DIVIDE = {
+    "arith.divf", "arith.divsi", "arith.divui", "arith.ceildivsi", "arith.ceildivui",
+    "arith.floordivsi", "arith.remf", "arith.remsi", "arith.remui",
+}  # fmt: skip
+_AND = {"arith.andi"}
+_OR = {"arith.ori", "arith.xori"}
+#: f(x, x) = x: the result keeps a class its operands share (max(0, 0) = 0).
+_IDEMPOTENT = {
+    "arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf", "arith.maxsi",
+    "arith.minsi", "arith.maxui", "arith.minui",
+}  # fmt: skip
 _KEEP_ZERO = {
     "arith.negf", "arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp",
     "arith.fptosi", "arith.fptoui", "arith.extsi", "arith.extui", "arith.trunci",
@@ -49,9 +68,11 @@ def _op_class(op: ir.Operation, args: list[Zero]) -> Zero:
     name = op.name
     if name == "arith.constant":
         return _constant_class(op)
-    if name in _MULTIPLY:
+    if name in _MULTIPLY or name in _AND:
         return Zero.ZERO if Zero.ZERO in args else Zero.OTHER
-    if name in _ADD:
+    if name in _IDEMPOTENT:
+        return args[0] if args[0] == args[1] else Zero.OTHER
+    if name in _ADD or name in _OR:
         if args[0] == Zero.ZERO:
             return args[1]
         return args[0] if args[1] == Zero.ZERO else Zero.OTHER
@@ -83,3 +104,8 @@ def classify(block: ir.Block, sparse_args: list[int], out_arg: int) -> Zero:
         for r in op.results:
             known[r] = cls
     return Zero.OTHER
+
+
+def reads_output(block: ir.Block, out_arg: int) -> bool:
+    """Whether the body uses the output's block argument at all."""
+    return bool(list(block.arguments[out_arg].uses))

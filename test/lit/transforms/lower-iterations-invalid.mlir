@@ -273,3 +273,22 @@ func.func @convert_to_nonunique(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #m
   %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #multi>
   return %r : tensor<?x?xf32, #multi>
 }
+
+// -----
+
+// A body that yields zero where A is zero (here y * a) and reduces over A's
+// columns: a skipped zero would have reset y[i], so stored entries alone
+// cannot give the result (the op goes to the upstream sparsifier instead).
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
+func.func @negative_overwrite_in_reduction(%A: tensor<?x?xf32, #csr>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error@+1 {{cannot lower this linalg.generic: the body overwrites the output (it yields zero where the sparse operand is zero) in a reduction over the sparse operand; skipping its zeros would be wrong; row by row: row-wise kernels write a 2-D output indexed by plain loop dimensions}}
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+    ins(%A : tensor<?x?xf32, #csr>) outs(%y : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %o, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}

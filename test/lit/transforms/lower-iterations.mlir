@@ -216,6 +216,30 @@ func.func @coo_scale(%A: tensor<?x?xf32, #coo>, %d: tensor<?x?xf32>, %o: tensor<
 
 #csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
 
+// A zero-producing body that reads its output (C .* A): the output is filled
+// with zeros, but the body reads C's value from before the fill.
+// CHECK-LABEL: func.func @out_times_csr
+// CHECK-SAME: %[[A:[^:]*]]: tensor<?x?xf32, {{.*}}>, %[[C:[^:]*]]: tensor<?x?xf32>)
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[C]] : tensor<?x?xf32>)
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[Z]])
+// CHECK: %[[OLD:.*]] = tensor.extract %[[C]][
+// CHECK: arith.mulf %[[OLD]], %{{.*}}
+// CHECK: tensor.insert
+func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+    ins(%A : tensor<?x?xf32, #csr>) outs(%C : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %o, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+
 // SpGEMM builds a new structure row by row: a parallel count pass over blocks
 // of rows (a tag array per block marks the row's columns), a prefix sum into
 // positions, a parallel fill pass that accumulates each row in a workspace,
@@ -225,10 +249,10 @@ func.func @coo_scale(%A: tensor<?x?xf32, #coo>, %d: tensor<?x?xf32>, %o: tensor<
 // CHECK:   linalg.fill {{.*}} -> tensor<?xindex>
 // CHECK:   arith.cmpi ne
 // CHECK: } {sparse_iter.parallel}
-// CHECK: %[[POS:.*]]:2 = scf.for {{.*}} -> (tensor<?xi32>, index) {
+// CHECK: %[[POS:.*]]:3 = scf.for {{.*}} -> (tensor<?xi32>, tensor<?xindex>, index) {
 // CHECK:   tensor.extract %[[COUNTS]]
-// CHECK: %[[CRD:.*]] = tensor.empty(%[[POS]]#1) : tensor<?xi32>
-// CHECK: %[[VAL:.*]] = tensor.empty(%[[POS]]#1) : tensor<?xf32>
+// CHECK: %[[CRD:.*]] = tensor.empty(%[[POS]]#2) : tensor<?xi32>
+// CHECK: %[[VAL:.*]] = tensor.empty(%[[POS]]#2) : tensor<?xf32>
 // CHECK: %[[FILL:.*]]:2 = scf.for {{.*}} iter_args({{.*}} = %[[CRD]], {{.*}} = %[[VAL]])
 // CHECK:   arith.mulf
 // CHECK:   scf.while
@@ -287,7 +311,7 @@ func.func @add_dense(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %C: t
 // CHECK:     math.absf
 // CHECK:     arith.cmpf oge
 // CHECK: } {sparse_iter.parallel}
-// CHECK: scf.for {{.*}} -> (tensor<?xi32>, index)
+// CHECK: scf.for {{.*}} -> (tensor<?xi32>, tensor<?xindex>, index)
 // CHECK: scf.for
 // CHECK:   scf.for
 // CHECK:     arith.addf
@@ -388,10 +412,10 @@ func.func @spmv_from_fill(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %m: inde
 // CHECK:     %[[J:.*]] = arith.index_cast %{{.*}} : i32 to index
 // CHECK:     %[[N:.*]] = tensor.extract %{{.*}}[%[[J]]] : tensor<?xindex>
 // CHECK:     arith.addi %[[N]], %c1 : index
-// CHECK: %[[PREFIX:.*]]:2 = scf.for %{{.*}} = %c0 to %[[COLS]] {{.*}} -> (tensor<?xi32>, index)
+// CHECK: %[[PREFIX:.*]]:3 = scf.for %{{.*}} = %c0 to %[[COLS]] {{.*}} -> (tensor<?xi32>, tensor<?xindex>, index)
 // CHECK: %[[CURSOR:.*]] = scf.for %{{.*}} = %c0 to %[[COLS]] step %c1 iter_args(%{{.*}} = %[[COUNTS]])
-// CHECK: %[[NEW_CRD:.*]] = tensor.empty(%[[PREFIX]]#1) : tensor<?xi32>
-// CHECK: %[[NEW_VAL:.*]] = tensor.empty(%[[PREFIX]]#1) : tensor<?xf32>
+// CHECK: %[[NEW_CRD:.*]] = tensor.empty(%[[PREFIX]]#2) : tensor<?xi32>
+// CHECK: %[[NEW_VAL:.*]] = tensor.empty(%[[PREFIX]]#2) : tensor<?xf32>
 // CHECK: %[[FILLED:.*]]:3 = scf.for %[[I:.*]] = %c0 to %[[ROWS]] step %c1 iter_args(%{{.*}} = %[[CURSOR]], %{{.*}} = %[[NEW_CRD]], %{{.*}} = %[[NEW_VAL]])
 // CHECK:   scf.for
 // CHECK:     %[[SLOT:.*]] = tensor.extract %{{.*}}[%{{.*}}] : tensor<?xindex>

@@ -1,0 +1,60 @@
+"""Catch index buffers of sparse results that overflowed their width.
+
+A kernel computes a sparse result's sizes in ``index`` (64-bit) arithmetic
+and stores positions and coordinates in the layout's ``pos_width`` /
+``crd_width`` integers; a narrow width can wrap silently (an int16 position
+past 32767). Buffer lengths are exact, so a wrapped positions buffer
+always shows: its last position differs from the length of the level's
+coordinates (a position is the true count modulo ``2**width``), or it
+decreases. Coordinates cannot wrap when every level's size fits
+``crd_width``. Both checks cost O(positions) and run on every sparse result
+whose widths are below 64 bits, before the result is returned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.tensor import SparseTensor
+from sparsecomp.formats.validate import index_max
+
+
+def check_result(tensor: SparseTensor, where: str) -> None:
+    """Raise :class:`SparsecompError` if ``tensor``'s narrow index buffers overflowed."""
+    if not isinstance(tensor.layout, Layout):
+        for n, part in enumerate(tensor.parts):
+            check_result(part, f"{where}, part {n}")
+        return
+    layout = tensor.layout
+    if layout.pos_width not in (0, 64):
+        for lvl, (level, pos, crd) in enumerate(
+            zip(layout.levels, tensor.positions, tensor.coordinates, strict=True)
+        ):
+            if level.kind == "compressed" and pos is not None and crd is not None:
+                _check_positions(layout, lvl, pos, crd.shape[0], where)
+    if layout.crd_width not in (0, 64):
+        sizes = layout.dim_to_lvl.level_shape(tensor.shape)
+        limit = index_max(layout.crd_width)
+        for lvl, (level, size) in enumerate(zip(layout.levels, sizes, strict=True)):
+            if level.has_coordinates and size > limit:
+                raise SparsecompError(
+                    f"{where}: level {lvl} ({level}) has size {size}, which does not fit the "
+                    f"result's {layout.crd_width}-bit coordinates (at most {limit})",
+                    hint="declare the result layout with a wider crd_width (32 or 64)",
+                )
+
+
+def _check_positions(layout: Layout, lvl: int, pos: np.ndarray, count: int, where: str) -> None:
+    if pos.shape[0] == 0:
+        return
+    ok = int(pos[0]) == 0 and int(pos[-1]) == count and bool((pos[1:] >= pos[:-1]).all())
+    if ok:
+        return
+    raise SparsecompError(
+        f"{where}: the positions of level {lvl} ({layout.levels[lvl]}) overflowed: the "
+        f"result stores {count} entries there, more than {layout.pos_width}-bit positions "
+        f"address (at most {index_max(layout.pos_width)})",
+        hint="declare the result layout with a wider pos_width (32 or 64)",
+    )
