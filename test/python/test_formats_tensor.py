@@ -387,7 +387,7 @@ def test_composable_rejects_duplicates() -> None:
 # -- validation errors -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [np.complex64, np.bool_, np.uint8, np.float128])
+@pytest.mark.parametrize("dtype", [np.complex256, np.bool_, np.uint8, np.float128])
 def test_bad_value_dtype(dtype: type) -> None:
     with pytest.raises(FormatError, match=r"value dtype .* is not supported; expected one of"):
         SparseTensor.from_dense(np.eye(2, dtype=dtype), "csr")
@@ -396,14 +396,11 @@ def test_bad_value_dtype(dtype: type) -> None:
 def test_bad_scipy_input() -> None:
     with pytest.raises(FormatError, match=r"expected a scipy\.sparse matrix or array, got ndarray"):
         SparseTensor.from_scipy(A)
-    with pytest.raises(FormatError, match="value dtype complex128"):
-        SparseTensor.from_scipy(sp.csr_array(A.astype(complex)))
+    with pytest.raises(FormatError, match="value dtype uint8"):
+        SparseTensor.from_scipy(sp.csr_array(A.astype(np.uint8)))
+    # scipy means duplicates summed (test_runtime_robustness.py covers every layout)
     dup = sp.coo_array(([1.0, 2.0], ([1, 1], [2, 2])), shape=(3, 3))
-    with pytest.raises(FormatError, match=r"duplicate coordinate \(1, 2\)"):
-        SparseTensor.from_scipy(dup, "csr")
-    dup_csr = sp.csr_array(([1.0, 2.0], [2, 2], [0, 0, 2, 2]), shape=(3, 3))
-    with pytest.raises(FormatError, match=r"duplicate coordinate \(1, 2\)"):
-        SparseTensor.from_scipy(dup_csr, "ell")
+    assert SparseTensor.from_scipy(dup, "csr").to_dense()[1, 2] == 3.0
     with pytest.raises(FormatError, match="needs a matrix"):
         SparseTensor.from_dense(np.ones((2, 2, 2)), "csr").to_scipy()
 

@@ -169,7 +169,7 @@ def test_scalar_results(exe: Executable) -> None:
 
 def test_constant_result_is_copied(exe: Executable, monkeypatch: pytest.MonkeyPatch) -> None:
     freed: list[int] = []
-    monkeypatch.setattr(memref, "free", freed.append)  # nothing may be freed here
+    monkeypatch.setattr(memref.Malloced, "release", staticmethod(freed.append))  # none here
     r = exe.cst()
     np.testing.assert_array_equal(r, [1.0, 2.0, 3.0])
     assert r.flags.owndata
@@ -190,7 +190,8 @@ def test_rank0_and_no_results(exe: Executable) -> None:
 def test_owned_result_freed_once(exe: Executable, monkeypatch: pytest.MonkeyPatch) -> None:
     freed: list[int] = []
     real = memref.free
-    monkeypatch.setattr(memref, "free", lambda p: (freed.append(p), real(p)))
+    spy = staticmethod(lambda p: (freed.append(p), real(p)))
+    monkeypatch.setattr(memref.Malloced, "release", spy)
     x, y = exe.twice(4)
     np.testing.assert_array_equal(x, np.ones(4, np.float32))
     owner = owner_of(x)
@@ -208,7 +209,8 @@ def test_owned_result_freed_once(exe: Executable, monkeypatch: pytest.MonkeyPatc
 def test_empty_owned_results(exe: Executable, monkeypatch: pytest.MonkeyPatch) -> None:
     freed: list[int] = []
     real = memref.free
-    monkeypatch.setattr(memref, "free", lambda p: (freed.append(p), real(p)))
+    spy = staticmethod(lambda p: (freed.append(p), real(p)))
+    monkeypatch.setattr(memref.Malloced, "release", spy)
     x, y = exe.twice(0)
     assert x.shape == y.shape == (0,)
     del x, y

@@ -141,8 +141,8 @@ def test_missing_manifest(tmp_path: Path) -> None:
             r"has no symbol '_mlir_ciface_ghost'",
         ),
         (
-            lambda m: m["functions"]["add"]["abi"]["args"][0].update(dtype="complex64"),
-            r"manifest function 'add', argument 0: unsupported dtype 'complex64'",
+            lambda m: m["functions"]["add"]["abi"]["args"][0].update(dtype="uint16"),
+            r"manifest function 'add', argument 0: unsupported dtype 'uint16'",
         ),
         (
             lambda m: m["functions"]["add"]["abi"]["results"][0].update(shape=[-1, 2]),

@@ -18,6 +18,7 @@ import scipy.sparse as sp  # type: ignore[import-untyped]
 
 from sparsecomp.errors import FormatError
 from sparsecomp.formats.dimmap import DimMap
+from sparsecomp.formats.indptr import check_compressed, compressed_from_coo
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.levels import Level
 from sparsecomp.formats.storage import Storage
@@ -54,9 +55,26 @@ def check_matrix(m: Any) -> Any:
     return m
 
 
+def summed(m: Any) -> Any:
+    """``m``, or a copy with duplicate entries summed as scipy sums them.
+
+    scipy.sparse matrices may store one coordinate several times and mean
+    the sum (``has_canonical_format`` False: COO from repeated ``(i, j)``,
+    CSR/CSC/BSR built from raw arrays); the copy is scipy's
+    ``sum_duplicates`` (sorted indices, explicit zeros kept). ``m`` itself
+    is never changed. Formats without the flag (DOK, LIL, DIA) cannot
+    repeat a coordinate once converted and are returned as they are.
+    """
+    if getattr(m, "has_canonical_format", True):
+        return m
+    out = m.copy()
+    out.sum_duplicates()
+    return out
+
+
 def coo_entries(m: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(coords (2, nnz) int64, values)`` of every stored entry of ``m`` (duplicates kept)."""
-    coo = m.tocoo()
+    """``(coords (2, nnz) int64, values)`` of the entries of ``m``, duplicates summed."""
+    coo = summed(m.tocoo())
     coords = np.stack([np.asarray(coo.row), np.asarray(coo.col)]).astype(np.int64)
     return coords, np.asarray(coo.data)
 
@@ -64,31 +82,55 @@ def coo_entries(m: Any) -> tuple[np.ndarray, np.ndarray]:
 def compressed_storage(m: Any, layout: Layout, copy: bool) -> Storage | None:
     """The storage of a canonical scipy CSR/CSC/COO ``m`` in a csr/csc layout, else None.
 
-    A canonical matrix of the other format is converted by scipy (an O(nnz)
-    counting sort that keeps explicit zeros); non-canonical input (unsorted,
-    maybe duplicates) returns None, for the general path to check.
+    A canonical matrix of the other format is converted by scipy (an
+    O(nnz + dimension) counting sort that keeps explicit zeros), or, when
+    the layout's major dimension exceeds the entries, by a sort in O(nnz)
+    memory (:mod:`.indptr`). Non-canonical input (unsorted, maybe
+    duplicates) returns None, for the general path to check.
     """
     kind = compressed_kind(layout)
     if kind is None or m.format not in ("csr", "csc", "coo") or not m.has_canonical_format:
         return None
+    major, minor = m.shape if kind == "csr" else m.shape[::-1]
+    check_crd_widths(layout, layout.dim_to_lvl.level_shape(m.shape))
+    pdt, cdt = index_dtype(layout.pos_width), index_dtype(layout.crd_width)
+    if m.format != kind and major >= m.nnz:
+        check_pos_fits(layout, 1, m.nnz)
+        indptr, indices, data = compressed_from_coo(m.tocoo(), kind, (pdt, cdt))
+        data = data.copy() if np.may_share_memory(data, m.data) else data
+        return Storage((None, indptr), (None, indices), data)
     if m.format != kind:
         m = m.asformat(kind)
-    major, minor = m.shape if kind == "csr" else m.shape[::-1]
     indptr = np.asarray(m.indptr)
     nnz = int(indptr[-1]) if indptr.shape[0] else 0
     indices, data = _first(m.indices, nnz), _first(m.data, nnz)
-    if indptr.shape[0] != major + 1 or indptr[0] != 0 or indices.shape[0] != nnz:
-        raise FormatError(f"invalid scipy {kind} matrix: indptr/indices lengths are inconsistent")
-    if nnz and (int(indices.min()) < 0 or int(indices.max()) >= minor):
-        raise FormatError(f"invalid scipy {kind} matrix: an index is out of range for size {minor}")
-    check_crd_widths(layout, layout.dim_to_lvl.level_shape(m.shape))
+    check_compressed(f"invalid scipy {kind} matrix", (major, minor), indptr, indices)
     check_pos_fits(layout, 1, nnz)
-    pdt, cdt = index_dtype(layout.pos_width), index_dtype(layout.crd_width)
     return Storage(
         (None, indptr.astype(pdt, copy=copy)),
         (None, indices.astype(cdt, copy=copy)),
         data.copy() if copy else data,
     )
+
+
+def shares_indices(storage: Storage, m: Any) -> bool:
+    """Whether an index buffer of ``storage`` is memory of scipy matrix ``m``."""
+    mine = [b for b in (*storage.positions, *storage.coordinates) if b is not None]
+    theirs = [np.asarray(getattr(m, name)) for name in ("indptr", "indices") if hasattr(m, name)]
+    return any(np.may_share_memory(a, b) for a in mine for b in theirs)
+
+
+def recheck_compressed(shape: tuple[int, ...], layout: Layout, storage: Storage) -> bool:
+    """Check csr/csc ``storage`` again (:func:`check_compressed`); False for other layouts."""
+    kind = compressed_kind(layout)
+    pos, crd = storage.positions[1], storage.coordinates[1]
+    if kind is None or pos is None or crd is None:
+        return False
+    major, minor = shape if kind == "csr" else shape[::-1]
+    check_compressed(f"the {kind} tensor's shared buffers changed", (major, minor), pos, crd)
+    if storage.values.shape[0] != crd.shape[0]:
+        raise FormatError(f"the {kind} tensor's values no longer match its coordinates")
+    return True
 
 
 def coo_storage(m: Any, layout: Layout) -> Storage | None:
@@ -102,10 +144,11 @@ def coo_storage(m: Any, layout: Layout) -> Storage | None:
     check_crd_widths(layout, m.shape)
     check_pos_fits(layout, 0, nnz)
     pdt, cdt = index_dtype(layout.pos_width), index_dtype(layout.crd_width)
-    rows = np.repeat(np.arange(m.shape[0], dtype=cdt), np.diff(indptr))
+    indices = _first(m.indices, nnz)
+    rows = m.tocoo().row.astype(cdt)  # scipy expands the rows in O(nnz) memory
     return Storage(
         (np.array([0, nnz], dtype=pdt), None),
-        (rows, _first(m.indices, nnz).astype(cdt)),
+        (rows, indices.astype(cdt)),
         _first(m.data, nnz).copy(),
     )
 

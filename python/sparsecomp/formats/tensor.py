@@ -13,7 +13,7 @@ from sparsecomp.formats.bufcheck import check_buffers
 from sparsecomp.formats.compose import split_parts
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.names import AnyLayout, parse_layout
-from sparsecomp.formats.ordering import sort_entries, sum_duplicates
+from sparsecomp.formats.ordering import duplicate_index, sort_entries, sum_duplicates
 from sparsecomp.formats.storage import Storage, allows_duplicates, pack
 from sparsecomp.formats.unpack import unpack
 from sparsecomp.formats.validate import (
@@ -51,8 +51,13 @@ class SparseTensor:
     zero, and drop zero values when unpacking.
 
     ``to_scipy`` returns float16 values as float32 (scipy.sparse has no
-    float16). Tensors are immutable by convention. Constructors copy their inputs
-    (``from_scipy(..., copy=False)`` may share scipy's arrays);
+    float16). Tensors are immutable by convention, and their index buffers
+    (positions, coordinates) are read-only numpy arrays: compiled kernels
+    trust them, and a call remembers a tensor it has checked. Values stay
+    writable (no value can make a kernel read out of bounds). Constructors
+    copy their inputs, except that ``from_scipy(..., copy=False)`` may share
+    scipy's arrays: such a tensor is ``shared``, its index buffers stay the
+    caller's (writable) and every call validates them again (:meth:`recheck`).
     :meth:`buffers` returns the tensor's own arrays; :meth:`with_values`
     shares the index arrays; ``to(self.layout)`` returns ``self``.
     """
@@ -64,14 +69,25 @@ class SparseTensor:
         dtype: np.dtype[Any],
         storage: Storage | None = None,
         parts: tuple[SparseTensor, ...] = (),
+        *,
+        shared: bool = False,
     ) -> None:
-        """Internal: wrap validated storage; use the ``from_*`` constructors instead."""
+        """Internal: wrap validated storage; use the ``from_*`` constructors instead.
+
+        ``shared``: some index buffer belongs to the caller, who may still
+        change it; else every index buffer is made read-only.
+        """
         self.shape = shape
         self.layout = layout
         self.dtype = dtype
         self._storage = storage
         self.parts = parts
         self._nnz: int | None = None
+        self.shared = shared
+        if storage is not None and not shared:
+            for buf in (*storage.positions, *storage.coordinates):
+                if buf is not None:
+                    buf.flags.writeable = False
 
     # -- construction ----------------------------------------------------------
     @classmethod
@@ -102,12 +118,16 @@ class SparseTensor:
     ) -> SparseTensor:
         """Pack a 2-D scipy.sparse matrix or array; explicit zeros are kept as entries.
 
+        Duplicate entries are summed, as scipy means them (on a copy: ``m``
+        is never changed).
+
         A canonical CSR (CSC) input in a ``csr`` (``csc``) layout is converted
         without sorting; with ``copy=False`` its arrays are shared when their
         dtypes already match the layout's widths. Other canonical scipy inputs
         reach ``csr``/``csc`` layouts through scipy's own conversion.
         """
-        scipyio.check_matrix(m)
+        given = scipyio.check_matrix(m)
+        m = scipyio.summed(given)
         shape = check_shape(m.shape)
         lay = _resolve(layout, 2)
         if isinstance(lay, Layout):
@@ -117,7 +137,8 @@ class SparseTensor:
                 or scipyio.bsr_storage(m, lay)
             )
             if storage is not None:
-                return cls(shape, lay, storage.values.dtype, storage)
+                shared = not copy and m is given and scipyio.shares_indices(storage, m)
+                return cls(shape, lay, storage.values.dtype, storage, shared=shared)
         coords, values = scipyio.coo_entries(m)
         return cls._build(shape, lay, check_coords(shape, coords), values)
 
@@ -222,9 +243,27 @@ class SparseTensor:
             )
             return SparseTensor(self.shape, self.layout, vals.dtype, None, parts)
         st = self._storage
-        return SparseTensor(
-            self.shape, self.layout, vals.dtype, Storage(st.positions, st.coordinates, vals)
-        )
+        storage = Storage(st.positions, st.coordinates, vals)
+        return SparseTensor(self.shape, self.layout, vals.dtype, storage, shared=self.shared)
+
+    def recheck(self) -> None:
+        """Validate again index buffers that may have changed since construction.
+
+        Only writable index buffers can change: those of a ``shared`` tensor
+        (or ones a caller made writable again). Calls run this before
+        handing such a tensor to native code; it raises :class:`FormatError`
+        where :meth:`from_buffers` would.
+        """
+        if self._storage is None:
+            for part in self.parts:
+                part.recheck()
+            return
+        st = self._storage
+        if not any(b is not None and b.flags.writeable for b in (*st.positions, *st.coordinates)):
+            return
+        assert isinstance(self.layout, Layout)
+        if not scipyio.recheck_compressed(self.shape, self.layout, st):
+            check_buffers(self.layout, self.shape, st.positions, st.coordinates, st.values)
 
     # -- unpacking -------------------------------------------------------------
     def _entries(self) -> tuple[np.ndarray, np.ndarray]:
@@ -279,6 +318,30 @@ class SparseTensor:
         if self._repeats and not (isinstance(lay, Layout) and allows_duplicates(lay)):
             coords, vals = sum_duplicates(coords, vals, self.shape)
         return SparseTensor._build(self.shape, lay, coords, vals)
+
+    def summed(self) -> SparseTensor:
+        """This tensor with the values of repeated coordinates added up (``self`` if none).
+
+        The value of a tensor in a nonunique layout is the sum of its
+        duplicates (as in scipy); compiled kernels are only exact on
+        tensors without them, so calls pass arguments through this first.
+        """
+        if self._storage is None:
+            parts = tuple(p.summed() for p in self.parts)
+            if all(a is b for a, b in zip(parts, self.parts, strict=True)):
+                return self
+            return SparseTensor(self.shape, self.layout, self.dtype, None, parts)
+        if not self._repeats:
+            return self
+        coords, vals = self._entries()
+        order, key = sort_entries(coords, self.shape)
+        if duplicate_index(coords if order is None else coords[:, order], key) is None:
+            return self
+        assert isinstance(self.layout, Layout)
+        coords, vals = sum_duplicates(coords, vals, self.shape)
+        return SparseTensor(
+            self.shape, self.layout, self.dtype, pack(self.layout, self.shape, coords, vals)
+        )
 
     @property
     def _repeats(self) -> bool:

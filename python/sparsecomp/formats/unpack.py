@@ -108,13 +108,41 @@ def walk(
     Entries come in storage order (lexicographic for ordered layouts).
     """
     reach, npos = np.zeros(1, np.int64), 1
-    steps = []
+    steps = _compressed_rows(layout, lvl_shape, storage)
+    if steps:
+        reach, npos = steps[-1].reach, steps[-1].npos
     for lvl, level in enumerate(layout.levels):
+        if lvl < len(steps):
+            continue
         pos, crd = level_buffers(layout, lvl_shape, storage, lvl)
         step = expand_level(level, lvl_shape[lvl], pos, crd, reach, npos)
         steps.append(step)
         reach, npos = step.reach, step.npos
     return compose_coords(steps), reach
+
+
+def _compressed_rows(layout: Layout, lvl_shape: tuple[int, ...], storage: Storage) -> list[Step]:
+    """The first two steps of a ``dense_fixed, compressed_varied`` prefix (CSR), else none.
+
+    Expanding the dense level first would make arrays of every row; here
+    each stored entry finds its row by binary search in the positions, so
+    the walk takes O(nnz) memory beyond the buffers however many rows
+    there are.
+    """
+    levels = layout.levels
+    if len(levels) < 2 or levels[0].name != "dense_fixed":
+        return []
+    if levels[1].kind != "compressed" or not levels[1].varied:
+        return []
+    pos, crd = storage.positions[1], storage.coordinates[1]
+    if pos is None or crd is None:
+        return []
+    children = np.arange(int(pos[0]), int(pos[-1]), dtype=np.int64)
+    # searched in the positions' own dtype: a mixed-dtype search copies them
+    rows = np.searchsorted(pos, children.astype(pos.dtype), side="right").astype(np.int64) - 1
+    k = children.shape[0]
+    top = Step(np.zeros(k, np.int64), rows, rows, lvl_shape[0])
+    return [top, Step(np.arange(k), crd[children].astype(np.int64), children, crd.shape[0])]
 
 
 def compose_coords(steps: list[Step]) -> np.ndarray:

@@ -25,8 +25,12 @@ from sparsecomp.formats.layout import Layout
 
 #: The value dtypes a sparse tensor may hold.
 VALUE_DTYPES = tuple(
-    np.dtype(t) for t in ("float16", "float32", "float64", "int8", "int16", "int32", "int64")
-)
+    np.dtype(t)
+    for t in (
+        "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+        "complex64", "complex128",
+    )
+)  # fmt: skip
 _INDEX_DTYPES: dict[int, np.dtype[Any]] = {
     0: np.dtype(np.int64),
     8: np.dtype(np.int8),
@@ -35,6 +39,14 @@ _INDEX_DTYPES: dict[int, np.dtype[Any]] = {
     64: np.dtype(np.int64),
 }
 INT64_MAX = 2**63 - 1
+
+
+class IndexWidthError(FormatError):
+    """Sizes or counts overflow the layout's index widths; ``widths`` would fit them."""
+
+    def __init__(self, message: str, *, widths: tuple[int, int], hint: str) -> None:
+        self.widths = widths  # (pos_width, crd_width) that would fit
+        super().__init__(message, hint=hint)
 
 
 def index_dtype(width: int) -> np.dtype[Any]:
@@ -109,9 +121,10 @@ def check_crd_widths(layout: Layout, lvl_shape: tuple[int, ...]) -> None:
     limit = index_max(layout.crd_width)
     for lvl, (level, size) in enumerate(zip(layout.levels, lvl_shape, strict=True)):
         if level.has_coordinates and size > limit:
-            raise FormatError(
+            raise IndexWidthError(
                 f"level {lvl} ({level}) has size {size}, which does not fit "
                 f"{layout.crd_width}-bit coordinates (at most {limit})",
+                widths=(layout.pos_width, 64),
                 hint="use a wider crd_width (Layout.with_widths)",
             )
 
@@ -120,9 +133,10 @@ def check_pos_fits(layout: Layout, lvl: int, count: int) -> None:
     """The ``count`` positions of level ``lvl`` fit its ``pos_width`` positions buffer."""
     limit = index_max(layout.pos_width)
     if count > limit:
-        raise FormatError(
+        raise IndexWidthError(
             f"level {lvl} ({layout.levels[lvl]}) stores {count} entries, which overflows "
             f"{layout.pos_width or 64}-bit positions (at most {limit})",
+            widths=(64, layout.crd_width),
             hint="use 64-bit positions: layout.with_widths(64, crd_width)",
         )
 

@@ -9,7 +9,10 @@ Each argument and result is one of::
      "buffers": [["pos1", "int32"], ["crd1", "int32"], ["values", "float32"]]}
 
 Shape entries are static sizes (ints), size symbols (strings: equal symbols
-are equal sizes) or null (any size). See docs/cpu-abi.md.
+are equal sizes) or null (any size). An optional ``"multiple_of": [2, 2]``
+(functions compiled by the upstream sparsifier, whose blocks must be whole)
+gives per dimension a number the size must be a multiple of. See
+docs/cpu-abi.md.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ import numpy as np
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import AnyLayout, layout_from_attr
 
-DTYPES = ("bool", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
+DTYPES = (
+    "bool", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+    "complex64", "complex128",
+)  # fmt: skip
 Dim = int | str | None
 
 
@@ -37,6 +43,8 @@ class ArgSpec:
     shape: tuple[Dim, ...] = ()
     layout: AnyLayout | None = None
     buffers: tuple[tuple[str, np.dtype[Any]], ...] = ()
+    #: per dimension, a number its size must be a multiple of (empty: none)
+    multiple_of: tuple[int, ...] = ()
 
     @property
     def rank(self) -> int:
@@ -70,6 +78,19 @@ class Signature:
         res = [r.describe() for r in self.results]
         out = "()" if not res else res[0] if len(res) == 1 else f"({', '.join(res)})"
         return f"{self.name}({args}) -> {out}"
+
+
+def uncallable_reason(entry: Any) -> str | None:
+    """Why a manifest function cannot be called from Python (``{"uncallable": why}``), or None.
+
+    Public functions whose signature has no Python form (memrefs, vectors)
+    are compiled for the module's own callers and listed this way.
+    """
+    abi = entry.get("abi") if isinstance(entry, dict) else None
+    if isinstance(abi, str):
+        abi = _json(abi, "manifest")
+    why = abi.get("uncallable") if isinstance(abi, dict) else None
+    return str(why) if why is not None else None
 
 
 def parse_signature(name: str, entry: Any) -> Signature:
@@ -113,15 +134,26 @@ def _spec(raw: Any, where: str) -> ArgSpec:
     if kind == "scalar":
         return ArgSpec(kind, dtype)
     shape = _shape(raw.get("shape"), where)
+    multiple_of = _multiple_of(raw.get("multiple_of"), len(shape), where)
     if kind == "dense":
-        return ArgSpec(kind, dtype, shape)
+        return ArgSpec(kind, dtype, shape, multiple_of=multiple_of)
     return ArgSpec(
         kind,
         dtype,
         shape,
         _layout(raw.get("layout"), len(shape), where),
         _buffers(raw.get("buffers"), where),
+        multiple_of,
     )
+
+
+def _multiple_of(raw: Any, rank: int, where: str) -> tuple[int, ...]:
+    if raw is None:
+        return ()
+    ok = isinstance(raw, list) and len(raw) == rank
+    if not ok or not all(type(m) is int and m >= 1 for m in raw):
+        raise SparsecompError(f"{where}: multiple_of must list {rank} positive ints, got {raw!r}")
+    return tuple(raw)
 
 
 def _dtype(name: Any, where: str) -> np.dtype[Any]:

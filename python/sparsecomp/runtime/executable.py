@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sparsecomp.errors import SparsecompError
-from sparsecomp.runtime.abi import Signature, parse_signature
+from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
 from sparsecomp.runtime.call import Caller
 from sparsecomp.runtime.libs import LIBRARIES, library_path
 
@@ -66,13 +66,17 @@ class Function:
 class Functions(Mapping[str, Function]):
     """Name -> :class:`Function`; unknown names raise :class:`UnknownFunctionError`."""
 
-    def __init__(self, functions: dict[str, Function]) -> None:
+    def __init__(self, functions: dict[str, Function], uncallable: dict[str, str]) -> None:
         self._functions = functions
+        #: public functions Python cannot call (no Python form of their types): name -> why
+        self.uncallable = uncallable
 
     def __getitem__(self, name: str) -> Function:
         if name not in self._functions:
+            why = self.uncallable.get(name)
+            note = f"; '{name}' is not callable from Python: {why}" if why else ""
             raise UnknownFunctionError(
-                f"no public function '{name}'; the kernel has {_names(self._functions)}"
+                f"no public function '{name}'; the kernel has {_names(self._functions)}{note}"
             )
         return self._functions[name]
 
@@ -100,10 +104,11 @@ class Executable:
         manifest: dict[str, Any],
         functions: dict[str, Function],
         needed: list[Path],
+        uncallable: dict[str, str] | None = None,
     ) -> None:
         self.directory = directory
         self.manifest = manifest
-        self.functions = Functions(functions)
+        self.functions = Functions(functions, uncallable or {})
         self.libraries = needed
         self._only = next(iter(functions.values())) if len(functions) == 1 else None
 
@@ -152,7 +157,9 @@ def load(directory: str | Path) -> Executable:
     """Load the kernel in ``directory`` (``manifest.json`` + its library); imports no MLIR."""
     path = Path(directory)
     manifest = read_manifest(path)
-    signatures = [parse_signature(n, e) for n, e in manifest["functions"].items()]
+    entries = manifest["functions"]
+    uncallable = {n: why for n, e in entries.items() if (why := uncallable_reason(e)) is not None}
+    signatures = [parse_signature(n, e) for n, e in entries.items() if n not in uncallable]
     needed = [needed_library(path, name) for name in manifest.get("needs", [])]
     for lib in needed:
         _dlopen(lib, ctypes.RTLD_GLOBAL)
@@ -161,7 +168,7 @@ def load(directory: str | Path) -> Executable:
         if not hasattr(library, sig.symbol):
             raise SparsecompError(f"{path / manifest['library']} has no symbol '{sig.symbol}'")
     functions = {sig.name: Function(library, sig) for sig in signatures}
-    return Executable(path, manifest, functions, needed)
+    return Executable(path, manifest, functions, needed, uncallable)
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:

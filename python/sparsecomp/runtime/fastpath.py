@@ -13,7 +13,7 @@ parameters and descriptor words directly (see :mod:`.call`):
   and float dtypes) or a ``bool`` (bool dtype);
 * sparse: a :class:`SparseTensor` already in the ABI layout, with the ABI's
   buffer names and dtypes, every buffer C-contiguous and aligned;
-* static sizes and size symbols as the ABI says.
+* static sizes, size symbols and ``multiple_of`` as the ABI says.
 
 Anything else (a scipy matrix to pack, an array to copy, a layout to
 convert, and every error) makes :meth:`FastArgs.emit` return False, and the
@@ -22,10 +22,13 @@ argument that path would reject, and never reports an error of its own.
 
 A SparseTensor that passed is remembered (by identity, while it lives)
 with its buffers' descriptor words, so that the next call with it checks
-nothing again. Tensors are immutable by convention; the cache holds its
-own references to the buffers, so numpy cannot reallocate them
-(``ndarray.resize`` refuses arrays referenced elsewhere) and the words
-stay valid for as long as the tensor lives.
+nothing again. Only tensors whose index buffers are read-only pass (every
+constructor makes them so): a tensor sharing writable arrays with the
+caller (``from_scipy(copy=False)``) takes the careful path, which checks
+its index buffers again on every call. Values may change between calls.
+The cache holds its own references to the buffers, so numpy cannot
+reallocate them (``ndarray.resize`` refuses arrays referenced elsewhere)
+and the words stay valid for as long as the tensor lives.
 """
 
 from __future__ import annotations
@@ -73,6 +76,12 @@ class FastArgs:
         self.steps = tuple(_step(spec) for spec in sig.args)
         static: list[tuple[int, int, int]] = []
         symbols: dict[str, list[tuple[int, int]]] = {}
+        self.multiples = tuple(
+            (i, axis, m)
+            for i, spec in enumerate(sig.args)
+            for axis, m in enumerate(spec.multiple_of)
+            if m > 1
+        )
         for i, spec in enumerate(sig.args):
             for axis, want in enumerate(spec.shape):
                 if isinstance(want, int):
@@ -95,6 +104,9 @@ class FastArgs:
             shapes.append(shape)
         for i, axis, want in self.static:
             if shapes[i][axis] != want:
+                return False
+        for i, axis, m in self.multiples:
+            if shapes[i][axis] % m:
                 return False
         for (i0, axis0), others in self.symbols:
             size = shapes[i0][axis0]
@@ -194,6 +206,10 @@ def _sparse_step(spec: ArgSpec) -> Step:
                 return None
             if not (flags.c_contiguous and flags.aligned):
                 return None
+            if flags.writeable and name != "values" and not name.endswith(".values"):
+                return None  # an index buffer that may change: checked on every call
+        if value.summed() is not value:
+            return None  # repeated coordinates: the careful path sums them
         key = id(value)
         ref = weakref.ref(value, lambda _: checked.pop(key, None))
         return _Checked(ref, [a for _, a in buffers], tuple(value.shape))

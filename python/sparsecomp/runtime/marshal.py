@@ -25,8 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from sparsecomp.errors import SparsecompError
+from sparsecomp.errors import FormatError, SparsecompError
+from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.tensor import SparseTensor
+from sparsecomp.formats.validate import IndexWidthError
 from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.memref import descriptor_type
 
@@ -57,6 +59,8 @@ def c_signature(sig: Signature) -> tuple[list[Any], Any, type[ctypes.Structure] 
     for i, spec in enumerate(sig.args):
         _check_by_value(sig, spec, f"argument {i}")
         params += [_by_pointer(t) for t in flat_types(spec)]
+    for i, spec in enumerate(sig.results):
+        _check_complex(sig, spec, f"result {i}")
     if len(sig.results) == 1 and sig.results[0].kind == "scalar":
         _check_by_value(sig, sig.results[0], "result 0")
         return params, SCALAR_CTYPES[sig.results[0].dtype.name], None
@@ -78,6 +82,17 @@ def _check_by_value(sig: Signature, spec: ArgSpec, what: str) -> None:
         raise SparsecompError(
             f"{sig.name}: {what} is a float16 scalar, which ctypes cannot pass by value",
             hint="use a rank-0 or rank-1 float16 tensor instead of a scalar",
+        )
+    _check_complex(sig, spec, what)
+
+
+def _check_complex(sig: Signature, spec: ArgSpec, what: str) -> None:
+    if spec.kind == "scalar" and spec.dtype.kind == "c":
+        # LLVM passes {float, float} as two registers, C packs complex64 into one.
+        raise SparsecompError(
+            f"{sig.name}: {what} is a {spec.dtype} scalar, which has no portable C form "
+            "by value",
+            hint=f"use a rank-0 tensor<complex<...>> ({spec.dtype} array) instead of a scalar",
         )
 
 
@@ -109,7 +124,10 @@ def flatten(sig: Signature, args: tuple[Any, ...]) -> list[Any]:
             items.append(array)
         else:
             check_shape(spec, sparse_shape(spec, value, where), (where, label), sizes)
-            tensor = sparse_tensor(spec, value)
+            try:
+                tensor = sparse_tensor(spec, value)
+            except IndexWidthError as err:
+                raise _too_narrow(spec, err, where) from None
             items += sparse_buffers(spec, tensor, where)
             items += list(tensor.shape)
     return items
@@ -177,8 +195,22 @@ def sparse_tensor(spec: ArgSpec, value: Any) -> SparseTensor:
     """A checked sparse argument in the ABI layout (scipy matrices packed, others converted)."""
     assert spec.layout is not None
     if isinstance(value, SparseTensor):
-        return value.to(spec.layout)
-    return SparseTensor.from_scipy(value, spec.layout, copy=False)
+        value.recheck()  # index buffers shared with the caller may have changed
+        return value.to(spec.layout).summed()  # kernels assume no repeated coordinates
+    return SparseTensor.from_scipy(value, spec.layout, copy=False).summed()
+
+
+def _too_narrow(spec: ArgSpec, err: IndexWidthError, where: str) -> FormatError:
+    """The caller cannot widen a compiled layout: say how to compile a wider one."""
+    layout = spec.layout
+    if not isinstance(layout, Layout):  # a composable layout: widths are per part
+        return FormatError(f"{where}: {err.message}", hint=err.hint)
+    wide = layout.with_widths(*err.widths).attr_text()
+    return FormatError(
+        f"{where}: {err.message}; the kernel was compiled for {layout.pos_width}-bit "
+        f"positions and {layout.crd_width}-bit coordinates",
+        hint=f"compile the kernel again with this argument's encoding written as {wide}",
+    )
 
 
 def _check_dtype(spec: ArgSpec, dtype: np.dtype[Any], where: str) -> None:
@@ -221,6 +253,13 @@ def check_shape(
         if isinstance(want, int) and want != got:
             raise SparsecompError(
                 f"{prefix}: expected size {want} in dimension {axis}, got shape {tuple(shape)}"
+            )
+        if spec.multiple_of and got % spec.multiple_of[axis]:
+            raise SparsecompError(
+                f"{prefix}: size {got} in dimension {axis} is not a multiple of "
+                f"{spec.multiple_of[axis]}: this function is compiled by the upstream "
+                "sparsifier, which stores blocks and n:m groups whole",
+                hint="pad the operands to whole blocks, or use a layout without blocks",
             )
         if not isinstance(want, str):
             continue

@@ -120,18 +120,31 @@ class _Interface:
         self.base = base
 
 
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name) if name else ctypes.CDLL(None)
-    libc.free.argtypes = [ctypes.c_void_p]
-    libc.free.restype = None
-    return libc
+def _resolve_free() -> Any:
+    """libc ``free``, resolved once at import.
+
+    The process's global symbols (``CDLL(None)``) hold the ``free`` every
+    kernel library links against; ``find_library`` is the fallback where
+    they do not. Resolving it eagerly matters: a :class:`Malloced` may die
+    during interpreter shutdown (garbage in a reference cycle), when nothing
+    can be imported or looked up any more.
+    """
+    try:
+        fn = ctypes.CDLL(None).free
+    except (OSError, AttributeError):
+        name = ctypes.util.find_library("c")
+        fn = ctypes.CDLL(name).free
+    fn.argtypes = [ctypes.c_void_p]
+    fn.restype = None
+    return fn
+
+
+_FREE = _resolve_free()
 
 
 def free(address: int) -> None:
     """libc ``free`` (the allocator MLIR's lowered ``memref.alloc`` calls ``malloc`` from)."""
-    _libc().free(address)
+    _FREE(address)
 
 
 class Malloced:
@@ -143,6 +156,11 @@ class Malloced:
 
     __slots__ = ("address", "freed")
 
+    #: The function that frees a block: libc ``free``, bound when this module
+    #: loads. A class attribute, so ``__del__`` needs no module globals (gone
+    #: or None while the interpreter shuts down) and imports nothing.
+    release = staticmethod(_FREE)
+
     def __init__(self, address: int) -> None:
         self.address = address
         self.freed = False
@@ -150,7 +168,7 @@ class Malloced:
     def __del__(self) -> None:
         if not self.freed:
             self.freed = True
-            free(self.address)
+            self.release(self.address)
 
     def __repr__(self) -> str:
         return f"Malloced(0x{self.address:x})"

@@ -30,6 +30,7 @@ from sparsecomp.formats.storage import Storage
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.memref import GLOBAL_MARKER, Malloced, array_from_words, descriptor_words
+from sparsecomp.runtime.overflow import check_result
 
 #: data pointer -> the argument array there (first one wins), for aliasing results.
 Inputs = dict[int, np.ndarray]
@@ -40,8 +41,10 @@ def unflatten(sig: Signature, values: tuple[Any, ...], inputs: Inputs) -> Any:
     owners: dict[int, Malloced] = {}
     out = []
     at = 0
-    for spec in sig.results:
+    for n, spec in enumerate(sig.results):
         result, at = _result(spec, values, at, inputs, owners)
+        if spec.kind == "sparse":  # narrow index buffers may have wrapped
+            check_result(result, f"{sig.name}: result {n}")
         out.append(result)
     return out[0] if len(out) == 1 else tuple(out)
 
@@ -65,12 +68,14 @@ def _result(
         end = at + descriptor_words(spec.rank)
         return result_array(values[at:end], spec.rank, spec.dtype, inputs, owners), end
     named = {}
+    shared = False  # a buffer aliases an argument's array: not ours to make read-only
     for name, dtype in spec.buffers:
         named[name] = result_array(values[at : at + 5], 1, dtype, inputs, owners)
+        shared = shared or (values[at] or 0) in inputs
         at += 5
     shape = tuple(values[at : at + spec.rank])
     assert spec.layout is not None
-    return trusted_tensor(shape, spec.layout, spec.dtype, named), at + spec.rank
+    return trusted_tensor(shape, spec.layout, spec.dtype, named, shared), at + spec.rank
 
 
 def result_array(
@@ -107,15 +112,21 @@ def _same(view: np.ndarray, base: np.ndarray, same_start: bool) -> bool:
 
 
 def trusted_tensor(
-    shape: tuple[int, ...], layout: AnyLayout, dtype: np.dtype[Any], named: dict[str, np.ndarray]
+    shape: tuple[int, ...],
+    layout: AnyLayout,
+    dtype: np.dtype[Any],
+    named: dict[str, np.ndarray],
+    shared: bool = False,
 ) -> SparseTensor:
     """A :class:`SparseTensor` over kernel-produced buffers, named as in ``buffers()``.
 
-    No validation beyond the buffer names: the storage came from compiled code.
+    No validation beyond the buffer names: the storage came from compiled
+    code. ``shared``: some buffer is an argument's array (the tensor is
+    ``shared`` and its index buffers are left writable).
     """
     if isinstance(layout, Composable):
         parts = tuple(
-            trusted_tensor(shape, part.layout, dtype, _prefixed(named, f"part{i}."))
+            trusted_tensor(shape, part.layout, dtype, _prefixed(named, f"part{i}."), shared)
             for i, part in enumerate(layout.parts)
         )
         _check_used(named, [f"part{i}.{n}" for i, p in enumerate(parts) for n, _ in p.buffers()])
@@ -125,7 +136,8 @@ def trusted_tensor(
     coordinates = tuple(named.get(f"crd{lvl}") for lvl in levels)
     if "values" not in named:
         raise SparsecompError(f"a sparse result has no values buffer, only {sorted(named)}")
-    tensor = SparseTensor(shape, layout, dtype, Storage(positions, coordinates, named["values"]))
+    storage = Storage(positions, coordinates, named["values"])
+    tensor = SparseTensor(shape, layout, dtype, storage, shared=shared)
     _check_used(named, [n for n, _ in tensor.buffers()])
     return tensor
 

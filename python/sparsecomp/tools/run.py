@@ -31,7 +31,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         exe = compile_mlir(args.input, args.target)
         if args.entry not in exe.functions:
             known = ", ".join(exe.functions) or "none"
-            raise SparsecompError(f"no public function '{args.entry}' (public functions: {known})")
+            why = exe.functions.uncallable.get(args.entry)
+            note = f"; it is not callable from Python: {why}" if why else ""
+            raise SparsecompError(
+                f"no public function '{args.entry}' (public functions: {known}){note}"
+            )
         sys.stdout.flush()
         result = exe.functions[args.entry]()
     except SparsecompError as exc:

@@ -11,7 +11,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.attrs import encoding_of
 from sparsecomp.ir.verify import types_of
 from sparsecomp.lowering import sizes
-from sparsecomp.lowering.abi import abi_json, describe, static_shape
+from sparsecomp.lowering.abi import abi_json, abi_or_note, describe, static_shape
 from sparsecomp.lowering.flatten import Flattener, FlattenError, flatten_types, layout_of
 from sparsecomp.transforms.base import SparsecompPass
 
@@ -94,7 +94,8 @@ class LowerBuffersPass(SparsecompPass):
         has_body = len(func.regions[0].blocks) > 0
         try:
             if has_body and _is_public(func):
-                func.attributes[ABI_ATTR] = ir.StringAttr.get(_abi(func, fty))
+                abi = abi_or_note(lambda: _abi(func, fty))  # uncallable ones get a note
+                func.attributes[ABI_ATTR] = ir.StringAttr.get(abi)
             if has_body:
                 Flattener(signatures).run(func)
         except FlattenError as exc:

@@ -1,0 +1,275 @@
+"""Runtime robustness: shutdown, edited buffers, duplicates, huge dimensions, index widths.
+
+Crash-type cases run in a subprocess: a segfault must show as a failed
+test, not kill the test run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsecomp
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats import SparseTensor, parse_layout
+
+SPMV = """
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"],
+                           affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+func.func @spmv(%A: tensor<?x?xf64, #csr>, %x: tensor<?xf64>) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f64
+  %m = tensor.dim %A, %c0 : tensor<?x?xf64, #csr>
+  %e = tensor.empty(%m) : tensor<?xf64>
+  %y = linalg.fill ins(%zero : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %r = linalg.matvec ins(%A, %x : tensor<?x?xf64, #csr>, tensor<?xf64>)
+                     outs(%y : tensor<?xf64>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+"""
+
+# The sum of all entries of a matrix in layout #L (a scalar result: no dense
+# operand as large as the matrix's dimensions).
+TOTAL = """
+#L = LAYOUT
+func.func @total(%A: tensor<?x?xf64, #L>) -> tensor<f64> {
+  %zero = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<f64>
+  %s = linalg.fill ins(%zero : f64) outs(%e : tensor<f64>) -> tensor<f64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> ()>],
+                       iterator_types = ["reduction", "reduction"]}
+      ins(%A : tensor<?x?xf64, #L>) outs(%s : tensor<f64>) {
+    ^bb0(%a: f64, %acc: f64):
+      %t = arith.addf %a, %acc : f64
+      linalg.yield %t : f64
+  } -> tensor<f64>
+  return %r : tensor<f64>
+}
+"""
+CSC32 = (
+    '#sparse_iter.layout<["dense_fixed", "compressed_varied"], '
+    "affine_map<(i, j) -> (j, i)>, 32, 32, {}>"
+)
+HUGE = 2**31 + 5  # rows: more than 32-bit coordinates can name
+
+
+def run_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SPARSECOMP_CACHE_DIR": os.environ.get("SPARSECOMP_CACHE_DIR", "")}
+    script = tmp_path / "case.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def spmv(private_cache: None) -> sparsecomp.Executable:
+    return sparsecomp.compile(SPMV)
+
+
+def matrix(seed: int = 0, shape: tuple[int, int] = (40, 30)) -> sp.csr_matrix:
+    return sp.random(*shape, density=0.2, format="csr", dtype=np.float64, random_state=seed)
+
+
+# -- 1. a kernel result freed by the garbage collector at interpreter exit ----------------------
+
+
+def test_result_in_a_cycle_is_freed_silently_at_exit(
+    spmv: sparsecomp.Executable, tmp_path: Path
+) -> None:
+    done = run_python(
+        f"""
+        import numpy as np, scipy.sparse as sp, sparsecomp
+        exe = sparsecomp.load({str(spmv.directory)!r})
+        for n in (4, 1000):  # small and large (mmap-ed) blocks
+            y = exe(sp.csr_matrix(np.eye(n)), np.ones(n))
+            cycle = {{"y": y}}
+            cycle["self"] = cycle
+            del y, cycle
+        print("ok")
+        """,
+        tmp_path,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
+
+
+# -- 2. buffers edited after a call ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("buffer", ["pos1", "crd1"])
+def test_checked_tensor_index_buffers_are_read_only(
+    spmv: sparsecomp.Executable, tmp_path: Path, buffer: str
+) -> None:
+    done = run_python(
+        f"""
+        import numpy as np, scipy.sparse as sp, sparsecomp
+        from sparsecomp.formats import SparseTensor
+        exe = sparsecomp.load({str(spmv.directory)!r})
+        a = sp.random(50, 40, density=0.2, format="csr", random_state=0)
+        t = SparseTensor.from_scipy(a, exe.spmv.signature.args[0].layout)
+        x = np.ones(40)
+        assert np.allclose(exe(t, x), a @ x)
+        try:
+            dict(t.buffers())[{buffer!r}][1:] = 10**9
+        except ValueError as err:
+            print("refused:", err)
+        t.values[:] = 2.0  # values stay writable: no value makes a kernel read out of bounds
+        assert np.allclose(exe(t, x), (a != 0) @ x * 2)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "refused: assignment destination is read-only" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("a.indices[0] = 10**6", "an index is out of range"),
+        ("a.indices[0] = -1", "an index is out of range"),
+        ("a.indptr[1] = 10**6", "indptr/indices lengths are inconsistent|indptr decreases"),
+        ("a.indptr[-1] = 1", "indptr/indices lengths are inconsistent"),
+    ],
+)
+def test_shared_scipy_arrays_edited_after_a_call_are_checked_again(
+    spmv: sparsecomp.Executable, tmp_path: Path, edit: str, message: str
+) -> None:
+    done = run_python(
+        f"""
+        import numpy as np, scipy.sparse as sp, sparsecomp
+        from sparsecomp.formats import SparseTensor
+        exe = sparsecomp.load({str(spmv.directory)!r})
+        a = sp.random(50, 40, density=0.2, format="csr", random_state=0)
+        a.indptr = a.indptr.astype(np.int32); a.indices = a.indices.astype(np.int32)
+        t = SparseTensor.from_scipy(a, exe.spmv.signature.args[0].layout, copy=False)
+        assert t.shared and np.shares_memory(t.coordinates[1], a.indices)
+        x = np.ones(40)
+        for _ in range(2):
+            assert np.allclose(exe(t, x), a @ x)
+        {edit}
+        try:
+            exe(t, x)
+        except sparsecomp.SparsecompError as err:
+            print("refused:", err)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert re.search(f"refused: .*({message})", done.stdout), done.stdout
+
+
+def test_owned_tensors_are_read_only_in_every_layout() -> None:
+    for name in ("csr", "csc", "coo", "dcsr", "ell", "bsr:2x2", "hyb"):
+        t = SparseTensor.from_scipy(matrix(), name)
+        parts = t.parts or (t,)
+        for part in parts:
+            for buf in (*part.positions, *part.coordinates):
+                assert buf is None or not buf.flags.writeable, name
+            assert part.values.flags.writeable
+
+
+# -- 3. duplicate entries are summed as scipy sums them ----------------------------------------
+
+
+def duplicated(fmt: str) -> sp.spmatrix:
+    rows = np.array([0, 3, 3, 1, 3, 0, 2])
+    cols = np.array([1, 2, 2, 0, 2, 1, 4])
+    vals = np.arange(1.0, 8.0)
+    if fmt == "coo":
+        return sp.coo_matrix((vals, (rows, cols)), shape=(4, 5))
+    # csr/csc from raw arrays with repeated indices in one row/column
+    major, minor = (rows, cols) if fmt == "csr" else (cols, rows)
+    order = np.argsort(major, kind="stable")
+    size = 4 if fmt == "csr" else 5
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(major, minlength=size))])
+    cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
+    return cls((vals[order], minor[order], ptr), shape=(4, 5))
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc"])
+@pytest.mark.parametrize("layout", ["csr", "csc", "coo", "dcsr", "ell", "bsr:2x2", "hyb"])
+def test_duplicates_are_summed_on_a_copy(fmt: str, layout: str) -> None:
+    m = duplicated(fmt)
+    assert not m.has_canonical_format
+    before = [np.asarray(getattr(m, a)).copy() for a in ("data", "row", "col", "indices")
+              if hasattr(m, a)]  # fmt: skip
+    t = SparseTensor.from_scipy(m, layout)
+    np.testing.assert_array_equal(t.to_dense(), m.toarray())
+    after = [np.asarray(getattr(m, a)) for a in ("data", "row", "col", "indices") if hasattr(m, a)]
+    for old, new in zip(before, after, strict=True):
+        np.testing.assert_array_equal(old, new)  # the user's matrix is unchanged
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc"])
+def test_kernel_sums_duplicates_like_scipy(spmv: sparsecomp.Executable, fmt: str) -> None:
+    m = duplicated(fmt)
+    x = np.arange(5.0)
+    np.testing.assert_allclose(spmv(m, x), m @ x)
+
+
+# -- 4. memory proportional to the entries, not to a dimension ---------------------------------
+
+
+def peak_bytes(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+ROWS = 2**24  # 16 M rows, 3 entries
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc"])
+@pytest.mark.parametrize("layout", ["csc", "coo", "dcsr", "csr"])
+def test_packing_tall_matrices_needs_no_per_row_temporaries(fmt: str, layout: str) -> None:
+    rows, cols = np.array([0, 5, ROWS - 1]), np.array([1, 2, 9])
+    m = sp.coo_matrix((np.array([1.0, 2.0, 3.0]), (rows, cols)), shape=(ROWS, 10)).asformat(fmt)
+    own = 4 * (ROWS + 1) if layout == "csr" else 0  # only CSR stores one position per row
+    out: list[SparseTensor] = []
+    assert peak_bytes(lambda: out.append(SparseTensor.from_scipy(m, layout))) < own + 2**20
+    assert peak_bytes(lambda: out[0].to_coo()) < 2**20
+    np.testing.assert_array_equal(out[0].to_coo()[0], [rows, cols])
+
+
+def test_huge_dimension_in_o_nnz(private_cache: None) -> None:
+    m = sp.coo_matrix(
+        (np.array([1.0, 2.0, 3.0]), (np.array([0, 5, HUGE - 1]), np.array([1, 2, 9]))),
+        shape=(HUGE, 10),
+    )
+    for name in ("coo", "dcsr", "csc"):
+        lay = parse_layout(name, 2).with_widths(64, 64)
+        t = SparseTensor.from_scipy(m, lay)
+        np.testing.assert_array_equal(t.to_coo()[0], [[0, 5, HUGE - 1], [1, 2, 9]])
+
+
+# -- 5. the index-width hint works for a caller holding a compiled kernel ----------------------
+
+
+def test_width_overflow_says_how_to_recompile(private_cache: None) -> None:
+    m = sp.coo_matrix(
+        (np.array([1.0, 2.0, 3.0]), (np.array([0, 5, HUGE - 1]), np.array([1, 2, 9]))),
+        shape=(HUGE, 10),
+    )
+    narrow = sparsecomp.compile(TOTAL.replace("LAYOUT", CSC32))
+    assert float(narrow(matrix())) == pytest.approx(matrix().sum())
+    with pytest.raises(SparsecompError, match="does not fit 32-bit coordinates") as info:
+        narrow(m)
+    hint = info.value.hint
+    assert hint is not None
+    wide = hint.split("written as ", 1)[1]
+    assert "64 : i64" in wide
+    again = sparsecomp.compile(TOTAL.replace("LAYOUT", wide))
+    assert float(again(m)) == 6.0
