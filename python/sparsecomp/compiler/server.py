@@ -66,7 +66,10 @@ class _Server:
 
     def close(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            self.proc.stdin.close()
+            try:
+                self.proc.stdin.close()
+            except OSError:  # BrokenPipeError: the worker died with a job unread
+                pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -35,6 +35,7 @@ class Worker:
 
     def start(self) -> subprocess.Popen[bytes]:
         if self.proc is None or self.proc.poll() is not None:
+            self.stop()  # a dead worker's pipes are closed before the next starts
             with self.log.open("ab") as log:
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "sparsecomp.fuzz.worker"],
@@ -51,6 +52,10 @@ class Worker:
             except ProcessLookupError:
                 pass
             self.proc.wait()
+        if self.proc is not None:
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                if pipe is not None:
+                    pipe.close()
         self.proc = None
 
     def _line(self, deadline: float) -> bytes | None:
