@@ -21,6 +21,7 @@ from sparsecomp.targets.resolve import (
     resolve,
     resolve_text,
     select_target,
+    unblocked,
 )
 
 CPU = CpuTarget()
@@ -250,3 +251,47 @@ def test_widths_follow_the_static_sizes(case):
         assert layout.pos_width == 32  # no padding: level sizes are the dim sizes
     if layout.crd_width == 64:
         assert max(static) > INDEX32_MAX
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("bsr:2x3", "csr"), ("nm:2:4", "csr"), ("csr", "csr"), ("dcsr", "dcsr"), ("coo", "coo")],
+)
+def test_unblocked_drops_blocks(name, expected):
+    assert unblocked(standard_layout(name, 2)) == standard_layout(expected, 2)
+
+
+def test_unblocked_keeps_level_order_and_widens_narrow_widths():
+    bsr_cols = layout_from_attr(
+        '#sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"],'
+        " affine_map<(i, j) -> (j floordiv 2, i floordiv 4, j mod 2, i mod 4)>, 8, 0, {}>"
+    )
+    got = unblocked(bsr_cols)
+    assert str(got.dim_to_lvl) == "(d0, d1) -> (d1, d0)"
+    assert [lv.name for lv in got.levels] == ["dense_fixed", "compressed_varied"]
+    assert (got.pos_width, got.crd_width) == (32, 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(["bsr:2x2", "bsr:4x3", "nm:2:4", "nm:1:8", "csr"]),
+    m=st.integers(0, 9),
+    n=st.integers(0, 17),
+    seed=st.integers(0, 2**16),
+)
+def test_unblocked_holds_the_same_matrix(name, m, n, seed):
+    """A matrix packed in a layout, converted to its unblocked form, loses nothing."""
+    import numpy as np
+
+    from sparsecomp.formats import SparseTensor
+
+    layout = standard_layout(name, 2)
+    rng = np.random.default_rng(seed)
+    a = (rng.random((m, n)) < 0.4) * rng.integers(1, 9, (m, n)).astype(np.float32)
+    if layout.is_structured:  # keep at most n nonzeros of every m columns
+        keep, group = layout.levels[-1].n, layout.levels[-1].m
+        for j0 in range(0, n, group):
+            a[:, j0 : j0 + group] *= np.cumsum(a[:, j0 : j0 + group] != 0, axis=1) <= keep
+    t = SparseTensor.from_dense(a, layout).to(unblocked(layout))
+    assert t.layout.dim_to_lvl.is_permutation
+    np.testing.assert_array_equal(t.to_dense(), a)

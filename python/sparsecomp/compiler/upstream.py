@@ -24,7 +24,6 @@ from mlir import ir, passmanager
 
 from sparsecomp.errors import FormatError, SparsecompError
 from sparsecomp.formats.layout import Layout
-from sparsecomp.ir import whole_blocks
 from sparsecomp.ir.calls import functions, name_of
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
 from sparsecomp.ir.walk import preorder
@@ -32,6 +31,7 @@ from sparsecomp.lowering import sizes
 from sparsecomp.lowering.abi import abi_json, describe, is_uncallable, static_shape, uncallable
 from sparsecomp.targets import CpuTarget
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
+from sparsecomp.transforms.mark_upstream import DECLARED_ATTR
 from sparsecomp.transforms.wrap_upstream import C_INTERFACE, SIGNATURE_ATTR
 
 INPUT, OUTPUT = "upstream.mlir", "upstream-llvm.mlir"
@@ -168,8 +168,11 @@ def _abi(func: ir.Operation) -> str:
             shape = [symbols.get((n, d), s) for d, s in enumerate(static_shape(ty))]
             args.append(describe(ty, _abi_layout(ty, argument=True), shape))
         results = [describe(t, _abi_layout(t), static_shape(t)) for t in fty.results]
-        for (n, d), block in whole_blocks.argument_multiples(func).items():
-            args[n].setdefault("multiple_of", [1] * len(args[n]["shape"]))[d] = block
+        if DECLARED_ATTR in func.attributes:  # held unblocked, returned as declared
+            declared = ir.ArrayAttr(func.attributes[DECLARED_ATTR])
+            for result, text in zip(results, declared, strict=True):
+                if ir.StringAttr(text).value:
+                    result["declared_layout"] = ir.StringAttr(text).value
     except (FormatError, ValueError) as exc:
         # Still compiled for the module's own callers; Python is told it cannot call it.
         message = exc.message if isinstance(exc, SparsecompError) else str(exc)

@@ -9,10 +9,10 @@ Each argument and result is one of::
      "buffers": [["pos1", "int32"], ["crd1", "int32"], ["values", "float32"]]}
 
 Shape entries are static sizes (ints), size symbols (strings: equal symbols
-are equal sizes) or null (any size). An optional ``"multiple_of": [2, 2]``
-(functions compiled by the upstream sparsifier, whose blocks must be whole)
-gives per dimension a number the size must be a multiple of. See
-docs/cpu-abi.md.
+are equal sizes) or null (any size). A sparse result may name a
+``"declared_layout"`` (a function compiled by the upstream sparsifier holds
+blocked values of dynamic shape unblocked): the runtime converts the result
+to it. See docs/cpu-abi.md.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ class ArgSpec:
     shape: tuple[Dim, ...] = ()
     layout: AnyLayout | None = None
     buffers: tuple[tuple[str, np.dtype[Any]], ...] = ()
-    #: per dimension, a number its size must be a multiple of (empty: none)
-    multiple_of: tuple[int, ...] = ()
+    #: a sparse result's layout as declared, when the kernel returns another
+    declared_layout: AnyLayout | None = None
 
     @property
     def rank(self) -> int:
@@ -134,26 +134,17 @@ def _spec(raw: Any, where: str) -> ArgSpec:
     if kind == "scalar":
         return ArgSpec(kind, dtype)
     shape = _shape(raw.get("shape"), where)
-    multiple_of = _multiple_of(raw.get("multiple_of"), len(shape), where)
     if kind == "dense":
-        return ArgSpec(kind, dtype, shape, multiple_of=multiple_of)
+        return ArgSpec(kind, dtype, shape)
+    declared = raw.get("declared_layout")
     return ArgSpec(
         kind,
         dtype,
         shape,
         _layout(raw.get("layout"), len(shape), where),
         _buffers(raw.get("buffers"), where),
-        multiple_of,
+        None if declared is None else _layout(declared, len(shape), where),
     )
-
-
-def _multiple_of(raw: Any, rank: int, where: str) -> tuple[int, ...]:
-    if raw is None:
-        return ()
-    ok = isinstance(raw, list) and len(raw) == rank
-    if not ok or not all(type(m) is int and m >= 1 for m in raw):
-        raise SparsecompError(f"{where}: multiple_of must list {rank} positive ints, got {raw!r}")
-    return tuple(raw)
 
 
 def _dtype(name: Any, where: str) -> np.dtype[Any]:

@@ -13,7 +13,7 @@ parameters and descriptor words directly (see :mod:`.call`):
   and float dtypes) or a ``bool`` (bool dtype);
 * sparse: a :class:`SparseTensor` already in the ABI layout, with the ABI's
   buffer names and dtypes, every buffer C-contiguous and aligned;
-* static sizes, size symbols and ``multiple_of`` as the ABI says.
+* static sizes and size symbols as the ABI says.
 
 Anything else (a scipy matrix to pack, an array to copy, a layout to
 convert, and every error) makes :meth:`FastArgs.emit` return False, and the
@@ -76,12 +76,6 @@ class FastArgs:
         self.steps = tuple(_step(spec) for spec in sig.args)
         static: list[tuple[int, int, int]] = []
         symbols: dict[str, list[tuple[int, int]]] = {}
-        self.multiples = tuple(
-            (i, axis, m)
-            for i, spec in enumerate(sig.args)
-            for axis, m in enumerate(spec.multiple_of)
-            if m > 1
-        )
         for i, spec in enumerate(sig.args):
             for axis, want in enumerate(spec.shape):
                 if isinstance(want, int):
@@ -104,9 +98,6 @@ class FastArgs:
             shapes.append(shape)
         for i, axis, want in self.static:
             if shapes[i][axis] != want:
-                return False
-        for i, axis, m in self.multiples:
-            if shapes[i][axis] % m:
                 return False
         for (i0, axis0), others in self.symbols:
             size = shapes[i0][axis0]

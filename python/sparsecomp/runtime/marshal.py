@@ -90,8 +90,7 @@ def _check_complex(sig: Signature, spec: ArgSpec, what: str) -> None:
     if spec.kind == "scalar" and spec.dtype.kind == "c":
         # LLVM passes {float, float} as two registers, C packs complex64 into one.
         raise SparsecompError(
-            f"{sig.name}: {what} is a {spec.dtype} scalar, which has no portable C form "
-            "by value",
+            f"{sig.name}: {what} is a {spec.dtype} scalar, which has no portable C form by value",
             hint=f"use a rank-0 tensor<complex<...>> ({spec.dtype} array) instead of a scalar",
         )
 
@@ -253,13 +252,6 @@ def check_shape(
         if isinstance(want, int) and want != got:
             raise SparsecompError(
                 f"{prefix}: expected size {want} in dimension {axis}, got shape {tuple(shape)}"
-            )
-        if spec.multiple_of and got % spec.multiple_of[axis]:
-            raise SparsecompError(
-                f"{prefix}: size {got} in dimension {axis} is not a multiple of "
-                f"{spec.multiple_of[axis]}: this function is compiled by the upstream "
-                "sparsifier, which stores blocks and n:m groups whole",
-                hint="pad the operands to whole blocks, or use a layout without blocks",
             )
         if not isinstance(want, str):
             continue

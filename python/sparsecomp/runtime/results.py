@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsecomp.errors import SparsecompError
+from sparsecomp.errors import FormatError, SparsecompError
 from sparsecomp.formats.composable import Composable
 from sparsecomp.formats.names import AnyLayout
 from sparsecomp.formats.storage import Storage
@@ -75,7 +75,14 @@ def _result(
         at += 5
     shape = tuple(values[at : at + spec.rank])
     assert spec.layout is not None
-    return trusted_tensor(shape, spec.layout, spec.dtype, named, shared), at + spec.rank
+    tensor = trusted_tensor(shape, spec.layout, spec.dtype, named, shared)
+    if spec.declared_layout is not None:  # computed unblocked by the upstream sparsifier
+        try:
+            tensor = tensor.to(spec.declared_layout)
+        except FormatError as exc:
+            why = f"the result does not fit its declared layout: {exc.message}"
+            raise FormatError(why) from None
+    return tensor, at + spec.rank
 
 
 def result_array(

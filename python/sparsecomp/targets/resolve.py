@@ -235,6 +235,50 @@ def upstream_form(layout: Layout) -> Layout:
     return layout if levels == layout.levels else replace(layout, levels=levels)
 
 
+def unblocked(layout: Layout) -> Layout:
+    """``layout`` with one level per dimension: BSR and n:m become CSR.
+
+    Each dimension keeps the place of its first level and becomes dense if
+    all its levels are dense, else its first sparse level (a ``structured``
+    group becomes ``compressed``). Widths narrower than 32 bits widen to
+    32: positions then count entries rather than blocks, coordinates
+    address elements rather than blocks. A layout without blocks is
+    returned unchanged. Functions the upstream sparsifier compiles hold
+    blocked tensors of dynamic or partial shapes this way
+    (:mod:`sparsecomp.ir.whole_blocks`).
+    """
+    results = layout.dim_to_lvl.results
+    if all(r.op == "id" for r in results):
+        return layout
+    order: list[int] = []
+    per_dim: dict[int, list[Level]] = {}
+    for expr, level in zip(results, layout.levels, strict=True):
+        if expr.dim not in per_dim:
+            order.append(expr.dim)
+        per_dim.setdefault(expr.dim, []).append(level)
+    levels = []
+    for dim in order:
+        sparse = [lv for lv in per_dim[dim] if lv.kind != "dense"]
+        if not sparse:
+            levels.append(Level("dense"))
+        elif sparse[0].kind == "structured":
+            levels.append(Level("compressed", varied=True))
+        else:
+            levels.append(sparse[0])
+    return replace(
+        layout,
+        levels=tuple(levels),
+        dim_to_lvl=DimMap.permutation(order),
+        pos_width=_at_least_32(layout.pos_width),
+        crd_width=_at_least_32(layout.crd_width),
+        nm_metadata="",
+    )
+
+
+def _at_least_32(width: int) -> int:
+    return width if width == 0 else max(width, 32)
+
+
 def _choose(encoding: Encoding, rank: int, target: Target, densify: bool) -> Layout:
     sparsity, use = encoding.sparsity, encoding.use
     kind, params = sparsity.kind, sparsity.params

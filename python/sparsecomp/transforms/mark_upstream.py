@@ -14,14 +14,21 @@ from sparsecomp.ir import whole_blocks
 from sparsecomp.ir.attrs import encoding_of, layout_of
 from sparsecomp.ir.calls import close_over_calls, functions, name_of
 from sparsecomp.ir.targets import function_target
-from sparsecomp.ir.upstream import sparse_tensor_text
+from sparsecomp.ir.upstream import (
+    is_sparse_tensor_encoding,
+    layout_from_sparse_tensor,
+    sparse_tensor_text,
+)
 from sparsecomp.ir.verify import types_of
 from sparsecomp.ir.walk import preorder, retype_function
 from sparsecomp.targets import CpuTarget
-from sparsecomp.targets.resolve import upstream_form
+from sparsecomp.targets.resolve import unblocked, upstream_form
 from sparsecomp.transforms.base import SparsecompPass
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 
+#: On a marked function: per result, the declared layout (attribute text) of
+#: one held unblocked, else "". The runtime converts such results back.
+DECLARED_ATTR = "sparse_iter.declared_results"
 #: sparse_iter ops with an upstream counterpart (a layout conversion).
 _CONVERSIONS = ("sparse_iter.set_encoding", "sparse_iter.unset_encoding")
 
@@ -80,26 +87,39 @@ def _upstream_layout(layout: Layout) -> Layout:
 
 
 class _Exporter:
-    """Tensor types with ``#sparse_iter.layout`` -> the same with ``#sparse_tensor.encoding``."""
+    """Tensor types with ``#sparse_iter.layout`` -> the same with ``#sparse_tensor.encoding``.
 
-    def __init__(self) -> None:
+    Types in ``unblock`` (:func:`whole_blocks.unblocked_types`, of either
+    syntax) take their unblocked form.
+    """
+
+    def __init__(self, unblock: set[str]) -> None:
+        self.unblock = unblock
         self.cache: dict[str, ir.Type] = {}
 
     def __call__(self, ty: ir.Type) -> ir.Type:
         """The upstream type; :class:`FormatError` when the layout has no upstream form."""
-        if not isinstance(ty, ir.RankedTensorType) or encoding_of(ty) is None:
+        if not isinstance(ty, ir.RankedTensorType):
             return ty
         key = str(ty)
-        if key not in self.cache:
+        if key in self.cache:
+            return self.cache[key]
+        if encoding_of(ty) is not None:
             layout = layout_of(ty)
             if not isinstance(layout, Layout):
                 what = "composable layouts" if layout is not None else "unresolved encodings"
                 raise FormatError(f"{what} have no #sparse_tensor form")
-            text = sparse_tensor_text(_upstream_layout(layout))
-            enc = ir.Attribute.parse(text, ty.context)
-            rt = ir.RankedTensorType(ty)
-            loc = ir.Location.unknown(ty.context)
-            self.cache[key] = ir.RankedTensorType.get(rt.shape, rt.element_type, enc, loc=loc)
+        elif key in self.unblock and is_sparse_tensor_encoding(ty.encoding):
+            layout = layout_from_sparse_tensor(ty.encoding)
+        else:
+            return ty
+        if key in self.unblock:
+            layout = unblocked(layout)
+        text = sparse_tensor_text(_upstream_layout(layout))
+        enc = ir.Attribute.parse(text, ty.context)
+        rt = ir.RankedTensorType(ty)
+        loc = ir.Location.unknown(ty.context)
+        self.cache[key] = ir.RankedTensorType.get(rt.shape, rt.element_type, enc, loc=loc)
         return self.cache[key]
 
     def check(self, func: ir.Operation, why: str) -> bool:
@@ -119,20 +139,24 @@ class _Exporter:
                     f"'{name_of(func)}' needs the upstream sparsifier (it {why}), but {problem}"
                 )
                 ok = False
-        for op, problem in whole_blocks.problems(func):  # partial blocks, built n:m values
-            op.location.emit_error(
-                f"'{name_of(func)}' needs the upstream sparsifier (it {why}), but {problem}"
-            )
-            ok = False
         return ok
 
     def rewrite(self, func: ir.Operation) -> None:
+        self._record_declared_results(func)
         conversions = [op for op in retype_function(func, self) if op.name in _CONVERSIONS]
         for op in conversions:
             with ir.InsertionPoint(op), op.location:
                 converted = st.ConvertOp(op.results[0].type, op.operands[0]).result
             op.results[0].replace_all_uses_with(converted)
             op.erase()
+
+    def _record_declared_results(self, func: ir.Operation) -> None:
+        """Name the declared layout of each unblocked result (``DECLARED_ATTR``)."""
+        fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        declared = [whole_blocks.layout(t) if str(t) in self.unblock else None for t in fty.results]
+        if any(declared):
+            texts = [lay.attr_text() if lay is not None else "" for lay in declared]
+            func.attributes[DECLARED_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(t) for t in texts])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,7 +181,12 @@ class MarkUpstreamPass(SparsecompPass):
     sparse_iter stores them; ELL and ragged levels, which upstream lacks,
     become compressed ones: CSR instead of ELL, which the runtime converts
     to at the call) and ``sparse_iter.set_encoding`` / ``unset_encoding``
-    become ``sparse_tensor.convert``. A layout with no upstream form
+    become ``sparse_tensor.convert``. Upstream stores blocks whole and builds
+    n:m levels without their padding, so blocked types (of either syntax)
+    with a dynamic or partial shape, and n:m types of values the functions
+    build, are held unblocked (BSR and n:m as CSR; see
+    ``sparsecomp.ir.whole_blocks``); a function returning one names its
+    declared layout in ``sparse_iter.declared_results``. A layout with no upstream form
     (``mma.sp`` metadata, composable layouts) or another sparse_iter op in a
     marked function is an error where the type or op is defined. Unmarked
     functions are left alone; the CPU driver compiles the marked ones with
@@ -197,8 +226,8 @@ class MarkUpstreamPass(SparsecompPass):
             elif (why := _refusal(func)) is not None:
                 reasons[name_of(func)] = why
         marked = close_over_calls(funcs, reasons)
-        export = _Exporter()
         todo = [f for f in funcs if name_of(f) in marked]
+        export = _Exporter(whole_blocks.unblocked_types(todo))
         if not all([export.check(f, marked[name_of(f)]) for f in todo]):
             pass_.signal_pass_failure()
             return

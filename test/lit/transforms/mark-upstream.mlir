@@ -147,3 +147,50 @@ func.func @ell_plus_dense(%e: tensor<?x?xf32, #ell>, %r: tensor<?x?xf32, #ragged
   } -> tensor<?x?xf32>
   return %s : tensor<?x?xf32>
 }
+
+// -----
+
+// The upstream sparsifier stores blocks whole (a 3x3 BSR 2x2 matrix is 4x4 to
+// it). Blocked types whose shape is dynamic or not a multiple of the block are
+// held unblocked (BSR as CSR); static whole-block shapes stay blocked. Results
+// held unblocked name their declared layout, which the runtime converts to.
+#bsr = #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], affine_map<(i, j) -> (i floordiv 2, j floordiv 2, i mod 2, j mod 2)>, 16, 8, {}>
+
+// CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
+// CHECK-DAG: #[[$BSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 2 : compressed, d0 mod 2 : dense, d1 mod 2 : dense), posWidth = 16, crdWidth = 8 }>
+// CHECK-LABEL: func.func @partial
+// CHECK-SAME: (%{{.*}}: tensor<?x?xf32, #[[$CSR]]>, %{{.*}}: tensor<3x3xf32, #[[$CSR]]>, %{{.*}}: tensor<4x4xf32, #[[$BSR]]>) -> tensor<?x?xf32, #[[$CSR]]>
+// CHECK-SAME: sparse_iter.declared_results = ["#sparse_iter.layout<[\22dense_fixed\22, \22compressed_varied\22, \22dense_fixed\22, \22dense_fixed\22], affine_map<(d0, d1) -> (d0 floordiv 2, d1 floordiv 2, d0 mod 2, d1 mod 2)>, 16 : i64, 8 : i64, {}>"]
+func.func @partial(%a: tensor<?x?xf32, #bsr>, %b: tensor<3x3xf32, #bsr>, %c: tensor<4x4xf32, #bsr>) -> tensor<?x?xf32, #bsr> attributes {sparse_iter.upstream = "requested"} {
+  return %a : tensor<?x?xf32, #bsr>
+}
+
+// -----
+
+// Upstream inserts into an n:m level like a compressed one, without the
+// group's padding: an n:m value built in an upstream function is held as CSR.
+#nm = #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"], affine_map<(i, j) -> (i, j floordiv 4, j mod 4)>, 32, 32, {}>
+
+// CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
+// CHECK-LABEL: func.func @build_nm
+// CHECK-SAME: (%[[M:.*]]: tensor<4x8xf32>) -> tensor<4x8xf32, #[[$CSR]]>
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x8xf32, #[[$CSR]]>
+// CHECK: linalg.copy ins(%[[M]] : tensor<4x8xf32>) outs(%[[E]] : tensor<4x8xf32, #[[$CSR]]>)
+func.func @build_nm(%m: tensor<4x8xf32>) -> tensor<4x8xf32, #nm> attributes {sparse_iter.upstream = "requested"} {
+  %e = tensor.empty() : tensor<4x8xf32, #nm>
+  %r = linalg.copy ins(%m : tensor<4x8xf32>) outs(%e : tensor<4x8xf32, #nm>) -> tensor<4x8xf32, #nm>
+  return %r : tensor<4x8xf32, #nm>
+}
+
+// -----
+
+// A static conversion to n:m stays n:m (sparse-iter-pad-nm-converts pads its groups).
+#nm = #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"], affine_map<(i, j) -> (i, j floordiv 4, j mod 4)>, 32, 32, {}>
+
+// CHECK: #[[$NM:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32 }>
+// CHECK-LABEL: func.func @convert_nm
+// CHECK: sparse_tensor.convert %{{.*}} : tensor<4x8xf32> to tensor<4x8xf32, #[[$NM]]>
+func.func @convert_nm(%m: tensor<4x8xf32>) -> tensor<4x8xf32, #nm> attributes {sparse_iter.upstream = "requested"} {
+  %s = "sparse_iter.set_encoding"(%m) : (tensor<4x8xf32>) -> tensor<4x8xf32, #nm>
+  return %s : tensor<4x8xf32, #nm>
+}
