@@ -55,10 +55,6 @@ def layout(ty: ir.Type) -> Layout | None:
     return found if isinstance(found, Layout) else None
 
 
-def _is_nm(lay: Layout) -> bool:
-    return any(level.kind == "structured" for level in lay.levels)
-
-
 def _plain_nm(lay: Layout) -> bool:
     """n:m over the last dimension with the others in order, the one form upstream reads right.
 
@@ -72,7 +68,7 @@ def _plain_nm(lay: Layout) -> bool:
     )
 
 
-def partial(ty: ir.RankedTensorType, lay: Layout) -> bool:
+def _partial(ty: ir.RankedTensorType, lay: Layout) -> bool:
     """Whether some blocked dimension of ``ty`` is dynamic or not a multiple of its block."""
     return any(
         block > 1 and (ty.is_dynamic_dim(dim) or ty.shape[dim] % block)
@@ -86,7 +82,7 @@ def _padded(op: ir.Operation, lay: Layout) -> bool:
         return False
     src, dst = layout(op.operands[0].type), ir.RankedTensorType(op.results[0].type)
     return (
-        (src is None or not _is_nm(src))
+        (src is None or not src.is_structured)
         and dst.has_static_shape
         and isinstance(dst.element_type, ir.FloatType | ir.IntegerType)
         and all(lv.name == "dense_fixed" for lv in lay.levels[:-1])
@@ -109,10 +105,10 @@ def _must_unblock(ty: ir.Type, op: ir.Operation | None) -> bool:
     lay = layout(ty)
     if lay is None:
         return False
-    if partial(ir.RankedTensorType(ty), lay) or (_is_nm(lay) and not _plain_nm(lay)):
+    if _partial(ir.RankedTensorType(ty), lay) or (lay.is_structured and not _plain_nm(lay)):
         return True
     builds = op is not None and not op.name.startswith(_PASS_NM) and not _padded(op, lay)
-    return _is_nm(lay) and builds
+    return lay.is_structured and builds
 
 
 def unblocked_types(funcs: Iterable[ir.Operation]) -> set[str]:
