@@ -457,3 +457,46 @@ func.func @k(%b: {t}) -> tensor<{shape[0]}x{shape[1]}xf64> {{
     b = np.ascontiguousarray(b, dtype=np.float64)
     got = fn(SparseTensor.from_dense(b, fn.signature.args[0].layout))
     np.testing.assert_array_equal(got, b)
+
+
+_NM24 = "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4])"
+_CO_ITERATED = {
+    # a - b, a a transposed DCSR: upstream merged the 2:4 operand wrongly (garbage sums)
+    "sub_dcsr_t": ("(i, j) -> (i : compressed, j : compressed)", "(i, j) -> (j, i)", "subf"),
+    # a * b, a a column-major dense: upstream reordered the 2:4 operand wrongly (lost values)
+    "mul_colmajor": ("(i, j) -> (j : dense, i : dense)", "(i, j) -> (i, j)", "mulf"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CO_ITERATED))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fallback_nm_co_iterated(case: str, seed: int) -> None:
+    """A static whole-group 2:4 operand beside another sparse one, in the fallback.
+
+    (Fuzz cases 2:1866 and 2:2253 found these wrong.)
+    """
+    import sparsecomp
+
+    a_map, a_read, op = _CO_ITERATED[case]
+    m, n = 6, 8
+    a_shape = (n, m) if a_read == "(i, j) -> (j, i)" else (m, n)
+    ta = f"tensor<{a_shape[0]}x{a_shape[1]}xf64, #sparse_tensor.encoding<{{ map = {a_map} }}>>"
+    tb = f"tensor<{m}x{n}xf64, #sparse_tensor.encoding<{{ map = {_NM24} }}>>"
+    text = f"""
+func.func @k(%a: {ta}, %b: {tb}, %o: tensor<{m}x{n}xf64>) -> tensor<{m}x{n}xf64> {{
+  %r = linalg.generic {{indexing_maps = [affine_map<{a_read}>, {MAP2}, {MAP2}],
+                       iterator_types = ["parallel", "parallel"]}}
+      ins(%a, %b : {ta}, {tb}) outs(%o : tensor<{m}x{n}xf64>) {{
+    ^bb0(%x: f64, %y: f64, %z: f64):
+      %v = arith.{op} %x, %y : f64
+      linalg.yield %v : f64
+    }} -> tensor<{m}x{n}xf64>
+  return %r : tensor<{m}x{n}xf64>
+}}"""
+    fn = sparsecomp.compile(text).functions["k"]
+    a = matrix("csr", a_shape, 0.5, seed).astype(np.float64)
+    b = matrix("nm:2:4", (m, n), 0.8, seed + 10).astype(np.float64)
+    args = [SparseTensor.from_dense(x, spec.layout) for x, spec in zip((a, b), fn.signature.args)]
+    got = fn(*args, np.zeros((m, n)))
+    a_ij = a.T if a_shape == (n, m) else a
+    np.testing.assert_array_equal(got, a_ij - b if op == "subf" else a_ij * b)

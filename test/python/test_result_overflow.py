@@ -3,8 +3,9 @@
 A result declared with 8- or 16-bit positions can hold more entries than
 its positions address; the runtime checks every narrow sparse result
 (:mod:`sparsecomp.runtime.overflow`) and raises a SparsecompError naming
-the width and the fix. Checked on a result built by the upstream sparsifier
-(COO) and one built by sparse_iter's row-wise kernels (CSR).
+the width and the fix. Checked on results built by the upstream sparsifier
+(COO, and loose_compressed rows, whose (lo, hi) pairs wrap too) and one
+built by sparse_iter's row-wise kernels (CSR).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def _out_layout(kind: str, width: int) -> str:
     levels = {
         "coo": '["compressed_varied(nonunique)", "singleton"]',
         "csr": '["dense_fixed", "compressed_varied"]',
+        "loose": '["dense_fixed", "loose_compressed"]',
     }[kind]
     return f"#sparse_iter.layout<{levels}, affine_map<(i, j) -> (i, j)>, {width}, 32, {{}}>"
 
@@ -36,12 +38,12 @@ def _out_layout(kind: str, width: int) -> str:
 def compiled(kind: str, width: int):  # -> sparsecomp.Executable
     """``A + B`` into a ``kind`` result with ``width``-bit positions.
 
-    ``coo``: B dense (upstream sparsifier); ``csr``: B a CSR matrix of
-    another structure (sparse_iter's row-wise union).
+    ``coo``, ``loose``: B dense (upstream sparsifier); ``csr``: B a CSR
+    matrix of another structure (sparse_iter's row-wise union).
     """
     import sparsecomp
 
-    b_type = "tensor<?x?xi32>" if kind == "coo" else "tensor<?x?xi32, #csr>"
+    b_type = "tensor<?x?xi32, #csr>" if kind == "csr" else "tensor<?x?xi32>"
     text = f"""
 #csr = {CSR32}
 #out = {_out_layout(kind, width)}
@@ -67,12 +69,12 @@ func.func @k(%A: tensor<?x?xi32, #csr>, %B: {b_type}) -> tensor<?x?xi32, #out> {
 def _call(kind: str, width: int, n: int) -> tuple[SparseTensor, np.ndarray]:
     """The result for ``n x n`` operands (``n * n`` entries), and numpy's answer."""
     ones = np.ones((n, n), np.int32)
-    a, b = np.triu(ones), (ones if kind == "coo" else np.tril(ones, -1))
-    sparse_b = b if kind == "coo" else SparseTensor.from_dense(b, "csr")
+    a, b = np.triu(ones), (np.tril(ones, -1) if kind == "csr" else ones)
+    sparse_b = SparseTensor.from_dense(b, "csr") if kind == "csr" else b
     return compiled(kind, width)(sp.csr_matrix(a), sparse_b), a + b
 
 
-@pytest.mark.parametrize("kind", ["coo", "csr"])
+@pytest.mark.parametrize("kind", ["coo", "csr", "loose"])
 @pytest.mark.parametrize(
     ("width", "fits", "overflows"), [(8, 11, 12), (16, 181, 182), (16, 150, 256)]
 )

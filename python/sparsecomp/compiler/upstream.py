@@ -42,9 +42,8 @@ OWN_PASSES = (
     "sparse-iter-widen-bool-buffers,sparse-iter-strided-vector-access,sparse-iter-wrap-upstream,"
 )
 #: sparsecomp passes run on tensors before the sparsifier: COO coordinates SoA
-#: (sparsecomp's ABI), levels ordered (the sparsifier assumes it), converts to
-#: n:m padded to n entries per group.
-FIRST_PASSES = "sparse-iter-soa-coo,sparse-iter-order-levels,sparse-iter-pad-nm-converts,"
+#: (sparsecomp's ABI) and levels ordered (the sparsifier assumes it).
+FIRST_PASSES = "sparse-iter-soa-coo,sparse-iter-order-levels,"
 _SPECIFIER_TO_LLVM = "sparse-storage-specifier-to-llvm"
 #: Before the sparsifier proper: ops whose bodies it cannot sparsify get dense inputs.
 DENSIFY = "sparse-iter-densify-unsparsifiable,"

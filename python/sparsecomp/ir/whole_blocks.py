@@ -1,45 +1,43 @@
-"""What the upstream sparsifier cannot hold blocked: partial blocks and built n:m values.
+"""What the upstream sparsifier cannot hold blocked: partial blocks and n:m levels.
 
 Upstream stores a blocked dimension (BSR's ``i floordiv b``/``i mod b``, an
 n:m group ``j floordiv m``/``j mod m``) as whole blocks: a tensor's
 dimension size is its level size times the block, so a 3x3 BSR 2x2 matrix
 is 4x4 to the sparsifier (``tensor.dim`` answers 4, its loops read dense
-operands out of bounds), and it inserts into an n:m level like a
-compressed one, without the group's padding, so an n:m value it builds
-comes back malformed.
+operands out of bounds).
+
+Its n:m (``structured[n, m]``) levels are worse: it inserts into one like a
+compressed level, without the group's padding (an n:m value it builds comes
+back malformed), reads groups along any dimension but the last wrongly, and
+computes wrong sums when an n:m operand is co-iterated with another sparse
+operand (``a - b`` with ``b`` 2:4) or read in an order other than its own
+(``a * b`` with ``b`` stored column-major). No kernel that reaches it can
+be trusted with one.
 
 :func:`unblocked_types` finds the blocked tensor types a set of functions
-compiled by the fallback cannot keep blocked: those with a blocked
-dimension that is dynamic or not a multiple of its block, n:m types whose
-groups run along another dimension than the last, and n:m types of values
-the functions build (other than the padded conversions of
-``sparse-iter-pad-nm-converts``). ``sparse-iter-mark-upstream`` gives those
-their unblocked form (:func:`sparsecomp.targets.resolve.unblocked`: BSR
-and n:m become CSR), which upstream computes exactly for any shape; the
-runtime converts arguments to it at the call and results back to the
-declared layout.
+compiled by the fallback cannot keep blocked: every n:m type, and BSR types
+with a blocked dimension that is dynamic or not a multiple of its block.
+``sparse-iter-mark-upstream`` gives those their unblocked form
+(:func:`sparsecomp.targets.resolve.unblocked`: BSR and n:m become CSR),
+which upstream computes exactly for any shape; the runtime converts
+arguments to it at the call and results back to the declared layout (so an
+n:m result that does not fit n:m is reported, not returned malformed).
 
 sparse_iter's own lowering has none of these limits (a partial last block
-is bounded by the dimension size).
+is bounded by the dimension size; n:m groups are read with their padding).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from mlir import ir
 
 from sparsecomp.errors import FormatError
-from sparsecomp.formats.dimmap import LevelExpr
 from sparsecomp.formats.layout import Layout
 from sparsecomp.ir.attrs import layout_of
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
 from sparsecomp.ir.walk import preorder
-
-#: Ops whose results take the dimension sizes and storage of an operand.
-_SAME_SIZES = ("sparse_tensor.convert", "sparse_iter.set_encoding")
-#: Ops that pass an n:m value on, or fill one a linalg op's init made, without building it.
-_PASS_NM = ("linalg.", "func.call", "sparse_tensor.assemble", "sparse_iter.get_part")
 
 
 def layout(ty: ir.Type) -> Layout | None:
@@ -55,19 +53,6 @@ def layout(ty: ir.Type) -> Layout | None:
     return found if isinstance(found, Layout) else None
 
 
-def _plain_nm(lay: Layout) -> bool:
-    """n:m over the last dimension with the others in order, the one form upstream reads right.
-
-    (Groups along another dimension, ``(i, j) -> (j, i floordiv 4, i mod 4)``,
-    come back wrong from its kernels and conversions.)
-    """
-    rank = lay.dim_to_lvl.n_dims
-    return lay.dim_to_lvl.results == (
-        *(LevelExpr(d) for d in range(rank - 1)),
-        *(LevelExpr(rank - 1, op, lay.levels[-1].m) for op in ("floordiv", "mod")),
-    )
-
-
 def _partial(ty: ir.RankedTensorType, lay: Layout) -> bool:
     """Whether some blocked dimension of ``ty`` is dynamic or not a multiple of its block."""
     return any(
@@ -76,39 +61,21 @@ def _partial(ty: ir.RankedTensorType, lay: Layout) -> bool:
     )
 
 
-def _padded(op: ir.Operation, lay: Layout) -> bool:
-    """A conversion to n:m that ``sparse-iter-pad-nm-converts`` builds with padded groups."""
-    if op.name not in _SAME_SIZES or not op.operands:
-        return False
-    src, dst = layout(op.operands[0].type), ir.RankedTensorType(op.results[0].type)
-    return (
-        (src is None or not src.is_structured)
-        and dst.has_static_shape
-        and isinstance(dst.element_type, ir.FloatType | ir.IntegerType)
-        and all(lv.name == "dense_fixed" for lv in lay.levels[:-1])
-    )
+def _must_unblock(ty: ir.Type) -> bool:
+    lay = layout(ty)
+    return lay is not None and (lay.is_structured or _partial(ir.RankedTensorType(ty), lay))
 
 
-def _values(func: ir.Operation) -> Iterator[tuple[ir.Value, ir.Operation | None]]:
-    """Every value the function defines, with its defining op (None: an argument)."""
-    if not func.regions[0].blocks:  # a declaration
-        return
-    for arg in func.regions[0].blocks[0].arguments:
-        yield arg, None
+def _types(func: ir.Operation) -> Iterable[ir.Type]:
+    """The type of every value ``func`` defines or declares."""
+    fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    yield from [*fty.inputs, *fty.results]  # declarations have no values
     for op in preorder(func):
         if op.name != "func.func":
-            for result in op.results:
-                yield result, op
-
-
-def _must_unblock(ty: ir.Type, op: ir.Operation | None) -> bool:
-    lay = layout(ty)
-    if lay is None:
-        return False
-    if _partial(ir.RankedTensorType(ty), lay) or (lay.is_structured and not _plain_nm(lay)):
-        return True
-    builds = op is not None and not op.name.startswith(_PASS_NM) and not _padded(op, lay)
-    return lay.is_structured and builds
+            yield from (result.type for result in op.results)
+            for region in op.regions:
+                for block in region.blocks:
+                    yield from (arg.type for arg in block.arguments)
 
 
 def unblocked_types(funcs: Iterable[ir.Operation]) -> set[str]:
@@ -125,13 +92,7 @@ def unblocked_types(funcs: Iterable[ir.Operation]) -> set[str]:
             for op in preorder(func)
             if op.name == "tensor.cast"
         ]
-        fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        for ty in [*fty.inputs, *fty.results]:  # declarations have no values
-            if _must_unblock(ty, None):
-                found.add(str(ty))
-        for value, op in _values(func):
-            if _must_unblock(value.type, op):
-                found.add(str(value.type))
+        found |= {str(ty) for ty in _types(func) if _must_unblock(ty)}
     grew = True
     while grew:
         grew = False

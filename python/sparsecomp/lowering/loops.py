@@ -16,9 +16,14 @@ def index(value: int) -> ir.Value:
 
 
 def to_index(value: ir.Value) -> ir.Value:
+    """A position or coordinate as an index: narrow widths are unsigned, as upstream reads them.
+
+    (An 8-bit positions buffer built in IR addresses 255 entries; the Python
+    ABI's signed numpy buffers stop at 127 and are checked at the call.)
+    """
     if isinstance(value.type, ir.IndexType):
         return value
-    return arith.index_cast(ir.IndexType.get(), value)
+    return arith.index_castui(ir.IndexType.get(), value)
 
 
 def load_index(buffer: ir.Value, pos: ir.Value) -> ir.Value:

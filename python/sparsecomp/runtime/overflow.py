@@ -6,7 +6,10 @@ and stores positions and coordinates in the layout's ``pos_width`` /
 past 32767). Buffer lengths are exact, so a wrapped positions buffer
 always shows: its last position differs from the length of the level's
 coordinates (a position is the true count modulo ``2**width``), or it
-decreases. Coordinates cannot wrap when every level's size fits
+decreases. A ``loose_compressed`` level's (lo, hi) pairs need not cover
+its coordinates, but a wrapped one leaves a pair out of ``[0, length]`` or
+with lo > hi, and a level with more entries than its width addresses has
+wrapped whatever the pairs say. Coordinates cannot wrap when every level's size fits
 ``crd_width``. Both checks cost O(positions) and run on every sparse result
 whose widths are below 64 bits, before the result is returned.
 """
@@ -32,8 +35,12 @@ def check_result(tensor: SparseTensor, where: str) -> None:
         for lvl, (level, pos, crd) in enumerate(
             zip(layout.levels, tensor.positions, tensor.coordinates, strict=True)
         ):
-            if level.kind == "compressed" and pos is not None and crd is not None:
+            if pos is None or crd is None:
+                continue
+            if level.kind == "compressed":
                 _check_positions(layout, lvl, pos, crd.shape[0], where)
+            elif level.kind == "loose_compressed":
+                _check_pairs(layout, lvl, pos, crd.shape[0], where)
     if layout.crd_width not in (0, 64):
         sizes = layout.dim_to_lvl.level_shape(tensor.shape)
         limit = index_max(layout.crd_width)
@@ -50,8 +57,19 @@ def _check_positions(layout: Layout, lvl: int, pos: np.ndarray, count: int, wher
     if pos.shape[0] == 0:
         return
     ok = int(pos[0]) == 0 and int(pos[-1]) == count and bool((pos[1:] >= pos[:-1]).all())
-    if ok:
-        return
+    if not ok:
+        _overflowed(layout, lvl, count, where)
+
+
+def _check_pairs(layout: Layout, lvl: int, pos: np.ndarray, count: int, where: str) -> None:
+    pairs = pos[: pos.shape[0] // 2 * 2].astype(np.int64)  # upstream's buffer has one more
+    lo, hi = pairs[0::2], pairs[1::2]
+    fits = count <= index_max(layout.pos_width)
+    if not (fits and (lo >= 0).all() and (lo <= hi).all() and (hi <= count).all()):
+        _overflowed(layout, lvl, count, where)
+
+
+def _overflowed(layout: Layout, lvl: int, count: int, where: str) -> None:
     raise SparsecompError(
         f"{where}: the positions of level {lvl} ({layout.levels[lvl]}) overflowed: the "
         f"result stores {count} entries there, more than {layout.pos_width}-bit positions "

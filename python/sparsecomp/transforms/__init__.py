@@ -27,7 +27,6 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-mark-entry-points": "mark_entry_points:MarkEntryPointsPass",
     "sparse-iter-mark-upstream": "mark_upstream:MarkUpstreamPass",
     "sparse-iter-omp-schedule": "omp_schedule:OmpSchedulePass",
-    "sparse-iter-pad-nm-converts": "pad_nm_converts:PadNmConvertsPass",
     "sparse-iter-order-levels": "order_levels:OrderLevelsPass",
     "sparse-iter-parallelize": "parallelize:ParallelizePass",
     "sparse-iter-privatize-allocas": "privatize_allocas:PrivatizeAllocasPass",

@@ -167,9 +167,12 @@ func.func @partial(%a: tensor<?x?xf32, #bsr>, %b: tensor<3x3xf32, #bsr>, %c: ten
 
 // -----
 
-// Upstream inserts into an n:m level like a compressed one, without the
-// group's padding: an n:m value built in an upstream function is held as CSR.
+// Upstream's n:m levels are held as CSR whatever the shape: it inserts into
+// them without the group's padding, and co-iterating one with another sparse
+// operand, or reading it out of its order, gives wrong sums.
 #nm = #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"], affine_map<(i, j) -> (i, j floordiv 4, j mod 4)>, 32, 32, {}>
+#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#id = affine_map<(i, j) -> (i, j)>
 
 // CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
 // CHECK-LABEL: func.func @build_nm
@@ -182,15 +185,21 @@ func.func @build_nm(%m: tensor<4x8xf32>) -> tensor<4x8xf32, #nm> attributes {spa
   return %r : tensor<4x8xf32, #nm>
 }
 
-// -----
-
-// A static conversion to n:m stays n:m (sparse-iter-pad-nm-converts pads its groups).
-#nm = #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"], affine_map<(i, j) -> (i, j floordiv 4, j mod 4)>, 32, 32, {}>
-
-// CHECK: #[[$NM:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32 }>
 // CHECK-LABEL: func.func @convert_nm
-// CHECK: sparse_tensor.convert %{{.*}} : tensor<4x8xf32> to tensor<4x8xf32, #[[$NM]]>
+// CHECK: sparse_tensor.convert %{{.*}} : tensor<4x8xf32> to tensor<4x8xf32, #[[$CSR]]>
 func.func @convert_nm(%m: tensor<4x8xf32>) -> tensor<4x8xf32, #nm> attributes {sparse_iter.upstream = "requested"} {
   %s = "sparse_iter.set_encoding"(%m) : (tensor<4x8xf32>) -> tensor<4x8xf32, #nm>
   return %s : tensor<4x8xf32, #nm>
+}
+
+// CHECK-LABEL: func.func @sub_nm
+// CHECK-SAME: (%{{.*}}: tensor<4x8xf32, #[[$CSR]]>, %{{.*}}: tensor<4x8xf32, #[[$CSR]]>, %{{.*}}: tensor<4x8xf32>)
+func.func @sub_nm(%a: tensor<4x8xf32, #csr>, %b: tensor<4x8xf32, #nm>, %o: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {sparse_iter.upstream = "requested"} {
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<4x8xf32, #csr>, tensor<4x8xf32, #nm>) outs(%o : tensor<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %d = arith.subf %x, %y : f32
+    linalg.yield %d : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
 }

@@ -1,6 +1,0 @@
-// RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-pad-nm-converts
-
-// The pass reports nothing of its own (what it cannot rewrite it leaves
-// alone); like every sparsecomp pass it verifies sparse_iter input first.
-// expected-error@+1 {{unknown level format 'sparse'}}
-func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<["sparse"], affine_map<(i) -> (i)>, 32, 32, {}>>)
