@@ -30,7 +30,16 @@ from typing import TYPE_CHECKING, Protocol
 from mlir import ir
 from mlir.dialects import arith, tensor
 
-from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index, load_index, mul
+from sparsecomp.lowering.loops import (
+    Carried,
+    add,
+    for_loop,
+    if_then,
+    index,
+    load_index,
+    load_position,
+    mul,
+)
 
 if TYPE_CHECKING:
     from sparsecomp.formats.layout import Layout
@@ -88,9 +97,9 @@ def emit_level(
         pos = em.pos[lv]
         if name == "loose_compressed":
             lo_at = mul(p, index(2))
-            lo, hi = load_index(pos, lo_at), load_index(pos, add(lo_at, index(1)))
+            lo, hi = load_position(pos, lo_at), load_position(pos, add(lo_at, index(1)))
         else:
-            lo, hi = load_index(pos, p), load_index(pos, add(p, index(1)))
+            lo, hi = load_position(pos, p), load_position(pos, add(p, index(1)))
 
         def varied(q: ir.Value, vals: Carried) -> Carried:
             coord = arith.subi(q, lo) if name == "dense_varied" else load_index(em.crd[lv], q)

@@ -15,20 +15,27 @@ def index(value: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), value)
 
 
-def to_index(value: ir.Value) -> ir.Value:
-    """A position or coordinate as an index: narrow widths are unsigned, as upstream reads them.
-
-    (An 8-bit positions buffer built in IR addresses 255 entries; the Python
-    ABI's signed numpy buffers stop at 127 and are checked at the call.)
-    """
+def to_index(value: ir.Value, unsigned: bool = False) -> ir.Value:
+    """An integer as an index: sign-extended, or zero-extended if ``unsigned``."""
     if isinstance(value.type, ir.IndexType):
         return value
-    return arith.index_castui(ir.IndexType.get(), value)
+    cast = arith.index_castui if unsigned else arith.index_cast
+    return cast(ir.IndexType.get(), value)
 
 
 def load_index(buffer: ir.Value, pos: ir.Value) -> ir.Value:
-    """``buffer[pos]`` of an integer buffer, as an index."""
+    """``buffer[pos]`` of an integer buffer (coordinates: ELL pads with -1), as an index."""
     return to_index(tensor.extract(buffer, [pos]))
+
+
+def load_position(buffer: ir.Value, pos: ir.Value) -> ir.Value:
+    """``buffer[pos]`` of a positions buffer, as an index: narrow positions are unsigned.
+
+    That is how upstream reads them: 8-bit positions built in IR address 255
+    entries. (The Python ABI's signed numpy buffers stop at 127, checked at
+    the call; coordinates stay signed, as ELL's padding is -1.)
+    """
+    return to_index(tensor.extract(buffer, [pos]), unsigned=True)
 
 
 def add(a: ir.Value, b: ir.Value) -> ir.Value:

@@ -2,7 +2,7 @@
 // RUN:   | %mlir-runner -e main -entry-point-result=void %runner-libs \
 // RUN:   | FileCheck %s
 
-// Narrow positions and coordinates are unsigned, as upstream reads them: a
+// Narrow positions are unsigned, as upstream reads them: a
 // CSR matrix built in the program with 8-bit positions holds 192 entries
 // (positions 128..192 are negative as signed bytes; read signed they sent
 // the row loop out of bounds). Each row of ones times ones sums to 12.

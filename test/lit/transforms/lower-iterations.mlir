@@ -16,7 +16,7 @@
 // CHECK:   %[[LO:.*]] = arith.index_cast
 // CHECK:   %[[HI:.*]] = arith.index_cast
 // CHECK:   %[[ACC:.*]] = scf.for %[[Q:[^ ]+]] = %[[LO]] to %[[HI]] step %{{.*}} iter_args(%[[S:[^ ]+]] = %[[YI]]) -> (f32)
-// CHECK:     %[[J:.*]] = arith.index_castui %{{.*}} : i32 to index
+// CHECK:     %[[J:.*]] = arith.index_cast %{{.*}} : i32 to index
 // CHECK:     %[[AV:.*]] = tensor.extract %[[VAL]][%[[Q]]]
 // CHECK:     %[[XV:.*]] = tensor.extract %[[X]][%[[J]]]
 // CHECK:     %[[M:.*]] = arith.mulf %[[AV]], %[[XV]]
@@ -409,7 +409,7 @@ func.func @spmv_from_fill(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %m: inde
 // CHECK: %[[ZEROS:.*]] = linalg.fill ins(%c0 : index) outs(%{{.*}} : tensor<?xindex>)
 // CHECK: %[[COUNTS:.*]] = scf.for %{{.*}} = %c0 to %[[ROWS]] step %c1 iter_args(%{{.*}} = %[[ZEROS]])
 // CHECK:   scf.for
-// CHECK:     %[[J:.*]] = arith.index_castui %{{.*}} : i32 to index
+// CHECK:     %[[J:.*]] = arith.index_cast %{{.*}} : i32 to index
 // CHECK:     %[[N:.*]] = tensor.extract %{{.*}}[%[[J]]] : tensor<?xindex>
 // CHECK:     arith.addi %[[N]], %c1 : index
 // CHECK: %[[PREFIX:.*]]:3 = scf.for %{{.*}} = %c0 to %[[COLS]] {{.*}} -> (tensor<?xi32>, tensor<?xindex>, index)
