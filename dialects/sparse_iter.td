@@ -1,15 +1,15 @@
 //===- sparse_iter.td - the sparse_iter dialect ------------*- tablegen -*-===//
 //
-// The single source of truth for the sparse_iter dialect. Three artifacts are
-// generated from this file by `python -m sparsecomp.ir.odsgen` (CMake target
-// `sparse_iter-gen`, or automatically on first use):
-//   * the IRDL registration loaded into every sparsecomp context,
-//   * the Python op classes (mlir-tblgen -gen-python-op-bindings),
-//   * docs/dialect.md (mlir-tblgen -gen-dialect-doc).
-// The dialect is registered at run time through IRDL, so ops print in generic
-// form and attributes print their parameters positionally:
-//   #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<...>, 32, 32, {}>
-// Semantic rules IRDL cannot express live in python/sparsecomp/ir/verify.py.
+// The single source of truth for the sparse_iter dialect. `pip install`
+// builds it (dialects/build.py, run by setup.py): mlir-tblgen generates the
+// C++ that SparseIterDialect.cpp compiles into the dialect library, the
+// Python op classes and a table of attribute parameter names; docs/dialect.md
+// is generated from it too (`python -m sparsecomp.ir.odsgen --doc`).
+// Attributes print their parameters positionally, each as a builtin
+// attribute:
+//   #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<...>, 32 : i64, 32 : i64, {}>
+// Ops print in generic form. Semantic rules not expressed here live in
+// python/sparsecomp/ir/verify.py.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +34,7 @@ def SparseIter_Dialect : Dialect {
     Loops are not part of the dialect: lowering produces `scf` loops over
     position space. The dialect only holds attributes and leaf ops.
   }];
+  let useDefaultAttributePrinterParser = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -43,8 +44,6 @@ def SparseIter_Dialect : Dialect {
 class SparseIter_Attr<string name, string attrMnemonic>
     : AttrDef<SparseIter_Dialect, name> {
   let mnemonic = attrMnemonic;
-  // IRDL provides the parser and printer: parameters in declaration order.
-  let hasCustomAssemblyFormat = 1;
 }
 
 def SparseIter_SparsityAttr : SparseIter_Attr<"Sparsity", "sparsity"> {
@@ -69,9 +68,11 @@ def SparseIter_SparsityAttr : SparseIter_Attr<"Sparsity", "sparsity"> {
   }];
   let parameters = (ins
     AttrParameter<"::mlir::StringAttr", "sparsity kind">:$kind,
-    AttrParameter<"::mlir::DenseI64ArrayAttr", "parameters of the kind">:$params,
+    AttrParameter<"::mlir::Attribute", "parameters of the kind (array<i64>)">:$params,
     AttrParameter<"::mlir::FloatAttr", "expected density">:$density
   );
+  let assemblyFormat = "`<` qualified($kind) `,` qualified($params) `,` qualified($density) `>`";
+  let genVerifyDecl = 1;
 }
 
 def SparseIter_EncodingAttr : SparseIter_Attr<"Encoding", "encoding"> {
@@ -101,6 +102,7 @@ def SparseIter_EncodingAttr : SparseIter_Attr<"Encoding", "encoding"> {
     AttrParameter<"::mlir::ArrayAttr", "element types of the op's operands">:$element_types,
     AttrParameter<"::mlir::ArrayAttr", "indexing maps of the op">:$indexing_maps
   );
+  let assemblyFormat = "`<` qualified($sparsity) `,` qualified($op_name) `,` qualified($operand_index) `,` qualified($element_types) `,` qualified($indexing_maps) `>`";
 }
 
 def SparseIter_LayoutAttr : SparseIter_Attr<"Layout", "layout"> {
@@ -151,6 +153,7 @@ def SparseIter_LayoutAttr : SparseIter_Attr<"Layout", "layout"> {
     AttrParameter<"::mlir::IntegerAttr", "coordinate bit width">:$crd_width,
     AttrParameter<"::mlir::DictionaryAttr", "index_group, nm_metadata">:$options
   );
+  let assemblyFormat = "`<` qualified($levels) `,` qualified($dim_to_lvl) `,` qualified($pos_width) `,` qualified($crd_width) `,` qualified($options) `>`";
 }
 
 def SparseIter_PartAttr : SparseIter_Attr<"Part", "part"> {
@@ -175,9 +178,11 @@ def SparseIter_PartAttr : SparseIter_Attr<"Part", "part"> {
   }];
   let parameters = (ins
     AttrParameter<"::mlir::StringAttr", "assignment rule">:$rule,
-    AttrParameter<"::mlir::DenseI64ArrayAttr", "rule parameters">:$params,
+    AttrParameter<"::mlir::Attribute", "rule parameters (array<i64>)">:$params,
     AttrParameter<"LayoutAttr", "storage of this part">:$layout
   );
+  let assemblyFormat = "`<` qualified($rule) `,` qualified($params) `,` qualified($layout) `>`";
+  let genVerifyDecl = 1;
 }
 
 def SparseIter_ComposableAttr : SparseIter_Attr<"Composable", "composable"> {
@@ -201,6 +206,7 @@ def SparseIter_ComposableAttr : SparseIter_Attr<"Composable", "composable"> {
   let parameters = (ins
     AttrParameter<"::mlir::ArrayAttr", "#sparse_iter.part list">:$parts
   );
+  let assemblyFormat = "`<` qualified($parts) `>`";
 }
 
 def SparseIter_CpuTargetAttr : SparseIter_Attr<"CpuTarget", "cpu"> {
@@ -226,6 +232,7 @@ def SparseIter_CpuTargetAttr : SparseIter_Attr<"CpuTarget", "cpu"> {
     AttrParameter<"::mlir::IntegerAttr", "vector width in bits">:$vector_bits,
     AttrParameter<"::mlir::IntegerAttr", "threads, 0 for all cores">:$threads
   );
+  let assemblyFormat = "`<` qualified($arch) `,` qualified($features) `,` qualified($vector_bits) `,` qualified($threads) `>`";
 }
 
 def SparseIter_CudaTargetAttr : SparseIter_Attr<"CudaTarget", "cuda"> {
@@ -247,6 +254,7 @@ def SparseIter_CudaTargetAttr : SparseIter_Attr<"CudaTarget", "cuda"> {
     AttrParameter<"::mlir::ArrayAttr", "dense MMA shapes">:$mma_shapes,
     AttrParameter<"::mlir::ArrayAttr", "sparse (2:4) MMA shapes">:$sparse_mma_shapes
   );
+  let assemblyFormat = "`<` qualified($sm) `,` qualified($mma_shapes) `,` qualified($sparse_mma_shapes) `>`";
 }
 
 def SparseIter_SparsifierAttr : SparseIter_Attr<"Sparsifier", "sparsifier"> {
@@ -282,8 +290,10 @@ def SparseIter_SparsifierAttr : SparseIter_Attr<"Sparsifier", "sparsifier"> {
   }];
   let parameters = (ins
     AttrParameter<"::mlir::StringAttr", "sparsifier kind">:$kind,
-    AttrParameter<"::mlir::DenseF64ArrayAttr", "parameters of the kind">:$params
+    AttrParameter<"::mlir::Attribute", "parameters of the kind (array<f64>)">:$params
   );
+  let assemblyFormat = "`<` qualified($kind) `,` qualified($params) `>`";
+  let genVerifyDecl = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -342,7 +352,7 @@ def SparseIter_SparsifyOp : SparseIter_Op<"sparsify", [Pure]> {
 
     ```mlir
     %s = "sparse_iter.sparsify"(%d)
-        {sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 1.000000e-03>>}
+        <{sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 1.000000e-03>>}>
         : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
     ```
   }];
@@ -367,7 +377,7 @@ def SparseIter_PositionsOp : SparseIter_Op<"positions", [Pure]> {
     Example:
 
     ```mlir
-    %pos = "sparse_iter.positions"(%A) {level = 1 : i64}
+    %pos = "sparse_iter.positions"(%A) <{level = 1 : i64}>
         : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
     ```
   }];
@@ -385,7 +395,7 @@ def SparseIter_CoordinatesOp : SparseIter_Op<"coordinates", [Pure]> {
     Example:
 
     ```mlir
-    %crd = "sparse_iter.coordinates"(%A) {level = 1 : i64}
+    %crd = "sparse_iter.coordinates"(%A) <{level = 1 : i64}>
         : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
     ```
   }];
@@ -446,7 +456,7 @@ def SparseIter_AssembleOp : SparseIter_Op<"assemble", [Pure, AttrSizedOperandSeg
 
     ```mlir
     %C = "sparse_iter.assemble"(%pos, %crd, %vals, %m, %n)
-        {operandSegmentSizes = array<i32: 1, 1, 1, 2>}
+        <{operandSegmentSizes = array<i32: 1, 1, 1, 2>}>
         : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index)
         -> tensor<?x?xf32, #csr>
     ```
@@ -474,7 +484,7 @@ def SparseIter_GetPartOp : SparseIter_Op<"get_part", [Pure]> {
     Example:
 
     ```mlir
-    %p = "sparse_iter.get_part"(%A) {index = 1 : i64}
+    %p = "sparse_iter.get_part"(%A) <{index = 1 : i64}>
         : (tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #ell4>
     ```
   }];

@@ -17,7 +17,7 @@ def test_make_context_loads_dialect():
 
 
 def test_second_load_is_a_no_op_in_a_subprocess():
-    # Double IRDL loading aborts; run it where an abort cannot take pytest down.
+    # Registering twice must be a no-op; run it where an abort cannot take pytest down.
     code = textwrap.dedent(
         """
         from sparsecomp.ir.context import make_context, load_sparse_iter

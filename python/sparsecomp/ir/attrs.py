@@ -1,10 +1,10 @@
 """Read and build ``#sparse_iter`` attributes from Python.
 
-IRDL attributes have no C API accessors, so parameters are recovered from the
-attribute's printed form ``#sparse_iter.name<p0, p1, ...>``: the text between
-the outer brackets is split at top-level commas and each piece is parsed back
-as a builtin attribute. Parameter names come from the ``.td`` through the
-generated ``attr_params.json``.
+The dialect's attributes have no Python accessors, so parameters are
+recovered from the attribute's printed form ``#sparse_iter.name<p0, p1, ...>``:
+the text between the outer brackets is split at top-level commas and each
+piece is parsed back as a builtin attribute. Parameter names come from the
+``.td`` through ``attr_params.json``, built with the dialect library.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from mlir import ir
 
 from sparsecomp.formats.attrtext import split_top_level
-from sparsecomp.ir import odsgen
+from sparsecomp.ir import context
 
 if TYPE_CHECKING:
     from sparsecomp.formats.names import AnyLayout
@@ -28,7 +28,7 @@ __all__ = ["build", "encoding_of", "mnemonic", "param_names", "params", "split_t
 @cache
 def param_names() -> dict[str, list[str]]:
     """``{mnemonic: [parameter names]}`` of every dialect attribute."""
-    path = odsgen.ensure_generated() / odsgen.PARAMS_FILE
+    path = context.generated(context.PARAMS_FILE)
     return json.loads(path.read_text())
 
 

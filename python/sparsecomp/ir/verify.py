@@ -1,6 +1,6 @@
-"""Semantic verification of ``sparse_iter`` that IRDL cannot express.
+"""Semantic verification of ``sparse_iter`` beyond the dialect's ODS verifiers.
 
-IRDL checks that attribute parameters and operands have the right *kind*
+ODS checks that attribute parameters and operands have the right *kind*
 (an array, an integer, a tensor); the rules here check their *values*. The
 rules for layouts, targets and sparsifiers are not restated: they are the
 host-side classes' own checks (:class:`sparsecomp.formats.Layout`,

@@ -109,7 +109,7 @@ def _check_part(op: ir.Operation) -> Iterator[str]:
 
 
 def check_access_op(op: ir.Operation) -> Iterator[str]:
-    """Problems with one access op; assumes the generic IRDL checks passed."""
+    """Problems with one access op; assumes the dialect's ODS checks passed."""
     if op.name.endswith(".assemble"):
         yield from _check_assemble(op)
         return

@@ -6,7 +6,7 @@ docstring is its documentation (first line = the summary ``--list-passes``
 shows). ``run(op, pass_)`` does the work on the anchor operation (a
 ``builtin.module``).
 
-Before ``run``, every pass verifies the ``sparse_iter`` rules IRDL cannot check
+Before ``run``, every pass verifies the ``sparse_iter`` rules ODS does not check
 (:mod:`sparsecomp.ir.verify`), so passes only see well-formed input. Errors are
 reported through MLIR locations and ``signal_pass_failure``; a Python exception
 escaping ``run`` is turned into a located internal error, never a crash.

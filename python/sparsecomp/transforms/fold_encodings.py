@@ -27,13 +27,6 @@ def _producer(value: ir.Value, name: str) -> ir.Operation | None:
     return op if op.name == name else None
 
 
-def _erase_if_dead(op: ir.Operation, rewriter: PatternRewriter) -> None:
-    # IRDL ops carry no Pure trait, so the greedy driver does not delete dead
-    # encoding ops by itself; they are side-effect free by definition.
-    if all(not list(r.uses) for r in op.results):
-        rewriter.erase_op(op)
-
-
 def roundtrip_to_source(op: ir.Operation, rewriter: PatternRewriter) -> bool:
     """``unset(set(x))`` -> ``x`` and ``set(unset(y))`` -> ``y`` when types agree."""
     inner_name = SET if op.name == UNSET else UNSET
@@ -43,8 +36,7 @@ def roundtrip_to_source(op: ir.Operation, rewriter: PatternRewriter) -> bool:
     source = inner.operands[0]
     if source.type != op.results[0].type:
         return True  # a change of encoding, not a round trip
-    rewriter.replace_op(op, [source])
-    _erase_if_dead(inner, rewriter)
+    rewriter.replace_op(op, [source])  # the inner op is Pure: the driver erases it if dead
     return False
 
 

@@ -12,9 +12,9 @@ from sparsecomp.transforms.base import SparsecompPass
 
 @dataclasses.dataclass(frozen=True)
 class VerifyPass(SparsecompPass):
-    """Check the sparse_iter rules that IRDL cannot express; change nothing.
+    """Check the sparse_iter rules the dialect's ODS verifiers leave; change nothing.
 
-    IRDL verifies that attribute parameters and operands have the right kind;
+    ODS verifies that attribute parameters and operands have the right kind;
     this pass checks their values: level formats, bit widths, n <= m, map
     arity against tensor rank, and that ``set_encoding``/``unset_encoding``
     change only the encoding. Every violation is an error at the first op

@@ -1,24 +1,27 @@
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics
 
-// IRDL checks the kind of each parameter while parsing.
+// The dialect checks the kind of each parameter while parsing.
 
-// expected-error@+1 {{expected base attribute 'builtin.array' but got 'builtin.string'}}
+// expected-error@+2 {{invalid kind of attribute specified}}
+// expected-error@+1 {{failed to parse SparseIter_LayoutAttr parameter 'levels' which is to be a `::mlir::ArrayAttr`}}
 func.func private @levels_not_array(tensor<?xf32, #sparse_iter.layout<"dense_fixed", affine_map<(i) -> (i)>, 32, 32, {}>>)
 
 // -----
 
-// expected-error@+1 {{expected base attribute 'builtin.integer' but got 'builtin.string'}}
+// expected-error@+2 {{invalid kind of attribute specified}}
+// expected-error@+1 {{failed to parse SparseIter_LayoutAttr parameter 'pos_width' which is to be a `::mlir::IntegerAttr`}}
 func.func private @width_not_integer(tensor<?xf32, #sparse_iter.layout<["dense_fixed"], affine_map<(i) -> (i)>, "32", 32, {}>>)
 
 // -----
 
-// expected-error@+1 {{expected base attribute 'sparse_iter.sparsity'}}
+// expected-error@+2 {{expected '<'}}
+// expected-error@+1 {{failed to parse SparseIter_EncodingAttr parameter 'sparsity' which is to be a `SparsityAttr`}}
 func.func private @sparsity_not_nested(tensor<?xf32, #sparse_iter.encoding<"unstructured", "", 0, [], []>>)
 
 // -----
 
 func.func @set_on_memref(%m: memref<?xf32>) {
-  // expected-error@+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  // expected-error@+1 {{'sparse_iter.set_encoding' op operand #0 must be ranked tensor of any type values, but got 'memref<?xf32>'}}
   %0 = "sparse_iter.set_encoding"(%m) : (memref<?xf32>) -> tensor<?xf32>
   return
 }
@@ -166,7 +169,7 @@ func.func @sparsify_changes_type(%x: tensor<?x?xf32>) -> tensor<?x?xf16, #csr> {
 
 #csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
 func.func @sparsify_without_sparsifier(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #csr> {
-  // expected-error@+1 {{attribute "sparsifier" is expected but not provided}}
+  // expected-error@+1 {{'sparse_iter.sparsify' op requires attribute 'sparsifier'}}
   %0 = "sparse_iter.sparsify"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
   return %0 : tensor<?x?xf32, #csr>
 }

@@ -78,8 +78,8 @@ func.func private @composable(tensor<?x?xf32, #hyb>, tensor<?x?xf32, #bsr_csr>)
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)
 // CHECK: %[[S:.*]] = "sparse_iter.set_encoding"(%[[X]]) : (tensor<?x?xf32>) -> tensor<?x?xf32, #sparse_iter.layout
 // CHECK: %[[U:.*]] = "sparse_iter.unset_encoding"(%[[S]]) : (tensor<?x?xf32, #sparse_iter.layout{{.*}}>) -> tensor<?x?xf32>
-// CHECK: %[[T:.*]] = "sparse_iter.sparsify"(%[[U]]) {sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 1.000000e-03>>} : (tensor<?x?xf32>) -> tensor<?x?xf32, #sparse_iter.layout
-// CHECK: "sparse_iter.sparsify"(%[[T]]) {sparsifier = #sparse_iter.sparsifier<"nm", array<f64: 2.000000e+00, 4.000000e+00>>} : (tensor<?x?xf32, #sparse_iter.layout{{.*}}>) -> tensor<?x?xf32, #sparse_iter.sparsity
+// CHECK: %[[T:.*]] = "sparse_iter.sparsify"(%[[U]]) <{sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 1.000000e-03>>}> : (tensor<?x?xf32>) -> tensor<?x?xf32, #sparse_iter.layout
+// CHECK: "sparse_iter.sparsify"(%[[T]]) <{sparsifier = #sparse_iter.sparsifier<"nm", array<f64: 2.000000e+00, 4.000000e+00>>}> : (tensor<?x?xf32, #sparse_iter.layout{{.*}}>) -> tensor<?x?xf32, #sparse_iter.sparsity
 func.func @ops(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #nm> {
   %s = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
   %u = "sparse_iter.unset_encoding"(%s) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32>
@@ -107,8 +107,8 @@ func.func @change_encoding(%a: tensor<?x?xf32, #unstructured>, %c: tensor<?x?xf3
 // The stage II access ops read and rebuild a sparse tensor's buffers.
 // CHECK-LABEL: func.func @access
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout
-// CHECK: "sparse_iter.positions"(%[[A]]) {level = 1 : i64} : ({{.*}}) -> tensor<?xi32>
-// CHECK: "sparse_iter.coordinates"(%[[A]]) {level = 1 : i64} : ({{.*}}) -> tensor<?xi32>
+// CHECK: "sparse_iter.positions"(%[[A]]) <{level = 1 : i64}> : ({{.*}}) -> tensor<?xi32>
+// CHECK: "sparse_iter.coordinates"(%[[A]]) <{level = 1 : i64}> : ({{.*}}) -> tensor<?xi32>
 // CHECK: %[[V:.*]] = "sparse_iter.values"(%[[A]])
 // CHECK: "sparse_iter.with_values"(%[[A]], %[[V]])
 func.func @access(%A: tensor<?x?xf32, #csr>) -> (tensor<?xi32>, tensor<?xi32>, tensor<?x?xf32, #csr>) {
@@ -121,7 +121,7 @@ func.func @access(%A: tensor<?x?xf32, #csr>) -> (tensor<?xi32>, tensor<?xi32>, t
 
 // assemble builds a sparse tensor from its buffers and dimension sizes.
 // CHECK-LABEL: func.func @assemble
-// CHECK: "sparse_iter.assemble"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index) -> tensor<?x?xf32, #sparse_iter.layout
+// CHECK: "sparse_iter.assemble"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 2>}> : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index) -> tensor<?x?xf32, #sparse_iter.layout
 func.func @assemble(%p: tensor<?xi32>, %c: tensor<?xi32>, %v: tensor<?xf32>, %m: index, %n: index) -> tensor<?x?xf32, #csr> {
   %t = "sparse_iter.assemble"(%p, %c, %v, %m, %n) {operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index) -> tensor<?x?xf32, #csr>
   return %t : tensor<?x?xf32, #csr>
@@ -129,7 +129,7 @@ func.func @assemble(%p: tensor<?xi32>, %c: tensor<?xi32>, %v: tensor<?xf32>, %m:
 
 // get_part reads one part of a composable tensor.
 // CHECK-LABEL: func.func @get_part
-// CHECK: "sparse_iter.get_part"(%{{.*}}) {index = 0 : i64}
+// CHECK: "sparse_iter.get_part"(%{{.*}}) <{index = 0 : i64}>
 func.func @get_part(%A: tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>>) -> tensor<?x?xf32, #csr> {
   %p = "sparse_iter.get_part"(%A) {index = 0 : i64} : (tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>>) -> tensor<?x?xf32, #csr>
   return %p : tensor<?x?xf32, #csr>

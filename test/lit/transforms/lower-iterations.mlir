@@ -8,8 +8,8 @@
 // register over the row's positions, and written once.
 // CHECK-LABEL: func.func @spmv
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, {{.*}}>, %[[X:.*]]: tensor<?xf32>, %[[Y:.*]]: tensor<?xf32>)
-// CHECK-DAG: %[[POS:.*]] = "sparse_iter.positions"(%[[A]]) {level = 1 : i64}
-// CHECK-DAG: %[[CRD:.*]] = "sparse_iter.coordinates"(%[[A]]) {level = 1 : i64}
+// CHECK-DAG: %[[POS:.*]] = "sparse_iter.positions"(%[[A]]) <{level = 1 : i64}>
+// CHECK-DAG: %[[CRD:.*]] = "sparse_iter.coordinates"(%[[A]]) <{level = 1 : i64}>
 // CHECK-DAG: %[[VAL:.*]] = "sparse_iter.values"(%[[A]])
 // CHECK: %[[R:.*]] = scf.for %[[I:[^ ]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[OUT:[^ ]+]] = %[[Y]])
 // CHECK:   %[[YI:.*]] = tensor.extract %[[OUT]][%[[I]]]
@@ -257,7 +257,7 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 // CHECK:   arith.mulf
 // CHECK:   scf.while
 // CHECK: } {sparse_iter.parallel}
-// CHECK: %[[C:.*]] = "sparse_iter.assemble"(%[[POS]]#0, %[[FILL]]#0, %[[FILL]]#1, %{{.*}}, %{{.*}}) {operandSegmentSizes = array<i32: 1, 1, 1, 2>}
+// CHECK: %[[C:.*]] = "sparse_iter.assemble"(%[[POS]]#0, %[[FILL]]#0, %[[FILL]]#1, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 2>}>
 // CHECK: return %[[C]]
 func.func @spgemm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %m: index, %n: index) -> tensor<?x?xf32, #csr> {
   %C = tensor.empty(%m, %n) : tensor<?x?xf32, #csr>
@@ -343,11 +343,11 @@ func.func @fused_threshold(%x: tensor<?x?xf32>, %b: tensor<?xf32>, %m: index, %n
 // padding skipped), then the CSR rest.
 // CHECK-LABEL: func.func @spmv_hyb
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, {{.*}}>, %[[X:.*]]: tensor<?xf32>, %[[Y:.*]]: tensor<?xf32>)
-// CHECK: "sparse_iter.get_part"(%[[A]]) {index = 0 : i64}
+// CHECK: "sparse_iter.get_part"(%[[A]]) <{index = 0 : i64}>
 // CHECK: %[[R0:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[Y]])
 // CHECK:   arith.cmpi sge
 // CHECK: } {sparse_iter.parallel}
-// CHECK: "sparse_iter.get_part"(%[[A]]) {index = 1 : i64}
+// CHECK: "sparse_iter.get_part"(%[[A]]) <{index = 1 : i64}>
 // CHECK: %[[R1:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[R0]])
 // CHECK: } {sparse_iter.parallel}
 // CHECK: return %[[R1]]
@@ -401,8 +401,8 @@ func.func @spmv_from_fill(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %m: inde
 // starts at its position, and a second walk stores row and value at the
 // cursor; the buffers are assembled into the CSC tensor.
 // CHECK-LABEL: func.func @csr_to_csc
-// CHECK: %[[POS:.*]] = "sparse_iter.positions"(%{{.*}}) {level = 1 : i64}
-// CHECK: %[[CRD:.*]] = "sparse_iter.coordinates"(%{{.*}}) {level = 1 : i64}
+// CHECK: %[[POS:.*]] = "sparse_iter.positions"(%{{.*}}) <{level = 1 : i64}>
+// CHECK: %[[CRD:.*]] = "sparse_iter.coordinates"(%{{.*}}) <{level = 1 : i64}>
 // CHECK: %[[VAL:.*]] = "sparse_iter.values"
 // CHECK: %[[ROWS:.*]] = tensor.dim %{{.*}}, %c0
 // CHECK: %[[COLS:.*]] = tensor.dim %{{.*}}, %c1

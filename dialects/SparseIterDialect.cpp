@@ -1,0 +1,92 @@
+//===- SparseIterDialect.cpp - the sparse_iter dialect library -----------===//
+//
+// Attributes and ops come from sparse_iter.td through mlir-tblgen
+// (dialects/build.py); this file adds what ODS leaves to C++: the dialect's
+// initialize(), attribute verifiers, and the entry point sparsecomp calls to
+// register the dialect in a context the MLIR Python bindings made.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include "Dialect.h.inc"
+#define GET_ATTRDEF_CLASSES
+#include "Attrs.h.inc"
+#define GET_OP_CLASSES
+#include "Ops.h.inc"
+
+using namespace mlir;
+using namespace sparsecomp::sparse_iter;
+
+#include "Dialect.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "Attrs.cpp.inc"
+#define GET_OP_CLASSES
+#include "Ops.cpp.inc"
+
+void SparseIterDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "Attrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "Ops.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// Attribute verifiers
+//===----------------------------------------------------------------------===//
+
+/// The `params` of `attr` hold an `array<what: ...>`.
+template <typename ArrayT>
+static LogicalResult verifyArray(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef attr, Attribute params,
+                                 StringRef what) {
+  if (!isa<ArrayT>(params))
+    return emitError() << attr << " params must be an array<" << what
+                       << ": ...>, got " << params;
+  return success();
+}
+
+LogicalResult SparsityAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   StringAttr, Attribute params, FloatAttr) {
+  return verifyArray<DenseI64ArrayAttr>(emitError, "sparsity", params, "i64");
+}
+
+LogicalResult PartAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               StringAttr, Attribute params, LayoutAttr) {
+  return verifyArray<DenseI64ArrayAttr>(emitError, "part", params, "i64");
+}
+
+LogicalResult
+SparsifierAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       StringAttr, Attribute params) {
+  return verifyArray<DenseF64ArrayAttr>(emitError, "sparsifier", params, "f64");
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+/// Registers and loads sparse_iter in `context` (an MlirContext of the C API,
+/// as the Python bindings' Context._CAPIPtr holds it). Loading twice is a
+/// no-op.
+extern "C" __attribute__((visibility("default"))) void
+sparsecompRegisterSparseIter(MlirContext context) {
+  MLIRContext *ctx = unwrap(context);
+  DialectRegistry registry;
+  registry.insert<SparseIterDialect>();
+  ctx->appendDialectRegistry(registry);
+  ctx->getOrLoadDialect<SparseIterDialect>();
+}
