@@ -8,7 +8,8 @@
 // Attributes print their parameters positionally, each as a builtin
 // attribute:
 //   #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<...>, 32 : i64, 32 : i64, {}>
-// Ops print in generic form. Semantic rules not expressed here live in
+// Ops have assembly formats (`sparse_iter.positions %A[1] : ... -> ...`); the
+// generic form parses too. Semantic rules not expressed here live in
 // python/sparsecomp/ir/verify.py.
 //
 //===----------------------------------------------------------------------===//
@@ -313,12 +314,12 @@ def SparseIter_SetEncodingOp : SparseIter_Op<"set_encoding", [Pure]> {
     Example:
 
     ```mlir
-    %1 = "sparse_iter.set_encoding"(%0)
-        : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
+    %1 = sparse_iter.set_encoding %0 : tensor<?x?xf32> to tensor<?x?xf32, #csr>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$source);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
 }
 
 def SparseIter_UnsetEncodingOp : SparseIter_Op<"unset_encoding", [Pure]> {
@@ -331,12 +332,12 @@ def SparseIter_UnsetEncodingOp : SparseIter_Op<"unset_encoding", [Pure]> {
     Example:
 
     ```mlir
-    %2 = "sparse_iter.unset_encoding"(%1)
-        : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32>
+    %2 = sparse_iter.unset_encoding %1 : tensor<?x?xf32, #csr> to tensor<?x?xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$source);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
 }
 
 def SparseIter_SparsifyOp : SparseIter_Op<"sparsify", [Pure]> {
@@ -351,13 +352,13 @@ def SparseIter_SparsifyOp : SparseIter_Op<"sparsify", [Pure]> {
     Example:
 
     ```mlir
-    %s = "sparse_iter.sparsify"(%d)
-        <{sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 1.000000e-03>>}>
-        : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
+    %s = sparse_iter.sparsify %d with <"threshold", array<f64: 1.000000e-03>>
+        : tensor<?x?xf32> to tensor<?x?xf32, #csr>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$source, SparseIter_SparsifierAttr:$sparsifier);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$source `with` $sparsifier attr-dict `:` type($source) `to` type($result)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -377,12 +378,12 @@ def SparseIter_PositionsOp : SparseIter_Op<"positions", [Pure]> {
     Example:
 
     ```mlir
-    %pos = "sparse_iter.positions"(%A) <{level = 1 : i64}>
-        : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+    %pos = sparse_iter.positions %A[1] : tensor<?x?xf32, #csr> -> tensor<?xi32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$tensor, I64Attr:$level);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$tensor `[` $level `]` attr-dict `:` type($tensor) `->` type($result)";
 }
 
 def SparseIter_CoordinatesOp : SparseIter_Op<"coordinates", [Pure]> {
@@ -395,12 +396,12 @@ def SparseIter_CoordinatesOp : SparseIter_Op<"coordinates", [Pure]> {
     Example:
 
     ```mlir
-    %crd = "sparse_iter.coordinates"(%A) <{level = 1 : i64}>
-        : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
+    %crd = sparse_iter.coordinates %A[1] : tensor<?x?xf32, #csr> -> tensor<?xi32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$tensor, I64Attr:$level);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$tensor `[` $level `]` attr-dict `:` type($tensor) `->` type($result)";
 }
 
 def SparseIter_ValuesOp : SparseIter_Op<"values", [Pure]> {
@@ -412,11 +413,12 @@ def SparseIter_ValuesOp : SparseIter_Op<"values", [Pure]> {
     Example:
 
     ```mlir
-    %val = "sparse_iter.values"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?xf32>
+    %val = sparse_iter.values %A : tensor<?x?xf32, #csr> -> tensor<?xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$tensor);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$tensor attr-dict `:` type($tensor) `->` type($result)";
 }
 
 def SparseIter_WithValuesOp : SparseIter_Op<"with_values", [Pure]> {
@@ -431,12 +433,13 @@ def SparseIter_WithValuesOp : SparseIter_Op<"with_values", [Pure]> {
     Example:
 
     ```mlir
-    %out = "sparse_iter.with_values"(%S, %vals)
-        : (tensor<?x?xf32, #csr>, tensor<?xf32>) -> tensor<?x?xf32, #csr>
+    %out = sparse_iter.with_values %S, %vals
+        : tensor<?x?xf32, #csr>, tensor<?xf32> -> tensor<?x?xf32, #csr>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$tensor, AnyRankedTensor:$values);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$tensor `,` $values attr-dict `:` type($tensor) `,` type($values) `->` type($result)";
 }
 
 def SparseIter_AssembleOp : SparseIter_Op<"assemble", [Pure, AttrSizedOperandSegments]> {
@@ -455,10 +458,9 @@ def SparseIter_AssembleOp : SparseIter_Op<"assemble", [Pure, AttrSizedOperandSeg
     Example:
 
     ```mlir
-    %C = "sparse_iter.assemble"(%pos, %crd, %vals, %m, %n)
-        <{operandSegmentSizes = array<i32: 1, 1, 1, 2>}>
-        : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index)
-        -> tensor<?x?xf32, #csr>
+    %C = sparse_iter.assemble positions(%pos : tensor<?xi32>)
+        coordinates(%crd : tensor<?xi32>) values(%vals : tensor<?xf32>)
+        sizes(%m, %n) -> tensor<?x?xf32, #csr>
     ```
   }];
   let arguments = (ins
@@ -468,6 +470,7 @@ def SparseIter_AssembleOp : SparseIter_Op<"assemble", [Pure, AttrSizedOperandSeg
     Variadic<Index>:$sizes
   );
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "(`positions` `(` $positions^ `:` type($positions) `)`)? (`coordinates` `(` $coordinates^ `:` type($coordinates) `)`)? `values` `(` $values `:` type($values) `)` `sizes` `(` $sizes `)` attr-dict `->` type($result)";
 }
 
 def SparseIter_GetPartOp : SparseIter_Op<"get_part", [Pure]> {
@@ -484,10 +487,10 @@ def SparseIter_GetPartOp : SparseIter_Op<"get_part", [Pure]> {
     Example:
 
     ```mlir
-    %p = "sparse_iter.get_part"(%A) <{index = 1 : i64}>
-        : (tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #ell4>
+    %p = sparse_iter.get_part %A[1] : tensor<?x?xf32, #hyb> -> tensor<?x?xf32, #ell4>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$tensor, I64Attr:$index);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$tensor `[` $index `]` attr-dict `:` type($tensor) `->` type($result)";
 }

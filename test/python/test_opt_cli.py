@@ -125,14 +125,14 @@ def test_output_file_that_cannot_be_written(capsys, tmp_path) -> None:
 def test_pass_runs(capsys, tmp_path) -> None:
     path = write(tmp_path, FOLDABLE)
     unchanged = opt(capsys, path)
-    assert unchanged.out.count('"sparse_iter.') == 2
+    assert unchanged.out.count("= sparse_iter.") == 2
     for args in (
         ["--sparse-iter-fold-encodings"],
         ["--pass-pipeline=builtin.module(cse, sparse-iter-fold-encodings)"],
     ):
         result = opt(capsys, path, *args)
         assert (result.rc, result.err) == (0, "")
-        assert '"sparse_iter.' not in result.out
+        assert "= sparse_iter." not in result.out
         assert "return %arg0 : tensor<?x?xf32>" in result.out
 
 
@@ -447,7 +447,7 @@ def test_print_ir_after_all(capfd, tmp_path) -> None:
     assert err.index("(sparse-iter-fold-encodings)") < err.index("(cse)")
     after_fold = err.split("(sparse-iter-fold-encodings)")[1].split("IR Dump After")[0]
     assert "func.func @fold" in after_fold
-    assert '"sparse_iter.' not in after_fold
+    assert "= sparse_iter." not in after_fold
     assert "IR Dump" not in out
-    assert '"sparse_iter.' not in out
+    assert "= sparse_iter." not in out
     assert child.stdout == out

@@ -472,7 +472,7 @@ def test_unnested_pass_runs_on_the_module(record_pass) -> None:
 
 def test_nested_fold_encodings_folds_every_function() -> None:
     before = run_pipeline("")
-    assert str(before).count('"sparse_iter.') == 4
+    assert str(before).count("= sparse_iter.") == 4
     module = run_pipeline("builtin.module(func.func(sparse-iter-fold-encodings))")
     text = str(module)
     assert "sparse_iter." not in text.replace("#sparse_iter.", "")

@@ -53,8 +53,8 @@ class FoldEncodingsPass(SparsecompPass):
     Before:
 
     ```mlir
-    %1 = "sparse_iter.set_encoding"(%0) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
-    %2 = "sparse_iter.unset_encoding"(%1) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32>
+    %1 = sparse_iter.set_encoding %0 : tensor<?x?xf32> to tensor<?x?xf32, #csr>
+    %2 = sparse_iter.unset_encoding %1 : tensor<?x?xf32, #csr> to tensor<?x?xf32>
     return %2 : tensor<?x?xf32>
     ```
 

@@ -62,7 +62,7 @@ class LowerBuffersPass(SparsecompPass):
 
     ```mlir
     func.func @spmv(%A: tensor<?x?xf32, #csr>, ...) {
-      %pos = "sparse_iter.positions"(%A) {level = 1 : i64} : (...) -> tensor<?xi32>
+      %pos = sparse_iter.positions %A[1] : tensor<?x?xf32, #csr> -> tensor<?xi32>
       %rows = tensor.dim %A, %c0 : tensor<?x?xf32, #csr>
     ```
 

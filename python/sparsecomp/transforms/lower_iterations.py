@@ -98,9 +98,9 @@ class LowerIterationsPass(SparsecompPass):
     After:
 
     ```mlir
-    %pos = "sparse_iter.positions"(%A) {level = 1 : i64} : (...) -> tensor<?xi32>
-    %crd = "sparse_iter.coordinates"(%A) {level = 1 : i64} : (...) -> tensor<?xi32>
-    %val = "sparse_iter.values"(%A) : (...) -> tensor<?xf32>
+    %pos = sparse_iter.positions %A[1] : tensor<?x?xf32, #csr> -> tensor<?xi32>
+    %crd = sparse_iter.coordinates %A[1] : tensor<?x?xf32, #csr> -> tensor<?xi32>
+    %val = sparse_iter.values %A : tensor<?x?xf32, #csr> -> tensor<?xf32>
     %r = scf.for %i = %c0 to %rows step %c1 iter_args(%out = %y) -> (tensor<?xf32>) {
       %lo = ... %pos[%i] ...  %hi = ... %pos[%i + 1] ...
       %y_i = tensor.extract %out[%i] : tensor<?xf32>

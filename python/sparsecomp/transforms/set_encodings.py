@@ -38,7 +38,7 @@ def with_encoding(ty: ir.Type, encoding: ir.Attribute, loc: ir.Location) -> ir.T
 
 
 def set_encoding(value: ir.Value, ty: ir.Type, ip: ir.InsertionPoint, loc: ir.Location) -> ir.Value:
-    """``"sparse_iter.set_encoding"(value) : (...) -> ty`` at ``ip``."""
+    """``sparse_iter.set_encoding value : ... to ty`` at ``ip``."""
     with ip, loc:
         return ir.Operation.create(SET, results=[ty], operands=[value]).result
 
@@ -127,7 +127,7 @@ class SetEncodingsPass(SparsecompPass):
     #enc = #sparse_iter.encoding<#sp, "linalg.matmul", 0 : i64, [f32, f32, f32],
         [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>,
          affine_map<(d0, d1, d2) -> (d0, d1)>]>
-    %e = "sparse_iter.set_encoding"(%a) : (tensor<?x?xf32, #sp>) -> tensor<?x?xf32, #enc>
+    %e = sparse_iter.set_encoding %a : tensor<?x?xf32, #sp> to tensor<?x?xf32, #enc>
     %0 = linalg.matmul ins(%e, %b : tensor<?x?xf32, #enc>, tensor<?x?xf32>)
                        outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
     ```

@@ -6,7 +6,7 @@
 
 // CHECK-LABEL: func.func @merged
 // CHECK-SAME: (%[[A:.*]]: tensor
-// CHECK: %[[P:.*]] = "sparse_iter.positions"(%[[A]]) <{level = 1 : i64}>
+// CHECK: %[[P:.*]] = sparse_iter.positions %[[A]][1]
 // CHECK-NOT: sparse_iter.positions
 // CHECK: return %[[P]], %[[P]]
 func.func @merged(%a: tensor<?x?xf32, #csr>) -> (tensor<?xi32>, tensor<?xi32>) {
@@ -16,7 +16,7 @@ func.func @merged(%a: tensor<?x?xf32, #csr>) -> (tensor<?xi32>, tensor<?xi32>) {
 }
 
 // CHECK-LABEL: func.func @dead
-// CHECK-NOT: "sparse_iter.
+// CHECK-NOT: = sparse_iter.
 // CHECK: return
 func.func @dead(%a: tensor<?x?xf32, #csr>, %d: tensor<4x4xf32>) {
   %c = "sparse_iter.coordinates"(%a) {level = 1 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>

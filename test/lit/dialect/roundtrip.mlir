@@ -74,12 +74,13 @@ func.func private @layouts(tensor<?x?xf64, #csr>, tensor<?x?xf64, #csc>, tensor<
 // CHECK-SAME: #sparse_iter.composable<[#sparse_iter.part<"block_dense", array<i64: 16, 8, 32>, #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], #[[BSR_MAP]], 0 : i64, 0 : i64, {}>>, #sparse_iter.part<"rest"
 func.func private @composable(tensor<?x?xf32, #hyb>, tensor<?x?xf32, #bsr_csr>)
 
+// Ops print in their assembly format; the generic form parses too.
 // CHECK-LABEL: func.func @ops
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)
-// CHECK: %[[S:.*]] = "sparse_iter.set_encoding"(%[[X]]) : (tensor<?x?xf32>) -> tensor<?x?xf32, #sparse_iter.layout
-// CHECK: %[[U:.*]] = "sparse_iter.unset_encoding"(%[[S]]) : (tensor<?x?xf32, #sparse_iter.layout{{.*}}>) -> tensor<?x?xf32>
-// CHECK: %[[T:.*]] = "sparse_iter.sparsify"(%[[U]]) <{sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 1.000000e-03>>}> : (tensor<?x?xf32>) -> tensor<?x?xf32, #sparse_iter.layout
-// CHECK: "sparse_iter.sparsify"(%[[T]]) <{sparsifier = #sparse_iter.sparsifier<"nm", array<f64: 2.000000e+00, 4.000000e+00>>}> : (tensor<?x?xf32, #sparse_iter.layout{{.*}}>) -> tensor<?x?xf32, #sparse_iter.sparsity
+// CHECK: %[[S:.*]] = sparse_iter.set_encoding %[[X]] : tensor<?x?xf32> to tensor<?x?xf32, #sparse_iter.layout
+// CHECK: %[[U:.*]] = sparse_iter.unset_encoding %[[S]] : tensor<?x?xf32, #sparse_iter.layout{{.*}}> to tensor<?x?xf32>
+// CHECK: %[[T:.*]] = sparse_iter.sparsify %[[U]] with <"threshold", array<f64: 1.000000e-03>> : tensor<?x?xf32> to tensor<?x?xf32, #sparse_iter.layout
+// CHECK: sparse_iter.sparsify %[[T]] with <"nm", array<f64: 2.000000e+00, 4.000000e+00>> : tensor<?x?xf32, #sparse_iter.layout{{.*}}> to tensor<?x?xf32, #sparse_iter.sparsity
 func.func @ops(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #nm> {
   %s = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
   %u = "sparse_iter.unset_encoding"(%s) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32>
@@ -95,43 +96,44 @@ func.func @ops(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #nm> {
 #csc_conv = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
 // CHECK-LABEL: func.func @change_encoding
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.sparsity
-// CHECK: %[[E:.*]] = "sparse_iter.set_encoding"(%[[A]]) : (tensor<?x?xf32, #sparse_iter.sparsity{{.*}}>) -> tensor<?x?xf32, #sparse_iter.encoding
-// CHECK: %[[L:.*]] = "sparse_iter.set_encoding"(%{{.*}}) : (tensor<?x?xf32, #sparse_iter.layout{{.*}}>) -> tensor<?x?xf32, #sparse_iter.layout
+// CHECK: %[[E:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.sparsity{{.*}}> to tensor<?x?xf32, #sparse_iter.encoding
+// CHECK: %[[L:.*]] = sparse_iter.set_encoding %{{.*}} : tensor<?x?xf32, #sparse_iter.layout{{.*}}> to tensor<?x?xf32, #sparse_iter.layout
 func.func @change_encoding(%a: tensor<?x?xf32, #unstructured>, %c: tensor<?x?xf32, #csr>)
     -> (tensor<?x?xf32, #matmul_lhs>, tensor<?x?xf32, #csc_conv>) {
-  %e = "sparse_iter.set_encoding"(%a) : (tensor<?x?xf32, #unstructured>) -> tensor<?x?xf32, #matmul_lhs>
-  %l = "sparse_iter.set_encoding"(%c) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc_conv>
+  %e = sparse_iter.set_encoding %a : tensor<?x?xf32, #unstructured> to tensor<?x?xf32, #matmul_lhs>
+  %l = sparse_iter.set_encoding %c : tensor<?x?xf32, #csr> to tensor<?x?xf32, #csc_conv>
   return %e, %l : tensor<?x?xf32, #matmul_lhs>, tensor<?x?xf32, #csc_conv>
 }
 
 // The stage II access ops read and rebuild a sparse tensor's buffers.
 // CHECK-LABEL: func.func @access
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout
-// CHECK: "sparse_iter.positions"(%[[A]]) <{level = 1 : i64}> : ({{.*}}) -> tensor<?xi32>
-// CHECK: "sparse_iter.coordinates"(%[[A]]) <{level = 1 : i64}> : ({{.*}}) -> tensor<?xi32>
-// CHECK: %[[V:.*]] = "sparse_iter.values"(%[[A]])
-// CHECK: "sparse_iter.with_values"(%[[A]], %[[V]])
+// CHECK: sparse_iter.positions %[[A]][1] : {{.*}} -> tensor<?xi32>
+// CHECK: sparse_iter.coordinates %[[A]][1] : {{.*}} -> tensor<?xi32>
+// CHECK: %[[V:.*]] = sparse_iter.values %[[A]]
+// CHECK: sparse_iter.with_values %[[A]], %[[V]]
 func.func @access(%A: tensor<?x?xf32, #csr>) -> (tensor<?xi32>, tensor<?xi32>, tensor<?x?xf32, #csr>) {
-  %p = "sparse_iter.positions"(%A) {level = 1 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
-  %c = "sparse_iter.coordinates"(%A) {level = 1 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
-  %v = "sparse_iter.values"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?xf32>
-  %w = "sparse_iter.with_values"(%A, %v) : (tensor<?x?xf32, #csr>, tensor<?xf32>) -> tensor<?x?xf32, #csr>
+  %p = sparse_iter.positions %A[1] : tensor<?x?xf32, #csr> -> tensor<?xi32>
+  %c = sparse_iter.coordinates %A[1] : tensor<?x?xf32, #csr> -> tensor<?xi32>
+  %v = sparse_iter.values %A : tensor<?x?xf32, #csr> -> tensor<?xf32>
+  %w = sparse_iter.with_values %A, %v : tensor<?x?xf32, #csr>, tensor<?xf32> -> tensor<?x?xf32, #csr>
   return %p, %c, %w : tensor<?xi32>, tensor<?xi32>, tensor<?x?xf32, #csr>
 }
 
 // assemble builds a sparse tensor from its buffers and dimension sizes.
 // CHECK-LABEL: func.func @assemble
-// CHECK: "sparse_iter.assemble"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 2>}> : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index) -> tensor<?x?xf32, #sparse_iter.layout
+// CHECK: sparse_iter.assemble positions(%{{.*}} : tensor<?xi32>) coordinates(%{{.*}} : tensor<?xi32>) values(%{{.*}} : tensor<?xf32>) sizes(%{{.*}}, %{{.*}}) -> tensor<?x?xf32, #sparse_iter.layout
 func.func @assemble(%p: tensor<?xi32>, %c: tensor<?xi32>, %v: tensor<?xf32>, %m: index, %n: index) -> tensor<?x?xf32, #csr> {
-  %t = "sparse_iter.assemble"(%p, %c, %v, %m, %n) {operandSegmentSizes = array<i32: 1, 1, 1, 2>} : (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index) -> tensor<?x?xf32, #csr>
+  %t = sparse_iter.assemble positions(%p : tensor<?xi32>) coordinates(%c : tensor<?xi32>)
+      values(%v : tensor<?xf32>) sizes(%m, %n) -> tensor<?x?xf32, #csr>
   return %t : tensor<?x?xf32, #csr>
 }
 
 // get_part reads one part of a composable tensor.
 // CHECK-LABEL: func.func @get_part
-// CHECK: "sparse_iter.get_part"(%{{.*}}) <{index = 0 : i64}>
+// CHECK: sparse_iter.get_part %{{.*}}[0]
 func.func @get_part(%A: tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>>) -> tensor<?x?xf32, #csr> {
-  %p = "sparse_iter.get_part"(%A) {index = 0 : i64} : (tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>>) -> tensor<?x?xf32, #csr>
+  %p = sparse_iter.get_part %A[0] : tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>> -> tensor<?x?xf32, #csr>
   return %p : tensor<?x?xf32, #csr>
 }
 

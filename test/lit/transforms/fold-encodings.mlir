@@ -6,7 +6,7 @@
 
 // CHECK-LABEL: func.func @unset_of_set
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)
-// CHECK-NOT: "sparse_iter.
+// CHECK-NOT: = sparse_iter.
 // CHECK: return %[[X]]
 func.func @unset_of_set(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %0 = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
@@ -16,7 +16,7 @@ func.func @unset_of_set(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
 
 // CHECK-LABEL: func.func @set_of_unset
 // CHECK-SAME: (%[[Y:.*]]: tensor<?x?xf32, #sparse_iter.layout
-// CHECK-NOT: "sparse_iter.
+// CHECK-NOT: = sparse_iter.
 // CHECK: return %[[Y]]
 func.func @set_of_unset(%y: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr> {
   %0 = "sparse_iter.unset_encoding"(%y) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32>
@@ -27,7 +27,7 @@ func.func @set_of_unset(%y: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr> {
 // The inner op stays while something else still uses it.
 // CHECK-LABEL: func.func @inner_still_used
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)
-// CHECK: %[[S:.*]] = "sparse_iter.set_encoding"(%[[X]])
+// CHECK: %[[S:.*]] = sparse_iter.set_encoding %[[X]]
 // CHECK-NOT: unset_encoding
 // CHECK: return %[[X]], %[[S]]
 func.func @inner_still_used(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32, #csr>) {
@@ -38,8 +38,8 @@ func.func @inner_still_used(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?
 
 // A change of layout (#csr -> plain -> #csc) is a conversion, not a round trip.
 // CHECK-LABEL: func.func @negative_layout_change
-// CHECK: "sparse_iter.unset_encoding"
-// CHECK: "sparse_iter.set_encoding"
+// CHECK: sparse_iter.unset_encoding
+// CHECK: sparse_iter.set_encoding
 func.func @negative_layout_change(%y: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc> {
   %0 = "sparse_iter.unset_encoding"(%y) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32>
   %1 = "sparse_iter.set_encoding"(%0) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csc>
@@ -53,7 +53,7 @@ func.func @negative_layout_change(%y: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, 
 // Nested round trips fold completely.
 // CHECK-LABEL: func.func @nested
 // CHECK-SAME: (%[[X:.*]]: tensor<4x4xf64>)
-// CHECK-NOT: "sparse_iter.
+// CHECK-NOT: = sparse_iter.
 // CHECK: return %[[X]]
 func.func @nested(%x: tensor<4x4xf64>) -> tensor<4x4xf64> {
   %0 = "sparse_iter.set_encoding"(%x) : (tensor<4x4xf64>) -> tensor<4x4xf64, #csr>

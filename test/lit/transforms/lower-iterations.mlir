@@ -8,9 +8,9 @@
 // register over the row's positions, and written once.
 // CHECK-LABEL: func.func @spmv
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, {{.*}}>, %[[X:.*]]: tensor<?xf32>, %[[Y:.*]]: tensor<?xf32>)
-// CHECK-DAG: %[[POS:.*]] = "sparse_iter.positions"(%[[A]]) <{level = 1 : i64}>
-// CHECK-DAG: %[[CRD:.*]] = "sparse_iter.coordinates"(%[[A]]) <{level = 1 : i64}>
-// CHECK-DAG: %[[VAL:.*]] = "sparse_iter.values"(%[[A]])
+// CHECK-DAG: %[[POS:.*]] = sparse_iter.positions %[[A]][1]
+// CHECK-DAG: %[[CRD:.*]] = sparse_iter.coordinates %[[A]][1]
+// CHECK-DAG: %[[VAL:.*]] = sparse_iter.values %[[A]]
 // CHECK: %[[R:.*]] = scf.for %[[I:[^ ]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[OUT:[^ ]+]] = %[[Y]])
 // CHECK:   %[[YI:.*]] = tensor.extract %[[OUT]][%[[I]]]
 // CHECK:   %[[LO:.*]] = arith.index_cast
@@ -103,13 +103,13 @@ func.func @spmm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf
 // position of S; the k reduction is vectorized into partial sums.
 // CHECK-LABEL: func.func @sddmm
 // CHECK-SAME: (%[[S:.*]]: tensor<?x?xf32, {{.*}}>,
-// CHECK: %[[VAL:.*]] = "sparse_iter.values"(%[[S]])
+// CHECK: %[[VAL:.*]] = sparse_iter.values %[[S]]
 // CHECK: %[[DIM:.*]] = tensor.dim %[[VAL]]
 // CHECK: %[[E:.*]] = tensor.empty(%[[DIM]]) : tensor<?xf32>
 // CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<?xf32>)
 // CHECK: %[[R:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[Z]])
 // CHECK: } {sparse_iter.parallel}
-// CHECK: %[[W:.*]] = "sparse_iter.with_values"(%[[S]], %[[R]])
+// CHECK: %[[W:.*]] = sparse_iter.with_values %[[S]], %[[R]]
 // CHECK: return %[[W]]
 // VEC-LABEL: func.func @sddmm
 // VEC: %[[SUMS:.*]]:2 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>)
@@ -171,7 +171,7 @@ func.func @bsr_spmv(%A: tensor<?x?xf32, #bsr>, %x: tensor<?xf32>, %y: tensor<?xf
 
 // ELL: fixed slots per row; padding (coordinate -1) is skipped.
 // CHECK-LABEL: func.func @ell_spmv
-// CHECK-NOT: "sparse_iter.positions"
+// CHECK-NOT: sparse_iter.positions
 // CHECK: scf.for
 // CHECK:   scf.for
 // CHECK:     %[[VALID:.*]] = arith.cmpi sge
@@ -257,7 +257,7 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 // CHECK:   arith.mulf
 // CHECK:   scf.while
 // CHECK: } {sparse_iter.parallel}
-// CHECK: %[[C:.*]] = "sparse_iter.assemble"(%[[POS]]#0, %[[FILL]]#0, %[[FILL]]#1, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 2>}>
+// CHECK: %[[C:.*]] = sparse_iter.assemble positions(%[[POS]]#0 : {{.*}}) coordinates(%[[FILL]]#0 : {{.*}}) values(%[[FILL]]#1 : {{.*}}) sizes(%{{.*}}, %{{.*}})
 // CHECK: return %[[C]]
 func.func @spgemm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %m: index, %n: index) -> tensor<?x?xf32, #csr> {
   %C = tensor.empty(%m, %n) : tensor<?x?xf32, #csr>
@@ -317,7 +317,7 @@ func.func @add_dense(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %C: t
 // CHECK:     arith.addf
 // CHECK:     scf.if
 // CHECK: } {sparse_iter.parallel}
-// CHECK: "sparse_iter.assemble"
+// CHECK: sparse_iter.assemble
 func.func @fused_threshold(%x: tensor<?x?xf32>, %b: tensor<?xf32>, %m: index, %n: index) -> tensor<?x?xf32, #csr> {
   %e = tensor.empty(%m, %n) : tensor<?x?xf32>
   %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
@@ -343,11 +343,11 @@ func.func @fused_threshold(%x: tensor<?x?xf32>, %b: tensor<?xf32>, %m: index, %n
 // padding skipped), then the CSR rest.
 // CHECK-LABEL: func.func @spmv_hyb
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, {{.*}}>, %[[X:.*]]: tensor<?xf32>, %[[Y:.*]]: tensor<?xf32>)
-// CHECK: "sparse_iter.get_part"(%[[A]]) <{index = 0 : i64}>
+// CHECK: sparse_iter.get_part %[[A]][0]
 // CHECK: %[[R0:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[Y]])
 // CHECK:   arith.cmpi sge
 // CHECK: } {sparse_iter.parallel}
-// CHECK: "sparse_iter.get_part"(%[[A]]) <{index = 1 : i64}>
+// CHECK: sparse_iter.get_part %[[A]][1]
 // CHECK: %[[R1:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[R0]])
 // CHECK: } {sparse_iter.parallel}
 // CHECK: return %[[R1]]
@@ -401,9 +401,9 @@ func.func @spmv_from_fill(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %m: inde
 // starts at its position, and a second walk stores row and value at the
 // cursor; the buffers are assembled into the CSC tensor.
 // CHECK-LABEL: func.func @csr_to_csc
-// CHECK: %[[POS:.*]] = "sparse_iter.positions"(%{{.*}}) <{level = 1 : i64}>
-// CHECK: %[[CRD:.*]] = "sparse_iter.coordinates"(%{{.*}}) <{level = 1 : i64}>
-// CHECK: %[[VAL:.*]] = "sparse_iter.values"
+// CHECK: %[[POS:.*]] = sparse_iter.positions %{{.*}}[1]
+// CHECK: %[[CRD:.*]] = sparse_iter.coordinates %{{.*}}[1]
+// CHECK: %[[VAL:.*]] = sparse_iter.values
 // CHECK: %[[ROWS:.*]] = tensor.dim %{{.*}}, %c0
 // CHECK: %[[COLS:.*]] = tensor.dim %{{.*}}, %c1
 // CHECK: %[[ZEROS:.*]] = linalg.fill ins(%c0 : index) outs(%{{.*}} : tensor<?xindex>)
@@ -422,7 +422,7 @@ func.func @spmv_from_fill(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %m: inde
 // CHECK:     %[[I32:.*]] = arith.index_cast %[[I]] : index to i32
 // CHECK:     tensor.insert %[[I32]] into %{{.*}}[%[[SLOT]]] : tensor<?xi32>
 // CHECK:     tensor.insert %{{.*}} into %{{.*}}[%[[SLOT]]] : tensor<?xf32>
-// CHECK: %[[CSC:.*]] = "sparse_iter.assemble"(%[[PREFIX]]#0, %[[FILLED]]#1, %[[FILLED]]#2, %[[ROWS]], %[[COLS]])
+// CHECK: %[[CSC:.*]] = sparse_iter.assemble positions(%[[PREFIX]]#0 : {{.*}}) coordinates(%[[FILLED]]#1 : {{.*}}) values(%[[FILLED]]#2 : {{.*}}) sizes(%[[ROWS]], %[[COLS]])
 // CHECK: return %[[CSC]]
 func.func @csr_to_csc(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc> {
   %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc>

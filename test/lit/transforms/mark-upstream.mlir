@@ -119,7 +119,7 @@ func.func @to_coo(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #coo> {
 }
 // CHECK-LABEL: func.func @to_csc
 // CHECK-NOT: sparse_iter.upstream
-// CHECK: "sparse_iter.set_encoding"
+// CHECK: sparse_iter.set_encoding
 func.func @to_csc(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc> {
   %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc>
   return %r : tensor<?x?xf32, #csc>

@@ -10,7 +10,7 @@
 // CHECK-DAG: #[[$MC:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-LABEL: func.func @spmm
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>>, %[[B:.*]]: tensor<?x?xf32>, %[[C:.*]]: tensor<?x?xf32>)
-// CHECK: %[[E:.*]] = "sparse_iter.set_encoding"(%[[A]]) : (tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>>) -> tensor<?x?xf32, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>, "linalg.matmul", 0 : i64, [f32, f32, f32], [#[[$MA]], #[[$MB]], #[[$MC]]]>>
+// CHECK: %[[E:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>> to tensor<?x?xf32, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>, "linalg.matmul", 0 : i64, [f32, f32, f32], [#[[$MA]], #[[$MB]], #[[$MC]]]>>
 // CHECK: %[[R:.*]] = linalg.matmul ins(%[[E]], %[[B]] : tensor<?x?xf32, #sparse_iter.encoding<{{.*}}>>, tensor<?x?xf32>) outs(%[[C]] : tensor<?x?xf32>)
 // CHECK-NOT: sparse_iter.set_encoding
 // CHECK: return %[[R]]
@@ -27,11 +27,11 @@ func.func @spmm(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf3
 // sparsity type back through a second set_encoding (encoding -> sparsity).
 // CHECK-LABEL: func.func @sparse_result
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf64, #[[SP:sparse_iter.sparsity<.*>]]>, %[[X:.*]]: tensor<?x?xf64>)
-// CHECK: %[[EA:.*]] = "sparse_iter.set_encoding"(%[[A]]) {{.*}} -> tensor<?x?xf64, #sparse_iter.encoding<#[[SP]], "linalg.generic", 0 : i64, [f64, f64, f64], [#{{.*}}, #{{.*}}, #{{.*}}]>>
-// CHECK: %[[EO:.*]] = "sparse_iter.set_encoding"(%[[A]]) {{.*}} -> tensor<?x?xf64, #[[OUT:sparse_iter.encoding<#sparse_iter.sparsity<.*>, "linalg.generic", 2 : i64, .*>]]>
+// CHECK: %[[EA:.*]] = sparse_iter.set_encoding %[[A]] {{.*}} to tensor<?x?xf64, #sparse_iter.encoding<#[[SP]], "linalg.generic", 0 : i64, [f64, f64, f64], [#{{.*}}, #{{.*}}, #{{.*}}]>>
+// CHECK: %[[EO:.*]] = sparse_iter.set_encoding %[[A]] {{.*}} to tensor<?x?xf64, #[[OUT:sparse_iter.encoding<#sparse_iter.sparsity<.*>, "linalg.generic", 2 : i64, .*>]]>
 // CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[EA]], %[[X]] : {{.*}}) outs(%[[EO]] : tensor<?x?xf64, #[[OUT]]>)
 // CHECK: } -> tensor<?x?xf64, #[[OUT]]>
-// CHECK: %[[BACK:.*]] = "sparse_iter.set_encoding"(%[[R]]) : (tensor<?x?xf64, #[[OUT]]>) -> tensor<?x?xf64, #[[SP]]>
+// CHECK: %[[BACK:.*]] = sparse_iter.set_encoding %[[R]] : tensor<?x?xf64, #[[OUT]]> to tensor<?x?xf64, #[[SP]]>
 // CHECK: return %[[BACK]]
 func.func @sparse_result(%a: tensor<?x?xf64, #sp>, %x: tensor<?x?xf64>) -> tensor<?x?xf64, #sp> {
   %0 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
@@ -52,11 +52,11 @@ func.func @sparse_result(%a: tensor<?x?xf64, #sp>, %x: tensor<?x?xf64>) -> tenso
 // Element types list every operand, scalars included; both sparse operands
 // of one op get their own operand index.
 // CHECK-LABEL: func.func @matvec
-// CHECK: "sparse_iter.set_encoding"(%{{.*}}) {{.*}} -> tensor<8x16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>, "linalg.matvec", 0 : i64, [f16, f16, f16], [#{{.*}}, #{{.*}}, #{{.*}}]>>
-// CHECK: "sparse_iter.set_encoding"(%{{.*}}) {{.*}} -> tensor<16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-01 : f64>, "linalg.matvec", 1 : i64, [f16, f16, f16], [#{{.*}}, #{{.*}}, #{{.*}}]>>
+// CHECK: sparse_iter.set_encoding %{{.*}} {{.*}} to tensor<8x16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>, "linalg.matvec", 0 : i64, [f16, f16, f16], [#{{.*}}, #{{.*}}, #{{.*}}]>>
+// CHECK: sparse_iter.set_encoding %{{.*}} {{.*}} to tensor<16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-01 : f64>, "linalg.matvec", 1 : i64, [f16, f16, f16], [#{{.*}}, #{{.*}}, #{{.*}}]>>
 // CHECK: linalg.matvec
 // CHECK-LABEL: func.func @fill
-// CHECK: "sparse_iter.set_encoding"(%{{.*}}) {{.*}} -> tensor<16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-01 : f64>, "linalg.fill", 1 : i64, [f16, f16], [#{{.*}}, #{{.*}}]>>
+// CHECK: sparse_iter.set_encoding %{{.*}} {{.*}} to tensor<16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-01 : f64>, "linalg.fill", 1 : i64, [f16, f16], [#{{.*}}, #{{.*}}]>>
 // CHECK: linalg.fill
 func.func @matvec(%a: tensor<8x16xf16, #nm>, %x: tensor<16xf16, #vec>, %y: tensor<8xf16>) -> tensor<8xf16> {
   %0 = linalg.matvec ins(%a, %x : tensor<8x16xf16, #nm>, tensor<16xf16, #vec>) outs(%y : tensor<8xf16>) -> tensor<8xf16>

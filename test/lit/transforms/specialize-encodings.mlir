@@ -45,7 +45,7 @@ func.func @transposed(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<
 // CHECK-LABEL: func.func @two_uses
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
 // CHECK: linalg.matmul ins(%[[A]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
-// CHECK: %[[CONV:.*]] = "sparse_iter.set_encoding"(%[[A]]) : (tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// CHECK: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>> to tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
 // CHECK: linalg.matmul indexing_maps = [{{.*}}] ins(%[[CONV]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]]
 // CLEAN-LABEL: func.func @two_uses
 func.func @two_uses(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
@@ -58,7 +58,7 @@ func.func @two_uses(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x
 // gets a conversion.
 // CHECK-LABEL: func.func @chain
 // CHECK: %[[P:.*]] = linalg.matmul ins({{.*}}) outs(%{{.*}} : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
-// CHECK-NEXT: %[[CONV:.*]] = "sparse_iter.set_encoding"(%[[P]]) : (tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// CHECK-NEXT: %[[CONV:.*]] = sparse_iter.set_encoding %[[P]] : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>> to tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
 // CHECK-NEXT: linalg.matmul indexing_maps = [{{.*}}] ins(%[[CONV]],
 // CLEAN-LABEL: func.func @chain
 func.func @chain(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32, #sp>, %d: tensor<?x?xf32>) -> tensor<?x?xf32> {
@@ -183,7 +183,7 @@ func.func @sparse_result(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %m: inde
 
 // A sparsified value takes its first use's layout.
 // CHECK-LABEL: func.func @sparsify
-// CHECK: "sparse_iter.sparsify"(%{{.*}}) {{.*}} -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// CHECK: sparse_iter.sparsify %{{.*}} {{.*}} to tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
 // CHECK-NOT: sparse_iter.set_encoding
 // CLEAN-LABEL: func.func @sparsify
 func.func @sparsify(%d: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
@@ -207,7 +207,7 @@ func.func @sparsify(%d: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32
 // CHECK-LABEL: func.func @on_cpu
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
 // CHECK: %[[P:.*]] = linalg.matmul
-// CHECK: %[[CONV:.*]] = "sparse_iter.set_encoding"(%[[A]]) : (tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
+// CHECK: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>> to tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
 // CHECK: call @on_gpu(%[[CONV]], %{{.*}}, %[[P]])
 // 2:4 f16 on a GPU with a sparse MMA shape: mma.sp metadata.
 // CHECK-LABEL: func.func @mma_sp

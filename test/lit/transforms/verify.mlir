@@ -7,7 +7,7 @@
 
 // CHECK-LABEL: func.func @valid
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)
-// CHECK: %[[S:.*]] = "sparse_iter.set_encoding"(%[[X]])
+// CHECK: %[[S:.*]] = sparse_iter.set_encoding %[[X]]
 // CHECK: return %[[S]]
 func.func @valid(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #csr> {
   %0 = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
