@@ -2,8 +2,8 @@
 //
 // Attributes and ops come from sparse_iter.td through mlir-tblgen
 // (dialects/build.py); this file adds what ODS leaves to C++: the dialect's
-// initialize(), attribute verifiers, and the entry point sparsecomp calls to
-// register the dialect in a context the MLIR Python bindings made.
+// initialize(), attribute verifiers, folders, and the entry point sparsecomp
+// calls to register the dialect in a context the MLIR Python bindings made.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,6 +73,30 @@ LogicalResult
 SparsifierAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        StringAttr, Attribute params) {
   return verifyArray<DenseF64ArrayAttr>(emitError, "sparsifier", params, "f64");
+}
+
+//===----------------------------------------------------------------------===//
+// Folders
+//===----------------------------------------------------------------------===//
+
+/// `set(unset(y))` -> `y` and `unset(set(x))` -> `x` when the types agree; a
+/// round trip that changes the encoding is a conversion and stays.
+template <typename Inner, typename Outer>
+static OpFoldResult foldRoundTrip(Outer op) {
+  if (auto inner = op.getSource().template getDefiningOp<Inner>())
+    if (inner.getSource().getType() == op.getType())
+      return inner.getSource();
+  return {};
+}
+
+OpFoldResult SetEncodingOp::fold(FoldAdaptor) {
+  if (getSource().getType() == getType())
+    return getSource();
+  return foldRoundTrip<UnsetEncodingOp>(*this);
+}
+
+OpFoldResult UnsetEncodingOp::fold(FoldAdaptor) {
+  return foldRoundTrip<SetEncodingOp>(*this);
 }
 
 //===----------------------------------------------------------------------===//

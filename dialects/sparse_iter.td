@@ -311,6 +311,10 @@ def SparseIter_SetEncodingOp : SparseIter_Op<"set_encoding", [Pure]> {
     type carries a `#sparse_iter` encoding. The result type must differ
     from the source type only in its encoding.
 
+    Folds `set_encoding(unset_encoding(%y))` to `%y` when the types agree
+    (a round trip, not a change of layout), and a `set_encoding` whose
+    result type is its source type to the source.
+
     Example:
 
     ```mlir
@@ -320,14 +324,15 @@ def SparseIter_SetEncodingOp : SparseIter_Op<"set_encoding", [Pure]> {
   let arguments = (ins AnyRankedTensor:$source);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasFolder = 1;
 }
 
 def SparseIter_UnsetEncodingOp : SparseIter_Op<"unset_encoding", [Pure]> {
   let summary = "Drop the sparse_iter encoding of a tensor";
   let description = [{
     Returns the encoded `source` as a plain tensor of the same shape and
-    element type. `unset_encoding(set_encoding(%x))` is `%x`
-    (`sparse-iter-fold-encodings`).
+    element type. `unset_encoding(set_encoding(%x))` folds to `%x` when the
+    types agree (`canonicalize` and `sparse-iter-fold-encodings` apply it).
 
     Example:
 
@@ -338,6 +343,7 @@ def SparseIter_UnsetEncodingOp : SparseIter_Op<"unset_encoding", [Pure]> {
   let arguments = (ins AnyRankedTensor:$source);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasFolder = 1;
 }
 
 def SparseIter_SparsifyOp : SparseIter_Op<"sparsify", [Pure]> {
