@@ -27,6 +27,56 @@
 using namespace mlir;
 using namespace sparsecomp::sparse_iter;
 
+//===----------------------------------------------------------------------===//
+// Readable parameters (the parsers and printers sparse_iter.td names)
+//===----------------------------------------------------------------------===//
+
+namespace sparsecomp::sparse_iter {
+
+/// A bare identifier: `x86_64`, `avx2`, `sse4.2`, `m16n8k16`.
+static FailureOr<StringAttr> parseKeyword(AsmParser &parser) {
+  StringRef word;
+  if (parser.parseKeyword(&word))
+    return failure();
+  return StringAttr::get(parser.getContext(), word);
+}
+
+/// `[a, b, ...]` of bare identifiers, possibly empty.
+static FailureOr<ArrayAttr> parseKeywordList(AsmParser &parser) {
+  SmallVector<Attribute> words;
+  auto one = [&]() -> ParseResult {
+    FailureOr<StringAttr> word = parseKeyword(parser);
+    if (failed(word))
+      return failure();
+    words.push_back(*word);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, one))
+    return failure();
+  return ArrayAttr::get(parser.getContext(), words);
+}
+
+static void printKeywordList(AsmPrinter &printer, ArrayAttr words) {
+  printer << '[';
+  llvm::interleaveComma(words, printer, [&](Attribute word) {
+    printer << cast<StringAttr>(word).getValue();
+  });
+  printer << ']';
+}
+
+/// A compute capability, `sm_90`.
+static FailureOr<int64_t> parseSm(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef word;
+  int64_t sm = 0;
+  if (parser.parseOptionalKeyword(&word) || !word.consume_front("sm_") ||
+      word.getAsInteger(10, sm))
+    return parser.emitError(loc, "expected a compute capability such as sm_90");
+  return sm;
+}
+
+} // namespace sparsecomp::sparse_iter
+
 #include "Dialect.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "Attrs.cpp.inc"

@@ -210,52 +210,74 @@ def SparseIter_ComposableAttr : SparseIter_Attr<"Composable", "composable"> {
   let assemblyFormat = "`<` qualified($parts) `>`";
 }
 
+//===----------------------------------------------------------------------===//
+// Readable parameters: bare identifiers and lists of them
+//===----------------------------------------------------------------------===//
+
+def SparseIter_KeywordParameter
+    : AttrParameter<"::mlir::StringAttr", "a bare identifier"> {
+  let parser = [{ ::sparsecomp::sparse_iter::parseKeyword($_parser) }];
+  let printer = [{ $_printer << $_self.getValue() }];
+}
+
+def SparseIter_KeywordListParameter
+    : AttrParameter<"::mlir::ArrayAttr", "a list of bare identifiers"> {
+  let parser = [{ ::sparsecomp::sparse_iter::parseKeywordList($_parser) }];
+  let printer = [{ ::sparsecomp::sparse_iter::printKeywordList($_printer, $_self) }];
+}
+
+def SparseIter_SmParameter : AttrParameter<"int64_t", "compute capability, sm_XY"> {
+  let parser = [{ ::sparsecomp::sparse_iter::parseSm($_parser) }];
+  let printer = [{ $_printer << "sm_" << $_self }];
+}
+
 def SparseIter_CpuTargetAttr : SparseIter_Attr<"CpuTarget", "cpu"> {
   let summary = "A CPU target description";
   let description = [{
     What a CPU layout resolver and the CPU lowering need to know: the
-    architecture (`"x86_64"`, `"aarch64"`), ISA features (`"avx2"`, `"fma"`,
-    `"avx512f"`, `"neon"`, ...), the vector register width in bits and the
-    number of threads (0: all cores). Targets are named in the module
+    architecture (`x86_64`, `aarch64`), ISA features (`avx2`, `fma`,
+    `avx512f`, `neon`, ...), the vector register width in bits and the
+    number of threads (0: all cores). The named parameters may come in any
+    order; they print in this one. Targets are named in the module
     attribute `sparse_iter.targets`; a function selects one with the
     attribute `sparse_iter.target`.
 
     Example:
 
     ```mlir
-    module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64",
-        ["avx2", "fma"], 256 : i64, 0 : i64>}} {}
+    module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64,
+        features = [avx2, fma], vector_bits = 256, threads = 0>}} {}
     ```
   }];
   let parameters = (ins
-    AttrParameter<"::mlir::StringAttr", "architecture">:$arch,
-    AttrParameter<"::mlir::ArrayAttr", "ISA feature names">:$features,
-    AttrParameter<"::mlir::IntegerAttr", "vector width in bits">:$vector_bits,
-    AttrParameter<"::mlir::IntegerAttr", "threads, 0 for all cores">:$threads
+    SparseIter_KeywordParameter:$arch,
+    SparseIter_KeywordListParameter:$features,
+    AttrParameter<"int64_t", "vector width in bits">:$vector_bits,
+    AttrParameter<"int64_t", "threads, 0 for all cores">:$threads
   );
-  let assemblyFormat = "`<` qualified($arch) `,` qualified($features) `,` qualified($vector_bits) `,` qualified($threads) `>`";
+  let assemblyFormat = "`<` $arch `,` struct($features, $vector_bits, $threads) `>`";
 }
 
 def SparseIter_CudaTargetAttr : SparseIter_Attr<"CudaTarget", "cuda"> {
   let summary = "An NVIDIA GPU target description";
   let description = [{
-    The compute capability (`80` for sm_80, `90` for sm_90) and the MMA
-    instruction shapes the resolver may plan for: dense tensor-core shapes
-    (`mma.sync`, e.g. `"m16n8k16"`) and sparse ones (`mma.sp`, 2:4, e.g.
-    `"m16n8k32"`).
+    The compute capability (`sm_80`, `sm_90`) and the MMA instruction
+    shapes the resolver may plan for: dense tensor-core shapes (`mma.sync`,
+    e.g. `m16n8k16`) and sparse ones (`mma.sp`, 2:4, e.g. `m16n8k32`).
 
     Example:
 
     ```mlir
-    #sparse_iter.cuda<90 : i64, ["m16n8k16", "m16n8k8"], ["m16n8k16", "m16n8k32"]>
+    #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k16, m16n8k8],
+                      sparse_mma_shapes = [m16n8k16, m16n8k32]>
     ```
   }];
   let parameters = (ins
-    AttrParameter<"::mlir::IntegerAttr", "compute capability, e.g. 90">:$sm,
-    AttrParameter<"::mlir::ArrayAttr", "dense MMA shapes">:$mma_shapes,
-    AttrParameter<"::mlir::ArrayAttr", "sparse (2:4) MMA shapes">:$sparse_mma_shapes
+    SparseIter_SmParameter:$sm,
+    SparseIter_KeywordListParameter:$mma_shapes,
+    SparseIter_KeywordListParameter:$sparse_mma_shapes
   );
-  let assemblyFormat = "`<` qualified($sm) `,` qualified($mma_shapes) `,` qualified($sparse_mma_shapes) `>`";
+  let assemblyFormat = "`<` $sm `,` struct($mma_shapes, $sparse_mma_shapes) `>`";
 }
 
 def SparseIter_SparsifierAttr : SparseIter_Attr<"Sparsifier", "sparsifier"> {

@@ -27,8 +27,10 @@ SCANNED = {
     "formats/composable.py": [
         "Part.__post_init__", "Composable.__post_init__", "Composable.from_node",
     ],
-    "targets/cpu.py": ["CpuTarget.__post_init__", "CpuTarget.from_node"],
-    "targets/cuda.py": ["CudaTarget.__post_init__", "CudaTarget.from_node"],
+    # from_node's messages cannot reach the verifier (the dialect's parser
+    # rejects such text first); test_formats_attr checks them on host text.
+    "targets/cpu.py": ["CpuTarget.__post_init__"],
+    "targets/cuda.py": ["CudaTarget.__post_init__"],
     "ir/verify.py": ["check_tensor_type", "check_encoding_op", "_check_target_attr"],
     "ir/verify_attrs.py": ["_check_sparsity", "_check_encoding"],
     "targets/resolve.py": ["select_target", "resolve", "_choose"],

@@ -8,12 +8,14 @@ equal object.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from mlir import ir
 
-from sparsecomp.errors import FormatError
+from sparsecomp.errors import FormatError, TargetError
 from sparsecomp.formats import Composable, DimMap, Layout, Level, LevelExpr, parse_layout
 from sparsecomp.formats.layout import NM_METADATA, short_name
 from sparsecomp.formats.names import layout_from_attr
@@ -184,6 +186,37 @@ def test_targets_print_like_mlir(ctx: ir.Context) -> None:
         text = target.attr_text()
         assert mlir_print(text, ctx) == text
         assert target_from_attr(text) == target
+
+
+def test_targets_accept_named_parameters_in_any_order(ctx: ir.Context) -> None:
+    text = "#sparse_iter.cpu<aarch64, threads = 4, vector_bits = 128, features = [neon]>"
+    want = CpuTarget("aarch64", ("neon",), 128, 4)
+    assert target_from_attr(text) == want
+    assert mlir_print(text, ctx) == want.attr_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('#sparse_iter.cpu<"x86_64", [avx2], 256, 0>', "expected #sparse_iter.cpu<<value>"),
+        ("#sparse_iter.cpu<x86_64, features = [avx2], vector_bits = 256>", "threads = ..."),
+        ('#sparse_iter.cpu<"x86_64", features = [], vector_bits = 128, threads = 0>',
+         "expected x86_64 or aarch64 and a feature list"),
+        ("#sparse_iter.cpu<x86_64, features = [1], vector_bits = 128, threads = 0>",
+         "cpu features must be bare names"),
+        ("#sparse_iter.cpu<x86_64, features = [], vector_bits = wide, threads = 0>",
+         "vector_bits and threads must be integers"),
+        ("#sparse_iter.cuda<90, mma_shapes = [], sparse_mma_shapes = []>",
+         "expected a compute capability such as sm_90"),
+        ('#sparse_iter.cuda<sm_90, mma_shapes = ["m16n8k16"], sparse_mma_shapes = []>',
+         "MMA shapes must be bare names"),
+    ],
+)  # fmt: skip
+def test_target_text_errors(text: str, message: str, ctx: ir.Context) -> None:
+    with pytest.raises((FormatError, TargetError), match=re.escape(message)):
+        target_from_attr(text)
+    with pytest.raises(ir.MLIRError):  # the dialect's parser refuses it too
+        ir.Attribute.parse(text, ctx)
 
 
 def test_detect_host_is_consistent() -> None:

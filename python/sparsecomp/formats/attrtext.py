@@ -4,8 +4,11 @@ The host side (``sparsecomp.formats``, the runtime) must map layouts to and
 from attribute text without importing the bindings. The subset parsed here
 is what MLIR prints for our attributes' parameters: strings, integers and
 floats with an optional ``: type``, ``[...]`` arrays, ``array<i64: ...>``,
-``affine_map<...>``, ``{key = value}`` dictionaries and nested
-``#sparse_iter.<name><...>`` attributes. Anything else is kept as raw text.
+``affine_map<...>``, ``{key = value}`` dictionaries, nested
+``#sparse_iter.<name><...>`` attributes, bare identifiers (:class:`Keyword`:
+``x86_64``, ``avx2``) and ``key = value`` parameters (:class:`Field`: the
+readable syntax's named parameters, ``vector_bits = 256``). Anything else is
+kept as raw text.
 """
 
 from __future__ import annotations
@@ -35,6 +38,40 @@ class AttrNode:
                 f"got {format_value(self)}"
             )
         return self.args
+
+    def fields(
+        self, mnemonic: str, positional: int, keys: tuple[str, ...]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """``positional`` leading arguments and exactly the named ``keys`` (in any order)."""
+        lead, named = self.args[:positional], self.args[positional:]
+        found = {f.key: f.value for f in named if isinstance(f, Field)}
+        if (
+            self.mnemonic != mnemonic
+            or len(lead) != positional
+            or any(isinstance(a, Field) for a in lead)
+            or len(found) != len(named)
+            or set(found) != set(keys)
+        ):
+            wanted = ", ".join(["<value>"] * positional + [f"{k} = ..." for k in keys])
+            raise FormatError(
+                f"expected #sparse_iter.{mnemonic}<{wanted}>, got {format_value(self)}"
+            )
+        return lead, found
+
+
+@dataclass(frozen=True)
+class Keyword:
+    """A bare identifier: ``x86_64``, ``avx2``, ``sm_90``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Field:
+    """A named parameter, ``key = value``; integers print without a type."""
+
+    key: str
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -76,6 +113,8 @@ def _strip_type(text: str) -> str:
 
 
 _INT = re.compile(r"-?\d+")
+_BARE = re.compile(r"[A-Za-z_][\w$.]*")
+_FIELD = re.compile(r"([A-Za-z_]\w*)\s*=\s*(.+)", re.S)
 _FLOAT = re.compile(r"-?(\d+\.\d*([eE][-+]?\d+)?|\d+[eE][-+]?\d+|inf|nan)")
 
 
@@ -103,9 +142,14 @@ def parse_value(text: str) -> Any:
             key, eq, value = item.partition("=")
             out[key.strip().strip('"')] = parse_value(value) if eq else True
         return out
+    field = _FIELD.fullmatch(text)
+    if field:
+        return Field(field.group(1), parse_value(field.group(2)))
     bare = _strip_type(text)
     if bare in ("true", "false"):
         return bare == "true"
+    if _BARE.fullmatch(text):
+        return Keyword(text)
     if _INT.fullmatch(bare):
         return int(bare)
     if _FLOAT.fullmatch(bare) or bare.startswith("0x"):
@@ -151,6 +195,11 @@ def format_value(value: Any) -> str:
         return "{" + ", ".join(items) + "}"
     if isinstance(value, AttrNode):
         return f"{PREFIX}{value.mnemonic}<{', '.join(format_value(a) for a in value.args)}>"
+    if isinstance(value, Keyword):
+        return value.name
+    if isinstance(value, Field):
+        plain = isinstance(value.value, int) and not isinstance(value.value, bool)
+        return f"{value.key} = {value.value if plain else format_value(value.value)}"
     if isinstance(value, Raw):
         return value.text
     from sparsecomp.formats.dimmap import DimMap

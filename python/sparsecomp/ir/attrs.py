@@ -5,6 +5,11 @@ recovered from the attribute's printed form ``#sparse_iter.name<p0, p1, ...>``:
 the text between the outer brackets is split at top-level commas and each
 piece is parsed back as a builtin attribute. Parameter names come from the
 ``.td`` through ``attr_params.json``, built with the dialect library.
+
+Attributes with the readable syntax (:data:`READABLE`: bare identifiers and
+``key = value`` parameters, ``#sparse_iter.cpu<x86_64, features = [avx2],
+...>``) are not positional: read and write them through their host classes
+(:func:`sparsecomp.targets.target_from_attr`, ``attr_text()``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ if TYPE_CHECKING:
     from sparsecomp.formats.names import AnyLayout
 
 PREFIX = "#sparse_iter."
+#: Attributes printed with named parameters, which params() and build() do not take.
+READABLE = frozenset({"cpu", "cuda"})
 __all__ = ["build", "encoding_of", "mnemonic", "param_names", "params", "split_top_level"]
 
 
@@ -45,16 +52,26 @@ def params(attr: ir.Attribute) -> dict[str, ir.Attribute]:
     name = mnemonic(attr)
     if name is None:
         raise ValueError(f"not a sparse_iter attribute: {attr}")
+    _positional(name)
     text = str(attr)
     body = text[text.index("<") + 1 : -1]
     values = [ir.Attribute.parse(p, attr.context) for p in split_top_level(body)]
     return dict(zip(param_names()[name], values, strict=True))
 
 
+def _positional(name: str) -> None:
+    if name in READABLE:
+        raise ValueError(
+            f"#sparse_iter.{name} has named parameters; use its host class "
+            "(sparsecomp.targets.target_from_attr, attr_text())"
+        )
+
+
 def build(name: str, **values: ir.Attribute) -> ir.Attribute:
     """``#sparse_iter.<name><...>`` from parameters given by name."""
     if name not in param_names():
         raise ValueError(f"no attribute #sparse_iter.{name}; known: {sorted(param_names())}")
+    _positional(name)
     names = param_names()[name]
     if set(values) != set(names):
         raise ValueError(f"#sparse_iter.{name} takes parameters {names}, got {sorted(values)}")

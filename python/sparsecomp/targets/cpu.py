@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparsecomp.errors import TargetError
-from sparsecomp.formats.attrtext import AttrNode, format_value
+from sparsecomp.formats.attrtext import AttrNode, Field, Keyword, format_value
 
 #: ISA features the CPU lowering knows, per architecture.
 FEATURES = {
@@ -52,17 +52,31 @@ class CpuTarget:
         return max([128, *(_VECTOR_BITS.get(f, 0) for f in self.features)])
 
     def attr_node(self) -> AttrNode:
-        return AttrNode("cpu", (self.arch, list(self.features), self.vector_bits, self.threads))
+        return AttrNode(
+            "cpu",
+            (
+                Keyword(self.arch),
+                Field("features", [Keyword(f) for f in self.features]),
+                Field("vector_bits", self.vector_bits),
+                Field("threads", self.threads),
+            ),
+        )
 
     def attr_text(self) -> str:
         return format_value(self.attr_node())
 
     @classmethod
     def from_node(cls, node: AttrNode) -> CpuTarget:
-        arch, features, vector_bits, threads = node.args_of("cpu", 4)
-        if not all(isinstance(f, str) for f in features):
-            raise TargetError("cpu features must be strings")
-        return cls(arch, tuple(features), vector_bits, threads)
+        (arch,), named = node.fields("cpu", 1, ("features", "vector_bits", "threads"))
+        features = named["features"]
+        if not isinstance(arch, Keyword) or not isinstance(features, list):
+            raise TargetError(f"expected x86_64 or aarch64 and a feature list, got {arch}")
+        if not all(isinstance(f, Keyword) for f in features):
+            raise TargetError("cpu features must be bare names: [avx2, fma]")
+        if not all(isinstance(named[k], int) for k in ("vector_bits", "threads")):
+            raise TargetError("vector_bits and threads must be integers")
+        names = tuple(f.name for f in features)
+        return cls(arch.name, names, named["vector_bits"], named["threads"])
 
 
 def detect_host(cpuinfo: Path = Path("/proc/cpuinfo")) -> CpuTarget:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sparsecomp.errors import TargetError
-from sparsecomp.formats.attrtext import AttrNode, format_value
+from sparsecomp.formats.attrtext import AttrNode, Field, Keyword, format_value
 
 #: Compute capabilities the CUDA lowering knows (sm_XY -> XY).
 SM_VERSIONS = (70, 75, 80, 86, 87, 89, 90)
@@ -45,14 +46,25 @@ class CudaTarget:
         return f"sm_{self.sm}"
 
     def attr_node(self) -> AttrNode:
-        return AttrNode("cuda", (self.sm, list(self.mma_shapes), list(self.sparse_mma_shapes)))
+        return AttrNode(
+            "cuda",
+            (
+                Keyword(self.chip),
+                Field("mma_shapes", [Keyword(s) for s in self.mma_shapes]),
+                Field("sparse_mma_shapes", [Keyword(s) for s in self.sparse_mma_shapes]),
+            ),
+        )
 
     def attr_text(self) -> str:
         return format_value(self.attr_node())
 
     @classmethod
     def from_node(cls, node: AttrNode) -> CudaTarget:
-        sm, mma, sparse = node.args_of("cuda", 3)
-        if not all(isinstance(s, str) for s in [*mma, *sparse]):
-            raise TargetError("MMA shapes must be strings")
-        return cls(sm, tuple(mma), tuple(sparse))
+        (chip,), named = node.fields("cuda", 1, ("mma_shapes", "sparse_mma_shapes"))
+        mma, sparse = named["mma_shapes"], named["sparse_mma_shapes"]
+        if not (isinstance(chip, Keyword) and re.fullmatch(r"sm_\d+", chip.name)):
+            raise TargetError(f"expected a compute capability such as sm_90, got {chip}")
+        if not all(isinstance(s, Keyword) for s in [*mma, *sparse]):
+            raise TargetError("MMA shapes must be bare names: [m16n8k16]")
+        shapes = (tuple(s.name for s in mma), tuple(s.name for s in sparse))
+        return cls(int(chip.name[3:]), *shapes)

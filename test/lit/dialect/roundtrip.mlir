@@ -139,10 +139,10 @@ func.func @get_part(%A: tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.pa
 
 // Targets live in a module attribute; functions pick one by name.
 // CHECK-LABEL: module @devices
-// CHECK-SAME: sparse_iter.targets = {gpu = #sparse_iter.cuda<90 : i64, ["m16n8k16", "m16n8k8"], ["m16n8k16", "m16n8k32"]>, host = #sparse_iter.cpu<"x86_64", ["avx2", "fma"], 256 : i64, 0 : i64>}
+// CHECK-SAME: sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k16, m16n8k8], sparse_mma_shapes = [m16n8k16, m16n8k32]>, host = #sparse_iter.cpu<x86_64, features = [avx2, fma], vector_bits = 256, threads = 0>}
 // CHECK: func.func private @on_gpu() attributes {sparse_iter.target = "gpu"}
 module @devices attributes {sparse_iter.targets = {
-    host = #sparse_iter.cpu<"x86_64", ["avx2", "fma"], 256, 0>,
-    gpu = #sparse_iter.cuda<90, ["m16n8k16", "m16n8k8"], ["m16n8k16", "m16n8k32"]>}} {
+    host = #sparse_iter.cpu<x86_64, features = [avx2, fma], vector_bits = 256, threads = 0>,
+    gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k16, m16n8k8], sparse_mma_shapes = [m16n8k16, m16n8k32]>}} {
   func.func private @on_gpu() attributes {sparse_iter.target = "gpu"}
 }

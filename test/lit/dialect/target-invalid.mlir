@@ -4,52 +4,65 @@
 // the sparse_iter.targets / sparse_iter.target attributes.
 
 // expected-error@+1 {{unknown CPU architecture 'riscv64'; expected ['x86_64', 'aarch64']}}
-module @negative_arch attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"riscv64", [], 128, 0>}} {}
+module @negative_arch attributes {sparse_iter.targets = {host = #sparse_iter.cpu<riscv64, features = [], vector_bits = 128, threads = 0>}} {}
 
 // -----
 
 // expected-error@+1 {{unknown x86_64 feature(s) neon; known: sse4.2, avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq}}
-module @negative_feature attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", ["avx2", "neon"], 256, 0>}} {}
+module @negative_feature attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [avx2, neon], vector_bits = 256, threads = 0>}} {}
 
 // -----
 
-// expected-error@+1 {{cpu features must be strings}}
-module @negative_feature_type attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", [1], 128, 0>}} {}
+// expected-error@+2 {{expected valid keyword}}
+// expected-error@+1 {{failed to parse SparseIter_CpuTargetAttr parameter 'features'}}
+module @negative_feature_type attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [1], vector_bits = 128, threads = 0>}} {}
 
 // -----
 
 // expected-error@+1 {{vector_bits must be 128, 256 or 512, got 64}}
-module @negative_vector_bits attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", [], 64, 0>}} {}
+module @negative_vector_bits attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 64, threads = 0>}} {}
 
 // -----
 
 // expected-error@+1 {{vector_bits 512 needs a feature that provides it; avx2, fma give at most 256}}
-module @negative_vector_feature attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", ["avx2", "fma"], 512, 0>}} {}
+module @negative_vector_feature attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [avx2, fma], vector_bits = 512, threads = 0>}} {}
 
 // -----
 
 // expected-error@+1 {{threads must be >= 0 (0: all cores), got -2}}
-module @negative_threads attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", [], 128, -2>}} {}
+module @negative_threads attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = -2>}} {}
 
 // -----
 
 // expected-error@+1 {{unknown sm version 91; expected one of (70, 75, 80, 86, 87, 89, 90)}}
-module @negative_sm attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<91, [], []>}} {}
+module @negative_sm attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_91, mma_shapes = [], sparse_mma_shapes = []>}} {}
 
 // -----
 
 // expected-error@+1 {{unknown MMA shape 'm8n8k8'; expected one of m8n8k4, m16n8k8, m16n8k16, m16n8k32}}
-module @negative_mma_shape attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<90, ["m8n8k8"], []>}} {}
+module @negative_mma_shape attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m8n8k8], sparse_mma_shapes = []>}} {}
 
 // -----
 
 // expected-error@+1 {{sparse MMA shape m16n8k32 needs sm_80, not sm_75}}
-module @negative_sparse_mma_sm attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<75, [], ["m16n8k32"]>}} {}
+module @negative_sparse_mma_sm attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_75, mma_shapes = [], sparse_mma_shapes = [m16n8k32]>}} {}
 
 // -----
 
-// expected-error@+1 {{MMA shapes must be strings}}
-module @negative_mma_type attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<80, [16], []>}} {}
+// expected-error@+2 {{expected valid keyword}}
+// expected-error@+1 {{failed to parse SparseIter_CudaTargetAttr parameter 'mma_shapes'}}
+module @negative_mma_type attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_80, mma_shapes = [16], sparse_mma_shapes = []>}} {}
+
+// -----
+
+// expected-error@+2 {{expected a compute capability such as sm_90}}
+// expected-error@+1 {{failed to parse SparseIter_CudaTargetAttr parameter 'sm'}}
+module @negative_sm_spelling attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<90, mma_shapes = [], sparse_mma_shapes = []>}} {}
+
+// -----
+
+// expected-error@+1 {{expected ','}}
+module @negative_missing_field attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128>}} {}
 
 // -----
 
@@ -63,7 +76,7 @@ module @negative_target_entry attributes {sparse_iter.targets = {host = "x86_64"
 
 // -----
 
-module @negative_target_name attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", [], 128, 0>}} {
+module @negative_target_name attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 0>}} {
   // expected-error@+1 {{unknown target 'gpu'; the module's sparse_iter.targets has: host}}
   func.func private @f() attributes {sparse_iter.target = "gpu"}
 }

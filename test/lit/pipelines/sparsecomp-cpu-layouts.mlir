@@ -4,7 +4,7 @@
 // named op is generalized for the sparse lowering. A function whose kernel
 // sparse_iter cannot lower (here a sparse_tensor op) is marked for the
 // upstream sparsifier and keeps #sparse_tensor types.
-module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", ["avx", "avx2"], 256, 0>}} {
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [avx, avx2], vector_bits = 256, threads = 0>}} {
   // CHECK-LABEL: func.func @spmv
   // CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"]
   // CHECK-NOT: sparsity

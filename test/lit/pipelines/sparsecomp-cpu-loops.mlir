@@ -2,7 +2,7 @@
 
 // The target's 256-bit vectors give 8 lanes of f32 along SpMM's dense columns.
 #csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", ["avx", "avx2"], 256, 0>}} {
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [avx, avx2], vector_bits = 256, threads = 0>}} {
   // CHECK-LABEL: func.func @spmm
   // CHECK-NOT: linalg.generic
   // CHECK: vector.transfer_read {{.*}} vector<8xf32>

@@ -1,8 +1,8 @@
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-omp-schedule
 
 // threads from the target, but the module has two and the function names none.
-module attributes {sparse_iter.targets = {a = #sparse_iter.cpu<"x86_64", [], 128, 2>,
-                                          b = #sparse_iter.cpu<"x86_64", [], 128, 4>}} {
+module attributes {sparse_iter.targets = {a = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 2>,
+                                          b = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 4>}} {
   func.func @which_target(%y: memref<?xf32>, %m: index) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index

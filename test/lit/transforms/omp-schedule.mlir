@@ -35,7 +35,7 @@
 // FIXED: omp.parallel num_threads(%[[NT]] : i32) {
 // FIXED-NEXT: %[[CHUNK:.*]] = arith.constant 64 : i32
 // FIXED-NEXT: omp.wsloop schedule(guided = %[[CHUNK]] : i32) {
-module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", [], 128, 4>}} {
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 4>}} {
   func.func @row_loop(%y: memref<?xf32>, %m: index) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -61,7 +61,7 @@ module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", [], 
 // CHECK: omp.wsloop schedule(dynamic = %{{.*}} : i32) {
 // FIXED-LABEL: func.func @runtime_threads
 // FIXED: omp.parallel num_threads(%{{.*}} : i32) {
-module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", [], 128, 0>}} {
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 0>}} {
   func.func @runtime_threads(%y: memref<?xf32>, %m: index) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -85,8 +85,8 @@ module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", [], 
 // CHECK-LABEL: func.func @named_target
 // CHECK: %[[NT:.*]] = arith.constant 8 : i32
 // CHECK: omp.parallel num_threads(%[[NT]] : i32) {
-module attributes {sparse_iter.targets = {small = #sparse_iter.cpu<"x86_64", [], 128, 2>,
-                                          big = #sparse_iter.cpu<"x86_64", [], 128, 8>}} {
+module attributes {sparse_iter.targets = {small = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 2>,
+                                          big = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 8>}} {
   func.func @named_target(%y: memref<?xf32>, %m: index) attributes {sparse_iter.target = "big"} {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -112,7 +112,7 @@ module attributes {sparse_iter.targets = {small = #sparse_iter.cpu<"x86_64", [],
 // CHECK: omp.parallel num_threads(%[[NT]] : i32) {
 // CHECK-NEXT: omp.wsloop schedule(static) {
 // CHECK-NOT: omp_get_num_threads
-module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<"x86_64", [], 128, 4>}} {
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 4>}} {
   func.func @negative_already_set(%y: memref<?xf32>, %m: index) {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index

@@ -224,8 +224,8 @@ func.func @sparsify(%d: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32
 // HOST-LABEL: func.func @mma_sp
 // HOST-SAME: {}>>
 module attributes {sparse_iter.targets = {
-    cpu = #sparse_iter.cpu<"x86_64", ["avx2", "fma"], 256, 0>,
-    gpu = #sparse_iter.cuda<80, ["m16n8k16"], ["m16n8k32"]>}} {
+    cpu = #sparse_iter.cpu<x86_64, features = [avx2, fma], vector_bits = 256, threads = 0>,
+    gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k32]>}} {
   func.func @on_gpu(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32>
       attributes {sparse_iter.target = "gpu"} {
     %0 = linalg.matmul indexing_maps = #ta ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
