@@ -5,7 +5,7 @@ attribute and op declarations and definitions), which ``SparseIterDialect.cpp``
 includes; ``g++`` compiles that into a shared library. The same ``.td``
 gives the Python op classes (``-gen-python-op-bindings``) and a table of
 attribute parameter names (from ``--print-records``). All of it lands in
-one directory, with a stamp of the ``.td`` it came from.
+one directory, with a stamp (a hash of the ``.td`` and the C++ source).
 
 The library is linked against nothing: its MLIR and LLVM symbols resolve,
 when sparsecomp loads it, against the copies the MLIR Python bindings have

@@ -148,12 +148,12 @@ def parse_value(text: str) -> Any:
     bare = _strip_type(text)
     if bare in ("true", "false"):
         return bare == "true"
-    if _BARE.fullmatch(text):
-        return Keyword(text)
     if _INT.fullmatch(bare):
         return int(bare)
     if _FLOAT.fullmatch(bare) or bare.startswith("0x"):
         return parse_f64(bare)
+    if _BARE.fullmatch(text):
+        return Keyword(text)
     return Raw(text)
 
 
