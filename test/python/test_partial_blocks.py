@@ -500,3 +500,44 @@ func.func @k(%a: {ta}, %b: {tb}, %o: tensor<{m}x{n}xf64>) -> tensor<{m}x{n}xf64>
     got = fn(*args, np.zeros((m, n)))
     a_ij = a.T if a_shape == (n, m) else a
     np.testing.assert_array_equal(got, a_ij - b if op == "subf" else a_ij * b)
+
+
+_EMPTY_BSR_CASE = """
+import numpy as np, sparsecomp
+from sparsecomp.formats import SparseTensor
+BSR = ("(i, j) -> (i floordiv 4 : dense, j floordiv 2 : compressed, "
+       "i mod 4 : dense, j mod 2 : dense)")
+COO = "(i, j) -> (i : compressed(nonunique), j : singleton)"
+for m, n in [(0, 8), (8, 0), (0, 0), (8, 4)]:
+    a_t = f"tensor<{m}x{n}xi32, #sparse_tensor.encoding<{{ map = {BSR} }}>>"
+    b_t = f"tensor<{m}x{n}xi32, #sparse_tensor.encoding<{{ map = {COO} }}>>"
+    o_t = f"tensor<{m}x{n}xi32>"
+    src = f'''
+func.func @k(%a: {a_t}, %b: {b_t}, %o: {o_t}) -> {o_t} {{
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}}
+      ins(%a, %b : {a_t}, {b_t}) outs(%o : {o_t}) {{
+    ^bb0(%x: i32, %y: i32, %z: i32):
+      %d = arith.subi %x, %y : i32
+      linalg.yield %d : i32
+    }} -> {o_t}
+  return %r : {o_t}
+}}'''
+    fn = sparsecomp.compile(src, cache_results=False).functions["k"]
+    a = np.arange(m * n, dtype=np.int32).reshape(m, n) % 3
+    b = np.arange(m * n, dtype=np.int32).reshape(m, n) % 2
+    args = [SparseTensor.from_dense(x, s.layout) for x, s in zip((a, b), fn.signature.args)]
+    got = fn(*args, np.zeros((m, n), np.int32))
+    assert got.shape == (m, n) and (got == a - b).all(), (m, n, got)
+print("ok")
+"""
+
+
+def test_fallback_empty_blocked_dimensions_never_crash(tmp_path) -> None:
+    """BSR - COO in the fallback with a 0-sized dimension (once a SIGSEGV: fuzz case 3:4822)."""
+    script = tmp_path / "case.py"
+    script.write_text(_EMPTY_BSR_CASE)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "ok"

@@ -16,7 +16,8 @@ be trusted with one.
 
 :func:`unblocked_types` finds the blocked tensor types a set of functions
 compiled by the fallback cannot keep blocked: every n:m type, and BSR types
-with a blocked dimension that is dynamic or not a multiple of its block.
+with a blocked dimension that is dynamic, empty or not a multiple of its
+block.
 ``sparse-iter-mark-upstream`` gives those their unblocked form
 (:func:`sparsecomp.targets.resolve.unblocked`: BSR and n:m become CSR),
 which upstream computes exactly for any shape; the runtime converts
@@ -54,9 +55,13 @@ def layout(ty: ir.Type) -> Layout | None:
 
 
 def _partial(ty: ir.RankedTensorType, lay: Layout) -> bool:
-    """Whether some blocked dimension of ``ty`` is dynamic or not a multiple of its block."""
+    """Whether some blocked dimension of ``ty`` is dynamic, empty or not a multiple of its block.
+
+    (An empty one has no blocks at all: upstream's kernels over a 0x8 BSR
+    operand co-iterated with a COO one segfaulted; fuzz case 3:4822.)
+    """
     return any(
-        block > 1 and (ty.is_dynamic_dim(dim) or ty.shape[dim] % block)
+        block > 1 and (ty.is_dynamic_dim(dim) or ty.shape[dim] % block or not ty.shape[dim])
         for dim, block in enumerate(lay.dim_to_lvl.block_sizes())
     )
 
