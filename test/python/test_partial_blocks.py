@@ -257,26 +257,32 @@ func.func @k(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #bsr>, %C: tensor<?x
 }}
 """
 
-#: A BSR result built from a CSR argument's dims: the CSR argument's dims must be whole blocks.
-BSR_FROM_CSR_DIMS = f"""
-#csr = {CSR}
+
+def _from_dims(a: str, op: str) -> str:
+    """``A op B`` into a tensor.empty sized by ``tensor.dim`` of ``A`` (layout ``a``), B a BSR."""
+    return f"""
+#a = {a}
 #bsr = {BSR2}
-func.func @k(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #bsr>) -> tensor<?x?xf32> {{
+func.func @k(%A: tensor<?x?xf32, #a>, %B: tensor<?x?xf32, #bsr>) -> tensor<?x?xf32> {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #csr>
-  %n = tensor.dim %A, %c1 : tensor<?x?xf32, #csr>
+  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #a>
+  %n = tensor.dim %A, %c1 : tensor<?x?xf32, #a>
   %e = tensor.empty(%m, %n) : tensor<?x?xf32>
   %r = linalg.generic {{indexing_maps = [{MAP2}, {MAP2}, {MAP2}],
                        iterator_types = ["parallel", "parallel"]}}
-      ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32, #bsr>) outs(%e : tensor<?x?xf32>) {{
-    ^bb0(%a: f32, %b: f32, %o: f32):
-      %s = arith.addf %a, %b : f32
+      ins(%A, %B : tensor<?x?xf32, #a>, tensor<?x?xf32, #bsr>) outs(%e : tensor<?x?xf32>) {{
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %s = arith.{op} %x, %y : f32
       linalg.yield %s : f32
     }} -> tensor<?x?xf32>
   return %r : tensor<?x?xf32>
 }}
 """
+
+
+#: A BSR result built from a CSR argument's dims: the CSR argument's dims must be whole blocks.
+BSR_FROM_CSR_DIMS = _from_dims(CSR, "addf")
 
 
 @settings(max_examples=15, deadline=None)
@@ -301,24 +307,7 @@ def test_fallback_sizes_from_arguments() -> None:
     np.testing.assert_array_equal(got, a + b)
 
 
-BSR_DIMS = f"""
-#bsr = {BSR2}
-func.func @k(%A: tensor<?x?xf32, #bsr>, %B: tensor<?x?xf32, #bsr>) -> tensor<?x?xf32> {{
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #bsr>
-  %n = tensor.dim %A, %c1 : tensor<?x?xf32, #bsr>
-  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
-  %r = linalg.generic {{indexing_maps = [{MAP2}, {MAP2}, {MAP2}],
-                       iterator_types = ["parallel", "parallel"]}}
-      ins(%A, %B : tensor<?x?xf32, #bsr>, tensor<?x?xf32, #bsr>) outs(%e : tensor<?x?xf32>) {{
-    ^bb0(%a: f32, %b: f32, %o: f32):
-      %s = arith.mulf %a, %b : f32
-      linalg.yield %s : f32
-    }} -> tensor<?x?xf32>
-  return %r : tensor<?x?xf32>
-}}
-"""
+BSR_DIMS = _from_dims(BSR2, "mulf")
 
 
 def test_fallback_dims_of_a_partial_block_operand() -> None:

@@ -11,8 +11,8 @@ Each argument and result is one of::
 Shape entries are static sizes (ints), size symbols (strings: equal symbols
 are equal sizes) or null (any size). A sparse result may name a
 ``"declared_layout"`` (a function compiled by the upstream sparsifier holds
-blocked values of dynamic shape unblocked): the runtime converts the result
-to it. See docs/cpu-abi.md.
+n:m values, and BSR ones whose shape is not whole blocks, unblocked): the
+runtime converts the result to it. See docs/cpu-abi.md.
 """
 
 from __future__ import annotations

@@ -243,8 +243,8 @@ def unblocked(layout: Layout) -> Layout:
     group becomes ``compressed``). Widths narrower than 32 bits widen to
     32: positions then count entries rather than blocks, coordinates
     address elements rather than blocks. A layout without blocks is
-    returned unchanged. Functions the upstream sparsifier compiles hold
-    blocked tensors of dynamic or partial shapes this way
+    returned unchanged. Functions the upstream sparsifier compiles hold n:m
+    tensors, and BSR ones of dynamic, empty or partial shapes, this way
     (:mod:`sparsecomp.ir.whole_blocks`).
     """
     results = layout.dim_to_lvl.results

@@ -181,11 +181,10 @@ class MarkUpstreamPass(SparsecompPass):
     sparse_iter stores them; ELL and ragged levels, which upstream lacks,
     become compressed ones: CSR instead of ELL, which the runtime converts
     to at the call) and ``sparse_iter.set_encoding`` / ``unset_encoding``
-    become ``sparse_tensor.convert``. Upstream stores blocks whole and builds
-    n:m levels without their padding, so blocked types (of either syntax)
-    with a dynamic or partial shape, and n:m types of values the functions
-    build, are held unblocked (BSR and n:m as CSR; see
-    ``sparsecomp.ir.whole_blocks``); a function returning one names its
+    become ``sparse_tensor.convert``. Upstream stores blocks whole and
+    mishandles n:m levels, so every n:m type and BSR types (of either
+    syntax) with a dynamic, empty or partial shape are held unblocked (as
+    CSR; see ``sparsecomp.ir.whole_blocks``); a function returning one names its
     declared layout in ``sparse_iter.declared_results``. A layout with no upstream form
     (``mma.sp`` metadata, composable layouts) or another sparse_iter op in a
     marked function is an error where the type or op is defined. Unmarked
