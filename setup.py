@@ -1,7 +1,7 @@
 """Build step of the sparsecomp package: the sparse_iter dialect library.
 
-Everything else is declared in pyproject.toml. The dialect library, its
-Python op classes and parameter table are generated from
+Everything else is declared in pyproject.toml. The dialect library and its
+Python op classes are generated from
 ``dialects/sparse_iter.td`` by ``dialects/build.py`` into
 ``sparsecomp/ir/_generated/`` (in the source tree for an editable install,
 in the wheel otherwise), as any C extension is built by ``pip install``.

@@ -3,8 +3,7 @@
 The ``.td`` is the single source. ``mlir-tblgen`` turns it into C++ (dialect,
 attribute and op declarations and definitions), which ``SparseIterDialect.cpp``
 includes; ``g++`` compiles that into a shared library. The same ``.td``
-gives the Python op classes (``-gen-python-op-bindings``) and a table of
-attribute parameter names (from ``--print-records``). All of it lands in
+gives the Python op classes (``-gen-python-op-bindings``). Both land in
 one directory, with a stamp (a hash of the ``.td`` and the C++ source).
 
 The library is linked against nothing: its MLIR and LLVM symbols resolve,
@@ -26,7 +25,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -38,9 +36,7 @@ TD = HERE / "sparse_iter.td"
 SOURCE = HERE / "SparseIterDialect.cpp"
 LIBRARY = "libsparse_iter.so"
 PY_FILE = "_sparse_iter_ops_gen.py"
-PARAMS_FILE = "attr_params.json"
 STAMP_FILE = "stamp.json"
-DIALECT_DEF = "SparseIter_Dialect"
 
 #: mlir-tblgen generator -> the file SparseIterDialect.cpp includes.
 CPP_GENERATORS = {
@@ -108,19 +104,6 @@ def python_ops() -> str:
     return text.replace("from ._ods_common import", "from mlir.dialects._ods_common import")
 
 
-def attr_params() -> str:
-    """JSON ``{mnemonic: [parameter names]}`` of the dialect's attributes."""
-    table: dict[str, list[str]] = {}
-    for block in re.findall(r"^def \w+ \{.*?^\}", tblgen("--print-records"), re.M | re.S):
-        if f"Dialect dialect = {DIALECT_DEF};" not in block:
-            continue
-        mnemonic = re.search(r'^  string mnemonic = "(\w+)";', block, re.M)
-        params = re.search(r"^  dag parameters = \(ins(.*)\);$", block, re.M)
-        if mnemonic and params:
-            table[mnemonic.group(1)] = re.findall(r":\$(\w+)", params.group(1))
-    return json.dumps(table, indent=1, sort_keys=True) + "\n"
-
-
 def compile_library(out: Path, work: Path) -> None:
     for name, args in CPP_GENERATORS.items():
         (work / name).write_text(tblgen(*args))
@@ -132,12 +115,11 @@ def compile_library(out: Path, work: Path) -> None:
 
 
 def build(out_dir: Path) -> None:
-    """Write the library, the Python op classes, the parameter table and the stamp."""
+    """Write the library, the Python op classes and the stamp."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
         compile_library(out_dir / LIBRARY, Path(work))
     (out_dir / PY_FILE).write_text(python_ops())
-    (out_dir / PARAMS_FILE).write_text(attr_params())
     (out_dir / STAMP_FILE).write_text(json.dumps({"source": td_hash()}) + "\n")
 
 

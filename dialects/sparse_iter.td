@@ -5,9 +5,9 @@
 // C++ that SparseIterDialect.cpp compiles into the dialect library, the
 // Python op classes and a table of attribute parameter names; docs/dialect.md
 // is generated from it too (`python -m sparsecomp.ir.odsgen --doc`).
-// Attributes print their parameters positionally, each as a builtin
-// attribute:
-//   #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<...>, 32 : i64, 32 : i64, {}>
+// Attributes have readable syntax close to upstream's sparse_tensor:
+//   #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+//   #sparse_iter.sparsity<nm[2, 4]>
 // Ops have assembly formats (`sparse_iter.positions %A[1] : ... -> ...`); the
 // generic form parses too. Semantic rules not expressed here live in
 // python/sparsecomp/ir/verify.py.
@@ -50,30 +50,33 @@ class SparseIter_Attr<string name, string attrMnemonic>
 def SparseIter_SparsityAttr : SparseIter_Attr<"Sparsity", "sparsity"> {
   let summary = "What is known about the sparsity pattern of a tensor";
   let description = [{
-    Describes the nonzero structure without choosing a storage layout.
+    Describes the nonzero structure without choosing a storage layout:
 
-    * `kind`: one of `"unstructured"`, `"nm"` (n nonzeros in every m
-      consecutive elements along the innermost dimension), `"block"`
-      (nonzeros come in dense R x C blocks) or `"ragged"` (rows of varying
-      length).
-    * `params`: the kind's parameters: `[n, m]` for `"nm"`, `[R, C]` for
-      `"block"`, `[]` otherwise.
-    * `density`: expected fraction of nonzeros in `[0, 1]`; `1.0` when
-      unknown.
+    * `unstructured`: no pattern is known.
+    * `nm[n, m]`: n nonzeros in every m consecutive elements along the
+      innermost dimension.
+    * `block[R, C]`: nonzeros come in dense R x C blocks.
+    * `ragged`: rows of varying length.
 
-    Example:
+    and, optionally, `density = d`: the expected fraction of nonzeros, in
+    `[0, 1]` (1 when unknown; not printed then).
+
+    Numbers print in the shortest form that reads back exactly (`0.01`,
+    `1.0e-05`); integers without a decimal point.
+
+    Examples:
 
     ```mlir
-    #sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>
+    #sparse_iter.sparsity<unstructured, density = 0.01>
+    #sparse_iter.sparsity<nm[2, 4]>
     ```
   }];
   let parameters = (ins
     AttrParameter<"::mlir::StringAttr", "sparsity kind">:$kind,
-    AttrParameter<"::mlir::Attribute", "parameters of the kind (array<i64>)">:$params,
+    AttrParameter<"::mlir::DenseI64ArrayAttr", "parameters of the kind">:$params,
     AttrParameter<"::mlir::FloatAttr", "expected density">:$density
   );
-  let assemblyFormat = "`<` qualified($kind) `,` qualified($params) `,` qualified($density) `>`";
-  let genVerifyDecl = 1;
+  let hasCustomAssemblyFormat = 1;
 }
 
 def SparseIter_EncodingAttr : SparseIter_Attr<"Encoding", "encoding"> {
@@ -81,80 +84,85 @@ def SparseIter_EncodingAttr : SparseIter_Attr<"Encoding", "encoding"> {
   let description = [{
     An encoding that records the use of a tensor, not its storage: the
     sparsity that is known, the op that consumes it (`op_name`, `""` when
-    not yet attached to an op), which operand it is, the element types of
-    all operands of that op and the op's indexing maps. A target's resolver
-    (`sparse-iter-specialize-encodings`) turns it into a
-    `#sparse_iter.layout`.
+    not yet attached to an op), which of its operands the tensor is
+    (`operand`), the element types of all operands of that op and the op's
+    indexing maps. A target's resolver (`sparse-iter-specialize-encodings`)
+    turns it into a `#sparse_iter.layout`. The named parameters may come in
+    any order; they print in this one.
 
     Example:
 
     ```mlir
-    #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>,
-                          "linalg.matmul", 0 : i64, [f32, f32, f32],
-                          [affine_map<(m, n, k) -> (m, k)>,
-                           affine_map<(m, n, k) -> (k, n)>,
-                           affine_map<(m, n, k) -> (m, n)>]>
+    #sparse_iter.encoding<#sparse_iter.sparsity<unstructured, density = 0.01>,
+        op_name = "linalg.matmul", operand = 0, element_types = [f32, f32, f32],
+        indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                         affine_map<(d0, d1, d2) -> (d2, d1)>,
+                         affine_map<(d0, d1, d2) -> (d0, d1)>]>
     ```
   }];
   let parameters = (ins
     AttrParameter<"SparsityAttr", "known sparsity">:$sparsity,
     AttrParameter<"::mlir::StringAttr", "consuming op name or empty">:$op_name,
-    AttrParameter<"::mlir::IntegerAttr", "operand index in the consuming op">:$operand_index,
+    AttrParameter<"int64_t", "operand index in the consuming op">:$operand,
     AttrParameter<"::mlir::ArrayAttr", "element types of the op's operands">:$element_types,
     AttrParameter<"::mlir::ArrayAttr", "indexing maps of the op">:$indexing_maps
   );
-  let assemblyFormat = "`<` qualified($sparsity) `,` qualified($op_name) `,` qualified($operand_index) `,` qualified($element_types) `,` qualified($indexing_maps) `>`";
+  let assemblyFormat = "`<` qualified($sparsity) `,` struct($op_name, $operand, $element_types, $indexing_maps) `>`";
 }
 
 def SparseIter_LayoutAttr : SparseIter_Attr<"Layout", "layout"> {
   let summary = "Resolved storage layout of a sparse tensor";
   let description = [{
-    A concrete storage decision, as SparseTIR's sparse iterators and MLIR's
-    level formats describe it. `sparsecomp.formats.Layout` is its host-side
-    twin: the two convert into each other losslessly.
+    A concrete storage decision, written as MLIR's `#sparse_tensor.encoding`
+    writes one, with sparsecomp's additional level formats and options.
+    `sparsecomp.formats.Layout` is its host-side twin: the two convert into
+    each other losslessly.
 
-    * `levels`: one format per storage level, each a string:
-      `"dense_fixed"`, `"dense_varied"` (ragged rows), `"compressed_fixed"`
-      (ELL; `"compressed_fixed[8]"` fixes the width), `"compressed_varied"`
-      (CSR-like), `"loose_compressed"` (a `(lo, hi)` position pair per
-      parent), `"singleton"` (COO) or `"structured[n,m]"` (n:m, last level
-      only), optionally followed by properties as in upstream MLIR:
-      `"compressed_varied(nonunique)"`, `"singleton(nonordered, soa)"`.
-    * `dim_to_lvl`: the map from tensor dimensions to storage levels. Each
-      result is `d`, `d floordiv c` or `d mod c`: the identity for CSR, a
-      permutation for CSC, block splits for BSR and n:m.
-    * `pos_width`, `crd_width`: bit widths of positions and coordinates
-      (8, 16, 32 or 64; 0 means index width).
-    * `options`: a dictionary, usually `{}`. `index_group = "name"`: tensors
-      with the same group and the same levels share their positions and
-      coordinates buffers (SparseTIR's SDDMM, where the sampled matrix and
-      the output share `indptr`/`indices`). `nm_metadata`: how a
-      `structured` level stores its coordinates, `"indices"` (one small
-      integer per kept element, the default) or `"mma_sp_m16n8k16"` /
-      `"mma_sp_m16n8k32"` (packed 2-bit indices in the register order of PTX
-      `mma.sp`, 2:4 only).
+    * `map`: the dimension-to-level map, each level expression followed by
+      its level format. Each expression is `d`, `d floordiv c` or `d mod c`:
+      the identity for CSR, a permutation for CSC, block splits for BSR and
+      n:m. Dimensions may have any names; they print as `d0, d1, ...`.
+    * Level formats: `dense`, `dense_varied` (a dense level whose parent
+      rows have varying length), `compressed` (CSR-like), `compressed_fixed`
+      (ELL; `compressed_fixed[8]` fixes the width), `loose_compressed` (a
+      `(lo, hi)` position pair per parent), `singleton` (COO) or
+      `structured[n, m]` (n:m, last level only), optionally followed by
+      properties as in upstream MLIR: `compressed(nonunique)`,
+      `singleton(nonordered, soa)`.
+    * `posWidth`, `crdWidth`: bit widths of positions and coordinates (8,
+      16, 32 or 64); 0, the default and not printed, means index width.
+    * `indexGroup = "name"`: tensors with the same group and the same levels
+      share their positions and coordinates buffers (SparseTIR's SDDMM,
+      where the sampled matrix and the output share `indptr`/`indices`).
+    * `nmMetadata`: how a `structured` level stores its coordinates:
+      `indices` (one small integer per kept element, the default) or
+      `mma_sp_m16n8k16` / `mma_sp_m16n8k32` (packed 2-bit indices in the
+      register order of PTX `mma.sp`, 2:4 only).
 
-    Examples (CSR with 32-bit indices, BSR 16x16, 2:4 for `mma.sp`):
+    The keys may come in any order; they print in this one. Examples (CSR
+    with 32-bit indices, BSR 16x16, 2:4 for `mma.sp`):
 
     ```mlir
-    #sparse_iter.layout<["dense_fixed", "compressed_varied"],
-        affine_map<(d0, d1) -> (d0, d1)>, 32 : i64, 32 : i64, {}>
-    #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"],
-        affine_map<(d0, d1) -> (d0 floordiv 16, d1 floordiv 16, d0 mod 16, d1 mod 16)>,
-        32 : i64, 32 : i64, {}>
-    #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"],
-        affine_map<(d0, d1) -> (d0, d1 floordiv 4, d1 mod 4)>, 32 : i64, 8 : i64,
-        {nm_metadata = "mma_sp_m16n8k16"}>
+    #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed),
+                         posWidth = 32, crdWidth = 32}>
+    #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 16 : compressed,
+                                          i mod 16 : dense, j mod 16 : dense),
+                         posWidth = 32, crdWidth = 32}>
+    #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense,
+                                          j mod 4 : structured[2, 4]),
+                         posWidth = 32, crdWidth = 8, nmMetadata = mma_sp_m16n8k16}>
     ```
   }];
   let parameters = (ins
-    AttrParameter<"::mlir::ArrayAttr", "level formats">:$levels,
-    AttrParameter<"::mlir::AffineMapAttr", "dimension to level map">:$dim_to_lvl,
-    AttrParameter<"::mlir::IntegerAttr", "position bit width">:$pos_width,
-    AttrParameter<"::mlir::IntegerAttr", "coordinate bit width">:$crd_width,
-    AttrParameter<"::mlir::DictionaryAttr", "index_group, nm_metadata">:$options
+    AttrParameter<"::mlir::ArrayAttr", "level formats, as printed">:$levels,
+    AttrParameter<"::mlir::AffineMap", "dimension to level map">:$dim_to_lvl,
+    AttrParameter<"unsigned", "position bit width (0: index)">:$pos_width,
+    AttrParameter<"unsigned", "coordinate bit width (0: index)">:$crd_width,
+    AttrParameter<"::mlir::StringAttr", "index group, or empty">:$index_group,
+    AttrParameter<"::mlir::StringAttr", "n:m metadata layout, or empty">:$nm_metadata
   );
-  let assemblyFormat = "`<` qualified($levels) `,` qualified($dim_to_lvl) `,` qualified($pos_width) `,` qualified($crd_width) `,` qualified($options) `>`";
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
 }
 
 def SparseIter_PartAttr : SparseIter_Attr<"Part", "part"> {
@@ -162,28 +170,28 @@ def SparseIter_PartAttr : SparseIter_Attr<"Part", "part"> {
   let description = [{
     Parts take, in order, the nonzeros that earlier parts left:
 
-    * `"ell_bucket"`, `[p, P, lo, hi]`: in column partition `p` of `P`
-      equal partitions (width `ceil(ncols / P)`), the rows with more than
-      `lo` and at most `hi` remaining nonzeros there. The layout is a row
-      list plus `hi` slots per row:
-      `["compressed_varied", "compressed_fixed[hi]"]`.
-    * `"block_dense"`, `[R, C, k]`: aligned R x C blocks holding at least `k`
+    * `ell_bucket[p, P, lo, hi]`: in column partition `p` of `P` equal
+      partitions (width `ceil(ncols / P)`), the rows with more than `lo` and
+      at most `hi` remaining nonzeros there. The layout is a row list plus
+      `hi` slots per row: `(i, j) -> (i : compressed, j : compressed_fixed[hi])`.
+    * `block_dense[R, C, k]`: aligned R x C blocks holding at least `k`
       remaining nonzeros; the layout is R x C blocked.
-    * `"rest"`, `[]`: every remaining nonzero; the last part.
+    * `rest`: every remaining nonzero; the last part.
 
     Example:
 
     ```mlir
-    #sparse_iter.part<"ell_bucket", array<i64: 0, 1, 2, 4>, #ell4>
+    #sparse_iter.part<ell_bucket[0, 1, 2, 4],
+        #sparse_iter.layout<{map = (d0, d1) -> (d0 : compressed, d1 : compressed_fixed[4]),
+                             posWidth = 32, crdWidth = 32}>>
     ```
   }];
   let parameters = (ins
     AttrParameter<"::mlir::StringAttr", "assignment rule">:$rule,
-    AttrParameter<"::mlir::Attribute", "rule parameters (array<i64>)">:$params,
+    AttrParameter<"::mlir::DenseI64ArrayAttr", "rule parameters">:$params,
     AttrParameter<"LayoutAttr", "storage of this part">:$layout
   );
-  let assemblyFormat = "`<` qualified($rule) `,` qualified($params) `,` qualified($layout) `>`";
-  let genVerifyDecl = 1;
+  let hasCustomAssemblyFormat = 1;
 }
 
 def SparseIter_ComposableAttr : SparseIter_Attr<"Composable", "composable"> {
@@ -193,15 +201,15 @@ def SparseIter_ComposableAttr : SparseIter_Attr<"Composable", "composable"> {
     `#sparse_iter.part`s, e.g. ELL buckets by row length plus a CSR
     remainder (hyb), or dense-enough 16x16 blocks in BSR plus a CSR
     remainder. Every nonzero lives in exactly one part; the last part's
-    rule is `"rest"`. Kernels over a composable tensor run one loop nest per
+    rule is `rest`. Kernels over a composable tensor run one loop nest per
     part and add the partial results.
 
-    Example (one ELL bucket of width 1, CSR for the rest):
+    Example (one ELL bucket of width 1, CSR for the rest; `#ell1` and
+    `#csr` stand for layouts):
 
     ```mlir
-    #sparse_iter.composable<[
-        #sparse_iter.part<"ell_bucket", array<i64: 0, 1, 0, 1>, #ell1>,
-        #sparse_iter.part<"rest", array<i64>, #csr>]>
+    #sparse_iter.composable<[#sparse_iter.part<ell_bucket[0, 1, 0, 1], #ell1>,
+                             #sparse_iter.part<rest, #csr>]>
     ```
   }];
   let parameters = (ins
@@ -283,18 +291,18 @@ def SparseIter_CudaTargetAttr : SparseIter_Attr<"CudaTarget", "cuda"> {
 def SparseIter_SparsifierAttr : SparseIter_Attr<"Sparsifier", "sparsifier"> {
   let summary = "How to choose the nonzeros of a dense value (STen sparsifiers)";
   let description = [{
-    * `"keep_all"`, `[]`: every nonzero element (NaN is kept).
-    * `"threshold"`, `[t]`: the elements with `|x| >= t`, `t >= 0`, compared
+    * `keep_all`: every nonzero element (NaN is kept).
+    * `threshold[t]`: the elements with `|x| >= t`, `t >= 0`, compared
       exactly (magnitudes are widened to f64; `t` is not narrowed).
-    * `"random_fraction"`, `[s, seed]`: removes `round(s * N)` of the `N`
+    * `random_fraction[s, seed]`: removes `round(s * N)` of the `N`
       elements, drawn uniformly at random from `seed`, independently of the
       values.
-    * `"scalar_fraction"`, `[s]`: removes the `round(s * N)` elements of
+    * `scalar_fraction[s]`: removes the `round(s * N)` elements of
       smallest magnitude.
-    * `"block_fraction"`, `[R, C, s]`: removes the `round(s * B)` of the `B`
+    * `block_fraction[R, C, s]`: removes the `round(s * B)` of the `B`
       aligned R x C blocks of the last two dimensions (edge blocks may be
       partial) with the smallest L1 norm; kept blocks are kept whole.
-    * `"nm"`, `[n, m]`: the n largest-magnitude elements of every m
+    * `nm[n, m]`: the n largest-magnitude elements of every m
       consecutive ones along the innermost dimension (a shorter last group
       keeps min(n, its length)).
 
@@ -305,18 +313,21 @@ def SparseIter_SparsifierAttr : SparseIter_Attr<"Sparsifier", "sparsifier"> {
 
     `sparsecomp.sparsify` applies the same sparsifiers to host arrays.
 
-    Example:
+    Parameters are numbers, printed as `#sparse_iter.sparsity` prints
+    them (`0.5`, `16`, `1.0e-05`).
+
+    Examples:
 
     ```mlir
-    #sparse_iter.sparsifier<"threshold", array<f64: 1.000000e-03>>
+    #sparse_iter.sparsifier<threshold[0.001]>
+    #sparse_iter.sparsifier<block_fraction[16, 16, 0.75]>
     ```
   }];
   let parameters = (ins
     AttrParameter<"::mlir::StringAttr", "sparsifier kind">:$kind,
-    AttrParameter<"::mlir::Attribute", "parameters of the kind (array<f64>)">:$params
+    AttrParameter<"::mlir::DenseF64ArrayAttr", "parameters of the kind">:$params
   );
-  let assemblyFormat = "`<` qualified($kind) `,` qualified($params) `>`";
-  let genVerifyDecl = 1;
+  let hasCustomAssemblyFormat = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -380,7 +391,7 @@ def SparseIter_SparsifyOp : SparseIter_Op<"sparsify", [Pure]> {
     Example:
 
     ```mlir
-    %s = sparse_iter.sparsify %d with <"threshold", array<f64: 1.000000e-03>>
+    %s = sparse_iter.sparsify %d with <threshold[0.001]>
         : tensor<?x?xf32> to tensor<?x?xf32, #csr>
     ```
   }];
@@ -399,7 +410,7 @@ def SparseIter_PositionsOp : SparseIter_Op<"positions", [Pure]> {
     Returns the positions of level `level` of `tensor`, whose type carries a
     `#sparse_iter.layout`, as a rank-1 tensor of the layout's position width
     (`i64` for width 0). Only levels that store positions (`dense_varied`,
-    `compressed_varied`, `loose_compressed`) have them. Produced by
+    `compressed`, `loose_compressed`) have them. Produced by
     `sparse-iter-lower-iterations`; `sparse-iter-lower-buffers` replaces it
     with the buffer itself.
 
@@ -419,7 +430,7 @@ def SparseIter_CoordinatesOp : SparseIter_Op<"coordinates", [Pure]> {
   let description = [{
     Returns the coordinates of level `level` of `tensor` as a rank-1 tensor
     of the layout's coordinate width (`i64` for width 0). Every level format
-    but `dense_fixed` and `dense_varied` stores coordinates.
+    but `dense` and `dense_varied` stores coordinates.
 
     Example:
 

@@ -4,8 +4,7 @@
 //
 //   python examples/run.py examples/sddmm.mlir
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"],
-                           affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @sddmm(%S: tensor<?x?xf32, #csr>, %X: tensor<?x?xf32>, %Y: tensor<?x?xf32>)
     -> tensor<?x?xf32, #csr> {

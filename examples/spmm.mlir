@@ -5,7 +5,7 @@
 //
 //   python examples/run.py examples/spmm.mlir
 
-#sparse = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+#sparse = #sparse_iter.sparsity<unstructured, density = 0.01>
 
 func.func @spmm(%A: tensor<?x?xf32, #sparse>, %B: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %c0 = arith.constant 0 : index

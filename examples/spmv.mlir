@@ -6,8 +6,7 @@
 //   python examples/run.py examples/spmv.mlir
 //   sparsecomp-opt examples/spmv.mlir --pass-pipeline='builtin.module(sparsecomp-cpu)'
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"],
-                           affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @spmv(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>) -> tensor<?xf32> {
   %c0 = arith.constant 0 : index

@@ -3,8 +3,7 @@
 // k loop is contiguous in both). The result has S's sparsity: its values are
 // aligned with S's values. Dynamic shapes; benchmarks/cpu.py compiles it once.
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"],
-                           affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 #sddmm = {
   indexing_maps = [affine_map<(i, j, k) -> (i, j)>,  // S

@@ -1,8 +1,7 @@
 // SpMM C = A B, A in CSR (32-bit positions and coordinates), B and C dense
 // row-major, dynamic shapes (any K). benchmarks/cpu.py compiles it once.
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"],
-                           affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 #spmm = {
   indexing_maps = [affine_map<(i, j, k) -> (i, k)>,  // A

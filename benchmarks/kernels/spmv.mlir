@@ -1,8 +1,7 @@
 // SpMV y = A x, A in CSR (32-bit positions and coordinates), dynamic shapes.
 // benchmarks/cpu.py compiles it once with sparsecomp.compile for every matrix.
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"],
-                           affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 #spmv = {
   indexing_maps = [affine_map<(i, j) -> (i, j)>,  // A

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import functools
 
+#: The ``map = ...`` of each layout the tests use.
 LAYOUTS = {
-    "csr": '["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>',
-    "csc": '["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>',
-    "coo": '["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>',
-    "dcsr": '["compressed_varied", "compressed_varied"], affine_map<(i, j) -> (i, j)>',
-    "ell": '["dense_fixed", "compressed_fixed"], affine_map<(i, j) -> (i, j)>',
-    "bsr:2x2": '["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], '
-    "affine_map<(i, j) -> (i floordiv 2, j floordiv 2, i mod 2, j mod 2)>",
+    "csr": "(i, j) -> (i : dense, j : compressed)",
+    "csc": "(i, j) -> (j : dense, i : compressed)",
+    "coo": "(i, j) -> (i : compressed(nonunique), j : singleton)",
+    "dcsr": "(i, j) -> (i : compressed, j : compressed)",
+    "ell": "(i, j) -> (i : dense, j : compressed_fixed)",
+    "bsr:2x2": "(i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, "
+    "i mod 2 : dense, j mod 2 : dense)",
 }
 
 
-def layout_attr(name: str, width: int = 32, group: str = "") -> str:
-    opts = f'{{index_group = "{group}"}}' if group else "{}"
-    return f"#sparse_iter.layout<{LAYOUTS[name]}, {width}, {width}, {opts}>"
+def layout_attr(name: str, width: int = 32, group: str = "", maps: dict | None = None) -> str:
+    """``#sparse_iter.layout<...>`` of ``LAYOUTS[name]`` (or ``maps[name]``)."""
+    group_text = f', indexGroup = "{group}"' if group else ""
+    amap = (maps or LAYOUTS)[name]
+    return f"#sparse_iter.layout<{{map = {amap}, posWidth = {width}, crdWidth = {width}{group_text}}}>"
 
 
 def _arith(elt: str) -> tuple[str, str]:
@@ -171,7 +174,7 @@ func.func @reduce(%A: tensor<?x?x{elt}, #A>) -> tensor<?x{elt}> {{
 def batched_spmv(elt: str = "f32") -> str:
     """``y[b, i] = sum_j A[b, i, j] x[b, j]`` with A batched CSR (dense, dense, compressed)."""
     return f"""
-#A = #sparse_iter.layout<["dense_fixed", "dense_fixed", "compressed_varied"], affine_map<(b, i, j) -> (b, i, j)>, 32, 32, {{}}>
+#A = #sparse_iter.layout<{{map = (b, i, j) -> (b : dense, i : dense, j : compressed), posWidth = 32, crdWidth = 32}}>
 func.func @bspmv(%A: tensor<?x?x?x{elt}, #A>, %x: tensor<?x?x{elt}>, %y: tensor<?x?x{elt}>) -> tensor<?x?x{elt}> {{
   %r = linalg.generic {{indexing_maps = [affine_map<(b, i, j) -> (b, i, j)>, affine_map<(b, i, j) -> (b, j)>,
                                          affine_map<(b, i, j) -> (b, i)>],
@@ -194,8 +197,8 @@ def _out_type(elt: str, sparse_out: str) -> str:
 def _out_attr(sparse_out: str) -> str:
     if sparse_out == "nonordered":
         return (
-            '#C = #sparse_iter.layout<["dense_fixed", "compressed_varied(nonordered)"], '
-            "affine_map<(i, j) -> (i, j)>, 32, 32, {}>"
+            "#C = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed(nonordered)), "
+            "posWidth = 32, crdWidth = 32}>"
         )
     return f"#C = {layout_attr(sparse_out)}" if sparse_out else ""
 
@@ -303,7 +306,7 @@ func.func @spmm_sparsify(%A: tensor<?x?xf32, #A>, %B: tensor<?x?xf32>, %C: tenso
     -> tensor<?x?xf32, #A> {{
   %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #A>, tensor<?x?xf32>)
                      outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
-  %s = "sparse_iter.sparsify"(%r) {{sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: {threshold}>>}}
+  %s = "sparse_iter.sparsify"(%r) {{sparsifier = #sparse_iter.sparsifier<threshold[{threshold}]>}}
       : (tensor<?x?xf32>) -> tensor<?x?xf32, #A>
   return %s : tensor<?x?xf32, #A>
 }}

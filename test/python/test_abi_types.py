@@ -38,8 +38,8 @@ func.func @scale(%x: tensor<?xT>, %s: T) -> tensor<?xT> {
 """
 LAYOUTS = {
     # sparse_iter's own lowering
-    "csr": '#sparse_iter.layout<["dense_fixed", "compressed_varied"], '
-    "affine_map<(i, j) -> (i, j)>, 32, 32, {}>",
+    "csr": "#sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), "
+    "posWidth = 32, crdWidth = 32}>",
     # the upstream sparsifier (a #sparse_tensor encoding)
     "coo": "#sparse_tensor.encoding<{ map = (i, j) -> "
     "(i : compressed(nonunique), j : singleton) }>",

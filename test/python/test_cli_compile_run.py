@@ -72,8 +72,8 @@ def test_stage_failure_names_the_op_and_a_reproducer(tmp_path: Path, monkeypatch
     program = tmp_path / "add.mlir"
     # Sent upstream on request, but sparse_iter.values has no upstream counterpart.
     program.write_text(
-        '#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], '
-        "affine_map<(i, j) -> (i, j)>, 32, 32, {}>\n"
+        "#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), "
+        "posWidth = 32, crdWidth = 32}>\n"
         "func.func @add(%A: tensor<?x?xf32, #csr>) -> tensor<?xf32>\n"
         '    attributes {sparse_iter.upstream = "requested"} {\n'
         '  %v = "sparse_iter.values"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?xf32>\n'

@@ -48,7 +48,7 @@ def test_opview_is_the_generated_class(ctx):
     from sparsecomp.dialects import sparse_iter
 
     src = """
-    #l = #sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 32, 32, {}>
+    #l = #sparse_iter.layout<{map = (i) -> (i : compressed), posWidth = 32, crdWidth = 32}>
     func.func @f(%x: tensor<?xf32>) -> tensor<?xf32, #l> {
       %0 = "sparse_iter.set_encoding"(%x) : (tensor<?xf32>) -> tensor<?xf32, #l>
       return %0 : tensor<?xf32, #l>

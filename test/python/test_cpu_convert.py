@@ -24,13 +24,12 @@ SHAPES = [(13, 11), (0, 4), (4, 0), (1, 9), (9, 1), (16, 16)]
 
 LAYOUTS = {
     **K.LAYOUTS,
-    "nm:2:4": '["dense_fixed", "dense_fixed", "structured[2, 4]"], '
-    "affine_map<(i, j) -> (i, j floordiv 4, j mod 4)>",
+    "nm:2:4": "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4])",
 }
 
 
 def layout(name: str) -> str:
-    return f"#sparse_iter.layout<{LAYOUTS[name]}, 32, 32, {{}}>"
+    return K.layout_attr(name, maps=LAYOUTS)
 
 
 def convert_source(src: str, dst: str) -> str:
@@ -139,7 +138,7 @@ def test_explicit_zeros_are_kept() -> None:
 
 
 MATVEC_BOTH = """
-#sparse = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+#sparse = #sparse_iter.sparsity<unstructured, density = 0.01>
 #AT = affine_map<(j, i) -> (i, j)>
 func.func @both(%A: tensor<?x?xf32, #sparse>, %x: tensor<?xf32>, %z: tensor<?xf32>)
     -> (tensor<?xf32>, tensor<?xf32>) {

@@ -134,9 +134,9 @@ def test_batched_3d() -> None:
     rng = np.random.default_rng(19)
     dense3 = rng.standard_normal((3, 8, 6)).astype(np.float32)
     dense3[rng.random(dense3.shape) < 0.7] = 0
-    A = SparseTensor.from_dense(dense3, K.LAYOUTS and "#sparse_iter.layout<"
-                                '["dense_fixed", "dense_fixed", "compressed_varied"], '
-                                "affine_map<(b, i, j) -> (b, i, j)>, 32, 32, {}>")  # fmt: skip
+    A = SparseTensor.from_dense(dense3, "#sparse_iter.layout<{map = (b, i, j) -> "
+                                "(b : dense, i : dense, j : compressed), "
+                                "posWidth = 32, crdWidth = 32}>")  # fmt: skip
     x, y = dense((3, 6), np.float32, 20), dense((3, 8), np.float32, 21)
     close(exe(A, x, y), y + np.einsum("bij,bj->bi", dense3, x), "f32")
 
@@ -217,7 +217,7 @@ def test_position_overflow_is_refused_before_the_call() -> None:
     """More entries than the layout's position width can count: a clear error, no call."""
     from sparsecomp.errors import FormatError
 
-    narrow = K.spmv("csr").replace("32, 32, {}", "8, 32, {}")
+    narrow = K.spmv("csr").replace("posWidth = 32,", "posWidth = 8,")
     exe = compiled(narrow)
     A = matrix((4, 100), 0.5, np.float32, 26)  # 200 entries > 127
     with pytest.raises(FormatError, match="overflows 8-bit positions"):

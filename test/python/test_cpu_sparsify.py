@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import cpu_kernels as K
 import sparsecomp
 from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.literals import format_number
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -23,8 +24,8 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 compiled = K.compiled
 
 
-THRESHOLD = '"threshold", array<f64: 0.75>'
-KEEP_ALL = '"keep_all", array<f64>'
+THRESHOLD = "threshold[0.75]"
+KEEP_ALL = "keep_all"
 
 
 def expect_same(got, want) -> None:
@@ -49,7 +50,7 @@ def test_fused_threshold(shape: tuple[int, int], elt: str) -> None:
 def test_threshold_keeps_zeros_at_zero_threshold() -> None:
     x = np.array([[0.0, 1.0, -2.0], [0.0, 0.0, 0.0]], dtype=np.float32)
     b = np.zeros(3, dtype=np.float32)
-    got = compiled(K.sparsify('"threshold", array<f64: 0.0>'))(x, b)
+    got = compiled(K.sparsify("threshold[0.0]"))(x, b)
     assert got.to_scipy().nnz == 6  # |x| >= 0 everywhere: explicit zeros are kept
     expect_same(got, sparsecomp.sparsify(x, "threshold:0", "csr"))
 
@@ -66,7 +67,7 @@ def test_keep_all_keeps_nan_and_drops_zeros() -> None:
 def test_integer_threshold() -> None:
     x = np.arange(-6, 6, dtype=np.int32).reshape(3, 4)
     b = np.ones(4, dtype=np.int32)
-    got = compiled(K.sparsify('"threshold", array<f64: 3.0>', "i32"))(x, b)
+    got = compiled(K.sparsify("threshold[3.0]", "i32"))(x, b)
     expect_same(got, sparsecomp.sparsify(x + b, "threshold:3", "csr"))
 
 
@@ -85,17 +86,17 @@ def test_sparsify_a_sparse_kernels_output() -> None:
 @settings(max_examples=25, deadline=None)
 @given(
     m=st.integers(0, 30), n=st.integers(0, 30), seed=st.integers(0, 2**16),
-    t=st.floats(0.0, 3.0, allow_subnormal=False),  # written as 1.23...e-05: MLIR needs the dot
+    t=st.floats(0.0, 3.0),
 )
 def test_threshold_property(m: int, n: int, t: float, seed: int) -> None:
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((m, n))
-    got = compiled(K.sparsify(f'"threshold", array<f64: {t:.17e}>', "f64", fused=False))(x)
+    got = compiled(K.sparsify(f"threshold[{format_number(t)}]", "f64", fused=False))(x)
     expect_same(got, sparsecomp.sparsify(x, f"threshold:{t!r}", "csr"))
 
 
 def test_whole_tensor_sparsifier_is_refused() -> None:
     with pytest.raises(SparsecompError, match="'scalar_fraction' sparsifier needs the whole"):
         sparsecomp.compile(
-            K.sparsify('"scalar_fraction", array<f64: 0.5>', fused=False), cache_results=False
+            K.sparsify("scalar_fraction[0.5]", fused=False), cache_results=False
         )

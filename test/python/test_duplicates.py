@@ -23,7 +23,7 @@ from sparsecomp.formats.names import parse_layout
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
-COO = '#sparse_iter.layout<["compressed_varied(nonunique)", "singleton(nonunique)"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>'  # noqa: E501
+COO = "#sparse_iter.layout<{map = (i, j) -> (i : compressed(nonunique), j : singleton(nonunique)), posWidth = 32, crdWidth = 32}>"  # noqa: E501
 ID2 = "affine_map<(i, j) -> (i, j)>"
 
 KERNELS = {

@@ -15,7 +15,7 @@ import sparsecomp
 from sparsecomp.formats import SparseTensor
 
 #: The same layout as sparse_iter writes it, for packing the argument.
-LOOSE = '#sparse_iter.layout<["loose_compressed"], affine_map<(i) -> (i)>, 0, 0, {}>'
+LOOSE = "#sparse_iter.layout<{map = (i) -> (i : loose_compressed)}>"
 SV = "#sparse_tensor.encoding<{ map = (i) -> (i : loose_compressed) }>"
 #: body text over %x, %y (inputs) and %o (output) -> numpy of x, y, o
 BODIES = {

@@ -34,19 +34,18 @@ from sparsecomp.targets import detect_host
 from sparsecomp.transforms.pipeline import build_pass_manager
 
 LAYOUTS = {
-    "csr": '["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>',
-    "coo": '["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>',
-    "dcsr": '["compressed_varied", "compressed_varied"], affine_map<(i, j) -> (i, j)>',
-    "nm": '["dense_fixed", "dense_fixed", "structured[2,4]"], '
-    "affine_map<(i, j) -> (i, j floordiv 4, j mod 4)>",
+    "csr": "(i, j) -> (i : dense, j : compressed)",
+    "coo": "(i, j) -> (i : compressed(nonunique), j : singleton)",
+    "dcsr": "(i, j) -> (i : compressed, j : compressed)",
+    "nm": "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4])",
 }
-SV = '#sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 32, 32, {}>'
+SV = "#sparse_iter.layout<{map = (i) -> (i : compressed), posWidth = 32, crdWidth = 32}>"
 MARK = 'attributes {sparse_iter.upstream = "requested by the test"}'
 CALLS = 60
 
 
 def layout(name: str) -> str:
-    return f"#sparse_iter.layout<{LAYOUTS[name]}, 32, 32, {{}}>"
+    return f"#sparse_iter.layout<{{map = {LAYOUTS[name]}, posWidth = 32, crdWidth = 32}}>"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -355,7 +354,7 @@ def test_run_main(program: str, expected: str, tmp_path: Path) -> None:
 
 def test_ragged_in_fallback_resolves_to_csr() -> None:
     """ragged sparsity (ELL for sparse_iter) becomes CSR where the sparsifier runs."""
-    ragged = '#sparse_iter.sparsity<"ragged", array<i64>, 1.000000e-01 : f64>'
+    ragged = "#sparse_iter.sparsity<ragged, density = 0.1>"
     src = f"""
 func.func @k(%A: tensor<?x?xf32, {ragged}>, %D: tensor<?x?xf32>) -> tensor<?x?xf32> {{
   %r = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,

@@ -91,7 +91,7 @@ def test_composable_names() -> None:
     ("text", "message"),
     [
         ("bsr:0x4", "block size must be positive"),
-        ("nm:5:4", "structured\\[n,m\\] needs 0 < n <= m"),
+        ("nm:5:4", "structured\\[n, m\\] needs 0 < n <= m"),
         ("hyb:1:12", "power-of-two max_width"),
         ("csx", "unknown layout 'csx' for rank 2"),
         ("csc", "unknown layout 'csc' for rank 3"),

@@ -517,7 +517,7 @@ def test_from_buffers_rejects_structure_and_dtypes() -> None:
     pos, crd, vals = _csr_buffers()
     with pytest.raises(FormatError, match=r"positions of level 1 must be int32 \(pos_width 32\)"):
         SparseTensor.from_buffers((3, 4), "csr", [None, pos[1].astype(np.int64)], crd, vals)
-    with pytest.raises(FormatError, match=r"level 0 \(dense_fixed\) has no positions buffer"):
+    with pytest.raises(FormatError, match=r"level 0 \(dense\) has no positions buffer"):
         SparseTensor.from_buffers((3, 4), "csr", [pos[1], pos[1]], crd, vals)
     with pytest.raises(FormatError, match="needs a coordinates buffer"):
         SparseTensor.from_buffers((3, 4), "csr", pos, [None, None], vals)
@@ -626,7 +626,7 @@ def test_mma_sp_needs_dense_rows_and_groups() -> None:
     dmap = DimMap.parse("(d0, d1, d2) -> (d0, d1, d2 floordiv 4, d2 mod 4)")
     levels = ["dense_fixed", "dense_fixed", "dense_fixed", "structured[2,4]"]
     batched = layout(levels, dmap, nm_metadata="mma_sp_m16n8k16")
-    with pytest.raises(FormatError, match=r"needs levels \[dense_fixed, dense_fixed, structured"):
+    with pytest.raises(FormatError, match=r"needs levels \[dense, dense, structured"):
         SparseTensor.from_dense(np.eye(4, dtype=np.float32)[None], batched)
 
 

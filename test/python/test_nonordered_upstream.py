@@ -20,12 +20,13 @@ import scipy.sparse as sp
 import sparsecomp
 from sparsecomp.formats import SparseTensor
 
-ORDERED, NONORDERED = "compressed_varied", "compressed_varied(nonordered)"
+ORDERED, NONORDERED = "compressed", "compressed(nonordered)"
 
 
 def layout(level: str, transposed: bool = False) -> str:
-    amap = "(i, j) -> (j, i)" if transposed else "(i, j) -> (i, j)"
-    return f'#sparse_iter.layout<["dense_fixed", "{level}"], affine_map<{amap}>, 32, 32, {{}}>'
+    outer, inner = ("j", "i") if transposed else ("i", "j")
+    amap = f"(i, j) -> ({outer} : dense, {inner} : {level})"
+    return f"#sparse_iter.layout<{{map = {amap}, posWidth = 32, crdWidth = 32}}>"
 
 
 def a_times_bt(la: str, lb: str, lo: str) -> str:
@@ -60,7 +61,7 @@ def unsorted(m: sp.csr_matrix) -> sp.csr_matrix:
 
 @pytest.mark.parametrize("la", [ORDERED, NONORDERED])
 @pytest.mark.parametrize("lb", [ORDERED, NONORDERED])
-@pytest.mark.parametrize("lo", ["dense_fixed", ORDERED])
+@pytest.mark.parametrize("lo", ["dense", ORDERED])
 def test_coiteration_with_nonordered_operands(private_cache: None, la: str, lb: str, lo: str):
     exe = sparsecomp.compile(a_times_bt(la, lb, lo))
     for seed in range(3):

@@ -32,8 +32,8 @@ from sparsecomp.transforms.pipeline import (
 )
 
 CSR = (
-    '#sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>,'
-    " 32, 32, {}>"
+    "#sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), "
+    "posWidth = 32, crdWidth = 32}>"
 )
 
 

@@ -43,8 +43,9 @@ def use(maps: tuple[str, ...], index: int, elt: str = "f32", op: str = "linalg.m
 
 def test_parse_encoding_text():
     text = (
-        '#sparse_iter.encoding<#sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>,'
-        ' "linalg.matmul", 0 : i64, [f16, f16, f32], [affine_map<(d0, d1, d2) -> (d0, d2)>,'
+        "#sparse_iter.encoding<#sparse_iter.sparsity<nm[2, 4], density = 0.5>,"
+        ' op_name = "linalg.matmul", operand = 0, element_types = [f16, f16, f32],'
+        " indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,"
         " affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]>"
     )
     enc = Encoding.parse(text)
@@ -52,7 +53,8 @@ def test_parse_encoding_text():
     assert enc.use.op_name == "linalg.matmul"
     assert enc.use.element_types == ("f16", "f16", "f32")
     assert enc.use.operand_map == IndexingMap(3, (0, 2))
-    bare = Encoding.parse('#sparse_iter.sparsity<"ragged", array<i64>, 1.000000e+00 : f64>')
+    assert enc.attr_text() == text
+    bare = Encoding.parse("#sparse_iter.sparsity<ragged>")
     assert bare == Encoding(Sparsity("ragged", (), 1.0))
 
 
@@ -86,7 +88,7 @@ def test_other_ranks_compress_the_last_dimension(rank):
 
 def test_nm_rank_1_splits_the_only_dimension():
     layout = resolve(Encoding(Sparsity("nm", (1, 8))), (64,), CPU)
-    assert [str(lv) for lv in layout.levels] == ["dense_fixed", "structured[1,8]"]
+    assert [str(lv) for lv in layout.levels] == ["dense", "structured[1, 8]"]
     assert str(layout.dim_to_lvl) == "(d0) -> (d0 floordiv 8, d0 mod 8)"
 
 
@@ -159,12 +161,13 @@ def test_index_widths(shape, widths):
 @pytest.mark.parametrize(
     ("text", "shape", "message"),
     [
-        ('#sparse_iter.sparsity<"unstructured", array<i64>, 1.0>', (), "rank-0"),
-        ('#sparse_iter.sparsity<"block", array<i64: 2, 2>, 1.0>', (4, 4, 4), "rank-2"),
-        ('#sparse_iter.sparsity<"ragged", array<i64>, 1.0>', (4,), "rank-2"),
+        ("#sparse_iter.sparsity<unstructured>", (), "rank-0"),
+        ("#sparse_iter.sparsity<block[2, 2]>", (4, 4, 4), "rank-2"),
+        ("#sparse_iter.sparsity<ragged>", (4,), "rank-2"),
         (
-            '#sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.0>, '
-            '"linalg.matvec", 0 : i64, [], [affine_map<(i, j) -> (i, j)>]>',
+            "#sparse_iter.encoding<#sparse_iter.sparsity<unstructured>, "
+            'op_name = "linalg.matvec", operand = 0, element_types = [],'
+            " indexing_maps = [affine_map<(i, j) -> (i, j)>]>",
             (4,),
             "has 2 results but the tensor has rank 1",
         ),
@@ -263,8 +266,8 @@ def test_unblocked_drops_blocks(name, expected):
 
 def test_unblocked_keeps_level_order_and_widens_narrow_widths():
     bsr_cols = layout_from_attr(
-        '#sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"],'
-        " affine_map<(i, j) -> (j floordiv 2, i floordiv 4, j mod 2, i mod 4)>, 8, 0, {}>"
+        "#sparse_iter.layout<{map = (i, j) -> (j floordiv 2 : dense, i floordiv 4 : compressed,"
+        " j mod 2 : dense, i mod 4 : dense), posWidth = 8}>"
     )
     got = unblocked(bsr_cols)
     assert str(got.dim_to_lvl) == "(d0, d1) -> (d1, d0)"

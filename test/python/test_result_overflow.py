@@ -22,16 +22,16 @@ from sparsecomp.formats import SparseTensor
 pytestmark = pytest.mark.usefixtures("private_cache")
 
 ID2 = "affine_map<(i, j) -> (i, j)>"
-CSR32 = '#sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>'  # noqa: E501
+CSR32 = "#sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>"  # noqa: E501
 
 
 def _out_layout(kind: str, width: int) -> str:
     levels = {
-        "coo": '["compressed_varied(nonunique)", "singleton"]',
-        "csr": '["dense_fixed", "compressed_varied"]',
-        "loose": '["dense_fixed", "loose_compressed"]',
+        "coo": "i : compressed(nonunique), j : singleton",
+        "csr": "i : dense, j : compressed",
+        "loose": "i : dense, j : loose_compressed",
     }[kind]
-    return f"#sparse_iter.layout<{levels}, affine_map<(i, j) -> (i, j)>, {width}, 32, {{}}>"
+    return f"#sparse_iter.layout<{{map = (i, j) -> ({levels}), posWidth = {width}, crdWidth = 32}}>"
 
 
 @functools.cache

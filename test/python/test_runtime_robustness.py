@@ -23,8 +23,8 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.formats import SparseTensor, parse_layout
 
 SPMV = """
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"],
-                           affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed),
+                           posWidth = 32, crdWidth = 32}>
 func.func @spmv(%A: tensor<?x?xf64, #csr>, %x: tensor<?xf64>) -> tensor<?xf64> {
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f64
@@ -57,8 +57,8 @@ func.func @total(%A: tensor<?x?xf64, #L>) -> tensor<f64> {
 }
 """
 CSC32 = (
-    '#sparse_iter.layout<["dense_fixed", "compressed_varied"], '
-    "affine_map<(i, j) -> (j, i)>, 32, 32, {}>"
+    "#sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed), "
+    "posWidth = 32, crdWidth = 32}>"
 )
 HUGE = 2**31 + 5  # rows: more than 32-bit coordinates can name
 
@@ -270,6 +270,6 @@ def test_width_overflow_says_how_to_recompile(private_cache: None) -> None:
     hint = info.value.hint
     assert hint is not None
     wide = hint.split("written as ", 1)[1]
-    assert "64 : i64" in wide
+    assert "crdWidth = 64" in wide
     again = sparsecomp.compile(TOTAL.replace("LAYOUT", wide))
     assert float(again(m)) == 6.0

@@ -27,8 +27,8 @@ from sparsecomp.formats import SparseTensor
 from sparsecomp.runtime import Executable
 
 CSR = (
-    '#sparse_iter.layout<["dense_fixed", "compressed_varied"], '
-    "affine_map<(i, j) -> (i, j)>, 32, 32, {}>"
+    "#sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), "
+    "posWidth = 32, crdWidth = 32}>"
 )
 ST_CSR = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>"
 MARK = 'attributes {sparse_iter.upstream = "requested by the test"}'

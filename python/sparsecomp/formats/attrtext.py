@@ -1,14 +1,15 @@
 """Read the printed form of ``#sparse_iter`` attributes without MLIR.
 
-The host side (``sparsecomp.formats``, the runtime) must map layouts to and
-from attribute text without importing the bindings. The subset parsed here
-is what MLIR prints for our attributes' parameters: strings, integers and
-floats with an optional ``: type``, ``[...]`` arrays, ``array<i64: ...>``,
-``affine_map<...>``, ``{key = value}`` dictionaries, nested
+The host side (``sparsecomp.formats``, the runtime) must map attributes to
+and from their text without importing the bindings. The subset parsed here
+is what the dialect prints: strings, numbers (:func:`parse_number`),
+``[...]`` lists, ``{key = value}`` dictionaries, nested
 ``#sparse_iter.<name><...>`` attributes, bare identifiers (:class:`Keyword`:
-``x86_64``, ``avx2``) and ``key = value`` parameters (:class:`Field`: the
-readable syntax's named parameters, ``vector_bits = 256``). Anything else is
-kept as raw text.
+``x86_64``, ``unstructured``), ``name[a, b]`` (:class:`Indexed`: ``nm[2, 4]``,
+``threshold[0.001]``) and ``key = value`` parameters (:class:`Field`:
+``vector_bits = 256``). Anything else is kept as raw text (:class:`Raw`: types,
+``affine_map<...>``, a layout's ``(d0, d1) -> (d0 : dense, ...)`` map, which
+:mod:`sparsecomp.formats.layout` reads).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparsecomp.errors import FormatError
-from sparsecomp.formats.literals import format_f64, format_string, parse_f64, parse_string
+from sparsecomp.formats.literals import format_number, format_string, parse_number, parse_string
 
 PREFIX = "#sparse_iter."
 
@@ -67,8 +68,16 @@ class Keyword:
 
 
 @dataclass(frozen=True)
+class Indexed:
+    """A name with numbers: ``nm[2, 4]``, ``threshold[0.001]``; ``args`` may be empty."""
+
+    name: str
+    args: tuple[int | float, ...]
+
+
+@dataclass(frozen=True)
 class Field:
-    """A named parameter, ``key = value``; integers print without a type."""
+    """A named parameter, ``key = value``."""
 
     key: str
     value: Any
@@ -107,15 +116,10 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     return pieces
 
 
-def _strip_type(text: str) -> str:
-    parts = split_top_level(text, ":")
-    return parts[0] if len(parts) == 2 else text
-
-
-_INT = re.compile(r"-?\d+")
 _BARE = re.compile(r"[A-Za-z_][\w$.]*")
 _FIELD = re.compile(r"([A-Za-z_]\w*)\s*=\s*(.+)", re.S)
-_FLOAT = re.compile(r"-?(\d+\.\d*([eE][-+]?\d+)?|\d+[eE][-+]?\d+|inf|nan)")
+_INDEXED = re.compile(r"([A-Za-z_][\w.]*)\s*\[(.*)\]", re.S)
+_NUMBER = re.compile(r"-?(\d|0x|inf|nan)")
 
 
 def parse_value(text: str) -> Any:
@@ -125,15 +129,6 @@ def parse_value(text: str) -> Any:
         return parse_string(text)
     if text.startswith(PREFIX):
         return parse_attr(text)
-    if text.startswith("affine_map<"):
-        from sparsecomp.formats.dimmap import DimMap
-
-        return DimMap.parse(text)
-    if text.startswith("array<"):
-        body = text[len("array<") : -1]
-        _, _, values = body.partition(":")
-        number = parse_f64 if body.lstrip().startswith("f") else _number
-        return tuple(number(v) for v in split_top_level(values))
     if text.startswith("["):
         return [parse_value(p) for p in split_top_level(text[1:-1])]
     if text.startswith("{"):
@@ -145,21 +140,20 @@ def parse_value(text: str) -> Any:
     field = _FIELD.fullmatch(text)
     if field:
         return Field(field.group(1), parse_value(field.group(2)))
-    bare = _strip_type(text)
-    if bare in ("true", "false"):
-        return bare == "true"
-    if _INT.fullmatch(bare):
-        return int(bare)
-    if _FLOAT.fullmatch(bare) or bare.startswith("0x"):
-        return parse_f64(bare)
+    indexed = _INDEXED.fullmatch(text)
+    if indexed:
+        args = tuple(parse_number(a) for a in split_top_level(indexed.group(2)))
+        return Indexed(indexed.group(1), args)
+    if text in ("true", "false"):
+        return text == "true"
+    if _NUMBER.match(text):
+        try:
+            return parse_number(text)
+        except FormatError:
+            return Raw(text)
     if _BARE.fullmatch(text):
         return Keyword(text)
     return Raw(text)
-
-
-def _number(text: str) -> int | float:
-    text = text.strip()
-    return int(text) if _INT.fullmatch(text) else float(text)
 
 
 def parse_attr(text: str) -> AttrNode:
@@ -173,37 +167,30 @@ def parse_attr(text: str) -> AttrNode:
 
 
 def format_value(value: Any) -> str:
-    """Print a parameter value the way MLIR prints it."""
+    """Print a parameter value the way the dialect prints it."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return format_string(value)
-    if isinstance(value, int):
-        return f"{value} : i64"
-    if isinstance(value, float):
-        return f"{format_f64(value)} : f64"
-    if isinstance(value, tuple):
-        elt = "f64" if any(isinstance(v, float) for v in value) else "i64"
-        if not value:
-            return f"array<{elt}>"
-        body = ", ".join(format_f64(v) if elt == "f64" else str(v) for v in value)
-        return f"array<{elt}: {body}>"
+    if isinstance(value, int | float):
+        return _number_text(value)
     if isinstance(value, list):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        items = [f"{k} = {format_value(v)}" for k, v in sorted(value.items())]
-        return "{" + ", ".join(items) + "}"
+        return "{" + ", ".join(f"{k} = {format_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, AttrNode):
         return f"{PREFIX}{value.mnemonic}<{', '.join(format_value(a) for a in value.args)}>"
     if isinstance(value, Keyword):
         return value.name
+    if isinstance(value, Indexed):
+        args = f"[{', '.join(_number_text(a) for a in value.args)}]" if value.args else ""
+        return value.name + args
     if isinstance(value, Field):
-        plain = isinstance(value.value, int) and not isinstance(value.value, bool)
-        return f"{value.key} = {value.value if plain else format_value(value.value)}"
+        return f"{value.key} = {format_value(value.value)}"
     if isinstance(value, Raw):
         return value.text
-    from sparsecomp.formats.dimmap import DimMap
-
-    if isinstance(value, DimMap):
-        return f"affine_map<{value}>"
     raise TypeError(f"cannot print {value!r} as an attribute parameter")
+
+
+def _number_text(value: int | float) -> str:
+    return str(value) if isinstance(value, int) else format_number(value)

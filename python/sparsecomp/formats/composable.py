@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sparsecomp.errors import FormatError
-from sparsecomp.formats.attrtext import AttrNode, format_value
+from sparsecomp.formats.attrtext import AttrNode, Indexed, Keyword, format_value
 from sparsecomp.formats.dimmap import DimMap
 from sparsecomp.formats.layout import Layout, _expect, standard_layout
 from sparsecomp.formats.levels import Level
@@ -26,13 +26,13 @@ class Part:
 
     Rules take the nonzeros that earlier parts left, in order:
 
-    * ``ell_bucket [p, P, lo, hi]``: in column partition ``p`` of ``P`` equal
+    * ``ell_bucket[p, P, lo, hi]``: in column partition ``p`` of ``P`` equal
       partitions (width ``ceil(ncols / P)``), the rows whose remaining
       nonzeros in that partition number more than ``lo`` and at most ``hi``;
       stored as a row list plus ``hi`` slots per row.
-    * ``block_dense [R, C, k]``: aligned R x C blocks holding at least ``k``
+    * ``block_dense[R, C, k]``: aligned R x C blocks holding at least ``k``
       remaining nonzeros.
-    * ``rest []``: everything left; the last part must be ``rest``.
+    * ``rest``: everything left; the last part must be ``rest``.
     """
 
     rule: str
@@ -59,7 +59,7 @@ class Part:
                 1
             ].width not in (None, hi):
                 raise FormatError(
-                    f"an ell_bucket part stores [compressed_varied, compressed_fixed[{hi}]], "
+                    f"an ell_bucket part stores [compressed, compressed_fixed[{hi}]], "
                     f"got {[str(lv) for lv in self.layout.levels]}"
                 )
         if self.rule == "block_dense":
@@ -68,19 +68,24 @@ class Part:
                 raise FormatError(f"block_dense needs R, C > 0 and 0 < k <= R*C, got {self.params}")
             if self.layout.dim_to_lvl.block_sizes() != (r, c):
                 raise FormatError(
-                    f"a block_dense [{r}, {c}, ...] part needs a {r}x{c} blocked layout"
+                    f"a block_dense[{r}, {c}, ...] part needs a {r}x{c} blocked layout"
                 )
 
-    def attr_node(self) -> AttrNode:
-        return AttrNode("part", (self.rule, tuple(self.params), self.layout.attr_node()))
+    def attr_text(self) -> str:
+        """``#sparse_iter.part<rule[params], #sparse_iter.layout<...>>``."""
+        rule = format_value(Indexed(self.rule, tuple(self.params)))
+        return f"#sparse_iter.part<{rule}, {self.layout.attr_text()}>"
 
     @classmethod
     def from_node(cls, node: AttrNode) -> Part:
-        rule, params, layout = node.args_of("part", 3)
-        _expect(rule, str, "a part's rule", "a string")
-        _expect(params, tuple, "a part's params", "an array<i64: ...>")
+        rule, layout = node.args_of("part", 2)
+        if isinstance(rule, Keyword):
+            rule = Indexed(rule.name, ())
+        _expect(rule, Indexed, "a part's rule", "a rule with integer params, e.g. rest")
+        if not all(isinstance(p, int) for p in rule.args):
+            raise FormatError(f"a part's params must be integers, got {format_value(rule)}")
         _expect(layout, AttrNode, "a part's layout", "a #sparse_iter.layout")
-        return cls(rule, tuple(params), Layout.from_node(layout))
+        return cls(rule.name, tuple(rule.args), Layout.from_node(layout))
 
 
 @dataclass(frozen=True)
@@ -103,11 +108,9 @@ class Composable:
     def rank(self) -> int:
         return self.parts[0].layout.rank
 
-    def attr_node(self) -> AttrNode:
-        return AttrNode("composable", ([p.attr_node() for p in self.parts],))
-
     def attr_text(self) -> str:
-        return format_value(self.attr_node())
+        """``#sparse_iter.composable<[#sparse_iter.part<...>, ...]>``."""
+        return f"#sparse_iter.composable<[{', '.join(p.attr_text() for p in self.parts)}]>"
 
     @classmethod
     def from_node(cls, node: AttrNode) -> Composable:

@@ -73,9 +73,14 @@ class DimMap:
         if not match:
             raise FormatError(f"malformed dimension-to-level map '{text}'")
         names = [n.strip() for n in match.group(1).split(",") if n.strip()]
+        exprs = [e.strip() for e in match.group(2).split(",") if e.strip()]
+        return cls.from_names(names, exprs, text)
+
+    @classmethod
+    def from_names(cls, names: list[str], exprs: list[str], text: str) -> DimMap:
+        """The map over dimensions ``names`` with result expressions ``exprs`` (from ``text``)."""
         if len(set(names)) != len(names):
             raise FormatError(f"repeated dimension name in '{text}'")
-        exprs = [e.strip() for e in match.group(2).split(",") if e.strip()]
         return cls(len(names), tuple(_parse_expr(e, names, text) for e in exprs))
 
     # -- queries ----------------------------------------------------------------

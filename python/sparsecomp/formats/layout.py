@@ -5,9 +5,14 @@ A :class:`Layout` is one storage decision: level formats
 (:mod:`sparsecomp.formats.dimmap`), position/coordinate bit widths and
 options (a shared index group, the n:m metadata layout). It maps 1:1 to
 attribute text: ``layout_from_attr(layout.attr_text()) == layout``, and the
-text is exactly what ``sparsecomp-opt`` prints. The checks here are the single
-definition of a valid layout: the MLIR verifier (:mod:`sparsecomp.ir.verify`)
-runs them on the attribute text.
+text is exactly what ``sparsecomp-opt`` prints::
+
+    #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed),
+                         posWidth = 32, crdWidth = 32}>
+
+A width of 0 (index width) is not printed, and reads back when omitted. The
+checks here are the single definition of a valid layout: the MLIR verifier
+(:mod:`sparsecomp.ir.verify`) runs them on the attribute text.
 
 :func:`standard_layout` builds the single layouts that have short names
 (``dense csr csc coo dcsr ell ell:K bsr:RxC nm:N:M``); composable ones are in
@@ -22,9 +27,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sparsecomp.errors import FormatError
-from sparsecomp.formats.attrtext import AttrNode, format_value
+from sparsecomp.formats.attrtext import AttrNode, Keyword, Raw, format_value, split_top_level
 from sparsecomp.formats.dimmap import DimMap
 from sparsecomp.formats.levels import Level
+from sparsecomp.formats.literals import format_string
 
 BIT_WIDTHS = (0, 8, 16, 32, 64)
 #: How the coordinates of a ``structured[n,m]`` level are stored: one small
@@ -72,11 +78,9 @@ class Layout:
                 f"dim_to_lvl has {self.dim_to_lvl.n_levels} results "
                 f"but the layout has {len(self.levels)} levels"
             )
-        for key in ("pos_width", "crd_width"):
-            if getattr(self, key) not in BIT_WIDTHS:
-                raise FormatError(
-                    f"{key} must be one of 0, 8, 16, 32, 64, got {getattr(self, key)}"
-                )
+        for key, width in (("posWidth", self.pos_width), ("crdWidth", self.crd_width)):
+            if width not in BIT_WIDTHS:
+                raise FormatError(f"{key} must be one of 0, 8, 16, 32, 64, got {width}")
         for i, level in enumerate(self.levels):
             level.check()
             if level.kind == "singleton":
@@ -90,71 +94,88 @@ class Layout:
                 self._check_structured(i, level)
         if self.nm_metadata and self.nm_metadata not in NM_METADATA:
             raise FormatError(
-                f"unknown nm_metadata '{self.nm_metadata}'; "
-                f"expected one of {', '.join(NM_METADATA)}"
+                f"unknown nmMetadata '{self.nm_metadata}'; expected one of {', '.join(NM_METADATA)}"
             )
         if self.nm_metadata.startswith("mma_sp") and not (
             self.is_structured and (self.levels[-1].n, self.levels[-1].m) == (2, 4)
         ):
             raise FormatError(
-                f"nm_metadata '{self.nm_metadata}' needs a structured[2,4] last level"
+                f"nmMetadata '{self.nm_metadata}' needs a structured[2, 4] last level"
             )
         if self.nm_metadata and not self.is_structured:
-            raise FormatError("nm_metadata needs a structured last level")
+            raise FormatError("nmMetadata needs a structured last level")
         if self.index_group and not _GROUP.fullmatch(self.index_group):
-            raise FormatError(f"index_group must be an identifier, got '{self.index_group}'")
+            raise FormatError(f"indexGroup must be an identifier, got '{self.index_group}'")
 
     def _check_structured(self, i: int, level: Level) -> None:
         if i != len(self.levels) - 1:
             raise FormatError(f"structured level {i} must be the last level")
         if any(lv.name != "dense_fixed" for lv in self.levels[:i]):
-            raise FormatError(f"the levels before structured level {i} must be dense_fixed")
+            raise FormatError(f"the levels before structured level {i} must be dense")
         expr = self.dim_to_lvl.results[i]
         if expr.op != "mod" or expr.const != level.m:
-            raise FormatError(f"structured[{level.n},{level.m}] level needs 'd mod {level.m}'")
+            raise FormatError(f"structured[{level.n}, {level.m}] level needs 'd mod {level.m}'")
 
     # -- text ----------------------------------------------------------------
-    def attr_node(self) -> AttrNode:
-        options: dict[str, Any] = {}
-        if self.index_group:
-            options["index_group"] = self.index_group
-        if self.nm_metadata:
-            options["nm_metadata"] = self.nm_metadata
-        levels = [str(level) for level in self.levels]
-        return AttrNode(
-            "layout", (levels, self.dim_to_lvl, self.pos_width, self.crd_width, options)
-        )
-
     def attr_text(self) -> str:
-        """``#sparse_iter.layout<...>`` exactly as MLIR prints it."""
-        return format_value(self.attr_node())
+        """``#sparse_iter.layout<{map = ...}>`` exactly as MLIR prints it."""
+        dims = ", ".join(f"d{d}" for d in range(self.rank))
+        results = zip(self.dim_to_lvl.results, self.levels, strict=True)
+        levels = ", ".join(f"{expr} : {level}" for expr, level in results)
+        entries = [f"map = ({dims}) -> ({levels})"]
+        if self.pos_width:
+            entries.append(f"posWidth = {self.pos_width}")
+        if self.crd_width:
+            entries.append(f"crdWidth = {self.crd_width}")
+        if self.index_group:
+            entries.append(f"indexGroup = {format_string(self.index_group)}")
+        if self.nm_metadata:
+            entries.append(f"nmMetadata = {self.nm_metadata}")
+        return f"#sparse_iter.layout<{{{', '.join(entries)}}}>"
 
     @classmethod
     def from_node(cls, node: AttrNode) -> Layout:
-        levels, dim_to_lvl, pos_width, crd_width, options = node.args_of("layout", 5)
-        _expect(levels, list, "levels", "an array of level format strings")
-        _expect(dim_to_lvl, DimMap, "dim_to_lvl", "an affine map")
-        _expect(pos_width, int, "pos_width", "an integer")
-        _expect(crd_width, int, "crd_width", "an integer")
-        _expect(options, dict, "options", "a dictionary")
-        for lv in levels:
-            _expect(lv, str, "each level format", "a string")
-        for key in ("index_group", "nm_metadata"):
-            _expect(options.get(key, ""), str, key, "a string")
-        unknown = set(options) - {"index_group", "nm_metadata"}
+        (entries,) = node.args_of("layout", 1)
+        _expect(entries, dict, "a layout", "{map = ..., posWidth = ..., ...}")
+        unknown = set(entries) - set(_KEYS)
         if unknown:
-            raise FormatError(f"unknown layout option(s) {', '.join(sorted(unknown))}")
-        return cls(
-            tuple(Level.parse(lv) for lv in levels),
-            dim_to_lvl,
-            pos_width,
-            crd_width,
-            options.get("index_group", ""),
-            options.get("nm_metadata", ""),
-        )
+            raise FormatError(
+                f"unknown layout key(s) {', '.join(sorted(unknown))}; expected {', '.join(_KEYS)}"
+            )
+        if "map" not in entries:
+            raise FormatError("a layout needs 'map = (dims) -> (levels)'")
+        dim_to_lvl, levels = _level_map(entries["map"])
+        widths = [entries.get(k, 0) for k in ("posWidth", "crdWidth")]
+        for key, width in zip(("posWidth", "crdWidth"), widths, strict=True):
+            _expect(width, int, key, "an integer")
+        group = entries.get("indexGroup", "")
+        _expect(group, str, "indexGroup", "a string")
+        metadata = entries.get("nmMetadata", Keyword(""))
+        _expect(metadata, Keyword, "nmMetadata", "a bare name")
+        return cls(levels, dim_to_lvl, widths[0], widths[1], group, metadata.name)
 
     def __str__(self) -> str:
         return short_name(self) or self.attr_text()
+
+
+_KEYS = ("map", "posWidth", "crdWidth", "indexGroup", "nmMetadata")
+
+
+def _level_map(value: Any) -> tuple[DimMap, tuple[Level, ...]]:
+    """``(i, j) -> (i : dense, j : compressed)``: the map and one level per result."""
+    text = value.text if isinstance(value, Raw) else format_value(value)
+    match = re.fullmatch(r"\(([^)]*)\)\s*->\s*\((.*)\)", text.strip(), re.S)
+    if not match:
+        raise FormatError(f"malformed layout map '{text}'; expected (i, j) -> (i : dense, ...)")
+    names = [n.strip() for n in match.group(1).split(",") if n.strip()]
+    exprs, levels = [], []
+    for result in split_top_level(match.group(2)):
+        pieces = split_top_level(result, ":")
+        if len(pieces) != 2:
+            raise FormatError(f"'{result}' in '{text}' needs a level format: 'expr : format'")
+        exprs.append(pieces[0])
+        levels.append(Level.parse(pieces[1]))
+    return DimMap.from_names(names, exprs, text), tuple(levels)
 
 
 def _expect(value: Any, kind: type, what: str, expected: str) -> None:

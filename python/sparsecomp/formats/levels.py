@@ -1,23 +1,25 @@
 """Level formats: one storage level of a sparse layout.
 
 A level format is written as a string, the same in ``#sparse_iter.layout``
-attributes and in Python::
+attributes and in Python (``str(level)`` is this spelling)::
 
-    dense_fixed              every coordinate of the level is stored (no buffers)
+    dense                    every coordinate of the level is stored (no buffers)
     dense_varied             ragged: a varying prefix 0..len-1 per parent (positions)
-    compressed_varied        CSR-like: positions + coordinates
+    compressed               CSR-like: positions + coordinates
     compressed_fixed         ELL: a fixed number of coordinates per parent
     compressed_fixed[8]        ... with the width fixed at compile time
     loose_compressed         compressed with (lo, hi) position pairs per parent
     singleton                one coordinate per parent position (COO's trailing levels)
-    structured[2,4]          n:m: n stored coordinates in every m-wide group
+    structured[2, 4]         n:m: n stored coordinates in every m-wide group
 
 followed by optional properties in parentheses, as in upstream MLIR:
-``compressed_varied(nonunique)``, ``singleton(nonordered, soa)``.
+``compressed(nonunique)``, ``singleton(nonordered, soa)``.
 
 The dense/compressed x fixed/varied grid is SparseTIR's sparse iterator
-kinds; ``singleton``, ``loose_compressed``, ``structured`` and the properties
-are MLIR's ``sparse_tensor`` level types.
+kinds: :attr:`Level.name` uses its names (``dense_fixed``,
+``compressed_varied``, ...), which :meth:`Level.parse` also accepts;
+``singleton``, ``loose_compressed``, ``structured`` and the properties are
+MLIR's ``sparse_tensor`` level types, spelled as upstream spells them.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ BASE_FORMATS: dict[str, tuple[LevelKind, bool, str]] = {
     "singleton": ("singleton", False, ""),
     "structured": ("structured", False, "2"),
 }
+#: Where the attribute spelling differs from :attr:`Level.name` (upstream's names).
+SPELLINGS = {"dense_fixed": "dense", "compressed_varied": "compressed"}
+_ALIASES = {spelled: name for name, spelled in SPELLINGS.items()}
 PROPERTIES = ("nonunique", "nonordered", "soa")
 
 _SYNTAX = re.compile(r"^([a-z_]+)\s*(?:\[([^\]]*)\])?\s*(?:\(([^)]*)\))?$")
@@ -81,9 +86,9 @@ class Level:
         return not self.nonunique
 
     def __str__(self) -> str:
-        text = self.name
+        text = SPELLINGS.get(self.name, self.name)
         if self.kind == "structured":
-            text += f"[{self.n},{self.m}]"
+            text += f"[{self.n}, {self.m}]"
         elif self.width is not None:
             text += f"[{self.width}]"
         props = [p for p in PROPERTIES if getattr(self, p)]
@@ -96,8 +101,9 @@ class Level:
         if not match:
             raise FormatError(f"malformed level format '{text}'")
         base, args_text, props_text = match.groups()
+        base = _ALIASES.get(base, base)
         if base not in BASE_FORMATS:
-            valid = ", ".join(BASE_FORMATS)
+            valid = ", ".join(SPELLINGS.get(b, b) for b in BASE_FORMATS)
             raise FormatError(f"unknown level format '{base}'; expected one of {valid}")
         kind, varied, arity = BASE_FORMATS[base]
         args = _ints(text, args_text)
@@ -123,7 +129,7 @@ class Level:
     def check(self) -> None:
         """Raise :class:`FormatError` if the level's parameters are inconsistent."""
         if self.kind == "structured" and not 0 < self.n <= self.m:
-            raise FormatError(f"structured[n,m] needs 0 < n <= m, got [{self.n},{self.m}]")
+            raise FormatError(f"structured[n, m] needs 0 < n <= m, got [{self.n}, {self.m}]")
         if self.soa and self.kind != "singleton":
             raise FormatError(f"the soa property applies to singleton levels only: '{self}'")
         if self.width is not None and self.width <= 0:

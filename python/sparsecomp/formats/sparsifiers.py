@@ -69,8 +69,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sparsecomp.errors import FormatError
-from sparsecomp.formats.attrtext import split_top_level
-from sparsecomp.formats.literals import format_f64_array, parse_f64_array, parse_string
+from sparsecomp.formats.attrtext import Indexed, Keyword, format_value, parse_attr
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -96,7 +95,7 @@ _ATTR_PREFIX = "#sparse_iter.sparsifier<"
 class Sparsifier:
     """A sparsifier kind and its parameters; see the module docstring.
 
-    ``params`` are stored as floats, as in the attribute's ``array<f64>``;
+    ``params`` are stored as floats, as in the attribute (a ``DenseF64ArrayAttr``);
     integer parameters (seed, block sizes, n, m) must hold integral values.
     """
 
@@ -204,7 +203,7 @@ class Sparsifier:
 
     def attr_text(self) -> str:
         """``#sparse_iter.sparsifier<...>`` exactly as MLIR prints it."""
-        return f'{_ATTR_PREFIX}"{self.kind}", {format_f64_array(self.params)}>'
+        return f"{_ATTR_PREFIX}{format_value(Indexed(self.kind, self.params))}>"
 
     def short_text(self) -> str:
         """The short form, e.g. ``"block_fraction:16x16:0.9"``; parses back to ``self``."""
@@ -436,12 +435,9 @@ def _parse_short(text: str) -> Sparsifier:
 
 
 def _parse_attr(text: str) -> Sparsifier:
-    if not text.startswith(_ATTR_PREFIX) or not text.endswith(">"):
-        raise FormatError(f"not a #sparse_iter.sparsifier attribute: '{text}'")
-    args = split_top_level(text[len(_ATTR_PREFIX) : -1])
-    if len(args) != 2:
-        raise FormatError(
-            "#sparse_iter.sparsifier takes 2 parameters (kind, params), "
-            f"got {len(args)} in '{text}'"
-        )
-    return Sparsifier(parse_string(args[0]), parse_f64_array(args[1]))
+    (spec,) = parse_attr(text).args_of("sparsifier", 1)
+    if isinstance(spec, Keyword):
+        spec = Indexed(spec.name, ())
+    if not isinstance(spec, Indexed):
+        raise FormatError(f"expected #sparse_iter.sparsifier<kind[params]>, got '{text}'")
+    return Sparsifier(spec.name, tuple(float(v) for v in spec.args))

@@ -87,7 +87,7 @@ def mma_grid(layout: Layout, lvl_shape: tuple[int, ...]) -> tuple[int, int]:
     if names != ["dense_fixed", "dense_fixed", "structured"]:
         raise FormatError(
             f"nm_metadata '{layout.nm_metadata}' needs levels "
-            f"[dense_fixed, dense_fixed, structured[2,4]], got {[str(lv) for lv in layout.levels]}"
+            f"[dense, dense, structured[2, 4]], got {[str(lv) for lv in layout.levels]}"
         )
     return lvl_shape[0], lvl_shape[1]
 

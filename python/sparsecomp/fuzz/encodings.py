@@ -98,8 +98,12 @@ _SI_VEC = ["compressed_varied", "compressed_varied", "dense_fixed", "loose_compr
 
 
 def _layout(levels: list[str], domain: str, results: str, pos: int, crd: int) -> str:
-    lv = ", ".join(f'"{x}"' for x in levels)
-    return f"#sparse_iter.layout<[{lv}], affine_map<({domain}) -> ({results})>, {pos}, {crd}, {{}}>"
+    from sparsecomp.formats.levels import Level
+
+    exprs = [e.strip() for e in results.split(",")]
+    lv = ", ".join(f"{e} : {Level.parse(x)}" for e, x in zip(exprs, levels, strict=True))
+    widths = "".join(f", {k} = {w}" for k, w in (("posWidth", pos), ("crdWidth", crd)) if w)
+    return f"#sparse_iter.layout<{{map = ({domain}) -> ({lv}){widths}}}>"
 
 
 def sparse_iter(rng: np.random.Generator, rank: int, output: bool = False) -> Encoding:
@@ -138,9 +142,9 @@ def _composable(rng: np.random.Generator) -> Encoding:
 def _sparsity(rng: np.random.Generator, output: bool) -> Encoding:
     kinds = ["unstructured", "unstructured", "block", "ragged"] + ([] if output else ["nm"])
     kind = str(_pick(rng, kinds))
-    params = {"nm": "array<i64: 2, 4>", "block": "array<i64: 2, 2>"}.get(kind, "array<i64>")
+    params = {"nm": "[2, 4]", "block": "[2, 2]"}.get(kind, "")
     density = _pick(rng, ["0.1", "0.5", "1.0"])
-    text = f'#sparse_iter.sparsity<"{kind}", {params}, {density}>'
+    text = f"#sparse_iter.sparsity<{kind}{params}, density = {density}>"
     return Encoding(text, "sparsity", f"sparsity[{kind}]", (2, 4, 1) if kind == "nm" else None)
 
 

@@ -33,7 +33,6 @@ from sparsecomp.errors import ToolchainError
 GENERATED = Path(__file__).with_name("_generated")
 LIBRARY = "libsparse_iter.so"
 PY_FILE = "_sparse_iter_ops_gen.py"
-PARAMS_FILE = "attr_params.json"
 STAMP_FILE = "stamp.json"
 #: The sources of the build, where a checkout has them (dialects/ beside python/).
 _SOURCES = (

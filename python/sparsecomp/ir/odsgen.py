@@ -1,7 +1,7 @@
 """Tools of the pinned MLIR wheels, and docs/dialect.md from ``dialects/sparse_iter.td``.
 
 The ``.td`` is the single source of the dialect: ``pip install`` builds the
-dialect library, its Python op classes and parameter table from it
+dialect library and its Python op classes from it
 (``dialects/build.py``; :mod:`sparsecomp.ir.context` loads them), and
 ``python -m sparsecomp.ir.odsgen --doc docs/dialect.md`` regenerates the
 committed documentation (``mlir-tblgen -gen-dialect-doc``); a test fails

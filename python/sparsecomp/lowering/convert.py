@@ -88,7 +88,7 @@ def target_dims(ty: ir.Type) -> tuple[Layout, int, int]:
     names = [lv.name for lv in layout.levels]
     if names != ["dense_fixed", "compressed_varied"] or any(e.op != "id" for e in results):
         raise Unsupported(
-            "conversions produce [dense_fixed, compressed_varied] layouts (CSR, CSC) "
+            "conversions produce [dense, compressed] layouts (CSR, CSC) "
             f"or dense tensors, not {layout}"
         )
     if not layout.levels[1].is_unique:

@@ -45,9 +45,7 @@ def _csr(ty: ir.Type) -> Layout:
     names = [lv.name for lv in layout.levels]
     identity = all(e.op == "id" and e.dim == k for k, e in enumerate(layout.dim_to_lvl.results))
     if names != ["dense_fixed", "compressed_varied"] or not identity:
-        raise Unsupported(
-            f"sparsify lowers to a CSR result (dense_fixed, compressed_varied), not {layout}"
-        )
+        raise Unsupported(f"sparsify lowers to a CSR result (dense, compressed), not {layout}")
     if not layout.levels[1].is_unique:
         raise Unsupported("sparsify cannot produce a nonunique level")
     return layout
@@ -173,4 +171,3 @@ def lower_sparsify(op: ir.Operation) -> ir.Value:
 def fused_producer(op: ir.Operation) -> ir.Operation | None:
     """The producer :func:`lower_sparsify` fuses into ``op`` (to erase afterwards)."""
     return _producer(op.operands[0])
-

@@ -44,18 +44,28 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from sparsecomp.errors import FormatError, TargetError
-from sparsecomp.formats.attrtext import parse_attr, parse_value, split_top_level
+from sparsecomp.formats.attrtext import (
+    AttrNode,
+    Field,
+    Indexed,
+    Keyword,
+    Raw,
+    format_value,
+    parse_attr,
+    split_top_level,
+)
 from sparsecomp.formats.dimmap import DimMap, LevelExpr
 from sparsecomp.formats.layout import Layout, standard_layout
 from sparsecomp.formats.levels import Level
-from sparsecomp.formats.literals import parse_string
+from sparsecomp.formats.literals import format_number
 from sparsecomp.targets.cpu import CpuTarget, detect_host
 from sparsecomp.targets.cuda import CudaTarget
 
 #: ``densify`` turns unstructured tensors at least this dense (and < 1.0) dense.
 DENSE_DENSITY = 0.5
 INDEX32_MAX = 2**31 - 1
-KINDS = ("unstructured", "nm", "block", "ragged")
+_ARITY = {"unstructured": 0, "nm": 2, "block": 2, "ragged": 0}
+KINDS = tuple(_ARITY)
 _MMA_SP_TYPES = ("f16", "bf16")
 
 
@@ -69,7 +79,51 @@ class Sparsity:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise FormatError(f"unknown sparsity kind '{self.kind}'; expected {', '.join(KINDS)}")
+            raise FormatError(
+                f"unknown sparsity kind '{self.kind}'; expected one of {', '.join(KINDS)}"
+            )
+        arity = _ARITY[self.kind]
+        if len(self.params) != arity:
+            raise FormatError(
+                f"sparsity '{self.kind}' takes {arity} params, got {len(self.params)}"
+            )
+        if self.kind == "nm" and not 0 < self.params[0] <= self.params[1]:
+            raise FormatError(
+                f"n:m sparsity needs 0 < n <= m, got {self.params[0]}:{self.params[1]}"
+            )
+        if self.kind == "block" and min(self.params) <= 0:
+            raise FormatError(
+                f"block sizes must be positive, got {self.params[0]}x{self.params[1]}"
+            )
+        if not 0.0 <= self.density <= 1.0:
+            raise FormatError(f"density must lie in [0, 1], got {self.density}")
+
+    def attr_text(self) -> str:
+        """``#sparse_iter.sparsity<kind[params], density = d>`` as MLIR prints it."""
+        density = f", density = {format_number(self.density)}" if self.density != 1.0 else ""
+        return f"#sparse_iter.sparsity<{format_value(Indexed(self.kind, self.params))}{density}>"
+
+    @classmethod
+    def from_node(cls, node: AttrNode) -> Sparsity:
+        if node.mnemonic != "sparsity" or not 1 <= len(node.args) <= 2:
+            raise FormatError(
+                f"expected #sparse_iter.sparsity<kind[params], density = d>, got "
+                f"{format_value(node)}"
+            )
+        spec, *rest = node.args
+        if isinstance(spec, Keyword):
+            spec = Indexed(spec.name, ())
+        density = 1.0
+        if rest:
+            _, named = node.fields("sparsity", 1, ("density",))
+            density = named["density"]
+        if not isinstance(spec, Indexed) or not all(isinstance(p, int) for p in spec.args):
+            raise FormatError(
+                f"a sparsity is a kind with integer params, e.g. nm[2, 4]; got {format_value(spec)}"
+            )
+        if not isinstance(density, int | float) or isinstance(density, bool):
+            raise FormatError(f"density must be a number, got {format_value(density)}")
+        return cls(spec.name, tuple(int(p) for p in spec.args), float(density))
 
 
 @dataclass(frozen=True)
@@ -98,6 +152,8 @@ class Use:
     operand_index: int = 0
     element_types: tuple[str, ...] = ()
     indexing_maps: tuple[IndexingMap, ...] = ()
+    #: The maps as MLIR prints them (``affine_map<...>``), to print the encoding back.
+    map_texts: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def operand_map(self) -> IndexingMap | None:
@@ -129,29 +185,53 @@ class Encoding:
     @classmethod
     def parse(cls, text: str) -> Encoding:
         """From ``#sparse_iter.sparsity<...>`` or ``#sparse_iter.encoding<...>`` text."""
-        text = text.strip()
-        if text.startswith("#sparse_iter.sparsity<"):
-            return cls(_sparsity(text))
-        if not text.startswith("#sparse_iter.encoding<") or not text.endswith(">"):
+        node = parse_attr(text)
+        if node.mnemonic == "sparsity":
+            return cls(Sparsity.from_node(node))
+        if node.mnemonic != "encoding":
             raise FormatError(f"not a #sparse_iter.sparsity or .encoding: '{text}'")
-        pieces = split_top_level(text[len("#sparse_iter.encoding<") : -1])
-        if len(pieces) != 5:
-            raise FormatError(f"#sparse_iter.encoding takes 5 parameters, got '{text}'")
-        index = parse_value(pieces[2])
-        types = split_top_level(pieces[3].strip()[1:-1])
-        maps = split_top_level(pieces[4].strip()[1:-1])
+        (sparsity,), named = node.fields("encoding", 1, _USE_KEYS)
+        if not isinstance(sparsity, AttrNode):
+            raise FormatError(f"an encoding starts with a #sparse_iter.sparsity, got '{text}'")
+        op_name, index = named["op_name"], named["operand"]
+        types, maps = named["element_types"], named["indexing_maps"]
+        if not isinstance(op_name, str):
+            raise FormatError(f"op_name must be a string, got {format_value(op_name)}")
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise FormatError(f"operand must be a non-negative integer, got {format_value(index)}")
+        if not isinstance(types, list) or not all(isinstance(t, Keyword | Raw) for t in types):
+            raise FormatError(f"element_types must be an array of types, got {format_value(types)}")
+        if not isinstance(maps, list) or not all(
+            isinstance(m, Raw) and m.text.startswith("affine_map<") for m in maps
+        ):
+            raise FormatError(
+                f"indexing_maps must be an array of affine maps, got {format_value(maps)}"
+            )
+        if maps and index >= len(maps):
+            raise FormatError(f"operand {index} is out of range for {len(maps)} indexing maps")
         use = Use(
-            parse_string(pieces[1]),
+            op_name,
             index,
-            tuple(types),
-            tuple(IndexingMap.parse(m) for m in maps),
+            tuple(format_value(t) for t in types),
+            tuple(IndexingMap.parse(m.text) for m in maps),
+            tuple(m.text for m in maps),
         )
-        return cls(_sparsity(pieces[0]), use)
+        return cls(Sparsity.from_node(sparsity), use)
+
+    def attr_text(self) -> str:
+        """``#sparse_iter.encoding<...>`` as MLIR prints it."""
+        use = self.use
+        fields = [
+            Field("op_name", use.op_name),
+            Field("operand", use.operand_index),
+            Field("element_types", [Raw(t) for t in use.element_types]),
+            Field("indexing_maps", [Raw(m) for m in use.map_texts]),
+        ]
+        body = ", ".join([self.sparsity.attr_text(), *(format_value(f) for f in fields)])
+        return f"#sparse_iter.encoding<{body}>"
 
 
-def _sparsity(text: str) -> Sparsity:
-    kind, params, density = parse_attr(text).args_of("sparsity", 3)
-    return Sparsity(kind, tuple(params), float(density))
+_USE_KEYS = ("op_name", "operand", "element_types", "indexing_maps")
 
 
 Target = CpuTarget | CudaTarget

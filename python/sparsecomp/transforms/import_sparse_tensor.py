@@ -101,8 +101,8 @@ class ImportSparseTensorPass(SparsecompPass):
     After:
 
     ```mlir
-    func.func @f(%a: tensor<?x?xf64, #sparse_iter.layout<["dense_fixed",
-        "compressed_varied"], affine_map<(d0, d1) -> (d0, d1)>, 0 : i64, 0 : i64, {}>>) -> ...
+    func.func @f(%a: tensor<?x?xf64, #sparse_iter.layout<{map = (d0, d1) ->
+        (d0 : dense, d1 : compressed)}>>) -> ...
     ```
     """
 

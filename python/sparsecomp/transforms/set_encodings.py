@@ -8,8 +8,9 @@ from mlir import ir
 from mlir._mlir_libs._mlirDialectsLinalg import get_indexing_maps
 from mlir.passmanager import ExternalPass
 
-from sparsecomp.ir.attrs import build, encoding_of, mnemonic
+from sparsecomp.ir.attrs import encoding_of, mnemonic
 from sparsecomp.ir.walk import preorder
+from sparsecomp.targets.resolve import Encoding, IndexingMap, Use
 from sparsecomp.transforms.base import SparsecompPass
 
 SET = "sparse_iter.set_encoding"
@@ -46,16 +47,15 @@ def set_encoding(value: ir.Value, ty: ir.Type, ip: ir.InsertionPoint, loc: ir.Lo
 def _op_encoding(sparsity: ir.Attribute, op: ir.Operation, index: int) -> ir.Attribute:
     maps = indexing_maps(op)
     assert maps is not None
-    types = [ir.TypeAttr.get(_element_type(v.type)) for v in op.operands]
-    i64 = ir.IntegerType.get_signless(64)
-    return build(
-        "encoding",
-        sparsity=sparsity,
-        op_name=ir.StringAttr.get(op.name),
-        operand_index=ir.IntegerAttr.get(i64, index),
-        element_types=ir.ArrayAttr.get(types),
-        indexing_maps=maps,
+    texts = tuple(str(m) for m in maps)
+    use = Use(
+        op.name,
+        index,
+        tuple(str(_element_type(v.type)) for v in op.operands),
+        tuple(IndexingMap.parse(t) for t in texts),
+        texts,
     )
+    return ir.Attribute.parse(Encoding(Encoding.parse(str(sparsity)).sparsity, use).attr_text())
 
 
 def encode_operands(op: ir.Operation) -> None:
@@ -93,8 +93,8 @@ class SetEncodingsPass(SparsecompPass):
     ``linalg.matmul``, ``linalg.matvec``, ``linalg.batch_matmul``), each operand
     whose type carries only a ``#sparse_iter.sparsity`` goes through a
     ``sparse_iter.set_encoding`` to the same tensor with a
-    ``#sparse_iter.encoding<sparsity, "<op name>", <operand index>,
-    [<element types of all operands>], [<indexing maps>]>``, IREE's
+    ``#sparse_iter.encoding<sparsity, op_name = "<op name>", operand = <index>,
+    element_types = [<of all operands>], indexing_maps = [<of the op>]>``, IREE's
     ``SetEncoding`` for sparsity: the encoding records how the op uses the
     tensor, so that ``sparse-iter-specialize-encodings`` can choose a layout
     per use (CSC for a transposed read, etc.). Indexing maps of named ops are
@@ -116,7 +116,7 @@ class SetEncodingsPass(SparsecompPass):
     Before:
 
     ```mlir
-    #sp = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+    #sp = #sparse_iter.sparsity<unstructured, density = 0.01>
     %0 = linalg.matmul ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>)
                        outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
     ```
@@ -124,9 +124,11 @@ class SetEncodingsPass(SparsecompPass):
     After:
 
     ```mlir
-    #enc = #sparse_iter.encoding<#sp, "linalg.matmul", 0 : i64, [f32, f32, f32],
-        [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>,
-         affine_map<(d0, d1, d2) -> (d0, d1)>]>
+    #enc = #sparse_iter.encoding<#sp, op_name = "linalg.matmul", operand = 0,
+        element_types = [f32, f32, f32],
+        indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                         affine_map<(d0, d1, d2) -> (d2, d1)>,
+                         affine_map<(d0, d1, d2) -> (d0, d1)>]>
     %e = sparse_iter.set_encoding %a : tensor<?x?xf32, #sp> to tensor<?x?xf32, #enc>
     %0 = linalg.matmul ins(%e, %b : tensor<?x?xf32, #enc>, tensor<?x?xf32>)
                        outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>

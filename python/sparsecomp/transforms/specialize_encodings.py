@@ -62,7 +62,7 @@ class SpecializeEncodingsPass(SparsecompPass):
     Before:
 
     ```mlir
-    #sp = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+    #sp = #sparse_iter.sparsity<unstructured, density = 0.01>
     func.func @spmm(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>,
                     %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
       %0 = linalg.matmul ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>)
@@ -71,8 +71,8 @@ class SpecializeEncodingsPass(SparsecompPass):
     }
     ```
 
-    After (``#csr`` stands for ``#sparse_iter.layout<["dense_fixed",
-    "compressed_varied"], affine_map<(d0, d1) -> (d0, d1)>, 32 : i64, 32 : i64, {}>``):
+    After (``#csr`` stands for ``#sparse_iter.layout<{map = (d0, d1) ->
+    (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>``):
 
     ```mlir
     func.func @spmm(%a: tensor<?x?xf32, #csr>, %b: tensor<?x?xf32>,

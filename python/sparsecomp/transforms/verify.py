@@ -24,9 +24,10 @@ class VerifyPass(SparsecompPass):
     Example of a rejected program:
 
     ```mlir
-    // error: pos_width must be one of 0, 8, 16, 32, 64, got 31
-    func.func private @f(tensor<?x?xf32, #sparse_iter.layout<
-        ["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 31, 32>>)
+    // error: singleton level 1 must follow a nonunique compressed,
+    //        loose_compressed or singleton level
+    func.func private @f(tensor<?x?xf32, #sparse_iter.layout<{map = (i, j) ->
+        (i : dense, j : singleton)}>>)
     ```
     """
 

@@ -2,7 +2,7 @@
 
 // The stage II access ops read buffers of tensors with a single layout.
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @positions_of_plain(%t: tensor<?x?xf32>) -> tensor<?xi32> {
   // expected-error@+1 {{sparse_iter.positions needs a tensor with a single #sparse_iter.layout, got tensor<?x?xf32>}}
@@ -12,7 +12,7 @@ func.func @positions_of_plain(%t: tensor<?x?xf32>) -> tensor<?xi32> {
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @level_out_of_range(%A: tensor<?x?xf32, #csr>) -> tensor<?xi32> {
   // expected-error@+1 {{sparse_iter.coordinates level 2 is out of range for a layout of 2 levels}}
@@ -22,27 +22,27 @@ func.func @level_out_of_range(%A: tensor<?x?xf32, #csr>) -> tensor<?xi32> {
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @dense_level_positions(%A: tensor<?x?xf32, #csr>) -> tensor<?xi32> {
-  // expected-error@+1 {{level 0 (dense_fixed) stores no positions}}
+  // expected-error@+1 {{level 0 (dense) stores no positions}}
   %p = "sparse_iter.positions"(%A) {level = 0 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
   return %p : tensor<?xi32>
 }
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @dense_level_coordinates(%A: tensor<?x?xf32, #csr>) -> tensor<?xi32> {
-  // expected-error@+1 {{level 0 (dense_fixed) stores no coordinates}}
+  // expected-error@+1 {{level 0 (dense) stores no coordinates}}
   %c = "sparse_iter.coordinates"(%A) {level = 0 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
   return %c : tensor<?xi32>
 }
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @wrong_width(%A: tensor<?x?xf32, #csr>) -> tensor<?xi64> {
   // expected-error@+1 {{sparse_iter.positions result must be a rank-1 tensor of i32 (e.g. tensor<?xi32>), got tensor<?xi64>}}
@@ -52,8 +52,8 @@ func.func @wrong_width(%A: tensor<?x?xf32, #csr>) -> tensor<?xi64> {
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#enc = #sparse_iter.layout<["dense_fixed"], affine_map<(i) -> (i)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#enc = #sparse_iter.layout<{map = (i) -> (i : dense), posWidth = 32, crdWidth = 32}>
 
 func.func @encoded_values(%A: tensor<?x?xf32, #csr>) -> tensor<?xf32, #enc> {
   // expected-error@+1 {{sparse_iter.values result must not carry an encoding, got tensor<?xf32, #sparse_iter.layout}}
@@ -63,8 +63,8 @@ func.func @encoded_values(%A: tensor<?x?xf32, #csr>) -> tensor<?xf32, #enc> {
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#csr64 = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 64, 64, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#csr64 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 64, crdWidth = 64}>
 
 func.func @with_values_changes_type(%A: tensor<?x?xf32, #csr>, %v: tensor<?xf32>) -> tensor<?x?xf32, #csr64> {
   // expected-error@+1 {{sparse_iter.with_values result must have the type of its tensor operand}}
@@ -74,7 +74,7 @@ func.func @with_values_changes_type(%A: tensor<?x?xf32, #csr>, %v: tensor<?xf32>
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @with_values_wrong_type(%A: tensor<?x?xf32, #csr>, %v: tensor<?xf64>) -> tensor<?x?xf32, #csr> {
   // expected-error@+1 {{sparse_iter.with_values values operand must be a rank-1 tensor of f32 (e.g. tensor<?xf32>), got tensor<?xf64>}}
@@ -84,7 +84,7 @@ func.func @with_values_wrong_type(%A: tensor<?x?xf32, #csr>, %v: tensor<?xf64>) 
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @assemble_missing_size(%p: tensor<?xi32>, %c: tensor<?xi32>, %v: tensor<?xf32>, %m: index) -> tensor<?x?xf32, #csr> {
   // expected-error-re@+1 {{sparse_iter.assemble of tensor<?x?xf32, #sparse_iter.layout<{{.*}}>> takes the positions, then the coordinates of its levels, its values and one index per dimension (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index, index), got (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>, index)}}
@@ -102,8 +102,8 @@ func.func @assemble_plain(%v: tensor<?xf32>) -> tensor<?xf32> {
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#hyb = #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#hyb = #sparse_iter.composable<[#sparse_iter.part<rest, #csr>]>
 
 func.func @get_part_out_of_range(%A: tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr> {
   // expected-error@+1 {{sparse_iter.get_part index 1 is out of range for 1 parts}}
@@ -113,9 +113,9 @@ func.func @get_part_out_of_range(%A: tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#csr64 = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 64, 64, {}>
-#hyb = #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#csr64 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 64, crdWidth = 64}>
+#hyb = #sparse_iter.composable<[#sparse_iter.part<rest, #csr>]>
 
 func.func @get_part_wrong_layout(%A: tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr64> {
   // expected-error-re@+1 {{sparse_iter.get_part result must be the tensor's shape and element type in part 0's layout {{.*}}}}
@@ -125,7 +125,7 @@ func.func @get_part_wrong_layout(%A: tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 func.func @get_part_of_single_layout(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csr> {
   // expected-error-re@+1 {{sparse_iter.get_part needs a tensor with a #sparse_iter.composable layout, got {{.*}}}}

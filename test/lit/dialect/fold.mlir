@@ -3,8 +3,8 @@
 // set_encoding and unset_encoding fold their round trips in the dialect, so
 // upstream canonicalize removes them; a round trip that changes the
 // encoding is a layout conversion and stays.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#csc = #sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32}>
 
 // CHECK-LABEL: func.func @unset_of_set
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)

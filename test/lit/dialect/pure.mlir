@@ -2,7 +2,7 @@
 
 // sparse_iter ops are Pure: cse merges equal ones and canonicalize deletes
 // those whose results are unused, as for any side-effect free upstream op.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // CHECK-LABEL: func.func @merged
 // CHECK-SAME: (%[[A:.*]]: tensor

@@ -5,73 +5,59 @@
 
 // Every sparse_iter attribute and op prints and parses back unchanged.
 
-#unstructured = #sparse_iter.sparsity<"unstructured", array<i64>, 0.01>
-#nm = #sparse_iter.sparsity<"nm", array<i64: 2, 4>, 0.5>
-#block = #sparse_iter.sparsity<"block", array<i64: 16, 16>, 0.1>
-#ragged = #sparse_iter.sparsity<"ragged", array<i64>, 1.0>
-#matmul_lhs = #sparse_iter.encoding<#unstructured, "linalg.matmul", 0, [f32, f32, f32],
-  [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]>
-
-// The block and n:m maps print as aliases at the top.
-// CHECK-DAG: #[[BSR_MAP:map[0-9]*]] = affine_map<(d0, d1) -> (d0 floordiv 16, d1 floordiv 8, d0 mod 16, d1 mod 8)>
-// CHECK-DAG: #[[NM_MAP:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1 floordiv 4, d1 mod 4)>
+#unstructured = #sparse_iter.sparsity<unstructured, density = 0.01>
+#nm = #sparse_iter.sparsity<nm[2, 4], density = 0.5>
+#block = #sparse_iter.sparsity<block[16, 16], density = 0.1>
+#ragged = #sparse_iter.sparsity<ragged>
+#matmul_lhs = #sparse_iter.encoding<#unstructured, op_name = "linalg.matmul", operand = 0, element_types = [f32, f32, f32], indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]>
 
 // CHECK-LABEL: func.func private @encodings
-// CHECK-SAME: tensor<?x?xf32, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>, "linalg.matmul", 0 : i64, [f32, f32, f32], [#{{map[0-9]*}}, #{{map[0-9]*}}, #{{map[0-9]*}}]>>
-// CHECK-SAME: tensor<8x8xf16, #sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>>
-// CHECK-SAME: tensor<32x32xf32, #sparse_iter.sparsity<"block", array<i64: 16, 16>, 1.000000e-01 : f64>>
-// CHECK-SAME: tensor<?x?xi32, #sparse_iter.sparsity<"ragged", array<i64>, 1.000000e+00 : f64>>
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.encoding<#sparse_iter.sparsity<unstructured, density = 0.01>, op_name = "linalg.matmul", operand = 0, element_types = [f32, f32, f32], indexing_maps = [#{{map[0-9]*}}, #{{map[0-9]*}}, #{{map[0-9]*}}]>>
+// CHECK-SAME: tensor<8x8xf16, #sparse_iter.sparsity<nm[2, 4], density = 0.5>>
+// CHECK-SAME: tensor<32x32xf32, #sparse_iter.sparsity<block[16, 16], density = 0.1>>
+// CHECK-SAME: tensor<?x?xi32, #sparse_iter.sparsity<ragged>>
 func.func private @encodings(tensor<?x?xf32, #matmul_lhs>, tensor<8x8xf16, #nm>,
                              tensor<32x32xf32, #block>, tensor<?x?xi32, #ragged>)
 
 // One of each level format and property, every map shape, every option.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 64, 16, {}>
-#dcsr = #sparse_iter.layout<["compressed_varied", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 0, 8, {}>
-#bsr = #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"],
-  affine_map<(i, j) -> (i floordiv 16, j floordiv 8, i mod 16, j mod 8)>, 0, 0, {}>
-#coo3 = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton(nonunique, soa)", "singleton(soa)"],
-  affine_map<(i, j, k) -> (i, j, k)>, 64, 64, {}>
-#ell = #sparse_iter.layout<["dense_fixed", "compressed_fixed"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#ell8 = #sparse_iter.layout<["dense_fixed", "compressed_fixed[8]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#ragged_rows = #sparse_iter.layout<["dense_fixed", "dense_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#loose = #sparse_iter.layout<["dense_fixed", "loose_compressed(nonordered)"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#nm24 = #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"],
-  affine_map<(i, j) -> (i, j floordiv 4, j mod 4)>, 32, 8, {nm_metadata = "mma_sp_m16n8k16"}>
-#shared = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32,
-  {index_group = "sddmm.s"}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#csc = #sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed), posWidth = 64, crdWidth = 16}>
+#dcsr = #sparse_iter.layout<{map = (i, j) -> (i : compressed, j : compressed), crdWidth = 8}>
+#bsr = #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 8 : compressed, i mod 16 : dense, j mod 8 : dense)}>
+#coo3 = #sparse_iter.layout<{map = (i, j, k) -> (i : compressed(nonunique), j : singleton(nonunique, soa), k : singleton(soa)), posWidth = 64, crdWidth = 64}>
+#ell = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed_fixed), posWidth = 32, crdWidth = 32}>
+#ell8 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed_fixed[8]), posWidth = 32, crdWidth = 32}>
+#ragged_rows = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : dense_varied), posWidth = 32, crdWidth = 32}>
+#loose = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : loose_compressed(nonordered)), posWidth = 32, crdWidth = 32}>
+#nm24 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 8, nmMetadata = mma_sp_m16n8k16}>
+#shared = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32, indexGroup = "sddmm.s"}>
 
 // CHECK-LABEL: func.func private @layouts
-// CHECK-SAME: #sparse_iter.layout<["dense_fixed", "compressed_varied"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {}>
-// CHECK-SAME: #sparse_iter.layout<["dense_fixed", "compressed_varied"], #{{map[0-9]*}}, 64 : i64, 16 : i64, {}>
-// CHECK-SAME: #sparse_iter.layout<["compressed_varied", "compressed_varied"], #{{map[0-9]*}}, 0 : i64, 8 : i64, {}>
-// CHECK-SAME: #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], #[[BSR_MAP]], 0 : i64, 0 : i64, {}>
-// CHECK-SAME: #sparse_iter.layout<["compressed_varied(nonunique)", "singleton(nonunique, soa)", "singleton(soa)"], #{{map[0-9]*}}, 64 : i64, 64 : i64, {}>
-// CHECK-SAME: #sparse_iter.layout<["dense_fixed", "compressed_fixed"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {}>
-// CHECK-SAME: #sparse_iter.layout<["dense_fixed", "compressed_fixed[8]"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {}>
-// CHECK-SAME: #sparse_iter.layout<["dense_fixed", "dense_varied"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {}>
-// CHECK-SAME: #sparse_iter.layout<["dense_fixed", "loose_compressed(nonordered)"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {}>
-// CHECK-SAME: #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"], #[[NM_MAP]], 32 : i64, 8 : i64, {nm_metadata = "mma_sp_m16n8k16"}>
-// CHECK-SAME: #sparse_iter.layout<["dense_fixed", "compressed_varied"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {index_group = "sddmm.s"}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 64, crdWidth = 16}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : compressed, d1 : compressed), crdWidth = 8}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 16 : dense, d1 floordiv 8 : compressed, d0 mod 16 : dense, d1 mod 8 : dense)}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1, d2) -> (d0 : compressed(nonunique), d1 : singleton(nonunique, soa), d2 : singleton(soa)), posWidth = 64, crdWidth = 64}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed_fixed), posWidth = 32, crdWidth = 32}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed_fixed[8]), posWidth = 32, crdWidth = 32}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : dense_varied), posWidth = 32, crdWidth = 32}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : loose_compressed(nonordered)), posWidth = 32, crdWidth = 32}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 8, nmMetadata = mma_sp_m16n8k16}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32, indexGroup = "sddmm.s"}>
 func.func private @layouts(tensor<?x?xf64, #csr>, tensor<?x?xf64, #csc>, tensor<?x?xf32, #dcsr>,
                            tensor<64x64xf32, #bsr>, tensor<?x?x?xf32, #coo3>,
                            tensor<?x?xf32, #ell>, tensor<?x?xf32, #ell8>, tensor<?x?xi32, #ragged_rows>,
                            tensor<?x?xf32, #loose>, tensor<?x?xf16, #nm24>, tensor<?x?xf32, #shared>)
 
 // Composable layouts: hyb-style ELL buckets + CSR rest, BSR + CSR rest.
-#ell1 = #sparse_iter.layout<["compressed_varied", "compressed_fixed[1]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#ell2 = #sparse_iter.layout<["compressed_varied", "compressed_fixed[2]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#hyb = #sparse_iter.composable<[
-  #sparse_iter.part<"ell_bucket", array<i64: 0, 2, 0, 1>, #ell1>,
-  #sparse_iter.part<"ell_bucket", array<i64: 1, 2, 1, 2>, #ell2>,
-  #sparse_iter.part<"rest", array<i64>, #csr>]>
-#bsr_csr = #sparse_iter.composable<[
-  #sparse_iter.part<"block_dense", array<i64: 16, 8, 32>, #bsr>,
-  #sparse_iter.part<"rest", array<i64>, #csr>]>
+#ell1 = #sparse_iter.layout<{map = (i, j) -> (i : compressed, j : compressed_fixed[1]), posWidth = 32, crdWidth = 32}>
+#ell2 = #sparse_iter.layout<{map = (i, j) -> (i : compressed, j : compressed_fixed[2]), posWidth = 32, crdWidth = 32}>
+#hyb = #sparse_iter.composable<[#sparse_iter.part<ell_bucket[0, 2, 0, 1], #ell1>, #sparse_iter.part<ell_bucket[1, 2, 1, 2], #ell2>, #sparse_iter.part<rest, #csr>]>
+#bsr_csr = #sparse_iter.composable<[#sparse_iter.part<block_dense[16, 8, 32], #bsr>, #sparse_iter.part<rest, #csr>]>
 
 // CHECK-LABEL: func.func private @composable
-// CHECK-SAME: #sparse_iter.composable<[#sparse_iter.part<"ell_bucket", array<i64: 0, 2, 0, 1>, #sparse_iter.layout<["compressed_varied", "compressed_fixed[1]"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {}>>, #sparse_iter.part<"ell_bucket", array<i64: 1, 2, 1, 2>, #sparse_iter.layout<["compressed_varied", "compressed_fixed[2]"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {}>>, #sparse_iter.part<"rest", array<i64>, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {}>>]>
-// CHECK-SAME: #sparse_iter.composable<[#sparse_iter.part<"block_dense", array<i64: 16, 8, 32>, #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], #[[BSR_MAP]], 0 : i64, 0 : i64, {}>>, #sparse_iter.part<"rest"
+// CHECK-SAME: #sparse_iter.composable<[#sparse_iter.part<ell_bucket[0, 2, 0, 1], #sparse_iter.layout<{map = (d0, d1) -> (d0 : compressed, d1 : compressed_fixed[1]), posWidth = 32, crdWidth = 32}>>, #sparse_iter.part<ell_bucket[1, 2, 1, 2], #sparse_iter.layout<{map = (d0, d1) -> (d0 : compressed, d1 : compressed_fixed[2]), posWidth = 32, crdWidth = 32}>>, #sparse_iter.part<rest, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>]>
+// CHECK-SAME: #sparse_iter.composable<[#sparse_iter.part<block_dense[16, 8, 32], #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 16 : dense, d1 floordiv 8 : compressed, d0 mod 16 : dense, d1 mod 8 : dense)}>>, #sparse_iter.part<rest, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>]>
 func.func private @composable(tensor<?x?xf32, #hyb>, tensor<?x?xf32, #bsr_csr>)
 
 // Ops print in their assembly format; the generic form parses too.
@@ -79,21 +65,21 @@ func.func private @composable(tensor<?x?xf32, #hyb>, tensor<?x?xf32, #bsr_csr>)
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)
 // CHECK: %[[S:.*]] = sparse_iter.set_encoding %[[X]] : tensor<?x?xf32> to tensor<?x?xf32, #sparse_iter.layout
 // CHECK: %[[U:.*]] = sparse_iter.unset_encoding %[[S]] : tensor<?x?xf32, #sparse_iter.layout{{.*}}> to tensor<?x?xf32>
-// CHECK: %[[T:.*]] = sparse_iter.sparsify %[[U]] with <"threshold", array<f64: 1.000000e-03>> : tensor<?x?xf32> to tensor<?x?xf32, #sparse_iter.layout
-// CHECK: sparse_iter.sparsify %[[T]] with <"nm", array<f64: 2.000000e+00, 4.000000e+00>> : tensor<?x?xf32, #sparse_iter.layout{{.*}}> to tensor<?x?xf32, #sparse_iter.sparsity
+// CHECK: %[[T:.*]] = sparse_iter.sparsify %[[U]] with <threshold[0.001]> : tensor<?x?xf32> to tensor<?x?xf32, #sparse_iter.layout
+// CHECK: sparse_iter.sparsify %[[T]] with <nm[2, 4]> : tensor<?x?xf32, #sparse_iter.layout{{.*}}> to tensor<?x?xf32, #sparse_iter.sparsity
 func.func @ops(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #nm> {
   %s = "sparse_iter.set_encoding"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
   %u = "sparse_iter.unset_encoding"(%s) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32>
-  %t = "sparse_iter.sparsify"(%u) {sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 1.0e-3>>}
+  %t = "sparse_iter.sparsify"(%u) {sparsifier = #sparse_iter.sparsifier<threshold[0.001]>}
       : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
-  %n = "sparse_iter.sparsify"(%t) {sparsifier = #sparse_iter.sparsifier<"nm", array<f64: 2.0, 4.0>>}
+  %n = "sparse_iter.sparsify"(%t) {sparsifier = #sparse_iter.sparsifier<nm[2, 4]>}
       : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #nm>
   return %n : tensor<?x?xf32, #nm>
 }
 
 // set_encoding may change one #sparse_iter encoding into another: a sparsity
 // into an op encoding, a layout into another layout (a conversion).
-#csc_conv = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+#csc_conv = #sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32}>
 // CHECK-LABEL: func.func @change_encoding
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.sparsity
 // CHECK: %[[E:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.sparsity{{.*}}> to tensor<?x?xf32, #sparse_iter.encoding
@@ -132,8 +118,8 @@ func.func @assemble(%p: tensor<?xi32>, %c: tensor<?xi32>, %v: tensor<?xf32>, %m:
 // get_part reads one part of a composable tensor.
 // CHECK-LABEL: func.func @get_part
 // CHECK: sparse_iter.get_part %{{.*}}[0]
-func.func @get_part(%A: tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>>) -> tensor<?x?xf32, #csr> {
-  %p = sparse_iter.get_part %A[0] : tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<"rest", array<i64>, #csr>]>> -> tensor<?x?xf32, #csr>
+func.func @get_part(%A: tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<rest, #csr>]>>) -> tensor<?x?xf32, #csr> {
+  %p = sparse_iter.get_part %A[0] : tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<rest, #csr>]>> -> tensor<?x?xf32, #csr>
   return %p : tensor<?x?xf32, #csr>
 }
 

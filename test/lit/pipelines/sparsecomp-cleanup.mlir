@@ -1,7 +1,7 @@
 // RUN: sparsecomp-opt %s --pass-pipeline='builtin.module(sparsecomp-cleanup)' | FileCheck %s
 // RUN: sparsecomp-opt %s --sparsecomp-cleanup | FileCheck %s
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // Round trips fold, then canonicalize and cse clean up what they exposed.
 // CHECK-LABEL: func.func @cleanup

@@ -1,7 +1,7 @@
 // RUN: sparsecomp-opt %s --pass-pipeline='builtin.module(sparsecomp-cpu-buffers)' | FileCheck %s
 
 // Stage II in, stage III out: no encoding is left and the ABI is recorded.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 // CHECK-LABEL: func.func @nnz_values
 // CHECK-SAME: (%{{.*}}: tensor<?xi32>, %{{.*}}: tensor<?xi32>, %[[V:.*]]: tensor<?xf32>, %{{.*}}: index, %{{.*}}: index) -> tensor<?xf32>
 // CHECK-SAME: sparse_iter.abi

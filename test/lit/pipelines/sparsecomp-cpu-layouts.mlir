@@ -6,14 +6,14 @@
 // upstream sparsifier and keeps #sparse_tensor types.
 module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [avx, avx2], vector_bits = 256, threads = 0>}} {
   // CHECK-LABEL: func.func @spmv
-  // CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"]
+  // CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed)
   // CHECK-NOT: sparsity
   // CHECK-NOT: sparse_iter.upstream
   // CHECK: linalg.generic
   // CHECK-NOT: linalg.matvec
-  func.func @spmv(%A: tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>>,
+  func.func @spmv(%A: tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.01>>,
                   %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
-    %r = linalg.matvec ins(%A, %x : tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>>, tensor<?xf32>)
+    %r = linalg.matvec ins(%A, %x : tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.01>>, tensor<?xf32>)
                        outs(%y : tensor<?xf32>) -> tensor<?xf32>
     return %r : tensor<?xf32>
   }

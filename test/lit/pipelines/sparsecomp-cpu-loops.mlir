@@ -1,7 +1,7 @@
 // RUN: sparsecomp-opt %s --pass-pipeline='builtin.module(sparsecomp-cpu-loops)' | FileCheck %s
 
 // The target's 256-bit vectors give 8 lanes of f32 along SpMM's dense columns.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [avx, avx2], vector_bits = 256, threads = 0>}} {
   // CHECK-LABEL: func.func @spmm
   // CHECK-NOT: linalg.generic

@@ -7,7 +7,7 @@
 // (positions 128..192 are negative as signed bytes; read signed they sent
 // the row loop out of bounds). Each row of ones times ones sums to 12.
 // CHECK: ( 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12 )
-#csr8 = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 8, 8, {}>
+#csr8 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 8}>
 func.func @main() {
   %d = arith.constant dense<1.0> : tensor<16x12xf32>
   %A = "sparse_iter.set_encoding"(%d) : (tensor<16x12xf32>) -> tensor<16x12xf32, #csr8>

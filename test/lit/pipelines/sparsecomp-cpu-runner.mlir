@@ -7,11 +7,11 @@
 // CSR tensor assembled in the kernel), then multiplies a vector through the
 // OpenMP row loop: rows 7 = 1*1 + 2*3, 0, 22 = 3*2 + 4*4, 29 = 5*1 + 6*4.
 // CHECK: ( 7, 0, 22, 29 )
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 func.func @main() {
   %d = arith.constant dense<[[1.0, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, 0.0],
                              [0.0, 3.0, 0.0, 4.0], [5.0, 0.0, 0.0, 6.0]]> : tensor<4x4xf32>
-  %A = "sparse_iter.sparsify"(%d) {sparsifier = #sparse_iter.sparsifier<"keep_all", array<f64>>}
+  %A = "sparse_iter.sparsify"(%d) {sparsifier = #sparse_iter.sparsifier<keep_all>}
       : (tensor<4x4xf32>) -> tensor<4x4xf32, #csr>
   %x = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
   %z = arith.constant dense<0.0> : tensor<4xf32>

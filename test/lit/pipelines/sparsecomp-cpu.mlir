@@ -2,7 +2,7 @@
 
 // The whole program reaches the LLVM dialect: an OpenMP row loop, masked
 // vector loads, and the C interface the runtime calls.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [avx, avx2], vector_bits = 256, threads = 0>}} {
   // CHECK: llvm.func @spmm
   // CHECK: omp.parallel

@@ -8,7 +8,7 @@
 // OPTION-NAME: error: pass 'sparse-iter-fold-encodings' has no option 'iterations' (options: max-iterations, test-convergence)
 
 // The pass refuses malformed sparse_iter ops instead of folding them.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 func.func @fold_mismatched(%x: tensor<4x4xf32>) -> tensor<?x?xf32> {
   // expected-error@+1 {{sparse_iter.set_encoding must keep shape and element type}}
   %0 = "sparse_iter.set_encoding"(%x) : (tensor<4x4xf32>) -> tensor<?x?xf32, #csr>
@@ -20,8 +20,8 @@ func.func @fold_mismatched(%x: tensor<4x4xf32>) -> tensor<?x?xf32> {
 
 func.func @fold_bad_layout(%x: tensor<?xf32>) -> tensor<?xf32> {
   // expected-error@+1 {{unknown level format 'csr'}}
-  %0 = "sparse_iter.set_encoding"(%x) : (tensor<?xf32>) -> tensor<?xf32, #sparse_iter.layout<["csr"], affine_map<(i) -> (i)>, 32, 32, {}>>
-  %1 = "sparse_iter.unset_encoding"(%0) : (tensor<?xf32, #sparse_iter.layout<["csr"], affine_map<(i) -> (i)>, 32, 32, {}>>) -> tensor<?xf32>
+  %0 = "sparse_iter.set_encoding"(%x) : (tensor<?xf32>) -> tensor<?xf32, #sparse_iter.layout<{map = (i) -> (i : csr), posWidth = 32, crdWidth = 32}>>
+  %1 = "sparse_iter.unset_encoding"(%0) : (tensor<?xf32, #sparse_iter.layout<{map = (i) -> (i : csr), posWidth = 32, crdWidth = 32}>>) -> tensor<?xf32>
   return %1 : tensor<?xf32>
 }
 
@@ -30,7 +30,7 @@ func.func @fold_bad_layout(%x: tensor<?xf32>) -> tensor<?xf32> {
 // With test-convergence, running out of iterations is an error.
 // RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='max-iterations=1 test-convergence=true' 2>&1 | FileCheck %s --check-prefix=CONVERGE
 // CONVERGE: error: sparse-iter-fold-encodings did not converge within 1 iterations
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 func.func @converge(%x: tensor<4x4xf64>) -> tensor<4x4xf64> {
   %0 = "sparse_iter.set_encoding"(%x) : (tensor<4x4xf64>) -> tensor<4x4xf64, #csr>
   %1 = "sparse_iter.unset_encoding"(%0) : (tensor<4x4xf64, #csr>) -> tensor<4x4xf64>

@@ -1,8 +1,8 @@
 // RUN: sparsecomp-opt %s --split-input-file --pass-pipeline='builtin.module(sparse-iter-fold-encodings)' | FileCheck %s --enable-var-scope
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='max-iterations=1' | FileCheck %s --enable-var-scope
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#csc = #sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32}>
 
 // CHECK-LABEL: func.func @unset_of_set
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)
@@ -48,7 +48,7 @@ func.func @negative_layout_change(%y: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, 
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // Nested round trips fold completely.
 // CHECK-LABEL: func.func @nested

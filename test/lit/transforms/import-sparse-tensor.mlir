@@ -13,21 +13,16 @@
 #Loose = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : loose_compressed(nonordered)) }>
 #Widths = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 8, crdWidth = 16 }>
 
-// CHECK-DAG: #[[ID:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1)>
-// CHECK-DAG: #[[TR:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
-// CHECK-DAG: #[[ID3:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
-// CHECK-DAG: #[[BLOCK:map[0-9]*]] = affine_map<(d0, d1) -> (d0 floordiv 2, d1 floordiv 3, d0 mod 2, d1 mod 3)>
-// CHECK-DAG: #[[NM:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1 floordiv 4, d1 mod 4)>
 // CHECK: func.func private @formats
-// CHECK-SAME: tensor<?x?xf64, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[ID]], 0 : i64, 0 : i64, {}>>
-// CHECK-SAME: tensor<?x?xf64, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[TR]], 0 : i64, 0 : i64, {}>>
-// CHECK-SAME: tensor<?x?xf64, #sparse_iter.layout<["compressed_varied", "compressed_varied"], #[[ID]], 0 : i64, 0 : i64, {}>>
-// CHECK-SAME: tensor<?x?xf64, #sparse_iter.layout<["compressed_varied(nonunique)", "singleton(soa)"], #[[ID]], 0 : i64, 0 : i64, {}>>
-// CHECK-SAME: tensor<?x?x?xf32, #sparse_iter.layout<["compressed_varied(nonunique)", "singleton(nonunique)", "singleton"], #[[ID3]], 0 : i64, 0 : i64, {}>>
-// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], #[[BLOCK]], 0 : i64, 0 : i64, {}>>
-// CHECK-SAME: tensor<?x?xf16, #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"], #[[NM]], 0 : i64, 0 : i64, {}>>
-// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "loose_compressed(nonordered)"], #[[ID]], 0 : i64, 0 : i64, {}>>
-// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[ID]], 8 : i64, 16 : i64, {}>>
+// CHECK-SAME: tensor<?x?xf64, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed)}>>
+// CHECK-SAME: tensor<?x?xf64, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed)}>>
+// CHECK-SAME: tensor<?x?xf64, #sparse_iter.layout<{map = (d0, d1) -> (d0 : compressed, d1 : compressed)}>>
+// CHECK-SAME: tensor<?x?xf64, #sparse_iter.layout<{map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton(soa))}>>
+// CHECK-SAME: tensor<?x?x?xf32, #sparse_iter.layout<{map = (d0, d1, d2) -> (d0 : compressed(nonunique), d1 : singleton(nonunique), d2 : singleton)}>>
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 3 : compressed, d0 mod 2 : dense, d1 mod 3 : dense)}>>
+// CHECK-SAME: tensor<?x?xf16, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4])}>>
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : loose_compressed(nonordered))}>>
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 8, crdWidth = 16}>>
 // CHECK-NOT: sparse_tensor
 func.func private @formats(tensor<?x?xf64, #CSR>, tensor<?x?xf64, #CSC>, tensor<?x?xf64, #DCSR>,
                            tensor<?x?xf64, #COO>, tensor<?x?x?xf32, #COO3>, tensor<?x?xf32, #BSR>,

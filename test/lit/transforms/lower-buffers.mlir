@@ -1,6 +1,6 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-buffers | FileCheck %s --enable-var-scope
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // An encoded argument becomes pos1, crd1, values and two sizes, in place;
 // the access ops and tensor.dim read them. The ABI keeps the original
@@ -25,7 +25,7 @@ func.func @reads(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>) -> (tensor<?xi32>
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // A sparse result with the structure of an argument returns its index
 // buffers and sizes with the new values. Private functions get no ABI; calls
@@ -51,9 +51,8 @@ func.func @caller(%A: tensor<?x?xf32, #csr>, %w: tensor<?xf32>) -> tensor<?x?xf3
 
 // -----
 
-#dcsr = #sparse_iter.layout<["compressed_varied", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 64, 0, {}>
-#bsr = #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"],
-                           affine_map<(i, j) -> (i floordiv 2, j floordiv 2, i mod 2, j mod 2)>, 32, 32, {}>
+#dcsr = #sparse_iter.layout<{map = (i, j) -> (i : compressed, j : compressed), posWidth = 64}>
+#bsr = #sparse_iter.layout<{map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense), posWidth = 32, crdWidth = 32}>
 
 // Only levels that store buffers contribute parameters; width 0 is i64.
 // CHECK-LABEL: func.func private @decl
@@ -63,7 +62,7 @@ func.func private @decl(tensor<?x?xf64, #dcsr>, tensor<?x?xf32, #bsr>)
 
 // -----
 
-#dcsr = #sparse_iter.layout<["compressed_varied", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 64, 32, {}>
+#dcsr = #sparse_iter.layout<{map = (i, j) -> (i : compressed, j : compressed), posWidth = 64, crdWidth = 32}>
 
 // sparse_iter.assemble passes its operands on as the result's buffers, in
 // SparseTensor.buffers() order (pos0, crd0, pos1, crd1, values) and sizes.
@@ -78,9 +77,9 @@ func.func @assemble(%p0: tensor<?xi64>, %p1: tensor<?xi64>, %c0: tensor<?xi32>, 
 
 // -----
 
-#ell = #sparse_iter.layout<["compressed_varied", "compressed_fixed[2]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#hyb = #sparse_iter.composable<[#sparse_iter.part<"ell_bucket", array<i64: 0, 1, 0, 2>, #ell>, #sparse_iter.part<"rest", array<i64>, #csr>]>
+#ell = #sparse_iter.layout<{map = (i, j) -> (i : compressed, j : compressed_fixed[2]), posWidth = 32, crdWidth = 32}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#hyb = #sparse_iter.composable<[#sparse_iter.part<ell_bucket[0, 1, 0, 2], #ell>, #sparse_iter.part<rest, #csr>]>
 
 // A composable argument is every part's buffers in order, then the sizes;
 // sparse_iter.get_part picks one part's buffers.

@@ -2,7 +2,7 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=VEC
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2 panel-bytes=65536' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=PANEL
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // SpMV: the row loop runs in parallel; y[i] is read once, accumulated in a
 // register over the row's positions, and written once.
@@ -39,7 +39,7 @@ func.func @spmv(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %y: tensor<?xf32>)
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // SpMM: the dense column loop moves outside the position loop, in chunks of
 // unroll x lanes, keeping the output chunk in vector registers.
@@ -97,7 +97,7 @@ func.func @spmm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // SDDMM with a sparse output of S's structure: values are computed per
 // position of S; the k reduction is vectorized into partial sums.
@@ -137,8 +137,7 @@ func.func @sddmm(%S: tensor<?x?xf32, #csr>, %X: tensor<?x?xf32>, %Y: tensor<?x?x
 
 // -----
 
-#bsr = #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"],
-                           affine_map<(i, j) -> (i floordiv 2, j floordiv 3, i mod 2, j mod 3)>, 32, 32, {}>
+#bsr = #sparse_iter.layout<{map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense), posWidth = 32, crdWidth = 32}>
 
 // BSR: block rows, block columns, then the dense block, whose loops stop at
 // the matrix edge; dimension coordinates are rebuilt as block * size + offset.
@@ -167,7 +166,7 @@ func.func @bsr_spmv(%A: tensor<?x?xf32, #bsr>, %x: tensor<?xf32>, %y: tensor<?xf
 
 // -----
 
-#ell = #sparse_iter.layout<["dense_fixed", "compressed_fixed"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#ell = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed_fixed), posWidth = 32, crdWidth = 32}>
 
 // ELL: fixed slots per row; padding (coordinate -1) is skipped.
 // CHECK-LABEL: func.func @ell_spmv
@@ -190,7 +189,7 @@ func.func @ell_spmv(%A: tensor<?x?xf32, #ell>, %x: tensor<?xf32>, %y: tensor<?xf
 
 // -----
 
-#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#coo = #sparse_iter.layout<{map = (i, j) -> (i : compressed(nonunique), j : singleton), posWidth = 32, crdWidth = 32}>
 
 // COO: a nonunique first level is not parallel (rows repeat); the singleton
 // level reads the column at the same position.
@@ -214,7 +213,7 @@ func.func @coo_scale(%A: tensor<?x?xf32, #coo>, %d: tensor<?x?xf32>, %o: tensor<
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // A zero-producing body that reads its output (C .* A): the output is filled
 // with zeros, but the body reads C's value from before the fill.
@@ -238,7 +237,7 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // SpGEMM builds a new structure row by row: a parallel count pass over blocks
 // of rows (a tag array per block marks the row's columns), a prefix sum into
@@ -274,7 +273,7 @@ func.func @spgemm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %m: inde
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // A + B of two differently structured CSR matrices into a dense output: each
 // row of A, then of B, is scattered into its own workspace; the union of
@@ -298,7 +297,7 @@ func.func @add_dense(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %C: t
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // A threshold sparsifier on the output of an elementwise op is fused: the
 // body runs in the count pass and again in the fill pass, and the dense
@@ -327,16 +326,14 @@ func.func @fused_threshold(%x: tensor<?x?xf32>, %b: tensor<?xf32>, %m: index, %n
     %s = arith.addf %a, %c : f32
     linalg.yield %s : f32
   } -> tensor<?x?xf32>
-  %s = "sparse_iter.sparsify"(%y) {sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 0.5>>}
+  %s = "sparse_iter.sparsify"(%y) {sparsifier = #sparse_iter.sparsifier<threshold[0.5]>}
       : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
   return %s : tensor<?x?xf32, #csr>
 }
 
 // -----
 
-#hyb = #sparse_iter.composable<[
-  #sparse_iter.part<"ell_bucket", array<i64: 0, 1, 0, 2>, #sparse_iter.layout<["compressed_varied", "compressed_fixed[2]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>>,
-  #sparse_iter.part<"rest", array<i64>, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>>]>
+#hyb = #sparse_iter.composable<[#sparse_iter.part<ell_bucket[0, 1, 0, 2], #sparse_iter.layout<{map = (i, j) -> (i : compressed, j : compressed_fixed[2]), posWidth = 32, crdWidth = 32}>>, #sparse_iter.part<rest, #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>>]>
 
 // SpMV over a composable matrix runs once per part, the first part's result
 // the second part's output: an ELL bucket (a row list, two slots per row,
@@ -365,7 +362,7 @@ func.func @spmv_hyb(%A: tensor<?x?xf32, #hyb>, %x: tensor<?xf32>, %y: tensor<?xf
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // The row loop visits every y[i] once, so y starts from the fill's constant
 // in a register: no fill pass over y, no read of it.
@@ -393,8 +390,8 @@ func.func @spmv_from_fill(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %m: inde
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#csc = #sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32}>
 
 // A conversion CSR -> CSC is a counting sort by column: a walk counts each
 // column's entries, a prefix sum gives the positions, each column's cursor

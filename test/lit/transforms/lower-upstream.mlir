@@ -16,7 +16,7 @@ func.func @native(%n: index) -> memref<?xf64> {
 }
 
 // CHECK-LABEL: llvm.func @rowsum(
-// CHECK-SAME:    sparse_iter.abi = "{{.*}}compressed_varied
+// CHECK-SAME:    sparse_iter.abi = "{{.*}}d1 : compressed
 // CHECK:       llvm.func @_mlir_ciface_rowsum
 func.func @rowsum(%a: tensor<?x?xf64, #CSR>, %o: tensor<?xf64>) -> tensor<?xf64>
     attributes {sparse_iter.upstream = "requested by the test"} {

@@ -4,8 +4,8 @@
 // these structures (make_plan refuses), so the function goes to the upstream
 // sparsifier with #sparse_tensor types; COO's singleton level is stored SoA,
 // as sparse_iter stores it. A function it can lower stays as it is.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#coo = #sparse_iter.layout<{map = (i, j) -> (i : compressed(nonunique), j : singleton), posWidth = 32, crdWidth = 32}>
 #id = affine_map<(i, j) -> (i, j)>
 
 // CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
@@ -42,8 +42,8 @@ func.func @negative_scale(%a: tensor<?x?xf32, #csr>, %o: tensor<?x?xf32>) -> ten
 
 // Callers and callees of a marked function are marked too, so calls keep
 // matching types.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#coo = #sparse_iter.layout<{map = (i, j) -> (i : compressed(nonunique), j : singleton), posWidth = 32, crdWidth = 32}>
 #id = affine_map<(i, j) -> (i, j)>
 
 // CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
@@ -81,7 +81,7 @@ func.func @negative_unrelated(%x: tensor<?xf32>) -> tensor<?xf32> {
 // A function that is marked already (by sparse-iter-import-sparse-tensor, or
 // by hand to ask for the upstream sparsifier) keeps its reason; its layouts
 // become #sparse_tensor encodings.
-#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 0, 0, {}>
+#csc = #sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed)}>
 #CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
 
 // CHECK-DAG: #[[$CSC:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d1 : dense, d0 : compressed) }>
@@ -107,11 +107,11 @@ func.func @requested(%a: tensor<?x?xf64, #csc>) -> tensor<?x?xf64, #csc> attribu
 
 // A conversion to COO is not one sparse_iter lowers (CSR and CSC targets
 // only): upstream converts it, as sparse_tensor.convert. CSR -> CSC stays.
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#csc = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (j, i)>, 32, 32, {}>
-#coo = #sparse_iter.layout<["compressed_varied(nonunique)", "singleton"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#csc = #sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32}>
+#coo = #sparse_iter.layout<{map = (i, j) -> (i : compressed(nonunique), j : singleton), posWidth = 32, crdWidth = 32}>
 // CHECK-LABEL: func.func @to_coo
-// CHECK-SAME: sparse_iter.upstream = "has a conversion at line [[@LINE+3]] that sparse_iter cannot lower: conversions produce [dense_fixed, compressed_varied] layouts (CSR, CSC) or dense tensors, not coo"
+// CHECK-SAME: sparse_iter.upstream = "has a conversion at line [[@LINE+3]] that sparse_iter cannot lower: conversions produce [dense, compressed] layouts (CSR, CSC) or dense tensors, not coo"
 // CHECK: sparse_tensor.convert %{{.*}} : tensor<?x?xf32, #{{.*}}> to tensor<?x?xf32, #{{.*}}>
 func.func @to_coo(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #coo> {
   %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #coo>
@@ -129,8 +129,8 @@ func.func @to_csc(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc> {
 
 // ELL and ragged levels have no #sparse_tensor form: in a marked function they
 // are compressed (CSR instead of ELL; the runtime converts at the call).
-#ell = #sparse_iter.layout<["dense_fixed", "compressed_fixed[4]"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
-#ragged = #sparse_iter.layout<["dense_fixed", "dense_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#ell = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed_fixed[4]), posWidth = 32, crdWidth = 32}>
+#ragged = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : dense_varied), posWidth = 32, crdWidth = 32}>
 #id = affine_map<(i, j) -> (i, j)>
 
 // CHECK: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
@@ -154,13 +154,13 @@ func.func @ell_plus_dense(%e: tensor<?x?xf32, #ell>, %r: tensor<?x?xf32, #ragged
 // it). Blocked types whose shape is dynamic or not a multiple of the block are
 // held unblocked (BSR as CSR); static whole-block shapes stay blocked. Results
 // held unblocked name their declared layout, which the runtime converts to.
-#bsr = #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], affine_map<(i, j) -> (i floordiv 2, j floordiv 2, i mod 2, j mod 2)>, 16, 8, {}>
+#bsr = #sparse_iter.layout<{map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense), posWidth = 16, crdWidth = 8}>
 
 // CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
 // CHECK-DAG: #[[$BSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 2 : compressed, d0 mod 2 : dense, d1 mod 2 : dense), posWidth = 16, crdWidth = 8 }>
 // CHECK-LABEL: func.func @partial
 // CHECK-SAME: (%{{.*}}: tensor<?x?xf32, #[[$CSR]]>, %{{.*}}: tensor<3x3xf32, #[[$CSR]]>, %{{.*}}: tensor<4x4xf32, #[[$BSR]]>) -> tensor<?x?xf32, #[[$CSR]]>
-// CHECK-SAME: sparse_iter.declared_results = ["#sparse_iter.layout<[\22dense_fixed\22, \22compressed_varied\22, \22dense_fixed\22, \22dense_fixed\22], affine_map<(d0, d1) -> (d0 floordiv 2, d1 floordiv 2, d0 mod 2, d1 mod 2)>, 16 : i64, 8 : i64, {}>"]
+// CHECK-SAME: sparse_iter.declared_results = ["#sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 2 : compressed, d0 mod 2 : dense, d1 mod 2 : dense), posWidth = 16, crdWidth = 8}>"]
 func.func @partial(%a: tensor<?x?xf32, #bsr>, %b: tensor<3x3xf32, #bsr>, %c: tensor<4x4xf32, #bsr>) -> tensor<?x?xf32, #bsr> attributes {sparse_iter.upstream = "requested"} {
   return %a : tensor<?x?xf32, #bsr>
 }
@@ -170,8 +170,8 @@ func.func @partial(%a: tensor<?x?xf32, #bsr>, %b: tensor<3x3xf32, #bsr>, %c: ten
 // Upstream's n:m levels are held as CSR whatever the shape: it inserts into
 // them without the group's padding, and co-iterating one with another sparse
 // operand, or reading it out of its order, gives wrong sums.
-#nm = #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"], affine_map<(i, j) -> (i, j floordiv 4, j mod 4)>, 32, 32, {}>
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#nm = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 #id = affine_map<(i, j) -> (i, j)>
 
 // CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>

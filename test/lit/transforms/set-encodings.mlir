@@ -2,15 +2,15 @@
 // The pass is idempotent.
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-set-encodings --sparse-iter-set-encodings | FileCheck %s --enable-var-scope
 
-#sp = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+#sp = #sparse_iter.sparsity<unstructured, density = 0.01>
 
 // A named op: its indexing maps are the ones linalg-generalize-named-ops writes.
 // CHECK-DAG: #[[$MA:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-DAG: #[[$MB:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d2, d1)>
 // CHECK-DAG: #[[$MC:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-LABEL: func.func @spmm
-// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>>, %[[B:.*]]: tensor<?x?xf32>, %[[C:.*]]: tensor<?x?xf32>)
-// CHECK: %[[E:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>> to tensor<?x?xf32, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>, "linalg.matmul", 0 : i64, [f32, f32, f32], [#[[$MA]], #[[$MB]], #[[$MC]]]>>
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.01>>, %[[B:.*]]: tensor<?x?xf32>, %[[C:.*]]: tensor<?x?xf32>)
+// CHECK: %[[E:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.01>> to tensor<?x?xf32, #sparse_iter.encoding<#sparse_iter.sparsity<unstructured, density = 0.01>, op_name = "linalg.matmul", operand = 0, element_types = [f32, f32, f32], indexing_maps = [#[[$MA]], #[[$MB]], #[[$MC]]]>>
 // CHECK: %[[R:.*]] = linalg.matmul ins(%[[E]], %[[B]] : tensor<?x?xf32, #sparse_iter.encoding<{{.*}}>>, tensor<?x?xf32>) outs(%[[C]] : tensor<?x?xf32>)
 // CHECK-NOT: sparse_iter.set_encoding
 // CHECK: return %[[R]]
@@ -21,14 +21,14 @@ func.func @spmm(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf3
 
 // -----
 
-#sp = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+#sp = #sparse_iter.sparsity<unstructured, density = 0.01>
 
 // A sparse init: the result takes the init's encoding, and its users get the
 // sparsity type back through a second set_encoding (encoding -> sparsity).
 // CHECK-LABEL: func.func @sparse_result
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf64, #[[SP:sparse_iter.sparsity<.*>]]>, %[[X:.*]]: tensor<?x?xf64>)
-// CHECK: %[[EA:.*]] = sparse_iter.set_encoding %[[A]] {{.*}} to tensor<?x?xf64, #sparse_iter.encoding<#[[SP]], "linalg.generic", 0 : i64, [f64, f64, f64], [#{{.*}}, #{{.*}}, #{{.*}}]>>
-// CHECK: %[[EO:.*]] = sparse_iter.set_encoding %[[A]] {{.*}} to tensor<?x?xf64, #[[OUT:sparse_iter.encoding<#sparse_iter.sparsity<.*>, "linalg.generic", 2 : i64, .*>]]>
+// CHECK: %[[EA:.*]] = sparse_iter.set_encoding %[[A]] {{.*}} to tensor<?x?xf64, #sparse_iter.encoding<#[[SP]], op_name = "linalg.generic", operand = 0, element_types = [f64, f64, f64], indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}]>>
+// CHECK: %[[EO:.*]] = sparse_iter.set_encoding %[[A]] {{.*}} to tensor<?x?xf64, #[[OUT:sparse_iter.encoding<#sparse_iter.sparsity<.*>, op_name = "linalg.generic", operand = 2, .*>]]>
 // CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[EA]], %[[X]] : {{.*}}) outs(%[[EO]] : tensor<?x?xf64, #[[OUT]]>)
 // CHECK: } -> tensor<?x?xf64, #[[OUT]]>
 // CHECK: %[[BACK:.*]] = sparse_iter.set_encoding %[[R]] : tensor<?x?xf64, #[[OUT]]> to tensor<?x?xf64, #[[SP]]>
@@ -46,17 +46,17 @@ func.func @sparse_result(%a: tensor<?x?xf64, #sp>, %x: tensor<?x?xf64>) -> tenso
 
 // -----
 
-#nm = #sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>
-#vec = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-01 : f64>
+#nm = #sparse_iter.sparsity<nm[2, 4], density = 0.5>
+#vec = #sparse_iter.sparsity<unstructured, density = 0.1>
 
 // Element types list every operand, scalars included; both sparse operands
 // of one op get their own operand index.
 // CHECK-LABEL: func.func @matvec
-// CHECK: sparse_iter.set_encoding %{{.*}} {{.*}} to tensor<8x16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>, "linalg.matvec", 0 : i64, [f16, f16, f16], [#{{.*}}, #{{.*}}, #{{.*}}]>>
-// CHECK: sparse_iter.set_encoding %{{.*}} {{.*}} to tensor<16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-01 : f64>, "linalg.matvec", 1 : i64, [f16, f16, f16], [#{{.*}}, #{{.*}}, #{{.*}}]>>
+// CHECK: sparse_iter.set_encoding %{{.*}} {{.*}} to tensor<8x16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<nm[2, 4], density = 0.5>, op_name = "linalg.matvec", operand = 0, element_types = [f16, f16, f16], indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}]>>
+// CHECK: sparse_iter.set_encoding %{{.*}} {{.*}} to tensor<16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<unstructured, density = 0.1>, op_name = "linalg.matvec", operand = 1, element_types = [f16, f16, f16], indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}]>>
 // CHECK: linalg.matvec
 // CHECK-LABEL: func.func @fill
-// CHECK: sparse_iter.set_encoding %{{.*}} {{.*}} to tensor<16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-01 : f64>, "linalg.fill", 1 : i64, [f16, f16], [#{{.*}}, #{{.*}}]>>
+// CHECK: sparse_iter.set_encoding %{{.*}} {{.*}} to tensor<16xf16, #sparse_iter.encoding<#sparse_iter.sparsity<unstructured, density = 0.1>, op_name = "linalg.fill", operand = 1, element_types = [f16, f16], indexing_maps = [#{{.*}}, #{{.*}}]>>
 // CHECK: linalg.fill
 func.func @matvec(%a: tensor<8x16xf16, #nm>, %x: tensor<16xf16, #vec>, %y: tensor<8xf16>) -> tensor<8xf16> {
   %0 = linalg.matvec ins(%a, %x : tensor<8x16xf16, #nm>, tensor<16xf16, #vec>) outs(%y : tensor<8xf16>) -> tensor<8xf16>
@@ -69,7 +69,7 @@ func.func @fill(%v: f16, %x: tensor<16xf16, #vec>) {
 
 // -----
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // Layouts and plain tensors are left alone; so are non-linalg users.
 // CHECK-LABEL: func.func @negative_layouts
@@ -82,8 +82,8 @@ func.func @negative_layouts(%a: tensor<?x?xf32, #csr>, %b: tensor<?x?xf32>, %c: 
   %0 = linalg.matmul ins(%a, %b : tensor<?x?xf32, #csr>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
 }
-func.func @negative_not_linalg(%a: tensor<?x?xf32, #sparse_iter.sparsity<"ragged", array<i64>, 1.0>>) -> index {
+func.func @negative_not_linalg(%a: tensor<?x?xf32, #sparse_iter.sparsity<ragged>>) -> index {
   %c0 = arith.constant 0 : index
-  %d = tensor.dim %a, %c0 : tensor<?x?xf32, #sparse_iter.sparsity<"ragged", array<i64>, 1.0>>
+  %d = tensor.dim %a, %c0 : tensor<?x?xf32, #sparse_iter.sparsity<ragged>>
   return %d : index
 }

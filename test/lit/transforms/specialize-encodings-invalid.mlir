@@ -7,32 +7,31 @@
 // OPTION: error: invalid value 'maybe' for option 'densify': expected true or false
 
 // Encodings the resolver cannot lay out are errors where the type appears.
-#block = #sparse_iter.sparsity<"block", array<i64: 2, 2>, 0.5>
-// expected-error@+1 {{cannot resolve a layout for tensor<?x?x?xf32, #sparse_iter.sparsity<"block", array<i64: 2, 2>, 5.000000e-01 : f64>>: 'block' sparsity needs a rank-2 tensor, got rank 3}}
+#block = #sparse_iter.sparsity<block[2, 2], density = 0.5>
+// expected-error@+1 {{cannot resolve a layout for tensor<?x?x?xf32, #sparse_iter.sparsity<block[2, 2], density = 0.5>>: 'block' sparsity needs a rank-2 tensor, got rank 3}}
 func.func private @negative_block_rank3(tensor<?x?x?xf32, #block>)
 
 // -----
 
 // expected-error@+1 {{'ragged' sparsity needs a rank-2 tensor, got rank 1}}
-func.func private @negative_ragged_rank1(tensor<?xf32, #sparse_iter.sparsity<"ragged", array<i64>, 1.0>>)
+func.func private @negative_ragged_rank1(tensor<?xf32, #sparse_iter.sparsity<ragged>>)
 
 // -----
 
 // expected-error@+1 {{a rank-0 tensor has no sparse layout; drop its encoding}}
-func.func private @negative_scalar(tensor<f32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.0>>)
+func.func private @negative_scalar(tensor<f32, #sparse_iter.sparsity<unstructured>>)
 
 // -----
 
 // A hand-written #encoding whose map does not fit the tensor.
-#s = #sparse_iter.sparsity<"unstructured", array<i64>, 1.0>
+#s = #sparse_iter.sparsity<unstructured>
 // expected-error@+1 {{the indexing map of operand 0 of 'linalg.matvec' has 2 results but the tensor has rank 1}}
-func.func private @negative_map_rank(tensor<?xf32, #sparse_iter.encoding<#s, "linalg.matvec", 0, [f32, f32, f32],
-  [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>]>>)
+func.func private @negative_map_rank(tensor<?xf32, #sparse_iter.encoding<#s, op_name = "linalg.matvec", operand = 0, element_types = [f32, f32, f32], indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>]>>)
 
 // -----
 
 // An op result: the error is at the op.
-#s = #sparse_iter.sparsity<"block", array<i64: 4, 4>, 0.5>
+#s = #sparse_iter.sparsity<block[4, 4], density = 0.5>
 func.func @negative_op_result(%n: index) -> index {
   // expected-error@+1 {{'block' sparsity needs a rank-2 tensor, got rank 1}}
   %e = tensor.empty(%n) : tensor<?xf32, #s>
@@ -44,7 +43,7 @@ func.func @negative_op_result(%n: index) -> index {
 // -----
 
 // Unresolved encodings cannot be carried through scf.for iter_args ...
-#sp = #sparse_iter.sparsity<"unstructured", array<i64>, 0.1>
+#sp = #sparse_iter.sparsity<unstructured, density = 0.1>
 func.func @negative_loop(%a: tensor<?x?xf32, #sp>, %n: index) -> tensor<?x?xf32, #sp> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -58,7 +57,7 @@ func.func @negative_loop(%a: tensor<?x?xf32, #sp>, %n: index) -> tensor<?x?xf32,
 // -----
 
 // ... nor through branch arguments.
-#sp = #sparse_iter.sparsity<"unstructured", array<i64>, 0.1>
+#sp = #sparse_iter.sparsity<unstructured, density = 0.1>
 // expected-error@+1 {{cannot specialize encodings of block arguments other than the function's own; branch operands must keep matching types}}
 func.func @negative_branch(%a: tensor<?x?xf32, #sp>) -> tensor<?x?xf32, #sp> {
   cf.br ^next(%a : tensor<?x?xf32, #sp>)
@@ -71,5 +70,5 @@ func.func @negative_branch(%a: tensor<?x?xf32, #sp>) -> tensor<?x?xf32, #sp> {
 // With several targets, a function must say which one it is for.
 module attributes {sparse_iter.targets = {a = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 0>, b = #sparse_iter.cuda<sm_80, mma_shapes = [], sparse_mma_shapes = []>}} {
   // expected-error@+1 {{no sparse_iter.target on this function and the module has several targets (a, b); name one, or pass the option target=NAME}}
-  func.func private @negative_which(tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 0.1>>)
+  func.func private @negative_which(tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.1>>)
 }

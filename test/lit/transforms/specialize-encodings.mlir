@@ -9,11 +9,10 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-specialize-encodings='densify=true' | FileCheck %s --check-prefix=DENSE --enable-var-scope
 
 // The example program: sparsity-typed arguments feeding linalg.matmul get CSR.
-#sp = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+#sp = #sparse_iter.sparsity<unstructured, density = 0.01>
 
-// CHECK: #[[$ID:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-LABEL: func.func @spmm_sparsity
-// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>, %[[B:.*]]: tensor<?x?xf32>, %[[C:.*]]: tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>, %[[B:.*]]: tensor<?x?xf32>, %[[C:.*]]: tensor<?x?xf32>) -> tensor<?x?xf32>
 // CHECK-NOT: sparse_iter.set_encoding
 // CHECK: %[[R:.*]] = linalg.matmul ins(%[[A]], %[[B]] : tensor<?x?xf32, #sparse_iter.layout<{{.*}}>>, tensor<?x?xf32>) outs(%[[C]] : tensor<?x?xf32>)
 // CHECK: return %[[R]]
@@ -26,13 +25,11 @@ func.func @spmm_sparsity(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tens
 // -----
 
 // CSC where the outer parallel loop (m) indexes the matrix's second dimension.
-#sp = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+#sp = #sparse_iter.sparsity<unstructured, density = 0.01>
 #ta = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
 
-// CHECK-DAG: #[[$ID:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1)>
-// CHECK-DAG: #[[$TR:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
 // CHECK-LABEL: func.func @transposed
-// CHECK-SAME: (%{{.*}}: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: (%{{.*}}: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-NOT: sparse_iter.set_encoding
 // CHECK: linalg.matmul
 // CLEAN-LABEL: func.func @transposed
@@ -43,10 +40,10 @@ func.func @transposed(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<
 
 // Two uses that resolve differently: the first wins, the second gets a conversion.
 // CHECK-LABEL: func.func @two_uses
-// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
-// CHECK: linalg.matmul ins(%[[A]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
-// CHECK: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>> to tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
-// CHECK: linalg.matmul indexing_maps = [{{.*}}] ins(%[[CONV]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]]
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK: linalg.matmul ins(%[[A]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>> to tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK: linalg.matmul indexing_maps = [{{.*}}] ins(%[[CONV]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>
 // CLEAN-LABEL: func.func @two_uses
 func.func @two_uses(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
   %0 = linalg.matmul ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
@@ -57,8 +54,8 @@ func.func @two_uses(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x
 // A sparse result keeps its init's layout (CSR); a later transposed use of it
 // gets a conversion.
 // CHECK-LABEL: func.func @chain
-// CHECK: %[[P:.*]] = linalg.matmul ins({{.*}}) outs(%{{.*}} : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
-// CHECK-NEXT: %[[CONV:.*]] = sparse_iter.set_encoding %[[P]] : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>> to tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// CHECK: %[[P:.*]] = linalg.matmul ins({{.*}}) outs(%{{.*}} : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>) -> tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK-NEXT: %[[CONV:.*]] = sparse_iter.set_encoding %[[P]] : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>> to tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-NEXT: linalg.matmul indexing_maps = [{{.*}}] ins(%[[CONV]],
 // CLEAN-LABEL: func.func @chain
 func.func @chain(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32, #sp>, %d: tensor<?x?xf32>) -> tensor<?x?xf32> {
@@ -69,8 +66,8 @@ func.func @chain(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf
 
 // A first use through tensor.cast or a call decides as well.
 // CHECK-LABEL: func.func @cast
-// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
-// CHECK: %[[C:.*]] = tensor.cast %[[A]] : {{.*}} to tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK: %[[C:.*]] = tensor.cast %[[A]] : {{.*}} to tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-NOT: sparse_iter.set_encoding
 // CHECK: linalg.matmul indexing_maps = [{{.*}}] ins(%[[C]],
 // CLEAN-LABEL: func.func @cast
@@ -80,7 +77,7 @@ func.func @cast(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf3
   return %1 : tensor<?x?xf32>
 }
 // CHECK-LABEL: func.func @wrapper
-// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-NEXT: call @transposed(%[[A]],
 // CLEAN-LABEL: func.func @wrapper
 func.func @wrapper(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
@@ -90,12 +87,12 @@ func.func @wrapper(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?
 
 // Results, declarations and recursion: the sparsity alone decides (CSR).
 // CHECK-LABEL: func.func @ident
-// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>) -> tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-NEXT: return %[[A]]
 // CHECK-LABEL: func.func private @external
-// CHECK-SAME: (tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: (tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>) -> tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-LABEL: func.func @rec
-// CHECK: call @rec(%{{.*}}) : (tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
+// CHECK: call @rec(%{{.*}}) : (tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>) -> tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
 // CLEAN-LABEL: func.func @ident
 // CLEAN-LABEL: func.func @rec
 func.func @ident(%a: tensor<?x?xf32, #sp>) -> tensor<?x?xf32, #sp> {
@@ -110,30 +107,25 @@ func.func @rec(%a: tensor<?x?xf32, #sp>) -> tensor<?x?xf32, #sp> {
 
 // A hand-written #encoding resolves from the use it records.
 // CHECK-LABEL: func.func @user_encoding
-// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
-func.func @user_encoding(%a: tensor<?x?xf32, #sparse_iter.encoding<#sp, "linalg.matmul", 0, [f32, f32, f32], #ta>>) {
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
+func.func @user_encoding(%a: tensor<?x?xf32, #sparse_iter.encoding<#sp, op_name = "linalg.matmul", operand = 0, element_types = [f32, f32, f32], indexing_maps = #ta>>) {
   return
 }
 
 // -----
 
 // One of each sparsity kind, and ranks 1 and 3.
-#block = #sparse_iter.sparsity<"block", array<i64: 4, 8>, 1.000000e-01 : f64>
-#nm = #sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>
-#ragged = #sparse_iter.sparsity<"ragged", array<i64>, 1.000000e+00 : f64>
-#sp = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+#block = #sparse_iter.sparsity<block[4, 8], density = 0.1>
+#nm = #sparse_iter.sparsity<nm[2, 4], density = 0.5>
+#ragged = #sparse_iter.sparsity<ragged>
+#sp = #sparse_iter.sparsity<unstructured, density = 0.01>
 
-// CHECK-DAG: #[[$BSR:map[0-9]*]] = affine_map<(d0, d1) -> (d0 floordiv 4, d1 floordiv 8, d0 mod 4, d1 mod 8)>
-// CHECK-DAG: #[[$NM:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1 floordiv 4, d1 mod 4)>
-// CHECK-DAG: #[[$ID:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1)>
-// CHECK-DAG: #[[$ID1:map[0-9]*]] = affine_map<(d0) -> (d0)>
-// CHECK-DAG: #[[$ID3:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func private @kinds
-// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed"], #[[$BSR]], 32 : i64, 32 : i64, {}>>
-// CHECK-SAME: tensor<8x16xf16, #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"], #[[$NM]], 32 : i64, 32 : i64, {}>>
-// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_fixed"], #[[$ID]], 32 : i64, 32 : i64, {}>>
-// CHECK-SAME: tensor<?xf32, #sparse_iter.layout<["compressed_varied"], #[[$ID1]], 32 : i64, 32 : i64, {}>>
-// CHECK-SAME: tensor<?x?x?xf32, #sparse_iter.layout<["dense_fixed", "dense_fixed", "compressed_varied"], #[[$ID3]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 4 : dense, d1 floordiv 8 : compressed, d0 mod 4 : dense, d1 mod 8 : dense), posWidth = 32, crdWidth = 32}>>
+// CHECK-SAME: tensor<8x16xf16, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32}>>
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed_fixed), posWidth = 32, crdWidth = 32}>>
+// CHECK-SAME: tensor<?xf32, #sparse_iter.layout<{map = (d0) -> (d0 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK-SAME: tensor<?x?x?xf32, #sparse_iter.layout<{map = (d0, d1, d2) -> (d0 : dense, d1 : dense, d2 : compressed), posWidth = 32, crdWidth = 32}>>
 // CLEAN-LABEL: func.func private @kinds
 func.func private @kinds(tensor<?x?xf32, #block>, tensor<8x16xf16, #nm>, tensor<?x?xf32, #ragged>,
                          tensor<?xf32, #sp>, tensor<?x?x?xf32, #sp>)
@@ -141,25 +133,22 @@ func.func private @kinds(tensor<?x?xf32, #block>, tensor<8x16xf16, #nm>, tensor<
 // 64-bit positions when the static sizes may hold more than 2**31 - 1
 // entries, 64-bit coordinates when a compressed level is that long.
 // CHECK-LABEL: func.func private @widths
-// CHECK-SAME: tensor<3000000000x4xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 64 : i64, 32 : i64, {}>>
-// CHECK-SAME: tensor<60000x60000xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 64 : i64, 32 : i64, {}>>
-// CHECK-SAME: tensor<?x3000000000xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 64 : i64, 64 : i64, {}>>
-// CHECK-SAME: tensor<40000x40000xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: tensor<3000000000x4xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 64, crdWidth = 32}>>
+// CHECK-SAME: tensor<60000x60000xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 64, crdWidth = 32}>>
+// CHECK-SAME: tensor<?x3000000000xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 64, crdWidth = 64}>>
+// CHECK-SAME: tensor<40000x40000xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
 // CLEAN-LABEL: func.func private @widths
 func.func private @widths(tensor<3000000000x4xf32, #sp>, tensor<60000x60000xf32, #sp>,
                           tensor<?x3000000000xf32, #sp>, tensor<40000x40000xf32, #sp>)
 
 // -----
 
-#sp = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
+#sp = #sparse_iter.sparsity<unstructured, density = 0.01>
 #ta = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
 
 // Batched CSR for batch_matmul's rank-3 operand.
-// CHECK-DAG: #[[$ID3:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
-// CHECK-DAG: #[[$ID:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1)>
-// CHECK-DAG: #[[$TR:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
 // CHECK-LABEL: func.func @batched
-// CHECK-SAME: tensor<?x?x?xf32, #sparse_iter.layout<["dense_fixed", "dense_fixed", "compressed_varied"], #[[$ID3]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: tensor<?x?x?xf32, #sparse_iter.layout<{map = (d0, d1, d2) -> (d0 : dense, d1 : dense, d2 : compressed), posWidth = 32, crdWidth = 32}>>
 // CLEAN-LABEL: func.func @batched
 func.func @batched(%a: tensor<?x?x?xf32, #sp>, %b: tensor<?x?x?xf32>, %c: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
   %0 = linalg.batch_matmul ins(%a, %b : tensor<?x?x?xf32, #sp>, tensor<?x?x?xf32>) outs(%c : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
@@ -169,10 +158,10 @@ func.func @batched(%a: tensor<?x?x?xf32, #sp>, %b: tensor<?x?x?xf32>, %c: tensor
 // A sparse result: the init (tensor.empty) takes its first use's layout (CSR
 // for the output), the result its init's, and the return needs no conversion.
 // CHECK-LABEL: func.func @sparse_result
-// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>, %{{.*}}: tensor<?x?xf32>, %{{.*}}: index, %{{.*}}: index) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
-// CHECK: %[[E:.*]] = tensor.empty(%{{.*}}) : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>, %{{.*}}: tensor<?x?xf32>, %{{.*}}: index, %{{.*}}: index) -> tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK: %[[E:.*]] = tensor.empty(%{{.*}}) : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-NOT: sparse_iter.set_encoding
-// CHECK: %[[R:.*]] = linalg.matmul {{.*}} outs(%[[E]] : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>) -> tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
+// CHECK: %[[R:.*]] = linalg.matmul {{.*}} outs(%[[E]] : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>) -> tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-NEXT: return %[[R]]
 // CLEAN-LABEL: func.func @sparse_result
 func.func @sparse_result(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %m: index, %n: index) -> tensor<?x?xf32, #sp> {
@@ -183,11 +172,11 @@ func.func @sparse_result(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %m: inde
 
 // A sparsified value takes its first use's layout.
 // CHECK-LABEL: func.func @sparsify
-// CHECK: sparse_iter.sparsify %{{.*}} {{.*}} to tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// CHECK: sparse_iter.sparsify %{{.*}} {{.*}} to tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-NOT: sparse_iter.set_encoding
 // CLEAN-LABEL: func.func @sparsify
 func.func @sparsify(%d: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
-  %s = "sparse_iter.sparsify"(%d) {sparsifier = #sparse_iter.sparsifier<"threshold", array<f64: 1.0e-3>>} : (tensor<?x?xf32>) -> tensor<?x?xf32, #sp>
+  %s = "sparse_iter.sparsify"(%d) {sparsifier = #sparse_iter.sparsifier<threshold[0.001]>} : (tensor<?x?xf32>) -> tensor<?x?xf32, #sp>
   %0 = linalg.matmul indexing_maps = #ta ins(%s, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
 }
@@ -196,33 +185,30 @@ func.func @sparsify(%d: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32
 
 // Several targets: each function gets its own target's layouts, and data
 // crossing a call between targets is converted in the caller.
-#sp = #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>
-#nm = #sparse_iter.sparsity<"nm", array<i64: 2, 4>, 5.000000e-01 : f64>
+#sp = #sparse_iter.sparsity<unstructured, density = 0.01>
+#nm = #sparse_iter.sparsity<nm[2, 4], density = 0.5>
 #ta = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
 
-// CHECK-DAG: #[[$ID:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1)>
-// CHECK-DAG: #[[$TR:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
 // CHECK-LABEL: func.func @on_gpu
-// CHECK-SAME: (%{{.*}}: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: (%{{.*}}: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-LABEL: func.func @on_cpu
-// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK: %[[P:.*]] = linalg.matmul
-// CHECK: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>> to tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$ID]], 32 : i64, 32 : i64, {}>>
+// CHECK: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>> to tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK: call @on_gpu(%[[CONV]], %{{.*}}, %[[P]])
 // 2:4 f16 on a GPU with a sparse MMA shape: mma.sp metadata.
 // CHECK-LABEL: func.func @mma_sp
-// CHECK-SAME: tensor<16x32xf16, #sparse_iter.layout<["dense_fixed", "dense_fixed", "structured[2,4]"], #{{map[0-9]*}}, 32 : i64, 32 : i64, {nm_metadata = "mma_sp_m16n8k32"}>>
+// CHECK-SAME: tensor<16x32xf16, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k32}>>
 // CLEAN-LABEL: func.func @on_gpu
 // CLEAN-LABEL: func.func @on_cpu
 // CLEAN-LABEL: func.func @mma_sp
-// HOST-DAG: #[[$TR:map[0-9]*]] = affine_map<(d0, d1) -> (d1, d0)>
 // HOST-LABEL: func.func @on_gpu
-// HOST-SAME: (%{{.*}}: tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], #[[$TR]], 32 : i64, 32 : i64, {}>>
+// HOST-SAME: (%{{.*}}: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
 // HOST-LABEL: func.func @on_cpu
 // HOST-NOT: sparse_iter.set_encoding
 // HOST: call @on_gpu(%arg0,
 // HOST-LABEL: func.func @mma_sp
-// HOST-SAME: {}>>
+// HOST-SAME: structured[2, 4]), posWidth = 32, crdWidth = 32}>>
 module attributes {sparse_iter.targets = {
     cpu = #sparse_iter.cpu<x86_64, features = [avx2, fma], vector_bits = 256, threads = 0>,
     gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k32]>}} {
@@ -249,9 +235,9 @@ module attributes {sparse_iter.targets = {
 // densify=true: a known density of at least 0.5 becomes dense; 1.0 means
 // unknown and stays sparse. Without densify, both are CSR.
 // CHECK-LABEL: func.func private @densify
-// CHECK-SAME: (tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], {{.*}}>>, tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], {{.*}}>>)
+// CHECK-SAME: (tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed){{.*}}}>>, tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed){{.*}}}>>)
 // CLEAN-LABEL: func.func private @densify
 // DENSE-LABEL: func.func private @densify
-// DENSE-SAME: (tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "dense_fixed"], {{.*}}>>, tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], {{.*}}>>)
-func.func private @densify(tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 0.6>>,
-                           tensor<?x?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.0>>)
+// DENSE-SAME: (tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : dense){{.*}}}>>, tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed){{.*}}}>>)
+func.func private @densify(tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.6>>,
+                           tensor<?x?xf32, #sparse_iter.sparsity<unstructured>>)

@@ -3,7 +3,7 @@
 
 // Well-formed programs pass through unchanged.
 
-#csr = #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // CHECK-LABEL: func.func @valid
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?xf32>)

@@ -2,7 +2,7 @@
 
 // Like every sparsecomp pass it verifies sparse_iter input first.
 // expected-error@+1 {{unknown level format 'sparse'}}
-func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<["sparse"], affine_map<(i) -> (i)>, 32, 32, {}>>)
+func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<{map = (i) -> (i : sparse), posWidth = 32, crdWidth = 32}>>)
 
 // -----
 

@@ -35,4 +35,4 @@ func.func @negative_count(%v: memref<?xf64>, %s: !sparse_tensor.storage_specifie
 
 // The input is verified first: a bad sparse_iter layout is reported.
 // expected-error@+1 {{unknown level format 'sparse'}}
-func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<["sparse"], affine_map<(i) -> (i)>, 32, 32, {}>>)
+func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<{map = (i) -> (i : sparse), posWidth = 32, crdWidth = 32}>>)

@@ -1,3 +1,3 @@
 // An invalid program without annotations.
 
-func.func private @f(tensor<?xf32, #sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 3, 32, {}>>)
+func.func private @f(tensor<?xf32, #sparse_iter.layout<{map = (i) -> (i : singleton)}>>)
