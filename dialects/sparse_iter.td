@@ -245,8 +245,8 @@ def SparseIter_CpuTargetAttr : SparseIter_Attr<"CpuTarget", "cpu"> {
     What a CPU layout resolver and the CPU lowering need to know: the
     architecture (`x86_64`, `aarch64`), ISA features (`avx2`, `fma`,
     `avx512f`, `neon`, ...), the vector register width in bits and the
-    number of threads (0: all cores). The named parameters may come in any
-    order; they print in this one. Targets are named in the module
+    number of threads (0: all cores); `vector_bits = 0` asks for scalar
+    code. The named parameters may come in any order; they print in this one. Targets are named in the module
     attribute `sparse_iter.targets`; a function selects one with the
     attribute `sparse_iter.target`.
 

@@ -107,7 +107,7 @@ def runtime_needs(llvm_module: ir.Module) -> list[str]:
 def codegen_flags(target: CpuTarget) -> list[str]:
     """``-mtriple``, ``-mcpu`` and ``-mattr`` for ``opt`` and ``llc``."""
     features = [f"+{f}" for f in target.features]
-    if target.arch == "x86_64" and target.vector_bits < target.max_vector_bits:
+    if target.arch == "x86_64" and 0 < target.vector_bits < target.max_vector_bits:
         features.append(f"+prefer-{target.vector_bits}-bit")
     flags = [f"-mtriple={_TRIPLES[target.arch]}", f"-mcpu={_CPUS[target.arch]}"]
     return [*flags, f"-mattr={','.join(features)}"] if features else flags

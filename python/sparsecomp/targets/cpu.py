@@ -21,7 +21,7 @@ _VECTOR_BITS = {"sse4.2": 128, "avx": 256, "avx2": 256, "avx512f": 512, "neon": 
 
 @dataclass(frozen=True)
 class CpuTarget:
-    """Architecture, ISA features, vector width in bits, threads (0: all cores)."""
+    """Architecture, ISA features, vector width in bits (0: scalar code), threads (0: all cores)."""
 
     arch: str = "x86_64"
     features: tuple[str, ...] = ()
@@ -37,8 +37,10 @@ class CpuTarget:
                 f"unknown {self.arch} feature(s) {', '.join(unknown)}; "
                 f"known: {', '.join(FEATURES[self.arch])}"
             )
-        if self.vector_bits not in (128, 256, 512):
-            raise TargetError(f"vector_bits must be 128, 256 or 512, got {self.vector_bits}")
+        if self.vector_bits not in (0, 128, 256, 512):
+            raise TargetError(
+                f"vector_bits must be 0 (scalar code), 128, 256 or 512, got {self.vector_bits}"
+            )
         if self.vector_bits > self.max_vector_bits:
             raise TargetError(
                 f"vector_bits {self.vector_bits} needs a feature that provides it; "

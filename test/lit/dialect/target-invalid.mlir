@@ -19,7 +19,7 @@ module @negative_feature_type attributes {sparse_iter.targets = {host = #sparse_
 
 // -----
 
-// expected-error@+1 {{vector_bits must be 128, 256 or 512, got 64}}
+// expected-error@+1 {{vector_bits must be 0 (scalar code), 128, 256 or 512, got 64}}
 module @negative_vector_bits attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 64, threads = 0>}} {}
 
 // -----
