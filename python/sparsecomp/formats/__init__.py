@@ -15,6 +15,7 @@ from sparsecomp.formats.dimmap import DimMap, LevelExpr
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.levels import Level
 from sparsecomp.formats.names import AnyLayout, layout_from_attr, parse_layout
+from sparsecomp.formats.sizes import storage_bytes
 from sparsecomp.formats.sparsifiers import Sparsifier
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.formats.validate import VALUE_DTYPES
@@ -34,4 +35,5 @@ __all__ = [
     "assign_parts",
     "layout_from_attr",
     "parse_layout",
+    "storage_bytes",
 ]

@@ -229,6 +229,11 @@ class SparseTensor:
             out += [(f"crd{lvl}", crd)] if crd is not None else []
         return [*out, ("values", self.values)]
 
+    @property
+    def storage_bytes(self) -> int:
+        """Bytes of all the tensor's buffers; ``formats.storage_bytes`` predicts it unpacked."""
+        return sum(int(a.nbytes) for _, a in self.buffers())
+
     def with_values(self, values: Any) -> SparseTensor:
         """The same index structure (shared arrays) with a copy of ``values`` (``nse`` long).
 
