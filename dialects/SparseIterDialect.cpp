@@ -20,6 +20,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -116,15 +117,13 @@ static std::string formatNumber(double value) {
     return value < 0 ? "-inf" : "inf";
   if (value == std::trunc(value) && std::fabs(value) < 0x1p53)
     return std::to_string(static_cast<long long>(value));
+  // The shortest digits that read back exactly (std::to_chars picks, like
+  // Python's repr, the closest such digits), laid out below like repr.
   char buf[40];
-  int precision = 1;
-  for (; precision < 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*e", precision - 1, value);
-    if (std::strtod(buf, nullptr) == value)
-      break;
-  }
-  if (precision == 17)
-    std::snprintf(buf, sizeof buf, "%.16e", value);
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf - 1, value,
+                                 std::chars_format::scientific);
+  (void)ec;
+  *end = '\0';
   std::string text(buf);
   bool negative = text[0] == '-';
   if (negative)

@@ -168,6 +168,7 @@ def test_scalar_results(exe: Executable) -> None:
 
 
 def test_constant_result_is_copied(exe: Executable, monkeypatch: pytest.MonkeyPatch) -> None:
+    gc.collect()  # earlier tests' buffers go now, not into `freed` below
     freed: list[int] = []
     monkeypatch.setattr(memref.Malloced, "release", staticmethod(freed.append))  # none here
     r = exe.cst()
