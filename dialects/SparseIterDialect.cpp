@@ -545,3 +545,10 @@ sparsecompRegisterSparseIter(MlirContext context) {
   ctx->appendDialectRegistry(registry);
   ctx->getOrLoadDialect<SparseIterDialect>();
 }
+
+/// Emits a remark at `location` (an MlirLocation of the C API). Passes written
+/// in Python report with it: the bindings emit errors only.
+extern "C" __attribute__((visibility("default"))) void
+sparsecompEmitRemark(MlirLocation location, const char *message) {
+  mlir::emitRemark(unwrap(location), message);
+}

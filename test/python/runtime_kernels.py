@@ -13,6 +13,7 @@ from typing import Any
 
 from runtime_fixture import build_so
 from sparsecomp.formats import parse_layout
+from sparsecomp.targets import detect_host
 
 KERNELS = """
 #id = affine_map<(d0) -> (d0)>
@@ -209,7 +210,7 @@ def write_manifest(
         "format": 1,
         "sparsecomp": "0.1.0",
         "mlir": "22.1.8.4",
-        "target": "#sparse_iter.cpu<>",
+        "target": detect_host().attr_text(),
         "library": "kernel.so",
         "needs": list(needs),
         "functions": {n: {"symbol": f"_mlir_ciface_{n}", "abi": a} for n, a in abis.items()},

@@ -34,14 +34,12 @@ from mlir import ir
 from sparsecomp.errors import ToolchainError
 from sparsecomp.ir.odsgen import tool
 from sparsecomp.runtime.libs import library_path
-from sparsecomp.targets.cpu import CpuTarget
+from sparsecomp.targets.cpu import LLVM_CPUS, TRIPLES, CpuTarget
 
 LIBRARY = "kernel.so"
 LLVM_IR = "kernel.ll"
 #: Ops that LLVM IR translation understands, by dialect prefix.
 TRANSLATABLE = ("llvm.", "omp.", "builtin.module")
-_TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}
-_CPUS = {"x86_64": "x86-64", "aarch64": "generic"}
 #: Prefixes of functions libmlir_c_runner_utils.so defines (memref.copy of
 #: strided memrefs, vector.print, timers, C-interface helpers).
 _C_RUNNER_UTILS = ("memrefCopy", "print", "rtclock", "_mlir_ciface_")
@@ -105,11 +103,15 @@ def runtime_needs(llvm_module: ir.Module) -> list[str]:
 
 
 def codegen_flags(target: CpuTarget) -> list[str]:
-    """``-mtriple``, ``-mcpu`` and ``-mattr`` for ``opt`` and ``llc``."""
-    features = [f"+{f}" for f in target.features]
-    if target.arch == "x86_64" and 0 < target.vector_bits < target.max_vector_bits:
-        features.append(f"+prefer-{target.vector_bits}-bit")
-    flags = [f"-mtriple={_TRIPLES[target.arch]}", f"-mcpu={_CPUS[target.arch]}"]
+    """``-mtriple``, ``-mcpu`` and ``-mattr`` for ``opt`` and ``llc``.
+
+    In a module with several CPU targets this is their common target
+    (:meth:`CpuTarget.common`): ``llc`` appends ``-mattr`` to each function's
+    own ``target-features`` (set by ``sparse-iter-cpu-function-targets``), so
+    it must hold only what every target has.
+    """
+    features = target.llvm_features()
+    flags = [f"-mtriple={TRIPLES[target.arch]}", f"-mcpu={LLVM_CPUS[target.arch]}"]
     return [*flags, f"-mattr={','.join(features)}"] if features else flags
 
 

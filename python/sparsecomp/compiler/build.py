@@ -15,8 +15,10 @@ from sparsecomp.compiler import aot
 from sparsecomp.compiler.driver import STAGES, write_manifest
 from sparsecomp.errors import CompileError
 from sparsecomp.ir.context import make_context
-from sparsecomp.ir.parsing import DiagnosticLog, convert, parse_module
-from sparsecomp.ir.verify import TARGETS_ATTR, verify
+from sparsecomp.ir.conversions import find_conversions
+from sparsecomp.ir.parsing import DiagnosticLog, convert, location_text, parse_module
+from sparsecomp.ir.targets import module_targets
+from sparsecomp.ir.verify import TARGET_ATTR, TARGETS_ATTR, verify
 from sparsecomp.targets import CpuTarget
 from sparsecomp.tools.diagnostics import format_diagnostic
 from sparsecomp.transforms.pipeline import build_pass_manager
@@ -54,6 +56,42 @@ def _set_target(module: ir.Module, cpu: CpuTarget) -> None:
         op.attributes[TARGETS_ATTR] = ir.Attribute.parse(f"{{host = {cpu.attr_text()}}}")
 
 
+def _cpu_targets(module: ir.Module) -> dict[str, CpuTarget]:
+    """The module's CPU targets by name."""
+    named = module_targets(module.operation)
+    return {n: t for n, t in named.items() if isinstance(t, CpuTarget)}
+
+
+def _refuse_device_functions(module: ir.Module, filename: str) -> None:
+    """A :class:`CompileError` naming every function and op for a non-CPU (CUDA) target.
+
+    ``sparsecomp-opt`` resolves their layouts (``sparsecomp-cpu-layouts``);
+    executables need the CUDA back end, which does not exist yet.
+    """
+    named = module_targets(module.operation)
+    found: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if TARGET_ATTR in op.attributes:
+            target = ir.StringAttr(op.attributes[TARGET_ATTR]).value
+            if target in named and not isinstance(named[target], CpuTarget):
+                what = op.name
+                if op.name == "func.func":
+                    what = f"'{ir.StringAttr(op.attributes['sym_name']).value}'"
+                where = location_text(op.location, filename)
+                found.append(f"{what} ({where}, target '{target}')")
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if found:
+        raise CompileError(
+            f"{filename}: sparsecomp.compile builds CPU executables, and the CUDA back end "
+            f"is not built yet; these functions and ops are for a CUDA target: {', '.join(found)}",
+            hint="sparsecomp-opt --pass-pipeline='builtin.module(sparsecomp-cpu-layouts)' "
+            "shows the layouts each target resolves; compile the CPU functions alone",
+        )
+
+
 def _functions(module: ir.Module) -> dict[str, Any]:
     out = {}
     for op in module.body.operations:
@@ -62,6 +100,8 @@ def _functions(module: ir.Module) -> dict[str, Any]:
             name = ir.StringAttr(op.attributes["sym_name"]).value
             abi = json.loads(ir.StringAttr(op.attributes["sparse_iter.abi"]).value)
             out[name] = {"symbol": f"_mlir_ciface_{name}", "abi": abi}
+            if TARGET_ATTR in op.attributes:
+                out[name]["target"] = ir.StringAttr(op.attributes[TARGET_ATTR]).value
     return out
 
 
@@ -80,7 +120,12 @@ def build(
         if not verify(module.operation):
             raise _fail(log, f"{filename}: the program is not valid")
         _set_target(module, cpu)
+        _refuse_device_functions(module, filename)
+        targets = _cpu_targets(module)
+        # What llc gets as -mattr: every function's own target extends it.
+        common = CpuTarget.common(list(targets.values())) if targets else cpu
         functions: dict[str, Any] = {}
+        conversions: list[dict[str, Any]] = []
         # Each stage's input, with locations: the reproducer if the stage fails.
         before = module.operation.get_asm(enable_debug_info=True)
         for stage, named in STAGES:
@@ -95,13 +140,15 @@ def build(
                 ) from None
             before = module.operation.get_asm(enable_debug_info=True)
             (out / f"{stage}.mlir").write_text(before)
+            if stage == "layouts":
+                conversions = [c.to_json() for _, c in find_conversions(module.operation, filename)]
             if stage == "buffers":
                 functions = _functions(module)
             if progress:
                 progress(stage, time.perf_counter() - started)
         needs = aot.runtime_needs(module)
         started = time.perf_counter()
-        aot.build_shared_library(module, out, cpu, needs)
-    write_manifest(out, cpu, functions, needs)
+        aot.build_shared_library(module, out, common, needs)
+    write_manifest(out, common, functions, needs, targets, conversions)
     if progress:
         progress("so", time.perf_counter() - started)

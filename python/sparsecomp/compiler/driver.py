@@ -129,7 +129,18 @@ def _progress(stage: str, seconds: float) -> None:
     print(f"sparsecomp: {stage:8s} {seconds * 1000:8.1f} ms", file=sys.stderr)
 
 
-def write_manifest(out: Path, cpu: CpuTarget, functions: dict[str, Any], needs: list[str]) -> None:
+def write_manifest(
+    out: Path,
+    cpu: CpuTarget,
+    functions: dict[str, Any],
+    needs: list[str],
+    targets: dict[str, CpuTarget] | None = None,
+    conversions: list[dict[str, Any]] | None = None,
+) -> None:
+    """``manifest.json``: ``target`` is what the library's shared code needs (the
+    common target of the module's CPU targets); ``targets`` the module's CPU
+    targets by name, which functions with a ``target`` of their own need;
+    ``conversions`` the layout conversions the program runs (``exe.plan()``)."""
     from sparsecomp import __version__
 
     manifest = {
@@ -137,8 +148,10 @@ def write_manifest(out: Path, cpu: CpuTarget, functions: dict[str, Any], needs: 
         "sparsecomp": __version__,
         "mlir": cache.mlir_version(),
         "target": cpu.attr_text(),
+        "targets": {name: t.attr_text() for name, t in (targets or {}).items()},
         "library": "kernel.so",
         "needs": needs,
         "functions": functions,
+        "conversions": conversions or [],
     }
     (out / cache.MANIFEST).write_text(json.dumps(manifest, indent=1))

@@ -24,6 +24,7 @@ import sys
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from mlir import ir
 from mlir._mlir_libs import _mlir
@@ -77,6 +78,24 @@ def _library() -> ctypes.CDLL:
     lib.sparsecompRegisterSparseIter.argtypes = [ctypes.c_void_p]
     lib.sparsecompRegisterSparseIter.restype = None
     return lib
+
+
+@cache
+def _emit_remark() -> Any:
+    """``sparsecompEmitRemark``, called with the GIL held: the context's
+    diagnostic handlers (Python callbacks) run inside it."""
+    _library()
+    emit = ctypes.PyDLL(str(generated(LIBRARY))).sparsecompEmitRemark
+    emit.argtypes, emit.restype = [ctypes.c_void_p, ctypes.c_char_p], None
+    return emit
+
+
+def emit_remark(location: ir.Location, message: str) -> None:
+    """A remark diagnostic at ``location`` (``file:line:col: remark: message``)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.argtypes, get.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
+    pointer = get(location._CAPIPtr, b"mlir.ir.Location._CAPIPtr")
+    _emit_remark()(pointer, message.encode())
 
 
 def _context_pointer(ctx: ir.Context) -> int:

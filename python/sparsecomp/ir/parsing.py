@@ -44,6 +44,13 @@ def _file_location(loc: ir.Location) -> tuple[str, int, int]:
     return "", 0, 0
 
 
+def location_text(loc: ir.Location, filename: str) -> str:
+    """``file:line:col`` of ``loc`` (buffer ``"-"`` as ``filename``), or ``filename``."""
+    file, line, col = _file_location(loc)
+    file = filename if file in ("-", "") else file
+    return f"{file}:{line}:{col}" if line else file
+
+
 def convert(diag, filename: str) -> list[Diagnostic]:
     """A diagnostic and its notes as records; buffer ``"-"`` becomes ``filename``."""
     file, line, col = _file_location(diag.location)

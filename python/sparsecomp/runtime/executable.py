@@ -15,16 +15,19 @@ scipy.sparse matrices and :class:`~sparsecomp.formats.tensor.SparseTensor`::
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sparsecomp.errors import SparsecompError
+from sparsecomp.errors import SparsecompError, TargetError
 from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
 from sparsecomp.runtime.call import Caller
 from sparsecomp.runtime.libs import LIBRARIES, library_path
+from sparsecomp.runtime.plan import Conversion, Plan
+from sparsecomp.targets import CpuTarget, detect_host, target_from_attr
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -129,6 +132,12 @@ class Executable:
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *self.functions})
 
+    def plan(self) -> Plan:
+        """The layout conversions the program runs, in program order; ``print`` it for the
+        report (location, function, the two layouts, the bytes of the tensor built)."""
+        found = self.manifest.get("conversions", [])
+        return Plan(tuple(Conversion.from_json(c) for c in found))
+
     def save(self, directory: str | Path) -> Path:
         """Copy the library, manifest, runtime libraries and stage IR to ``directory``.
 
@@ -158,6 +167,7 @@ def load(directory: str | Path) -> Executable:
     path = Path(directory)
     manifest = read_manifest(path)
     entries = manifest["functions"]
+    _check_host(path, manifest)
     uncallable = {n: why for n, e in entries.items() if (why := uncallable_reason(e)) is not None}
     signatures = [parse_signature(n, e) for n, e in entries.items() if n not in uncallable]
     needed = [needed_library(path, name) for name in manifest.get("needs", [])]
@@ -169,6 +179,40 @@ def load(directory: str | Path) -> Executable:
             raise SparsecompError(f"{path / manifest['library']} has no symbol '{sig.symbol}'")
     functions = {sig.name: Function(library, sig) for sig in signatures}
     return Executable(path, manifest, functions, needed, uncallable)
+
+
+@functools.cache
+def _host() -> CpuTarget:
+    return detect_host()
+
+
+def _check_host(path: Path, manifest: dict[str, Any]) -> None:
+    """A clear error now, not SIGILL later, where this machine cannot run the library's code.
+
+    The library's shared code needs ``manifest["target"]``; a function with a
+    ``target`` of its own also needs that one of ``manifest["targets"]``.
+    """
+    host = _host()
+    needs: dict[str, list[str]] = {}  # target text -> what needs it
+    if "target" in manifest:
+        needs.setdefault(manifest["target"], []).append("its shared code")
+    targets = manifest.get("targets", {})
+    for name, entry in manifest["functions"].items():
+        if (own := entry.get("target")) in targets:
+            needs.setdefault(targets[own], []).append(f"'{name}' (target '{own}')")
+    problems = []
+    for text, users in needs.items():
+        try:
+            target = target_from_attr(text)
+        except SparsecompError as err:
+            raise SparsecompError(f"{path / MANIFEST}: invalid target {text}: {err}") from None
+        if isinstance(target, CpuTarget) and (missing := target.missing_on(host)):
+            problems.append(f"{', '.join(users)} need {', '.join(missing)} ({text})")
+    if problems:
+        raise TargetError(
+            f"{path} cannot run on this machine ({host.attr_text()}): " + "; ".join(problems),
+            hint="compile for this machine (target='host') or load it where those features exist",
+        )
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:

@@ -17,6 +17,9 @@ FEATURES = {
 }
 #: The widest vector each feature provides, in bits.
 _VECTOR_BITS = {"sse4.2": 128, "avx": 256, "avx2": 256, "avx512f": 512, "neon": 128}
+#: LLVM target triple and baseline CPU name per architecture.
+TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}
+LLVM_CPUS = {"x86_64": "x86-64", "aarch64": "generic"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,38 @@ class CpuTarget:
 
     def attr_text(self) -> str:
         return format_value(self.attr_node())
+
+    def llvm_features(self) -> list[str]:
+        """LLVM ``-mattr`` / ``target-features`` entries: ``+avx2``, ``+prefer-256-bit``, ..."""
+        features = [f"+{f}" for f in self.features]
+        if self.arch == "x86_64" and 0 < self.vector_bits < self.max_vector_bits:
+            features.append(f"+prefer-{self.vector_bits}-bit")
+        return features
+
+    def missing_on(self, host: CpuTarget) -> list[str]:
+        """What ``host`` lacks to run this target's code: its architecture or features."""
+        if host.arch != self.arch:
+            return [self.arch]
+        return [f for f in self.features if f not in host.features]
+
+    @staticmethod
+    def common(targets: list[CpuTarget]) -> CpuTarget:
+        """The target every one of ``targets`` can run: shared features, narrowest vectors.
+
+        Code that belongs to no one target (entry wrappers, runtime helpers)
+        compiles for it. All must share one architecture.
+        """
+        arches = sorted({t.arch for t in targets})
+        if len(arches) != 1:
+            raise TargetError(
+                f"one module's CPU targets must share an architecture, got {', '.join(arches)}",
+                hint="compile the functions of each architecture as their own module",
+            )
+        shared = tuple(f for f in targets[0].features if all(f in t.features for t in targets))
+        bits = min(t.vector_bits for t in targets)
+        threads = max(t.threads for t in targets) if all(t.threads for t in targets) else 0
+        return CpuTarget(arches[0], shared, min(bits, CpuTarget(arches[0], shared).max_vector_bits),
+                         threads)  # fmt: skip
 
     @classmethod
     def from_node(cls, node: AttrNode) -> CpuTarget:

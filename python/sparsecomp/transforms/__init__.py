@@ -17,6 +17,8 @@ from sparsecomp.transforms.base import SparsecompPass
 
 #: command-line name -> "module:Class" under sparsecomp.transforms
 _REGISTRY: dict[str, str] = {
+    "sparse-iter-clone-per-target": "clone_per_target:ClonePerTargetPass",
+    "sparse-iter-cpu-function-targets": "cpu_function_targets:CpuFunctionTargetsPass",
     "sparse-iter-densify-unsparsifiable": "densify_unsparsifiable:DensifyUnsparsifiablePass",
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
     "sparse-iter-huge-pages": "huge_pages:HugePagesPass",
@@ -30,6 +32,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-order-levels": "order_levels:OrderLevelsPass",
     "sparse-iter-parallelize": "parallelize:ParallelizePass",
     "sparse-iter-privatize-allocas": "privatize_allocas:PrivatizeAllocasPass",
+    "sparse-iter-report-conversions": "report_conversions:ReportConversionsPass",
     "sparse-iter-set-encodings": "set_encodings:SetEncodingsPass",
     "sparse-iter-soa-coo": "soa_coo:SoaCooPass",
     "sparse-iter-specialize-encodings": "specialize_encodings:SpecializeEncodingsPass",

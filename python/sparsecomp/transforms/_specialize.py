@@ -13,7 +13,7 @@ from mlir import ir
 
 from sparsecomp.errors import SparsecompError, TargetError
 from sparsecomp.ir.attrs import encoding_of, mnemonic
-from sparsecomp.ir.targets import function_target
+from sparsecomp.ir.targets import TARGET_ATTR, function_target, module_targets
 from sparsecomp.ir.walk import preorder as walk
 from sparsecomp.targets.resolve import Encoding, IndexingMap, Target, Use, resolve
 from sparsecomp.transforms.set_encodings import SET, indexing_maps, set_encoding, with_encoding
@@ -60,6 +60,8 @@ class Specializer:
         ops = walk(module)
         self.funcs = {_name(f): f for f in ops if f.name == FUNC}
         self.targets, self.densify = targets, densify
+        self.named = module_targets(module)
+        self.conversions: dict[tuple[ir.Value, ir.Type], ir.Value] = {}
         self.order = {op: i for i, op in enumerate(ops)}
         self.sigs: dict[str, ir.FunctionType] = {}
         self.results: dict[str, list[ir.Type]] = {}
@@ -67,11 +69,30 @@ class Specializer:
         self.was: dict[ir.Value, ir.Type] = {}
 
     # -- types -----------------------------------------------------------------
-    def layout_type(self, ty: ir.Type, enc: Encoding, func: str, loc: ir.Location) -> ir.Type:
+    def target(self, func: str, op: ir.Operation | None = None) -> Target:
+        """The target of ``op``: its own ``sparse_iter.target``, else its function's."""
+        if op is None or TARGET_ATTR not in op.attributes:
+            return self.targets[func]
+        name = ir.StringAttr(op.attributes[TARGET_ATTR]).value
+        if name not in self.named:
+            known = ", ".join(sorted(self.named)) or "none"
+            raise Failure(
+                f"unknown target '{name}' on {op.name}; the module's targets: {known}", op.location
+            )
+        return self.named[name]
+
+    def layout_type(
+        self,
+        ty: ir.Type,
+        enc: Encoding,
+        func: str,
+        loc: ir.Location,
+        op: ir.Operation | None = None,
+    ) -> ir.Type:
         rt = ir.RankedTensorType(ty)
         shape = [None if ir.ShapedType.is_dynamic_size(s) else s for s in rt.shape]
         try:
-            layout = resolve(enc, shape, self.targets[func], densify=self.densify)
+            layout = resolve(enc, shape, self.target(func, op), densify=self.densify)
         except SparsecompError as e:
             raise Failure(f"cannot resolve a layout for {ty}: {e.message}", loc) from e
         return with_encoding(ty, ir.Attribute.parse(layout.attr_text()), loc)
@@ -83,7 +104,7 @@ class Specializer:
             user, i = use.owner.operation, use.operand_number
             if (linalg := _linalg_use(user, i)) is not None and not enc.use.op_name:
                 return self.layout_type(value.type, Encoding(enc.sparsity, linalg), func,
-                                        user.location)  # fmt: skip
+                                        user.location, user)  # fmt: skip
             target = user.results[0].type if user.name == SET else None
             if target is not None and (wanted := _unresolved(target)) and wanted.use.op_name:
                 return self.layout_type(target, wanted, func, user.location)
@@ -157,10 +178,23 @@ class Specializer:
 
     # -- ops -------------------------------------------------------------------
     def convert(self, op: ir.Operation, index: int, ty: ir.Type) -> None:
-        """Make operand ``index`` of ``op`` have type ``ty``, by a conversion if needed."""
+        """Make operand ``index`` of ``op`` have type ``ty``, by a conversion if needed.
+
+        One conversion per (value, layout), placed right after the value's
+        definition (so it dominates every use) and shared by all its uses.
+        """
         value = op.operands[index]
-        if value.type != ty and encoding_of(ty) is not None:
-            op.operands[index] = set_encoding(value, ty, ir.InsertionPoint(op), op.location)
+        if value.type == ty or encoding_of(ty) is None:
+            return
+        key = (value, ty)
+        if key not in self.conversions:
+            owner = value.owner
+            if isinstance(owner, ir.Block):
+                ip = ir.InsertionPoint.at_block_begin(owner)
+            else:
+                ip = ir.InsertionPoint.after(owner.operation)
+            self.conversions[key] = set_encoding(value, ty, ip, op.location)
+        op.operands[index] = self.conversions[key]
 
     def rewrite_op(self, op: ir.Operation, func: str) -> None:
         self._check_regions(op)
@@ -188,7 +222,7 @@ class Specializer:
                 linalg = _linalg_use(op, i)
                 assert linalg is not None
                 enc = Encoding(enc.sparsity, linalg)
-            self.convert(op, i, self.layout_type(value.type, enc, func, op.location))
+            self.convert(op, i, self.layout_type(value.type, enc, func, op.location, op))
         first_init = len(op.operands) - len(op.results)
         for j, result in enumerate(op.results):
             if _unresolved(result.type) is not None:

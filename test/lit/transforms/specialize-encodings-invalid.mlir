@@ -72,3 +72,17 @@ module attributes {sparse_iter.targets = {a = #sparse_iter.cpu<x86_64, features 
   // expected-error@+1 {{no sparse_iter.target on this function and the module has several targets (a, b); name one, or pass the option target=NAME}}
   func.func private @negative_which(tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.1>>)
 }
+
+// -----
+
+// An op's own target must be one of the module's.
+#sp = #sparse_iter.sparsity<unstructured>
+module attributes {sparse_iter.targets = {
+    cpu = #sparse_iter.cpu<x86_64, features = [avx2], vector_bits = 256, threads = 0>}} {
+  func.func @negative_op_target(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    // expected-error@+1 {{unknown target 'tpu'; the module's sparse_iter.targets has: cpu}}
+    %0 = linalg.matmul {sparse_iter.target = "tpu"}
+         ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %0 : tensor<?x?xf32>
+  }
+}

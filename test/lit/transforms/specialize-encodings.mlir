@@ -38,11 +38,13 @@ func.func @transposed(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<
   return %0 : tensor<?x?xf32>
 }
 
-// Two uses that resolve differently: the first wins, the second gets a conversion.
+// Two uses that resolve differently: the first wins, the second gets a
+// conversion (the set_encoding that set-encodings placed before the use, or
+// one right after the definition where the input has none).
 // CHECK-LABEL: func.func @two_uses
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
-// CHECK: linalg.matmul ins(%[[A]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
-// CHECK: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>> to tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK-DAG: linalg.matmul ins(%[[A]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK-DAG: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>> to tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK: linalg.matmul indexing_maps = [{{.*}}] ins(%[[CONV]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>
 // CLEAN-LABEL: func.func @two_uses
 func.func @two_uses(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
@@ -184,7 +186,8 @@ func.func @sparsify(%d: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32
 // -----
 
 // Several targets: each function gets its own target's layouts, and data
-// crossing a call between targets is converted in the caller.
+// crossing a call between targets is converted in the caller, once, right
+// after the value is defined.
 #sp = #sparse_iter.sparsity<unstructured, density = 0.01>
 #nm = #sparse_iter.sparsity<nm[2, 4], density = 0.5>
 #ta = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>]
@@ -193,8 +196,8 @@ func.func @sparsify(%d: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32
 // CHECK-SAME: (%{{.*}}: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
 // CHECK-LABEL: func.func @on_cpu
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
-// CHECK: %[[P:.*]] = linalg.matmul
 // CHECK: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>> to tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK: %[[P:.*]] = linalg.matmul
 // CHECK: call @on_gpu(%[[CONV]], %{{.*}}, %[[P]])
 // 2:4 f16 on a GPU with a sparse MMA shape: mma.sp metadata.
 // CHECK-LABEL: func.func @mma_sp
@@ -241,3 +244,35 @@ module attributes {sparse_iter.targets = {
 // DENSE-SAME: (tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : dense){{.*}}}>>, tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed){{.*}}}>>)
 func.func private @densify(tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.6>>,
                            tensor<?x?xf32, #sparse_iter.sparsity<unstructured>>)
+
+// -----
+
+// An op may name its own target: its operands take that target's layouts
+// (CUDA keeps CSR for a transposed read, the CPU function reads CSC). The
+// value crosses once: one conversion, right after its definition, shared by
+// both GPU ops.
+#sp = #sparse_iter.sparsity<unstructured>
+#tr = affine_map<(m, n, k) -> (k, m)>
+#rhs = affine_map<(m, n, k) -> (k, n)>
+#out = affine_map<(m, n, k) -> (m, n)>
+module attributes {sparse_iter.targets = {
+    cpu = #sparse_iter.cpu<x86_64, features = [avx2], vector_bits = 256, threads = 0>,
+    gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k32]>}} {
+  // CHECK-LABEL: func.func @op_affinity
+  // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed), posWidth = 32, crdWidth = 32}>>
+  // CHECK-NEXT: %[[CONV:.*]] = sparse_iter.set_encoding %[[A]] {{.*}} to tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
+  // CHECK-NEXT: %[[C0:.*]] = linalg.matmul {{.*}} ins(%[[A]],
+  // CHECK-NEXT: %[[C1:.*]] = linalg.matmul {{.*}} {sparse_iter.target = "gpu"} ins(%[[CONV]],
+  // CHECK-NEXT: linalg.matmul {{.*}} {sparse_iter.target = "gpu"} ins(%[[CONV]],
+  // CHECK-NOT: sparse_iter.set_encoding
+  // CHECK: return
+  func.func @op_affinity(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "cpu"} {
+    %0 = linalg.matmul indexing_maps = [#tr, #rhs, #out]
+         ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+    %1 = linalg.matmul indexing_maps = [#tr, #rhs, #out] {sparse_iter.target = "gpu"}
+         ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%0 : tensor<?x?xf32>) -> tensor<?x?xf32>
+    %2 = linalg.matmul indexing_maps = [#tr, #rhs, #out] {sparse_iter.target = "gpu"}
+         ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%1 : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %2 : tensor<?x?xf32>
+  }
+}

@@ -1,0 +1,11 @@
+// RUN: sparsecomp-opt %s --verify-diagnostics --sparse-iter-cpu-function-targets
+
+// A function for a CUDA target cannot be compiled by the CPU back end.
+module attributes {sparse_iter.targets = {
+    cpu = #sparse_iter.cpu<x86_64, features = [avx2], vector_bits = 256, threads = 0>,
+    gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k32]>}} {
+  // expected-error@+1 {{'on_gpu' is for the #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k32]> target 'gpu', which the CPU back end cannot compile}}
+  llvm.func @on_gpu() attributes {sparse_iter.target = "gpu"} {
+    llvm.return
+  }
+}
