@@ -460,6 +460,28 @@ def SparseIter_ValuesOp : SparseIter_Op<"values", [Pure]> {
   let assemblyFormat = "$tensor attr-dict `:` type($tensor) `->` type($result)";
 }
 
+def SparseIter_StorageSizeOp : SparseIter_Op<"storage_size", [Pure]> {
+  let summary = "The bytes an encoded tensor's buffers take on its device";
+  let description = [{
+    Returns the bytes of all buffers of `tensor`: positions, coordinates
+    and values of every level (of every part, for a composable layout), at
+    the layout's widths; for a tensor without an encoding, its dense size.
+    Buffer lowering (`sparse-iter-lower-buffers`) computes it from the
+    lengths of the buffers, so it is exact for the data at hand;
+    `sparsecomp.formats.storage_bytes` is the host-side formula, which a
+    host program uses to allocate before it packs.
+
+    Example:
+
+    ```mlir
+    %bytes = sparse_iter.storage_size %A : tensor<?x?xf32, #csr>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$tensor);
+  let results = (outs Index:$bytes);
+  let assemblyFormat = "$tensor attr-dict `:` type($tensor)";
+}
+
 def SparseIter_WithValuesOp : SparseIter_Op<"with_values", [Pure]> {
   let summary = "An encoded tensor with the index structure of another and new values";
   let description = [{

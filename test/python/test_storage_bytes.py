@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import sparsecomp
 from sparsecomp.errors import FormatError
 from sparsecomp.formats import Layout, SparseTensor, parse_layout, storage_bytes
 from sparsecomp.formats.sizes import data_levels
@@ -100,3 +101,38 @@ def test_data_dependent_levels_need_counts() -> None:
         storage_bytes("hyb", (10, 10), np.float32, nse=12)
     with pytest.raises(FormatError, match="not a multiple of 16"):
         storage_bytes("bsr:4x4", (16, 16), np.float32, nse=17)
+
+
+@pytest.fixture(scope="module")
+def size_kernels() -> sparsecomp.Executable:
+    """``@s{i}`` returns ``sparse_iter.storage_size`` of a tensor in layout ``NAMES[i]``."""
+    funcs = []
+    for i, name in enumerate(NAMES):
+        ty = f"tensor<?x?xf32, {parse_layout(name, 2).attr_text()}>"
+        funcs.append(
+            f"func.func @s{i}(%a: {ty}) -> index {{\n"
+            f"  %n = sparse_iter.storage_size %a : {ty}\n  return %n : index\n}}"
+        )
+    funcs.append(
+        "func.func @dense(%a: tensor<?x?xf64>) -> index {\n"
+        "  %n = sparse_iter.storage_size %a : tensor<?x?xf64>\n  return %n : index\n}"
+    )
+    return sparsecomp.compile("\n".join(funcs))
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    index=st.integers(0, len(NAMES) - 1),
+    rows=st.integers(0, 12).map(lambda r: 4 * r),
+    cols=st.integers(0, 8).map(lambda c: 4 * c),
+    density=st.floats(0.0, 0.5),
+    seed=st.integers(0, 2**16),
+)
+def test_storage_size_op_equals_the_buffers(size_kernels, index, rows, cols, density, seed) -> None:
+    """The compiled ``sparse_iter.storage_size`` counts what the host tensor holds."""
+    m = sp.random(rows, cols, density=density, format="csr", random_state=seed)
+    t = _tensor(NAMES[index], m.astype(np.float32))
+    assert (
+        size_kernels.functions[f"s{index}"](t) == t.storage_bytes == _predict(t, all_counts=False)
+    )
+    assert size_kernels.dense(m.toarray()) == rows * cols * 8

@@ -5,7 +5,7 @@ sizes). Entry block arguments are replaced by their bundles' parameters;
 ``sparse_iter.positions``/``coordinates``/``values`` and ``tensor.dim`` with
 a constant index read a bundle; ``sparse_iter.with_values`` and
 ``sparse_iter.assemble`` make new bundles, ``sparse_iter.get_part`` picks a
-composable bundle's part; ``func.return`` and
+composable bundle's part, ``sparse_iter.storage_size`` sums the buffers' bytes; ``func.return`` and
 ``func.call`` pass bundles flattened. Any other use of an encoded value is
 an error at that op.
 """
@@ -15,13 +15,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
+from mlir.dialects import arith
 from mlir.dialects import func as func_d
+from mlir.dialects import tensor as tensor_d
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
 from sparsecomp.ir import attrs
 from sparsecomp.ir.walk import preorder
 from sparsecomp.lowering.abi import AnyLayout, buffer_types, flat_types
+
+STORAGE_SIZE = "sparse_iter.storage_size"
+
+
+def _bytes(ty: ir.Type) -> int:
+    """Bytes per element of a tensor type (``index``: 8; ``complex<f64>``: 16)."""
+    element = ir.RankedTensorType(ty).element_type
+    if isinstance(element, ir.IndexType):
+        return 8
+    if isinstance(element, ir.ComplexType):
+        return 2 * _bytes(ir.RankedTensorType.get([1], ir.ComplexType(element).element_type))
+    width = element.width
+    return max(1, width // 8)
 
 
 class FlattenError(SparsecompError):
@@ -121,6 +136,9 @@ class Flattener:
         if name == "func.call":
             self._call(op)
             return
+        if name == STORAGE_SIZE:
+            self._storage_size(op)
+            return
         if not self._encoded_operands(op):
             return
         bundle = self.bundles[op.operands[0]]
@@ -166,6 +184,26 @@ class Flattener:
         values, dims = operands[n_pos + n_crd], operands[len(operands) - rank :]
         self.bundles[op.results[0]] = Bundle([*names, "values"], [*buffers, values], dims)
         self.dead.append(op)
+
+    def _storage_size(self, op: ir.Operation) -> None:
+        """``sum(len(buffer) * element bytes)`` over the tensor's buffers (dense: its size)."""
+        value = op.operands[0]
+        with ir.InsertionPoint(op), op.location:
+            index = ir.IndexType.get()
+
+            def dim(tensor: ir.Value, d: int) -> ir.Value:
+                return tensor_d.dim(tensor, arith.constant(index, d))
+
+            if value in self.bundles:
+                total = arith.constant(index, 0)
+                for buffer in self.bundles[value].buffers:
+                    size = arith.muli(dim(buffer, 0), arith.constant(index, _bytes(buffer.type)))
+                    total = arith.addi(total, size)
+            else:
+                total = arith.constant(index, _bytes(value.type))
+                for d in range(ir.RankedTensorType(value.type).rank):
+                    total = arith.muli(total, dim(value, d))
+        self._replace(op, total)
 
     @staticmethod
     def _constant(value: ir.Value) -> int | None:

@@ -48,7 +48,10 @@ class LowerBuffersPass(SparsecompPass):
     dimension. Inside the function, ``sparse_iter.positions``,
     ``coordinates`` and ``values`` become those buffers, ``tensor.dim`` of
     an encoded tensor its size argument, and ``sparse_iter.with_values``
-    reuses the index buffers with new values; calls and returns pass the
+    reuses the index buffers with new values, ``sparse_iter.storage_size``
+    the sum of its buffers' lengths times their element bytes (of any
+    tensor: a dense one's dimensions times its element bytes); calls and
+    returns pass the
     flattened values. Only varied levels have position buffers, so only they
     are flattened. Public functions get ``sparse_iter.abi``, the JSON
     description of their original signature that the runtime marshals

@@ -22,5 +22,6 @@ func.func @dead(%a: tensor<?x?xf32, #csr>, %d: tensor<4x4xf32>) {
   %c = "sparse_iter.coordinates"(%a) {level = 1 : i64} : (tensor<?x?xf32, #csr>) -> tensor<?xi32>
   %v = "sparse_iter.values"(%a) : (tensor<?x?xf32, #csr>) -> tensor<?xf32>
   %s = "sparse_iter.set_encoding"(%d) : (tensor<4x4xf32>) -> tensor<4x4xf32, #csr>
+  %n = sparse_iter.storage_size %a : tensor<?x?xf32, #csr>
   return
 }

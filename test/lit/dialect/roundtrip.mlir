@@ -106,6 +106,16 @@ func.func @access(%A: tensor<?x?xf32, #csr>) -> (tensor<?xi32>, tensor<?xi32>, t
   return %p, %c, %w : tensor<?xi32>, tensor<?xi32>, tensor<?x?xf32, #csr>
 }
 
+// storage_size: the bytes of any tensor's buffers, encoded or not.
+// CHECK-LABEL: func.func @storage_size
+// CHECK: sparse_iter.storage_size %{{.*}} : tensor<?x?xf32, #sparse_iter.layout
+// CHECK: sparse_iter.storage_size %{{.*}} : tensor<4x?xf64>
+func.func @storage_size(%A: tensor<?x?xf32, #csr>, %D: tensor<4x?xf64>) -> (index, index) {
+  %a = sparse_iter.storage_size %A : tensor<?x?xf32, #csr>
+  %d = sparse_iter.storage_size %D : tensor<4x?xf64>
+  return %a, %d : index, index
+}
+
 // assemble builds a sparse tensor from its buffers and dimension sizes.
 // CHECK-LABEL: func.func @assemble
 // CHECK: sparse_iter.assemble positions(%{{.*}} : tensor<?xi32>) coordinates(%{{.*}} : tensor<?xi32>) values(%{{.*}} : tensor<?xf32>) sizes(%{{.*}}, %{{.*}}) -> tensor<?x?xf32, #sparse_iter.layout

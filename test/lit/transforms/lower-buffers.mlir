@@ -91,3 +91,30 @@ func.func @parts(%A: tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr> {
   %p = "sparse_iter.get_part"(%A) {index = 1 : i64} : (tensor<?x?xf32, #hyb>) -> tensor<?x?xf32, #csr>
   return %p : tensor<?x?xf32, #csr>
 }
+
+// -----
+
+// storage_size: the lengths of the buffers times their element bytes (4 for
+// i32 positions and coordinates and f32 values); for a dense tensor, its
+// dimensions times the element bytes.
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+// CHECK-LABEL: func.func @storage_size
+// CHECK-SAME: (%[[POS:.*]]: tensor<?xi32>, %[[CRD:.*]]: tensor<?xi32>, %[[VAL:.*]]: tensor<?xf32>, %{{.*}}: index, %{{.*}}: index, %[[D:.*]]: tensor<3x?xf64>)
+// CHECK: %[[NP:.*]] = tensor.dim %[[POS]]
+// CHECK: %[[BP:.*]] = arith.muli %[[NP]], %[[C4:.*]] : index
+// CHECK: %[[NC:.*]] = tensor.dim %[[CRD]]
+// CHECK: arith.muli %[[NC]]
+// CHECK: %[[NV:.*]] = tensor.dim %[[VAL]]
+// CHECK: arith.muli %[[NV]]
+// CHECK: %[[SUM:.*]] = arith.addi
+// CHECK: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: %[[R:.*]] = tensor.dim %[[D]], %{{.*}} : tensor<3x?xf64>
+// CHECK: %[[T0:.*]] = arith.muli %[[C8]], %[[R]]
+// CHECK: %[[CC:.*]] = tensor.dim %[[D]], %{{.*}} : tensor<3x?xf64>
+// CHECK: %[[T1:.*]] = arith.muli %[[T0]], %[[CC]]
+// CHECK: return %[[SUM]], %[[T1]]
+func.func @storage_size(%a: tensor<?x?xf32, #csr>, %d: tensor<3x?xf64>) -> (index, index) {
+  %n = sparse_iter.storage_size %a : tensor<?x?xf32, #csr>
+  %m = sparse_iter.storage_size %d : tensor<3x?xf64>
+  return %n, %m : index, index
+}
