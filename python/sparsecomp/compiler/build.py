@@ -12,15 +12,16 @@ from mlir import ir
 
 from sparsecomp import knobs
 from sparsecomp.compiler import aot
-from sparsecomp.compiler.driver import STAGES, write_manifest
+from sparsecomp.compiler.driver import EMULATION_STAGES, STAGES, write_manifest
 from sparsecomp.errors import CompileError
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.conversions import find_conversions
 from sparsecomp.ir.parsing import DiagnosticLog, convert, location_text, parse_module
 from sparsecomp.ir.targets import module_targets
 from sparsecomp.ir.verify import TARGET_ATTR, TARGETS_ATTR, verify
-from sparsecomp.targets import CpuTarget
+from sparsecomp.targets import CpuTarget, CudaTarget
 from sparsecomp.tools.diagnostics import format_diagnostic
+from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 from sparsecomp.transforms.pipeline import build_pass_manager
 
 Progress = Callable[[str, float], None] | None
@@ -54,6 +55,34 @@ def _set_target(module: ir.Module, cpu: CpuTarget) -> None:
     op = module.operation
     if TARGETS_ATTR not in op.attributes:
         op.attributes[TARGETS_ATTR] = ir.Attribute.parse(f"{{host = {cpu.attr_text()}}}")
+
+
+def _set_emulated_target(module: ir.Module, device: CudaTarget, filename: str) -> None:
+    """The emulated GPU as the module's one target (modules naming their own are refused)."""
+    op = module.operation
+    if TARGETS_ATTR in op.attributes:
+        raise CompileError(
+            f"{filename}: cuda-emu compiles modules without sparse_iter.targets "
+            "(it adds the emulated GPU as the only target)",
+            hint="drop sparse_iter.targets, or compile for the targets the module names",
+        )
+    op.attributes[TARGETS_ATTR] = ir.Attribute.parse(f"{{gpu = {device.attr_text()}}}")
+
+
+def _refuse_upstream(module: ir.Module, filename: str) -> None:
+    """Functions marked for MLIR's sparsifier have no GPU schedule: name them."""
+    marked = []
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and UPSTREAM_ATTR in op.attributes:
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            why = ir.StringAttr(op.attributes[UPSTREAM_ATTR]).value
+            marked.append(f"'{name}' ({location_text(op.location, filename)}: {why})")
+    if marked:
+        raise CompileError(
+            f"{filename}: these functions need MLIR's sparsifier, which has no GPU schedule: "
+            + "; ".join(marked)
+        )
 
 
 def _cpu_targets(module: ir.Module) -> dict[str, CpuTarget]:
@@ -106,9 +135,18 @@ def _functions(module: ir.Module) -> dict[str, Any]:
 
 
 def build(
-    text: str, filename: str, cpu: CpuTarget, options: dict[str, Any], out: Path, progress: Progress
+    text: str,
+    filename: str,
+    cpu: CpuTarget,
+    options: dict[str, Any],
+    out: Path,
+    progress: Progress,
+    emulate: CudaTarget | None = None,
 ) -> None:
-    """Compile ``text`` into ``out``; raises :class:`CompileError` with diagnostics."""
+    """Compile ``text`` into ``out``; raises :class:`CompileError` with diagnostics.
+
+    ``emulate``: build the CUDA schedule for that GPU and run it on ``cpu``.
+    """
     ctx = make_context()
     log = DiagnosticLog(filename)
     with log.capture(ctx), ctx:
@@ -119,8 +157,11 @@ def build(
             raise _fail(log, f"{filename}: could not parse the program") from None
         if not verify(module.operation):
             raise _fail(log, f"{filename}: the program is not valid")
-        _set_target(module, cpu)
-        _refuse_device_functions(module, filename)
+        if emulate is not None:
+            _set_emulated_target(module, emulate, filename)
+        else:
+            _set_target(module, cpu)
+            _refuse_device_functions(module, filename)
         targets = _cpu_targets(module)
         # What llc gets as -mattr: every function's own target extends it.
         common = CpuTarget.common(list(targets.values())) if targets else cpu
@@ -128,7 +169,7 @@ def build(
         conversions: list[dict[str, Any]] = []
         # Each stage's input, with locations: the reproducer if the stage fails.
         before = module.operation.get_asm(enable_debug_info=True)
-        for stage, named in STAGES:
+        for stage, named in STAGES if emulate is None else EMULATION_STAGES:
             started = time.perf_counter()
             pipeline = stage_pipeline(named, stage, options)
             try:
@@ -140,6 +181,8 @@ def build(
                 ) from None
             before = module.operation.get_asm(enable_debug_info=True)
             (out / f"{stage}.mlir").write_text(before)
+            if stage == "layouts" and emulate is not None:
+                _refuse_upstream(module, filename)
             if stage == "layouts":
                 conversions = [c.to_json() for _, c in find_conversions(module.operation, filename)]
             if stage == "buffers":

@@ -39,7 +39,7 @@ from typing import Any
 from sparsecomp.compiler import cache
 from sparsecomp.errors import SparsecompError
 from sparsecomp.runtime import Executable, load
-from sparsecomp.targets import CpuTarget, detect_host
+from sparsecomp.targets import CpuTarget, CudaTarget, detect_host
 
 STAGES = (
     ("layouts", "sparsecomp-cpu-layouts"),
@@ -48,7 +48,15 @@ STAGES = (
     ("buffers", "sparsecomp-cpu-buffers"),
     ("llvm", "sparsecomp-cpu-backend"),
 )
+#: The stages of the emulation targets (``cuda-emu:sm_80``): the CUDA
+#: schedule, then each launch as host loops and the CPU code generation.
+EMULATION_STAGES = (
+    *STAGES[:4],
+    ("gpu", "sparsecomp-cuda-schedule"),
+    ("llvm", "sparsecomp-cuda-emulate"),
+)
 _OPTIONS = {"vector_bits", "unroll", "panel_bytes"}
+EMULATION_PREFIX = "cuda-emu:"
 
 
 def _source_text(source: Any) -> tuple[str, str]:
@@ -67,6 +75,16 @@ def _source_text(source: Any) -> tuple[str, str]:
     raise SparsecompError(
         f"compile() takes a path, MLIR text or an mlir.ir.Module, not {type(source).__name__}"
     )
+
+
+def _emulated(target: str | CpuTarget) -> CudaTarget | None:
+    """The CUDA target of ``"cuda-emu:sm_80"`` / ``"cuda-emu:sm_90"``, else None."""
+    if not isinstance(target, str) or not target.startswith(EMULATION_PREFIX):
+        return None
+    chip = target.removeprefix(EMULATION_PREFIX)
+    if not chip.startswith("sm_") or not chip[3:].isdigit():
+        raise SparsecompError(f"expected cuda-emu:sm_80 or cuda-emu:sm_90, got '{target}'")
+    return CudaTarget.for_sm(int(chip[3:]))
 
 
 def _target(target: str | CpuTarget) -> CpuTarget:
@@ -95,6 +113,10 @@ def compile(
     ``target`` is ``"host"`` (this machine's ISA and cores), a
     :class:`~sparsecomp.targets.CpuTarget` or ``#sparse_iter.cpu<...>``
     text; it applies where the module does not name its own targets.
+    ``"cuda-emu:sm_80"`` / ``"cuda-emu:sm_90"`` compile the CUDA schedule
+    (layouts resolved for that GPU, one row per thread, 128 threads per
+    block) and run each launch on this CPU, block by block and thread by
+    thread: slow, and exact to the schedule.
     ``options``: ``vector_bits`` (vector width; 0 for scalar code),
     ``unroll`` (vectors in flight) and ``panel_bytes`` (column panels of a
     gathered dense operand, 0: none), passed to ``sparse-iter-lower-iterations``.
@@ -106,8 +128,10 @@ def compile(
             f"unknown compile option(s) {sorted(unknown)}; known: {sorted(_OPTIONS)}"
         )
     text, filename = _source_text(source)
-    cpu = _target(target)
-    key = cache.cache_key(text, cpu.attr_text(), options)
+    emulate = _emulated(target)
+    cpu = detect_host() if emulate is not None else _target(target)
+    device = f" emulating {emulate.attr_text()}" if emulate is not None else ""
+    key = cache.cache_key(text, cpu.attr_text() + device, options)
     if cache_results and (hit := cache.lookup(key)) is not None:
         return load(hit)
     from sparsecomp.compiler import server
@@ -115,7 +139,7 @@ def compile(
     started = time.perf_counter()
     out = cache.new_build_dir()
     try:
-        server.build(text, filename, cpu, options, out, _progress if verbose else None)
+        server.build(text, filename, cpu, options, out, _progress if verbose else None, emulate)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # a failed build leaves nothing in the cache
         raise

@@ -38,7 +38,7 @@ from typing import IO, Any
 
 from sparsecomp import errors, knobs
 from sparsecomp.errors import CompileError, SparsecompError
-from sparsecomp.targets import CpuTarget
+from sparsecomp.targets import CpuTarget, CudaTarget
 
 Progress = Callable[[str, float], None] | None
 
@@ -98,16 +98,23 @@ atexit.register(_shutdown)
 
 
 def build(
-    text: str, filename: str, cpu: CpuTarget, options: dict[str, Any], out: Path, progress: Progress
+    text: str,
+    filename: str,
+    cpu: CpuTarget,
+    options: dict[str, Any],
+    out: Path,
+    progress: Progress,
+    emulate: CudaTarget | None = None,
 ) -> None:
     """Compile ``text`` into ``out`` in the compile server; raises what the build raised."""
     if knobs.compile_in_process():
         from sparsecomp.compiler.build import build as build_here
 
-        build_here(text, filename, cpu, options, out, progress)
+        build_here(text, filename, cpu, options, out, progress, emulate)
         return
     job = {
         "text": text, "filename": filename, "target": cpu.attr_text(), "options": options,
+        "emulate": emulate.attr_text() if emulate is not None else None,
         "out": str(out), "verbose": progress is not None,
         "env": {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")},
     }  # fmt: skip
@@ -156,9 +163,11 @@ def _serve_one(job: dict[str, Any]) -> dict[str, Any]:
 
     cpu = target_from_attr(job["target"])
     assert isinstance(cpu, CpuTarget)
+    emulate = target_from_attr(job["emulate"]) if job.get("emulate") else None
+    assert emulate is None or isinstance(emulate, CudaTarget)
     try:
         build_here(job["text"], job["filename"], cpu, job["options"], Path(job["out"]),
-                   report if job["verbose"] else None)  # fmt: skip
+                   report if job["verbose"] else None, emulate)  # fmt: skip
     except SparsecompError as exc:
         name = type(exc).__name__
         name = name if hasattr(errors, name) else "SparsecompError"

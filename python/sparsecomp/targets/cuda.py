@@ -41,6 +41,15 @@ class CudaTarget:
                         f"{kind} shape {shape} needs sm_{table[shape]}, not sm_{self.sm}"
                     )
 
+    @classmethod
+    def for_sm(cls, sm: int) -> CudaTarget:
+        """Target ``sm_XY`` with every MMA shape it has (``"cuda-emu:sm_75"`` and friends)."""
+        if sm not in SM_VERSIONS:
+            raise TargetError(f"unknown sm version {sm}; expected one of {SM_VERSIONS}")
+        dense = tuple(s for s, need in MMA_SHAPES.items() if need <= sm)
+        sparse = tuple(s for s, need in SPARSE_MMA_SHAPES.items() if need <= sm)
+        return cls(sm, dense, sparse)
+
     @property
     def chip(self) -> str:
         return f"sm_{self.sm}"

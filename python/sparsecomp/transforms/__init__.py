@@ -20,6 +20,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-clone-per-target": "clone_per_target:ClonePerTargetPass",
     "sparse-iter-cpu-function-targets": "cpu_function_targets:CpuFunctionTargetsPass",
     "sparse-iter-densify-unsparsifiable": "densify_unsparsifiable:DensifyUnsparsifiablePass",
+    "sparse-iter-emulate-gpu": "emulate_gpu:EmulateGpuPass",
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
     "sparse-iter-huge-pages": "huge_pages:HugePagesPass",
     "sparse-iter-import-sparse-tensor": "import_sparse_tensor:ImportSparseTensorPass",

@@ -1,0 +1,62 @@
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-emulate-gpu | FileCheck %s --enable-var-scope
+
+// A launch becomes six loops (grid z, y, x, then block z, y, x); the body's
+// block and thread ids are the loops' induction variables, its sizes the
+// launch's operands.
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME: (%[[Y:.*]]: memref<?xf32>, %[[N:.*]]: index, %[[GRID:.*]]: index)
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
+// CHECK: scf.for %{{.*}} = %[[C0]] to %[[C1]] step
+// CHECK: scf.for %{{.*}} = %[[C0]] to %[[C1]] step
+// CHECK: scf.for %[[BX:.*]] = %[[C0]] to %[[GRID]] step
+// CHECK: scf.for %{{.*}} = %[[C0]] to %[[C1]] step
+// CHECK: scf.for %{{.*}} = %[[C0]] to %[[C1]] step
+// CHECK: scf.for %[[TX:.*]] = %[[C0]] to %[[C128]] step
+// CHECK: %[[BASE:.*]] = arith.muli %[[BX]], %[[C128]]
+// CHECK: %[[ROW:.*]] = arith.addi %[[TX]], %[[BASE]]
+// CHECK: arith.cmpi ult, %[[ROW]], %[[N]]
+// CHECK: memref.store %{{.*}}, %[[Y]][%[[ROW]]]
+// CHECK-NOT: gpu.
+func.func @rows(%y: memref<?xf32>, %n: index, %grid: index) {
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %grid, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %base = arith.muli %bx, %sx : index
+    %row = arith.addi %tx, %base : index
+    %in = arith.cmpi ult, %row, %n : index
+    scf.if %in {
+      memref.store %one, %y[%row] : memref<?xf32>
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// Id and size ops in the body read the same loops and operands.
+// CHECK-LABEL: func.func @ids
+// CHECK-SAME: (%{{.*}}: memref<?xindex>, %[[G:.*]]: index, %[[B:.*]]: index)
+// CHECK: scf.for %[[BX:.*]] = %{{.*}} to %[[G]] step
+// CHECK: scf.for %[[TX:.*]] = %{{.*}} to %[[B]] step
+// CHECK: arith.addi %[[BX]], %[[TX]]
+// CHECK: arith.addi %[[G]], %[[B]]
+func.func @ids(%y: memref<?xindex>, %g: index, %b: index) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %b, %sy = %c1, %sz = %c1) {
+    %i = gpu.block_id x
+    %t = gpu.thread_id x
+    %s = arith.addi %i, %t : index
+    %gd = gpu.grid_dim x
+    %bd = gpu.block_dim x
+    %d = arith.addi %gd, %bd : index
+    memref.store %s, %y[%d] : memref<?xindex>
+    gpu.terminator
+  }
+  return
+}

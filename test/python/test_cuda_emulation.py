@@ -1,0 +1,106 @@
+"""The cuda-emu targets: the CUDA schedule of each kernel, run block by block on the CPU.
+
+Every kernel is compiled to the GPU schedule (one row per thread, 128
+threads per block, a guard for the last block) and checked against scipy on
+shapes that are not multiples of the block, with empty rows and power-law
+rows, so that a wrong id mapping or guard gives a wrong answer here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sparsecomp
+from sparsecomp.errors import CompileError, SparsecompError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(scope="module", params=["sm_80", "sm_90"])
+def kernels(request) -> dict[str, sparsecomp.Executable]:
+    target = f"cuda-emu:{request.param}"
+    return {
+        n: sparsecomp.compile(EXAMPLES / f"{n}.mlir", target) for n in ("spmv", "spmm", "sddmm")
+    }
+
+
+def _matrix(rows: int, cols: int, density: float, power_law: bool, seed: int) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    if power_law and rows and cols:
+        # Row lengths ~ Zipf: a few long rows, many empty or short ones.
+        lengths = np.minimum(rng.zipf(1.6, rows) - 1, cols)
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        indices = np.concatenate([rng.choice(cols, n, replace=False) for n in lengths] or [[]])
+        data = rng.standard_normal(int(indptr[-1])).astype(np.float32)
+        return sp.csr_matrix((data, indices.astype(np.int32), indptr), shape=(rows, cols))
+    return sp.random(rows, cols, density=density, format="csr", random_state=seed, dtype=np.float32)
+
+
+@settings(deadline=None, max_examples=30)
+@given(
+    rows=st.sampled_from([0, 1, 5, 127, 128, 129, 300]),
+    cols=st.integers(0, 40),
+    density=st.floats(0, 0.3),
+    power_law=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_kernels_match_scipy(kernels, rows, cols, density, power_law, seed) -> None:
+    a = _matrix(rows, cols, density, power_law, seed)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(cols).astype(np.float32)
+    np.testing.assert_allclose(kernels["spmv"](a, x), a @ x, rtol=1e-4, atol=1e-4)
+    b = rng.standard_normal((cols, 3)).astype(np.float32)
+    np.testing.assert_allclose(kernels["spmm"](a, b), a @ b, rtol=1e-4, atol=1e-4)
+    xs = rng.standard_normal((rows, 4)).astype(np.float32)
+    ys = rng.standard_normal((cols, 4)).astype(np.float32)
+    got = kernels["sddmm"](a, xs, ys).to_scipy().toarray()
+    want = a.multiply(xs @ ys.T).toarray()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_schedule_is_the_gpu_one(kernels) -> None:
+    """The emulated IR is a gpu.launch of 128-thread blocks, not the CPU's loops."""
+    for exe in kernels.values():
+        gpu = (exe.directory / "gpu.mlir").read_text()
+        assert gpu.count("gpu.launch blocks") == 1
+        assert "threads(" in gpu
+        assert "= %c128" in gpu
+        llvm = (exe.directory / "llvm.mlir").read_text()
+        assert "omp.parallel" not in llvm
+        assert "gpu.launch" not in llvm
+
+
+def test_bad_targets_and_unsupported_programs() -> None:
+    with pytest.raises(SparsecompError, match="expected cuda-emu:sm_80 or cuda-emu:sm_90"):
+        sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:80")
+    with pytest.raises(SparsecompError, match="unknown sm version 12"):
+        sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_12")
+    older = sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_75")  # no 2:4 shapes
+    a = sp.random(9, 4, density=0.5, format="csr", random_state=3, dtype=np.float32)
+    np.testing.assert_allclose(older(a, np.ones(4, np.float32)), a @ np.ones(4), rtol=1e-5)
+    named = (EXAMPLES / "spmv.mlir").read_text().replace(
+        "func.func @spmv",
+        "module attributes {sparse_iter.targets = {c = #sparse_iter.cpu<x86_64, features = [], "
+        "vector_bits = 0, threads = 1>}} {\nfunc.func @spmv",
+    ) + "}\n"
+    with pytest.raises(
+        CompileError, match=r"cuda-emu compiles modules without sparse_iter\.targets"
+    ):
+        sparsecomp.compile(named, "cuda-emu:sm_80")
+    upstream = """
+#COO = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>
+#DCSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>
+func.func @conv(%a: tensor<4x6xf64, #COO>) -> tensor<4x6xf64, #DCSR> {
+  %0 = sparse_tensor.convert %a : tensor<4x6xf64, #COO> to tensor<4x6xf64, #DCSR>
+  return %0 : tensor<4x6xf64, #DCSR>
+}"""
+    with pytest.raises(
+        CompileError, match=r"need MLIR's sparsifier, which has no GPU schedule: 'conv'"
+    ):
+        sparsecomp.compile(upstream, "cuda-emu:sm_80")

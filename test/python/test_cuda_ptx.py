@@ -1,0 +1,37 @@
+"""PTX for the CUDA schedule, checked by ``ptxas`` for sm_80 and sm_90 (no GPU needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sparsecomp.compiler import cuda
+from sparsecomp.errors import CompileError, SparsecompError, ToolchainError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("chip", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("example", ["spmv", "spmm", "sddmm"])
+def test_ptx_assembles(example: str, chip: str) -> None:
+    kernels = cuda.ptx(EXAMPLES / f"{example}.mlir", f"cuda:{chip}")
+    assert list(kernels) == [f"{example}_kernel"]
+    (text,) = kernels.values()
+    assert f".target {chip}" in text
+    assert f".visible .entry {example}_kernel(" in text
+    # One row per thread: the row is ctaid.x * 128 + tid.x, checked against m.
+    assert "%ctaid.x" in text
+    assert "%tid.x" in text
+    cubin = cuda.assemble(text, chip)
+    assert cubin[:4] == b"\x7fELF"
+
+
+def test_ptxas_errors_and_bad_targets() -> None:
+    with pytest.raises(ToolchainError, match="ptxas -arch=sm_80 failed"):
+        cuda.assemble(".version 8.0\n.target sm_80\n.address_size 64\nnonsense;\n", "sm_80")
+    with pytest.raises(SparsecompError, match="expected cuda:sm_80 or cuda:sm_90"):
+        cuda.ptx(EXAMPLES / "spmv.mlir", "sm_80")
+    named = "module attributes {sparse_iter.targets = {}} {}"
+    with pytest.raises(CompileError, match=r"without sparse_iter\.targets"):
+        cuda.ptx(named)
