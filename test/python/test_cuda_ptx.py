@@ -35,3 +35,15 @@ def test_ptxas_errors_and_bad_targets() -> None:
     named = "module attributes {sparse_iter.targets = {}} {}"
     with pytest.raises(CompileError, match=r"without sparse_iter\.targets"):
         cuda.ptx(named)
+
+
+def test_compile_cli_writes_ptx_and_cubin(tmp_path: Path, capsys) -> None:
+    from sparsecomp.tools import compile as cli
+
+    out = tmp_path / "k"
+    assert cli.main([str(EXAMPLES / "spmv.mlir"), "--target", "cuda:sm_90", "-o", str(out)]) == 0
+    assert "spmv_kernel.ptx, spmv_kernel.cubin" in capsys.readouterr().out
+    assert ".target sm_90" in (out / "spmv_kernel.ptx").read_text()
+    assert (out / "spmv_kernel.cubin").read_bytes()[:4] == b"\x7fELF"
+    assert cli.main([str(EXAMPLES / "spmv.mlir"), "--target", "cuda:90", "-o", str(out)]) == 1
+    assert "expected cuda:sm_80 or cuda:sm_90" in capsys.readouterr().err
