@@ -8,6 +8,8 @@ paths, listing the failing classes. Refusals (located errors) are allowed.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from sparsecomp.fuzz import cli, report
@@ -67,6 +69,17 @@ def test_fixed_seed_set(tmp_path, private_cache) -> None:
                    "--out", str(out), "--timeout", "120"])  # fmt: skip
     text = (out / "report.txt").read_text()
     assert rc == 0, text
+
+
+def test_fixed_seed_set_under_gpu_emulation(tmp_path, private_cache) -> None:
+    """The same generator through the CUDA schedule run on the CPU (the ``emu`` path)."""
+    out = tmp_path / "fuzz"
+    rc = cli.main(["--cases", "80", "--seed", "7", "--jobs", "1", "-q", "--paths", "emu",
+                   "--out", str(out), "--timeout", "120"])  # fmt: skip
+    assert rc == 0, (out / "report.txt").read_text()
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    ran = [r for r in results if r["results"]["emu"]["status"] == "ok"]
+    assert len(ran) >= 20, (out / "report.txt").read_text()  # not all refused
 
 
 def test_script_runs(repo) -> None:

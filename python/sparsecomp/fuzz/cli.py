@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 PATHS = ("py", "cli", "upstream")
+#: Paths run only when asked for (``--paths py,emu``): the CUDA schedule, emulated.
+EXTRA_PATHS = ("emu",)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,7 +30,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the case set (default 0)")
     p.add_argument("--start", type=int, default=0, help="index of the first case (default 0)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
-    p.add_argument("--paths", default=",".join(PATHS), help="subset of py,cli,upstream")
+    p.add_argument(
+        "--paths",
+        default=",".join(PATHS),
+        help="subset of py,cli,upstream,emu (emu, not by default: the CUDA schedule on the CPU)",
+    )
     p.add_argument("--timeout", type=float, default=180.0, help="seconds per case and path")
     p.add_argument("--out", type=Path, default=Path("fuzz-out"), help="report and reproducers")
     p.add_argument("--repros", type=int, default=3, help="reproducers kept per failing class")
@@ -74,8 +80,9 @@ def _progress(quiet: bool, total: int, started: float, seen: list[int]) -> Any:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     paths = [p for p in args.paths.split(",") if p]
-    if unknown := set(paths) - set(PATHS):
-        print(f"scripts/fuzz: unknown paths {sorted(unknown)}; known: {', '.join(PATHS)}")
+    if unknown := set(paths) - set(PATHS) - set(EXTRA_PATHS):
+        known = ", ".join((*PATHS, *EXTRA_PATHS))
+        print(f"scripts/fuzz: unknown paths {sorted(unknown)}; known: {known}")
         return 2
     if args.replay is not None:
         return replay(args.seed, args.replay, paths, args.timeout)

@@ -65,12 +65,15 @@ def _sparse_arg(case: Case, spec: Any, dense: np.ndarray, rng: np.random.Generat
     return SparseTensor.from_dense(dense, layout)
 
 
-def run_py(case: Case) -> Outcome:
-    """``sparsecomp.compile`` the kernel, call it with numpy/scipy/SparseTensor arguments."""
+def run_py(case: Case, target: str = "host") -> Outcome:
+    """``sparsecomp.compile`` the kernel, call it with numpy/scipy/SparseTensor arguments.
+
+    ``target="cuda-emu:sm_80"`` is the ``emu`` path: the CUDA schedule run on the CPU.
+    """
     import sparsecomp
 
     try:
-        exe = sparsecomp.compile(case.kernel, cache_results=False)
+        exe = sparsecomp.compile(case.kernel, target, cache_results=False)
     except Exception as exc:
         return _error(exc, "compile")
     try:

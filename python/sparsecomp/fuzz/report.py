@@ -16,7 +16,7 @@ import numpy as np
 
 FAILING = ("crash", "wrong", "traceback", "timeout")
 #: paths whose failures fail the run (upstream is a second opinion)
-OURS = ("gen", "py", "cli")
+OURS = ("gen", "py", "cli", "emu")
 _BALANCED = re.compile(
     r"(tensor|memref|vector|affine_map|#sparse_tensor\.encoding|#sparse_iter\.\w+)<"
 )

@@ -45,6 +45,8 @@ def run_case(job: dict[str, Any], out: IO[str] | None = None) -> dict[str, Any]:
                 _send(out, {"start": path})
             if path == "py":
                 results[path] = paths.run_py(case)
+            elif path == "emu":
+                results[path] = paths.run_py(case, "cuda-emu:sm_80")
             elif path == "cli":
                 results[path] = paths.run_cli(case, work, job["timeout"])
             else:
