@@ -72,12 +72,14 @@ def test_kernels_match_scipy(kernels, rows, cols, density, power_law, seed) -> N
 
 
 def test_the_schedule_is_the_gpu_one(kernels) -> None:
-    """The emulated IR is a gpu.launch of 128-thread blocks, not the CPU's loops."""
-    for exe in kernels.values():
+    """The emulated IR is a gpu.launch, not the CPU's loops: rows on 128-thread blocks
+    (SpMV, SDDMM), SpMM's output columns on the 32 lanes of a warp times 4 rows."""
+    shapes = {"spmv": ("%c128", "%c1"), "sddmm": ("%c128", "%c1"), "spmm": ("%c32", "%c4")}
+    for name, exe in kernels.items():
         gpu = (exe.directory / "gpu.mlir").read_text()
         assert gpu.count("gpu.launch blocks") == 1
-        assert "threads(" in gpu
-        assert "= %c128" in gpu
+        x, y = shapes[name]
+        assert re.search(rf"threads\(.*\) in \(%\w+ = {x}, %\w+ = {y}, %\w+ = %c1\)", gpu), name
         llvm = (exe.directory / "llvm.mlir").read_text()
         assert "omp.parallel" not in llvm
         assert "gpu.launch" not in llvm
@@ -139,12 +141,12 @@ def test_a_wrong_schedule_gives_a_wrong_answer(tmp_path) -> None:
     same = _rebuild(schedule, exe, tmp_path / "same")
     np.testing.assert_allclose(same(a, x), a @ x, rtol=1e-4, atol=1e-4)
     # Rows from the block id instead of the thread id: threads of a block collide.
-    swapped = schedule.replace(f"arith.addi {thread}, ", f"arith.addi {block}, ", 1)
+    swapped = schedule.replace(f", {thread} : index", f", {block} : index", 1)
     assert swapped != schedule
     wrong = _rebuild(swapped, exe, tmp_path / "swapped")(a, x)
     assert not np.allclose(wrong, a @ x, rtol=1e-4, atol=1e-4)
     # A grid rounded down: the last, partial block of rows never runs.
-    short = schedule.replace("ceildiv 128", "floordiv 128")
+    short = schedule.replace("arith.ceildivsi", "arith.divsi")
     assert short != schedule
     wrong = _rebuild(short, exe, tmp_path / "short")(a, x)
     assert not np.allclose(wrong[256:], (a @ x)[256:], rtol=1e-4, atol=1e-4)

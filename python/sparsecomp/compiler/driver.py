@@ -114,9 +114,9 @@ def compile(
     :class:`~sparsecomp.targets.CpuTarget` or ``#sparse_iter.cpu<...>``
     text; it applies where the module does not name its own targets.
     ``"cuda-emu:sm_80"`` / ``"cuda-emu:sm_90"`` compile the CUDA schedule
-    (layouts resolved for that GPU, one row per thread, 128 threads per
-    block) and run each launch on this CPU, block by block and thread by
-    thread: slow, and exact to the schedule.
+    (layouts resolved for that GPU, ``sparsecomp-cuda-schedule``) and run
+    each launch on this CPU, block by block and thread by thread: slow, and
+    exact to the schedule.
     ``options``: ``vector_bits`` (vector width; 0 for scalar code),
     ``unroll`` (vectors in flight) and ``panel_bytes`` (column panels of a
     gathered dense operand, 0: none), passed to ``sparse-iter-lower-iterations``.

@@ -6,11 +6,11 @@
 // CHECK-SAME: %[[M:[^:]*]]: index) -> memref<?xf32>
 // CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
-// CHECK: %[[GRID:.*]] = affine.apply #{{.*}}()[%[[M]]]
+// CHECK: %[[GRID:.*]] = arith.ceildivsi %[[M]], %[[C128]]
 // CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]], %{{.*}} = %[[C1]], %{{.*}} = %[[C1]]) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C128]], %{{.*}} = %[[C1]], %{{.*}} = %[[C1]])
-// CHECK: %[[BASE:.*]] = affine.apply #{{.*}}()[%[[BX]]]
-// CHECK: %[[ROW:.*]] = arith.addi %[[TX]], %[[BASE]]
-// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[ROW]], %[[M]]
+// CHECK: %[[BASE:.*]] = arith.muli %[[BX]], %[[C128]]
+// CHECK: %[[ROW:.*]] = arith.addi %[[BASE]], %[[TX]]
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[ROW]], %[[M]]
 // CHECK: scf.if %[[IN]]
 // CHECK: gpu.terminator
 func.func @rows(%pos: tensor<?xi32>, %vals: tensor<?xf32>, %m: index) -> tensor<?xf32> {

@@ -1,0 +1,244 @@
+"""Pass ``sparse-iter-gpu-map-loops``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mlir import ir
+from mlir.dialects import arith, scf
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.transforms.base import SparsecompPass
+
+#: Threads per block along (x, y): rows alone, or (columns, rows).
+ROWS_PER_BLOCK = 128
+COLUMN_LANES, ROWS_PER_COLUMN_BLOCK = 32, 4
+#: CUDA's limit on the threads of one block.
+MAX_THREADS = 1024
+#: Ops a column loop may hold for its iterations to be independent (with the
+#: store/load checks below); anything else keeps the loop inside its thread.
+_SAFE_PREFIXES = ("arith.", "math.", "index.")
+_SAFE_OPS = {"memref.load", "memref.store", "memref.dim", "scf.for", "scf.if", "scf.yield"}
+
+
+def _mapping(*processors: str) -> ir.ArrayAttr:
+    return ir.ArrayAttr.get(
+        [
+            ir.Attribute.parse(
+                f"#gpu.loop_dim_map<processor = {p}, map = (d0) -> (d0), bound = (d0) -> (d0)>"
+            )
+            for p in processors
+        ]
+    )
+
+
+def _ops(root: ir.Operation) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def _defined_outside(value: ir.Value, loop: ir.Operation) -> bool:
+    owner = value.owner
+    op = owner.owner if isinstance(owner, ir.Block) else owner.operation
+    while op is not None:
+        if op == loop:
+            return False
+        op = op.parent
+    return True
+
+
+def _independent_columns(loop: ir.Operation, parallel: ir.Operation) -> bool:
+    """Whether the iterations of ``loop`` (an scf.for in a row loop) touch disjoint data.
+
+    True when it has no results, bounds defined outside the row loop, only
+    plain arithmetic, loads and stores, every store indexed by the loop's
+    induction variable with the other indices fixed in the loop, and loads of
+    stored buffers only at the very indices stored.
+    """
+    if len(loop.results) or not all(_defined_outside(v, parallel) for v in loop.operands[:3]):
+        return False
+    iv = loop.regions[0].blocks[0].arguments[0]
+    stores: dict[ir.Value, list[list[ir.Value]]] = {}
+    inner = _ops(loop)[1:]
+    for op in inner:
+        if op.name not in _SAFE_OPS and not op.name.startswith(_SAFE_PREFIXES):
+            return False
+        if op.name == "memref.store":
+            indices = list(op.operands[2:])
+            if iv not in indices:
+                return False
+            if not all(i == iv or _defined_outside(i, loop) for i in indices):
+                return False
+            stores.setdefault(op.operands[1], []).append(indices)
+    for op in inner:
+        if op.name == "memref.load":
+            written = stores.get(op.operands[0])
+            if written is not None and list(op.operands[1:]) not in written:
+                return False
+    return True
+
+
+def _column_loop(parallel: ir.Operation) -> ir.Operation | None:
+    """The scf.for that is the whole body of ``parallel``, if its columns are independent."""
+    body = [o.operation for o in parallel.regions[0].blocks[0].operations]
+    if len(body) == 2 and body[0].name == "scf.for" and body[1].name == "scf.reduce":
+        if _independent_columns(body[0], parallel):
+            return body[0]
+    return None
+
+
+def _const(value: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), value)
+
+
+def _trips(lower: ir.Value, upper: ir.Value, step: ir.Value) -> ir.Value:
+    return arith.ceildivsi(arith.subi(upper, lower), step)
+
+
+def _parallel(bounds: list[ir.Value], processors: tuple[str, ...]) -> tuple[ir.Operation, list]:
+    """``scf.parallel`` from 0 to ``bounds`` step 1 mapped onto ``processors``; (op, ivs)."""
+    zero, one = _const(0), _const(1)
+    op = scf.ParallelOp([], [zero] * len(bounds), bounds, [one] * len(bounds), [])
+    block = op.region.blocks.append(*[ir.IndexType.get()] * len(bounds))
+    with ir.InsertionPoint(block):
+        scf.ReduceOp([], 0)
+    op.operation.attributes["mapping"] = _mapping(*processors)
+    return op.operation, list(block.arguments)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuMapLoopsPass(SparsecompPass):
+    """Map each outermost ``scf.parallel`` row loop onto GPU blocks and threads.
+
+    Runs after ``sparse-iter-parallelize`` in ``sparsecomp-cuda-schedule``;
+    ``convert-parallel-loops-to-gpu`` then turns the mapped nest into a
+    ``gpu.launch``. Two schedules:
+
+    - **rows**: one row per thread, ``rows-per-block`` (128) threads per
+      block; a guard skips the last block's extra threads.
+    - **columns x rows**, when the whole body of the row loop is a loop over
+      a dense dimension whose iterations touch disjoint data (SpMM's output
+      columns: every store indexed by the column, buffers read only where the
+      same iteration writes): 32 columns on the lanes of a warp (`thread_x`,
+      so that the dense operand's rows and the output are read and written
+      coalesced) times 4 rows per block (`thread_y`); blocks tile both.
+      Options ``column-lanes`` and ``rows-per-column-block`` change the 32
+      and the 4; a block has at most 1024 threads.
+
+    Row loops with results, several dimensions or a non-index type are left
+    to the upstream mapping passes.
+
+    Before:
+
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+      scf.for %j = %c0 to %n step %c1 {
+        ... memref.store %v, %C[%i, %j] : memref<?x?xf32>
+      }
+      scf.reduce
+    }
+    ```
+
+    After (mapping attributes abbreviated):
+
+    ```mlir
+    scf.parallel (%bj, %bi) = (%c0, %c0) to (%nb, %mb) step (%c1, %c1) {
+      scf.parallel (%tj, %ti) = (%c0, %c0) to (%c32, %c4) step (%c1, %c1) {
+        %j = %bj * 32 + %tj, %i = %bi * 4 + %ti
+        scf.if (%j < %n and %i < %m) { ... memref.store %v, %C[%i, %j] }
+        scf.reduce
+      } {mapping = [thread_x, thread_y]}
+      scf.reduce
+    } {mapping = [block_x, block_y]}
+    ```
+    """
+
+    NAME = "sparse-iter-gpu-map-loops"
+    rows_per_block: int = ROWS_PER_BLOCK
+    column_lanes: int = COLUMN_LANES
+    rows_per_column_block: int = ROWS_PER_COLUMN_BLOCK
+
+    def __post_init__(self) -> None:
+        sizes = (self.rows_per_block, self.column_lanes, self.rows_per_column_block)
+        if min(sizes) <= 0:
+            raise ValueError(f"block sizes must be > 0, got {', '.join(map(str, sizes))}")
+        threads = (self.rows_per_block, self.column_lanes * self.rows_per_column_block)
+        if max(threads) > MAX_THREADS:
+            raise ValueError(f"a block has at most {MAX_THREADS} threads, got {max(threads)}")
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        loops = [
+            o
+            for o in _ops(op)
+            if o.name == "scf.parallel"
+            and "mapping" not in o.attributes
+            and not self._nested(o)
+            and len(o.regions[0].blocks[0].arguments) == 1
+            and len(o.results) == 0
+        ]
+        for loop in loops:
+            self._map(loop, self.rows_per_block, (self.column_lanes, self.rows_per_column_block))
+
+    @staticmethod
+    def _nested(op: ir.Operation) -> bool:
+        parent = op.parent
+        while parent is not None and parent.name != "func.func":
+            if parent.name == "scf.parallel":
+                return True
+            parent = parent.parent
+        return False
+
+    @staticmethod
+    def _map(loop: ir.Operation, rows_per_block: int, column_block: tuple[int, int]) -> None:
+        columns = _column_loop(loop)
+        row_lower, row_upper, row_step = loop.operands[0], loop.operands[1], loop.operands[2]
+        with ir.InsertionPoint(loop), loop.location:
+            rows = _trips(row_lower, row_upper, row_step)
+            if columns is None:
+                tiles = [_const(rows_per_block)]
+                trips = [rows]
+            else:
+                col_lower, col_upper, col_step = columns.operands[:3]
+                tiles = [_const(column_block[0]), _const(column_block[1])]
+                trips = [_trips(col_lower, col_upper, col_step), rows]
+            grid = [arith.ceildivsi(t, s) for t, s in zip(trips, tiles, strict=True)]
+            blocks = ("block_x", "block_y")[: len(grid)]
+            outer, block_ids = _parallel(grid, blocks)
+        with ir.InsertionPoint.at_block_terminator(outer.regions[0].blocks[0]), loop.location:
+            threads = ("thread_x", "thread_y")[: len(grid)]
+            inner, thread_ids = _parallel(tiles, threads)
+        with ir.InsertionPoint.at_block_terminator(inner.regions[0].blocks[0]), loop.location:
+            flat = [
+                arith.addi(arith.muli(b, s), t)
+                for b, s, t in zip(block_ids, tiles, thread_ids, strict=True)
+            ]
+            inside = arith.cmpi(arith.CmpIPredicate.slt, flat[0], trips[0])
+            for k, n in zip(flat[1:], trips[1:], strict=True):
+                inside = arith.andi(inside, arith.cmpi(arith.CmpIPredicate.slt, k, n))
+            guard = scf.IfOp(inside)
+            with ir.InsertionPoint(guard.then_block):
+                yield_ = scf.YieldOp([])
+        with ir.InsertionPoint(yield_), loop.location:
+            row = arith.addi(row_lower, arith.muli(flat[-1], row_step))
+            if columns is not None:
+                col_lower, _, col_step = columns.operands[:3]
+                column = arith.addi(col_lower, arith.muli(flat[0], col_step))
+        row_body = loop.regions[0].blocks[0]
+        row_body.arguments[0].replace_all_uses_with(row)
+        source = row_body
+        if columns is not None:
+            column_body = columns.regions[0].blocks[0]
+            column_body.arguments[0].replace_all_uses_with(column)
+            source = column_body
+        for inner_op in list(source.operations):
+            inner_op = inner_op.operation
+            if inner_op.name in ("scf.reduce", "scf.yield"):
+                continue
+            inner_op.move_before(yield_.operation)
+        loop.erase()
