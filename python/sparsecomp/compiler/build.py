@@ -25,10 +25,22 @@ from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 from sparsecomp.transforms.pipeline import build_pass_manager
 
 Progress = Callable[[str, float], None] | None
+#: sparsecomp-cuda-schedule with the column mapping chosen (compile option gpu_columns).
+GPU_SCHEDULE = (
+    "sparsecomp-bufferize, sparse-iter-parallelize, "
+    "sparse-iter-gpu-map-loops{{columns={columns}}}, "
+    "func.func(convert-parallel-loops-to-gpu), canonicalize, cse"
+)
+#: The last stage of a profiled emulation: accesses reported, then CPU code.
+PROFILED_EMULATION = "sparse-iter-emulate-gpu{profile=true}, sparsecomp-cpu-codegen"
 
 
 def stage_pipeline(pipeline: str, stage: str, options: dict[str, Any]) -> str:
     """The pipeline of one stage; compile options replace the stage's defaults."""
+    options = dict(options)
+    columns = options.pop("gpu_columns", None)
+    if stage == "gpu" and columns is not None:
+        return GPU_SCHEDULE.format(columns=str(bool(columns)).lower())
     if stage == "upstream" and "vector_bits" in options:
         return f"sparse-iter-lower-upstream{{vector-bits={options['vector_bits']}}}"
     if stage != "loops" or not options:
@@ -142,10 +154,12 @@ def build(
     out: Path,
     progress: Progress,
     emulate: CudaTarget | None = None,
+    profile: bool = False,
 ) -> None:
     """Compile ``text`` into ``out``; raises :class:`CompileError` with diagnostics.
 
-    ``emulate``: build the CUDA schedule for that GPU and run it on ``cpu``.
+    ``emulate``: build the CUDA schedule for that GPU and run it on ``cpu``;
+    ``profile``: with every global access of its kernels reported.
     """
     ctx = make_context()
     log = DiagnosticLog(filename)
@@ -172,6 +186,8 @@ def build(
         for stage, named in STAGES if emulate is None else EMULATION_STAGES:
             started = time.perf_counter()
             pipeline = stage_pipeline(named, stage, options)
+            if profile and stage == "llvm":
+                pipeline = PROFILED_EMULATION
             try:
                 build_pass_manager(f"builtin.module({pipeline})", ctx).run(module.operation)
             except ir.MLIRError as exc:
@@ -192,6 +208,6 @@ def build(
         needs = aot.runtime_needs(module)
         started = time.perf_counter()
         aot.build_shared_library(module, out, common, needs)
-    write_manifest(out, common, functions, needs, targets, conversions)
+    write_manifest(out, common, functions, needs, targets, conversions, profile)
     if progress:
         progress("so", time.perf_counter() - started)

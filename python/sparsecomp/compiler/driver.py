@@ -55,7 +55,7 @@ EMULATION_STAGES = (
     ("gpu", "sparsecomp-cuda-schedule"),
     ("llvm", "sparsecomp-cuda-emulate"),
 )
-_OPTIONS = {"vector_bits", "unroll", "panel_bytes"}
+_OPTIONS = {"vector_bits", "unroll", "panel_bytes", "gpu_columns"}
 EMULATION_PREFIX = "cuda-emu:"
 
 
@@ -106,6 +106,7 @@ def compile(
     *,
     cache_results: bool = True,
     verbose: bool = False,
+    profile: bool = False,
     **options: Any,
 ) -> Executable:
     """Compile ``source`` (path, MLIR text or ``mlir.ir.Module``) for a CPU.
@@ -119,7 +120,9 @@ def compile(
     exact to the schedule.
     ``options``: ``vector_bits`` (vector width; 0 for scalar code),
     ``unroll`` (vectors in flight) and ``panel_bytes`` (column panels of a
-    gathered dense operand, 0: none), passed to ``sparse-iter-lower-iterations``.
+    gathered dense operand, 0: none), passed to ``sparse-iter-lower-iterations``;
+    ``gpu_columns`` (emulation targets; default True): map independent
+    output columns (SpMM) onto a warp's lanes, else a row per thread.
     ``verbose`` prints each stage's time to stderr.
     """
     unknown = set(options) - _OPTIONS
@@ -129,8 +132,11 @@ def compile(
         )
     text, filename = _source_text(source)
     emulate = _emulated(target)
+    if profile and emulate is None:
+        raise SparsecompError("profile=True needs an emulation target (cuda-emu:sm_80)")
     cpu = detect_host() if emulate is not None else _target(target)
     device = f" emulating {emulate.attr_text()}" if emulate is not None else ""
+    device += " profiled" if profile else ""
     key = cache.cache_key(text, cpu.attr_text() + device, options)
     if cache_results and (hit := cache.lookup(key)) is not None:
         return load(hit)
@@ -139,7 +145,9 @@ def compile(
     started = time.perf_counter()
     out = cache.new_build_dir()
     try:
-        server.build(text, filename, cpu, options, out, _progress if verbose else None, emulate)
+        server.build(
+            text, filename, cpu, options, out, _progress if verbose else None, emulate, profile
+        )
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # a failed build leaves nothing in the cache
         raise
@@ -160,6 +168,7 @@ def write_manifest(
     needs: list[str],
     targets: dict[str, CpuTarget] | None = None,
     conversions: list[dict[str, Any]] | None = None,
+    profile: bool = False,
 ) -> None:
     """``manifest.json``: ``target`` is what the library's shared code needs (the
     common target of the module's CPU targets); ``targets`` the module's CPU
@@ -177,5 +186,6 @@ def write_manifest(
         "needs": needs,
         "functions": functions,
         "conversions": conversions or [],
+        "profile": profile,
     }
     (out / cache.MANIFEST).write_text(json.dumps(manifest, indent=1))

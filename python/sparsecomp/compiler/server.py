@@ -105,16 +105,17 @@ def build(
     out: Path,
     progress: Progress,
     emulate: CudaTarget | None = None,
+    profile: bool = False,
 ) -> None:
     """Compile ``text`` into ``out`` in the compile server; raises what the build raised."""
     if knobs.compile_in_process():
         from sparsecomp.compiler.build import build as build_here
 
-        build_here(text, filename, cpu, options, out, progress, emulate)
+        build_here(text, filename, cpu, options, out, progress, emulate, profile)
         return
     job = {
         "text": text, "filename": filename, "target": cpu.attr_text(), "options": options,
-        "emulate": emulate.attr_text() if emulate is not None else None,
+        "emulate": emulate.attr_text() if emulate is not None else None, "profile": profile,
         "out": str(out), "verbose": progress is not None,
         "env": {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")},
     }  # fmt: skip
@@ -167,7 +168,8 @@ def _serve_one(job: dict[str, Any]) -> dict[str, Any]:
     assert emulate is None or isinstance(emulate, CudaTarget)
     try:
         build_here(job["text"], job["filename"], cpu, job["options"], Path(job["out"]),
-                   report if job["verbose"] else None, emulate)  # fmt: skip
+                   report if job["verbose"] else None, emulate,
+                   job.get("profile", False))  # fmt: skip
     except SparsecompError as exc:
         name = type(exc).__name__
         name = name if hasattr(errors, name) else "SparsecompError"

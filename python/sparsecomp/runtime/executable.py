@@ -27,6 +27,7 @@ from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
 from sparsecomp.runtime.call import Caller
 from sparsecomp.runtime.libs import LIBRARIES, library_path
 from sparsecomp.runtime.plan import Conversion, Plan
+from sparsecomp.runtime.profile import Profile, profile_call
 from sparsecomp.targets import CpuTarget, detect_host, target_from_attr
 
 MANIFEST = "manifest.json"
@@ -61,6 +62,15 @@ class Function:
         if caller is None:
             caller = self._caller = Caller(self._library, self.signature)
         return caller(args)
+
+    def profile(self, *args: Any) -> Profile:
+        """Call it and count the global-memory traffic of its emulated GPU kernels.
+
+        Needs an executable compiled with ``target="cuda-emu:sm_XX",
+        profile=True``; see :mod:`sparsecomp.runtime.profile`. The result of
+        the call is ``.result`` of the returned :class:`Profile`.
+        """
+        return profile_call(self._library, lambda: self(*args))
 
     def __repr__(self) -> str:
         return f"<sparsecomp function {self.signature.describe()}>"
@@ -131,6 +141,15 @@ class Executable:
 
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *self.functions})
+
+    def profile(self, *args: Any) -> Profile:
+        """:meth:`Function.profile` of the only public function."""
+        if self._only is None:
+            raise SparsecompError(
+                f"profile() needs one public function; use exe.functions[name].profile(...) "
+                f"({_names(self.functions)})"
+            )
+        return self._only.profile(*args)
 
     def plan(self) -> Plan:
         """The layout conversions the program runs, in program order; ``print`` it for the

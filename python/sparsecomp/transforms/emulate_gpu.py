@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from mlir import ir
-from mlir.dialects import arith, scf
+from mlir.dialects import arith, func, memref, scf
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.transforms.base import SparsecompPass
@@ -16,6 +16,28 @@ _UNSUPPORTED = ("gpu.barrier", "gpu.shuffle", "gpu.subgroup_reduce", "gpu.all_re
 #: (block ids 0-2, thread ids 3-5, grid sizes 6-8, block sizes 9-11).
 _ID_OPS = {"gpu.block_id": 0, "gpu.thread_id": 3, "gpu.grid_dim": 6, "gpu.block_dim": 9}
 _DIMS = {"x": 0, "y": 1, "z": 2}
+#: What ``profile=true`` adds to the module: a hook the runtime points at its
+#: recorder (null: record nothing) and the function every access calls.
+HOOK = "sparsecomp_emu_hook"
+ACCESS = "sparsecomp_emu_access"
+_PROFILE_DECLS = f"""
+llvm.mlir.global external @{HOOK}() {{addr_space = 0 : i32}} : !llvm.ptr {{
+  %0 = llvm.mlir.zero : !llvm.ptr
+  llvm.return %0 : !llvm.ptr
+}}
+func.func private @{ACCESS}(%site: i64, %addr: i64, %bytes: i64, %block: i64, %thread: i64,
+                            %store: i64) {{
+  %g = llvm.mlir.addressof @{HOOK} : !llvm.ptr
+  %fp = llvm.load %g : !llvm.ptr -> !llvm.ptr
+  %null = llvm.mlir.zero : !llvm.ptr
+  %set = llvm.icmp "ne" %fp, %null : !llvm.ptr
+  scf.if %set {{
+    llvm.call %fp(%site, %addr, %bytes, %block, %thread, %store)
+        : !llvm.ptr, (i64, i64, i64, i64, i64, i64) -> ()
+  }}
+  return
+}}
+"""
 
 
 class _Refused(Exception):
@@ -56,6 +78,7 @@ class EmulateGpuPass(SparsecompPass):
     """
 
     NAME = "sparse-iter-emulate-gpu"
+    profile: bool = False
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         launches: list[ir.Operation] = []
@@ -69,7 +92,11 @@ class EmulateGpuPass(SparsecompPass):
         try:
             for launch in launches:
                 self._check(launch)
-            for launch in launches:
+            if self.profile and launches:
+                _declare_profile(op)
+            for site, launch in enumerate(launches):
+                if self.profile:
+                    _instrument(launch, site * 1000)
                 self._emulate(launch)
         except _Refused as refused:
             refused.op.location.emit_error(f"{self.NAME}: {refused.message}")
@@ -152,3 +179,66 @@ def _id_ops(root: ir.Operation) -> list[ir.Operation]:
 
     root.walk(visit)
     return found
+
+
+def _declare_profile(module: ir.Operation) -> None:
+    """Add the hook global and the access function to ``module`` (once)."""
+    body = module.regions[0].blocks[0]
+    if ACCESS in ir.SymbolTable(module):
+        return
+    decls = ir.Module.parse(_PROFILE_DECLS, context=module.context)
+    first = body.operations[0].operation
+    for decl in list(decls.body.operations):
+        decl.operation.move_before(first)
+
+
+def _i64(value: ir.Value) -> ir.Value:
+    return arith.index_cast(ir.IntegerType.get_signless(64), value)
+
+
+def _element_bytes(ty: ir.Type) -> int:
+    element = ir.MemRefType(ty).element_type
+    if isinstance(element, ir.IndexType):
+        return 8
+    if isinstance(element, ir.ComplexType):
+        return 2 * ir.FloatType(ir.ComplexType(element).element_type).width // 8
+    return max(1, element.width // 8)
+
+
+def _instrument(launch: ir.Operation, first_site: int) -> None:
+    """Before every global load and store of the launch body, report the access."""
+    body = launch.regions[0].blocks[0]
+    args = list(body.arguments)
+    bx, by, bz, tx, ty, tz, gx, gy, _gz, sx, sy, _sz = args
+    with ir.InsertionPoint.at_block_begin(body), launch.location:
+        block = _i64(arith.addi(bx, arith.muli(gx, arith.addi(by, arith.muli(gy, bz)))))
+        thread = _i64(arith.addi(tx, arith.muli(sx, arith.addi(ty, arith.muli(sy, tz)))))
+    accesses: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in ("memref.load", "memref.store"):
+            accesses.append(op)
+        return ir.WalkResult.ADVANCE
+
+    launch.walk(visit)
+    for site, access in enumerate(accesses, start=first_site):
+        store = access.name == "memref.store"
+        memref_value = access.operands[1 if store else 0]
+        indices = list(access.operands[2 if store else 1 :])
+        ty = ir.MemRefType(memref_value.type)
+        if ty.memory_space is not None:
+            continue  # workgroup or private memory: not global traffic
+        with ir.InsertionPoint(access), access.location:
+            index = ir.IndexType.get()
+            pointer = memref.extract_aligned_pointer_as_index(memref_value)
+            meta = memref.ExtractStridedMetadataOp(memref_value)
+            rank = ty.rank
+            linear = meta.results[1]
+            for k, i in enumerate(indices):
+                linear = arith.addi(linear, arith.muli(i, meta.results[2 + rank + k]))
+            size = _element_bytes(memref_value.type)
+            address = arith.addi(pointer, arith.muli(linear, arith.constant(index, size)))
+            i64 = ir.IntegerType.get_signless(64)
+            func.call([], ACCESS, [arith.constant(i64, site), _i64(address),
+                                   arith.constant(i64, size), block, thread,
+                                   arith.constant(i64, int(store))])  # fmt: skip

@@ -129,7 +129,8 @@ class GpuMapLoopsPass(SparsecompPass):
       so that the dense operand's rows and the output are read and written
       coalesced) times 4 rows per block (`thread_y`); blocks tile both.
       Options ``column-lanes`` and ``rows-per-column-block`` change the 32
-      and the 4; a block has at most 1024 threads.
+      and the 4 (a block has at most 1024 threads); ``columns=false`` keeps
+      every row on one thread (the baseline schedule of the benchmarks).
 
     Row loops with results, several dimensions or a non-index type are left
     to the upstream mapping passes.
@@ -163,6 +164,7 @@ class GpuMapLoopsPass(SparsecompPass):
     rows_per_block: int = ROWS_PER_BLOCK
     column_lanes: int = COLUMN_LANES
     rows_per_column_block: int = ROWS_PER_COLUMN_BLOCK
+    columns: bool = True
 
     def __post_init__(self) -> None:
         sizes = (self.rows_per_block, self.column_lanes, self.rows_per_column_block)
@@ -183,7 +185,8 @@ class GpuMapLoopsPass(SparsecompPass):
             and len(o.results) == 0
         ]
         for loop in loops:
-            self._map(loop, self.rows_per_block, (self.column_lanes, self.rows_per_column_block))
+            blocks = (self.column_lanes, self.rows_per_column_block) if self.columns else None
+            self._map(loop, self.rows_per_block, blocks)
 
     @staticmethod
     def _nested(op: ir.Operation) -> bool:
@@ -195,8 +198,10 @@ class GpuMapLoopsPass(SparsecompPass):
         return False
 
     @staticmethod
-    def _map(loop: ir.Operation, rows_per_block: int, column_block: tuple[int, int]) -> None:
-        columns = _column_loop(loop)
+    def _map(
+        loop: ir.Operation, rows_per_block: int, column_block: tuple[int, int] | None
+    ) -> None:
+        columns = _column_loop(loop) if column_block is not None else None
         row_lower, row_upper, row_step = loop.operands[0], loop.operands[1], loop.operands[2]
         with ir.InsertionPoint(loop), loop.location:
             rows = _trips(row_lower, row_upper, row_step)
@@ -205,6 +210,7 @@ class GpuMapLoopsPass(SparsecompPass):
                 trips = [rows]
             else:
                 col_lower, col_upper, col_step = columns.operands[:3]
+                assert column_block is not None
                 tiles = [_const(column_block[0]), _const(column_block[1])]
                 trips = [_trips(col_lower, col_upper, col_step), rows]
             grid = [arith.ceildivsi(t, s) for t, s in zip(trips, tiles, strict=True)]

@@ -1,4 +1,22 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-emulate-gpu | FileCheck %s --enable-var-scope
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-emulate-gpu='profile=true' | FileCheck %s --check-prefix=PROFILE --enable-var-scope
+
+// profile=true: a hook the runtime sets (null: nothing recorded) and, before
+// each global access, its site, byte address, size, block, thread and kind.
+// PROFILE: llvm.mlir.global external @sparsecomp_emu_hook()
+// PROFILE: func.func private @sparsecomp_emu_access
+// PROFILE: llvm.load
+// PROFILE: llvm.icmp "ne"
+// PROFILE: llvm.call
+// PROFILE-LABEL: func.func @rows
+// PROFILE: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index
+// PROFILE: %{{.*}}, %[[OFF:.*]], %{{.*}}, %[[STRIDE:.*]] = memref.extract_strided_metadata
+// PROFILE: %[[C4:.*]] = arith.constant 4 : index
+// PROFILE: %[[SITE:.*]] = arith.constant 0 : i64
+// PROFILE: %[[SIZE:.*]] = arith.constant 4 : i64
+// PROFILE: %[[STORE:.*]] = arith.constant 1 : i64
+// PROFILE: call @sparsecomp_emu_access(%[[SITE]], %{{.*}}, %[[SIZE]], %{{.*}}, %{{.*}}, %[[STORE]])
+// PROFILE-NEXT: memref.store
 
 // A launch becomes six loops (grid z, y, x, then block z, y, x); the body's
 // block and thread ids are the loops' induction variables, its sizes the

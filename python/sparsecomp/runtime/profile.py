@@ -1,0 +1,166 @@
+"""Memory traffic of an emulated GPU kernel, counted the way the hardware coalesces it.
+
+An executable compiled with ``sparsecomp.compile(src, "cuda-emu:sm_80",
+profile=True)`` reports every global load and store of its kernels: the
+access site, the byte address and size, the block and the thread. Threads
+run one after the other in emulation, so the ``k``-th access of a site by
+each thread of a warp forms one warp-wide request, as the lanes of a warp
+would issue it together. A request touches the 32-byte sectors its lanes'
+bytes fall in. ``sector_efficiency`` is the coalescing: per request, the
+distinct bytes its lanes asked for packed into sectors, over the sectors it
+touched (1.0: no sector fetched for bytes nobody asked for).
+``traffic_efficiency`` compares with the ideal of the whole call, every
+distinct byte moved once (each stored entry, each needed dense element,
+each output): below 1 where data is fetched again, which caches would
+partly absorb and this count ignores. ``lane_utilization`` is the mean
+fraction of a warp's 32 lanes active per request. ``h100_seconds`` is a bandwidth roofline: the
+sectors' bytes at H100 HBM3's 3.35 TB/s (it ignores caches and compute).
+
+Imports no MLIR.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sparsecomp.errors import SparsecompError
+
+SECTOR = 32
+WARP = 32
+H100_BYTES_PER_SECOND = 3.35e12
+HOOK = "sparsecomp_emu_hook"
+#: One reported access: site, address, bytes, block, thread, is_store.
+_Hook = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 6)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Global-memory traffic of some accesses (all, loads or stores)."""
+
+    accesses: int
+    requests: int
+    sectors: int
+    #: Per request, the distinct bytes its lanes asked for, packed into sectors.
+    coalesced_sectors: int
+    #: Every distinct byte of the whole call moved once.
+    ideal_sectors: int
+    active_lanes: int
+
+    @property
+    def sector_efficiency(self) -> float:
+        """Coalescing: 1.0 when every request moves only sectors its lanes need."""
+        return self.coalesced_sectors / self.sectors if self.sectors else 1.0
+
+    @property
+    def traffic_efficiency(self) -> float:
+        """The ideal over the counted sectors: below 1 where data is read again (no caches)."""
+        return self.ideal_sectors / self.sectors if self.sectors else 1.0
+
+    @property
+    def lane_utilization(self) -> float:
+        return self.active_lanes / (WARP * self.requests) if self.requests else 1.0
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What :meth:`Function.profile` counted for one call; ``str`` is a report."""
+
+    total: Traffic
+    loads: Traffic
+    stores: Traffic
+    #: Per access site: launch ``k``'s sites are ``1000 k + i``, ``i`` in program order.
+    sites: dict[int, Traffic]
+    result: Any = None
+
+    @property
+    def h100_seconds(self) -> float:
+        return self.total.sectors * SECTOR / H100_BYTES_PER_SECOND
+
+    def __str__(self) -> str:
+        rows = [("all", self.total), ("loads", self.loads), ("stores", self.stores)]
+        lines = [f"{'':9s}{'accesses':>10s}{'requests':>10s}{'sectors':>10s}{'ideal':>10s}"
+                 f"{'coalesced':>11s}{'traffic':>9s}{'lanes':>7s}"]  # fmt: skip
+        named = [*rows, *((f"site {k}", t) for k, t in sorted(self.sites.items()))]
+        for name, t in named:
+            lines.append(
+                f"{name:9s}{t.accesses:>10d}{t.requests:>10d}{t.sectors:>10d}"
+                f"{t.ideal_sectors:>10d}{t.sector_efficiency:>11.2f}"
+                f"{t.traffic_efficiency:>9.2f}{t.lane_utilization:>7.2f}"
+            )
+        lines.append(f"H100 bandwidth roofline: {self.h100_seconds * 1e6:.3f} us")
+        return "\n".join(lines)
+
+
+def traffic(records: np.ndarray) -> Traffic:
+    """Count requests and sectors of ``records`` (rows: site, address, bytes, block, thread,
+    is_store), grouping the ``k``-th access of a site by the threads of one warp."""
+    if len(records) == 0:
+        return Traffic(0, 0, 0, 0, 0, 0)
+    site, address, size, block, thread = (records[:, i] for i in range(5))
+    # k: how many earlier accesses the same thread made at the same site.
+    order = np.lexsort((np.arange(len(records)), site, thread, block))
+    keys = np.stack([block[order], thread[order], site[order]], axis=1)
+    starts = np.ones(len(order), dtype=bool)
+    starts[1:] = np.any(keys[1:] != keys[:-1], axis=1)
+    run = np.cumsum(starts) - 1
+    first = np.flatnonzero(starts)
+    occurrence = np.empty(len(order), dtype=np.int64)
+    occurrence[order] = np.arange(len(order)) - first[run]
+    warp = thread // WARP
+    request = np.stack([block, warp, site, occurrence], axis=1)
+    _, request_id = np.unique(request, axis=0, return_inverse=True)
+    request_id = request_id.reshape(-1)
+    # Sectors: every sector a lane's bytes touch, unique per request.
+    low, high = address // SECTOR, (address + size - 1) // SECTOR
+    spans = high - low + 1
+    repeat = np.repeat(np.arange(len(records)), spans)
+    sector = low[repeat] + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
+    pairs = np.unique(np.stack([request_id[repeat], sector], axis=1), axis=0)
+    requests = int(request_id.max()) + 1
+    # The ideal: every distinct byte the accesses touch, moved once; per
+    # request, the distinct bytes of its lanes.
+    distinct = np.unique(np.stack([address, size], axis=1), axis=0)
+    asked = np.unique(np.stack([request_id, address, size], axis=1), axis=0)
+    per_request = np.bincount(asked[:, 0], weights=asked[:, 2], minlength=requests)
+    lanes = np.unique(np.stack([request_id, thread % WARP], axis=1), axis=0)
+    return Traffic(
+        accesses=len(records),
+        requests=requests,
+        sectors=len(pairs),
+        coalesced_sectors=int(np.ceil(per_request / SECTOR).sum()),
+        ideal_sectors=-(-int(distinct[:, 1].sum()) // SECTOR),
+        active_lanes=len(lanes),
+    )
+
+
+def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
+    """Run ``call`` with the library's access hook recording; count what it recorded."""
+    try:
+        hook = ctypes.c_void_p.in_dll(library, HOOK)
+    except ValueError:
+        raise SparsecompError(
+            "this executable was not compiled for profiling",
+            hint="sparsecomp.compile(source, 'cuda-emu:sm_80', profile=True)",
+        ) from None
+    recorded: list[tuple[int, int, int, int, int, int]] = []
+
+    def record(site: int, address: int, size: int, block: int, thread: int, store: int) -> None:
+        recorded.append((site, address, size, block, thread, store))
+
+    callback = _Hook(record)
+    hook.value = ctypes.cast(callback, ctypes.c_void_p).value
+    try:
+        result = call()
+    finally:
+        hook.value = None
+    records = np.array(recorded, dtype=np.int64).reshape(-1, 6)
+    stores = records[:, 5] == 1
+    sites = {int(k): traffic(records[records[:, 0] == k]) for k in np.unique(records[:, 0])}
+    return Profile(
+        traffic(records), traffic(records[~stores]), traffic(records[stores]), sites, result
+    )

@@ -1,0 +1,101 @@
+"""The emulator as a profiler: warp requests and 32-byte sectors, counted by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsecomp
+from sparsecomp.errors import SparsecompError
+from sparsecomp.runtime.profile import traffic
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _records(addresses, size=4, threads=None, site=0, block=0, store=0) -> np.ndarray:
+    threads = range(len(addresses)) if threads is None else threads
+    return np.array([(site, a, size, block, t, store) for a, t in zip(addresses, threads)],
+                    dtype=np.int64).reshape(-1, 6)  # fmt: skip
+
+
+def test_coalesced_and_scattered_warps() -> None:
+    coalesced = traffic(_records([4096 + 4 * lane for lane in range(32)]))
+    assert (coalesced.requests, coalesced.sectors, coalesced.ideal_sectors) == (1, 4, 4)
+    assert coalesced.sector_efficiency == coalesced.traffic_efficiency == 1.0
+    assert coalesced.lane_utilization == 1.0
+    scattered = traffic(_records([4096 + 32 * lane for lane in range(32)]))
+    assert (scattered.requests, scattered.sectors, scattered.ideal_sectors) == (1, 32, 4)
+    assert scattered.sector_efficiency == 4 / 32
+    # All lanes reading one float (a broadcast): one sector, fully used.
+    broadcast = traffic(_records([4096] * 32))
+    assert (broadcast.sectors, broadcast.coalesced_sectors, broadcast.sector_efficiency) == (
+        1,
+        1,
+        1.0,
+    )
+    # The same warp access twice: coalesced both times, but the bytes moved twice.
+    twice = traffic(np.concatenate([_records([4 * t for t in range(32)], site=s) for s in (0, 1)]))
+    assert (twice.sectors, twice.ideal_sectors, twice.sector_efficiency) == (8, 4, 1.0)
+    assert twice.traffic_efficiency == 0.5
+
+
+def test_lanes_warps_occurrences_and_straddles() -> None:
+    # 8 active lanes of a warp: a quarter of it; one sector.
+    partial = traffic(_records([4 * lane for lane in range(8)]))
+    assert (partial.requests, partial.sectors, partial.lane_utilization) == (1, 1, 0.25)
+    # Threads 0-31 and 32-63 are two warps: two requests.
+    two = traffic(_records([4 * t for t in range(64)]))
+    assert (two.requests, two.sectors) == (2, 8)
+    # The same thread at the same site twice: two requests (k = 0, 1).
+    again = traffic(_records([0, 4], threads=[0, 0]))
+    assert again.requests == 2
+    # 8 bytes at offset 28 touch two sectors.
+    straddle = traffic(_records([28], size=8))
+    assert (straddle.sectors, straddle.ideal_sectors) == (2, 1)
+    assert traffic(np.zeros((0, 6), np.int64)).sectors == 0
+
+
+def _aligned(n: int) -> np.ndarray:
+    raw = np.zeros(n + 16, np.float32)
+    start = (-raw.ctypes.data % 32) // 4
+    return raw[start : start + n]
+
+
+@pytest.fixture(scope="module")
+def spmv() -> sparsecomp.Executable:
+    return sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_80", profile=True)
+
+
+def test_spmv_gather_is_counted(spmv) -> None:
+    """One warp of rows, one entry each: x read at stride 1 (4 sectors) or 8 (32)."""
+    m, n = 32, 256
+    x = _aligned(n)
+    x[:] = np.arange(n)
+    seen = {}
+    for stride in (1, 8):
+        cols = np.arange(m) * stride
+        a = sp.csr_matrix((np.ones(m, np.float32), cols, np.arange(m + 1)), shape=(m, n))
+        p = spmv.profile(a, x)
+        np.testing.assert_allclose(p.result, a @ x)
+        assert p.total.requests == 6  # pos[i], pos[i+1], crd, val, x, y: one warp each
+        assert p.stores.sectors == 4  # y, 32 floats, coalesced
+        seen[stride] = {site: t.sectors for site, t in p.sites.items()}
+        assert "H100 bandwidth roofline" in str(p)
+    x_site = max(seen[8], key=lambda s: seen[8][s])
+    assert (seen[1][x_site], seen[8][x_site]) == (4, 32)
+    # Every other access is one coalesced warp: 4 sectors, 5 where the index
+    # buffer the runtime packed is not 32-byte aligned.
+    for stride in (1, 8):
+        assert all(v in (4, 5) for s, v in seen[stride].items() if s != x_site), seen
+
+
+def test_profile_needs_a_profiled_emulation() -> None:
+    plain = sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_80")
+    a = sp.eye(3, format="csr", dtype=np.float32)
+    with pytest.raises(SparsecompError, match="not compiled for profiling"):
+        plain.profile(a, np.ones(3, np.float32))
+    with pytest.raises(SparsecompError, match="profile=True needs an emulation target"):
+        sparsecomp.compile(EXAMPLES / "spmv.mlir", profile=True)
