@@ -32,6 +32,20 @@ def test_ptxas_errors_and_bad_targets() -> None:
         cuda.assemble(".version 8.0\n.target sm_80\n.address_size 64\nnonsense;\n", "sm_80")
     with pytest.raises(SparsecompError, match="expected cuda:sm_80 or cuda:sm_90"):
         cuda.ptx(EXAMPLES / "spmv.mlir", "sm_80")
+    parse_error = r"could not parse the program\n<source>:1:13: error: expected"
+    with pytest.raises(CompileError, match=parse_error):
+        cuda.ptx("func.func @f(")
+    upstream = """
+#COO = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>
+#DCSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>
+func.func @conv(%a: tensor<4x6xf64, #COO>) -> tensor<4x6xf64, #DCSR> {
+  %0 = sparse_tensor.convert %a : tensor<4x6xf64, #COO> to tensor<4x6xf64, #DCSR>
+  return %0 : tensor<4x6xf64, #DCSR>
+}"""
+    with pytest.raises(
+        CompileError, match="need MLIR's sparsifier, which has no GPU schedule: 'conv'"
+    ):
+        cuda.ptx(upstream)
     named = "module attributes {sparse_iter.targets = {}} {}"
     with pytest.raises(CompileError, match=r"without sparse_iter\.targets"):
         cuda.ptx(named)

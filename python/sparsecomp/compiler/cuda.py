@@ -28,7 +28,9 @@ from mlir import ir
 
 from sparsecomp.errors import CompileError, SparsecompError, ToolchainError
 from sparsecomp.ir.context import make_context
+from sparsecomp.ir.parsing import convert, parse_module
 from sparsecomp.targets import CudaTarget
+from sparsecomp.tools.diagnostics import format_diagnostic
 
 #: PTX ISA version requested from LLVM's NVPTX back end (8.0: sm_90 and below).
 PTX_FEATURES = "+ptx80"
@@ -45,19 +47,63 @@ def parse_target(target: str | CudaTarget) -> CudaTarget:
     return CudaTarget.for_sm(int(chip[3:]))
 
 
+#: The first half: layouts resolved for the GPU (functions that need MLIR's
+#: sparsifier are marked here, and refused: it has no GPU schedule).
+LAYOUTS = "builtin.module(sparsecomp-cpu-layouts)"
+
+
 def pipeline(device: CudaTarget) -> str:
-    """The textual pipeline from a program to gpu.binary ops holding PTX."""
+    """The textual pipeline from resolved layouts to gpu.binary ops holding PTX."""
     return (
-        "builtin.module(sparsecomp-cpu-layouts, sparsecomp-cpu-loops, sparsecomp-cpu-buffers, "
+        "builtin.module(sparsecomp-cpu-loops, sparsecomp-cpu-buffers, "
         "sparsecomp-cuda-schedule, gpu-kernel-outlining, gpu-lower-to-nvvm-pipeline{"
         f"cubin-chip={device.chip} cubin-features={PTX_FEATURES} cubin-format=isa}})"
     )
 
 
-def _with_target(text: str, device: CudaTarget) -> str:
-    """``text`` with ``device`` as the module's only target (refused if it names its own)."""
+def _opt(inp: Path, out: Path, passes: str, what: str) -> None:
+    """``sparsecomp-opt inp -o out --pass-pipeline=passes`` in a subprocess."""
+    done = subprocess.run(
+        [sys.executable, "-m", "sparsecomp.tools.opt", str(inp), "-o", str(out),
+         f"--pass-pipeline={passes}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise CompileError(f"{what} failed:\n{done.stderr.strip()}")
+
+
+def _refuse_upstream(text: str, filename: str) -> None:
+    """Name the functions marked for MLIR's sparsifier, which has no GPU schedule."""
+    from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
+
     with make_context():
         module = ir.Module.parse(text)
+        marked = [
+            f"'{ir.StringAttr(op.attributes['sym_name']).value}' "
+            f"({ir.StringAttr(op.attributes[UPSTREAM_ATTR]).value})"
+            for op in (o.operation for o in module.body.operations)
+            if op.name == "func.func" and UPSTREAM_ATTR in op.attributes
+        ]
+    if marked:
+        raise CompileError(
+            f"{filename}: these functions need MLIR's sparsifier, which has no GPU schedule: "
+            + "; ".join(marked)
+        )
+
+
+def _with_target(text: str, filename: str, device: CudaTarget) -> str:
+    """``text`` with ``device`` as the module's only target (refused if it names its own)."""
+    ctx = make_context()
+    with ctx:
+        try:
+            module = parse_module(text, filename, ctx)
+        except ir.MLIRError as exc:
+            lines = [
+                format_diagnostic(d) for e in exc.error_diagnostics for d in convert(e, filename)
+            ]
+            raise CompileError(
+                "\n".join([f"{filename}: could not parse the program", *lines])
+            ) from None
         attrs = module.operation.attributes
         if "sparse_iter.targets" in attrs:
             raise CompileError("ptx() compiles modules without sparse_iter.targets")
@@ -68,19 +114,16 @@ def _with_target(text: str, device: CudaTarget) -> str:
 def ptx(source: str | Path, target: str | CudaTarget = "cuda:sm_80") -> dict[str, str]:
     """PTX text of every GPU module of ``source`` (a path or MLIR text), by module name."""
     device = parse_target(target)
-    text = Path(source).read_text() if isinstance(source, Path) else source
+    if isinstance(source, Path):
+        text, filename = source.read_text(), str(source)
+    else:
+        text, filename = source, "<source>"
     with tempfile.TemporaryDirectory(prefix="sparsecomp-ptx-") as tmp:
-        inp, result = Path(tmp) / "in.mlir", Path(tmp) / "out.mlir"
-        inp.write_text(_with_target(text, device))
-        done = subprocess.run(
-            [sys.executable, "-m", "sparsecomp.tools.opt", str(inp), "-o", str(result),
-             f"--pass-pipeline={pipeline(device)}"],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise CompileError(
-                f"the CUDA pipeline failed for {device.chip}:\n{done.stderr.strip()}"
-            )
+        inp, laid, result = (Path(tmp) / n for n in ("in.mlir", "layouts.mlir", "out.mlir"))
+        inp.write_text(_with_target(text, filename, device))
+        _opt(inp, laid, LAYOUTS, f"{filename}: resolving layouts for {device.chip}")
+        _refuse_upstream(laid.read_text(), filename)
+        _opt(laid, result, pipeline(device), f"{filename}: the CUDA pipeline for {device.chip}")
         out = result.read_text()
     found: dict[str, str] = {}
     with make_context():
