@@ -13,12 +13,18 @@ stores of the launch (:mod:`sparsecomp.runtime.profile`):
 * traffic: every distinct byte once, over the sectors moved (no caches, so
   data read again by other warps counts again);
 * lanes: mean active lanes per warp request;
-* H100 us: the sectors' bytes at 3.35 TB/s, a bandwidth roofline.
+
+* H100 us: the roofline, the larger of the sectors' bytes at 3.35 TB/s and
+  the tensor-core flops at the H100's dense peak.
 
 Beside sparsecomp's schedule runs the plain CSR schedule, one thread per
 row (``gpu_columns=False``: for SpMM, each thread walks its row's columns;
 SpMV and SDDMM already are one row per thread). Ratios > 1 in the last
 column: the plain schedule moves that many times more sectors.
+
+On the block-pruned matrix (``block16``) the table adds SpMM with the
+matrix as BSR 16x16 on tensor cores (``bsr-mma``: ``mma.sync`` m16n8k8,
+tf32), beside the same plain CSR kernel.
 
 Measuring on a GPU (cuSPARSE, cuSPARSELt, cuBLAS side by side) needs the
 CUDA runtime, which is not built yet.
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,6 +48,24 @@ import sparsecomp
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 KERNELS = ("spmv", "spmm", "sddmm")
+#: SpMM with the matrix as 16x16 blocks: tensor cores on a CUDA target.
+BSR_SPMM = """
+#blocks = #sparse_iter.sparsity<block[16, 16], density = 0.1>
+func.func @spmm(%A: tensor<?x?xf32, #blocks>, %B: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #blocks>
+  %n = tensor.dim %B, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %C = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #blocks>, tensor<?x?xf32>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+"""
+#: Matrices the tensor-core BSR kernel runs on.
+BLOCKED = ("block16",)
 
 
 def _operands(name: str, a: sp.csr_matrix, k: int, rng: np.random.Generator) -> tuple:
@@ -65,6 +90,17 @@ def _dense(result) -> np.ndarray:
     return result.to_scipy().toarray() if hasattr(result, "to_scipy") else result
 
 
+def _row(kernel: str, matrix: str, ours: Any, plain: Any) -> str:
+    t = ours.total
+    return (
+        f"| {kernel} | {matrix} | {t.sector_efficiency:.2f} | "
+        f"{t.traffic_efficiency:.2f} | {t.lane_utilization:.2f} | "
+        f"{ours.h100_seconds * 1e6:.2f} | {plain.total.sector_efficiency:.2f} | "
+        f"{plain.h100_seconds * 1e6:.2f} | "
+        f"{plain.total.sectors / max(1, t.sectors):.2f} |"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--emulate", action="store_true", help="count traffic in the emulator")
@@ -85,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         for kernel in KERNELS
         for columns in (True, False)
     }
+    bsr = sparsecomp.compile(BSR_SPMM, "cuda-emu:sm_80", profile=True)
     rng = np.random.default_rng(0)
     lines = [
         f"CUDA schedule under emulation (sm_80), K = {args.k}; traffic counted in 32-byte sectors",
@@ -103,15 +140,13 @@ def main(argv: list[str] | None = None) -> int:
                 prof = exes[(kernel, columns)].profile(*operands)
                 np.testing.assert_allclose(_dense(prof.result), want, rtol=1e-3, atol=1e-3)
                 profiles[columns] = prof
-            ours, plain = profiles[True], profiles[False]
-            t = ours.total
-            lines.append(
-                f"| {kernel} | {spec.name} | {t.sector_efficiency:.2f} | "
-                f"{t.traffic_efficiency:.2f} | {t.lane_utilization:.2f} | "
-                f"{ours.h100_seconds * 1e6:.2f} | {plain.total.sector_efficiency:.2f} | "
-                f"{plain.h100_seconds * 1e6:.2f} | "
-                f"{plain.total.sectors / max(1, t.sectors):.2f} |"
-            )
+            lines.append(_row(kernel, spec.name, profiles[True], profiles[False]))
+            if kernel == "spmm" and spec.name in BLOCKED:
+                prof = bsr.profile(*operands)
+                # tf32 inputs: within tf32's precision of the exact product.
+                scale = 1 + np.abs(want).max()
+                np.testing.assert_allclose(prof.result, want, rtol=0, atol=4e-3 * scale)
+                lines.append(_row("bsr-mma", spec.name, prof, profiles[False]))
     text = "\n".join(lines)
     print(text)
     if args.markdown:

@@ -8,7 +8,6 @@ rows, so that a wrong id mapping or guard gives a wrong answer here.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -17,14 +16,10 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mlir import ir
 
 import sparsecomp
-from sparsecomp.compiler import aot
+from gpu_rebuild import rebuild
 from sparsecomp.errors import CompileError, SparsecompError
-from sparsecomp.ir.context import make_context
-from sparsecomp.targets import detect_host
-from sparsecomp.transforms.pipeline import build_pass_manager
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -115,19 +110,6 @@ func.func @conv(%a: tensor<4x6xf64, #COO>) -> tensor<4x6xf64, #DCSR> {
         sparsecomp.compile(upstream, "cuda-emu:sm_80")
 
 
-def _rebuild(gpu_ir: str, like: sparsecomp.Executable, out: Path) -> sparsecomp.Executable:
-    """``gpu_ir`` (a schedule, as gpu.mlir holds it) emulated and built with ``like``'s ABI."""
-    ctx = make_context()
-    with ctx:
-        module = ir.Module.parse(gpu_ir)
-        build_pass_manager("builtin.module(sparsecomp-cuda-emulate)", ctx).run(module.operation)
-        needs = aot.runtime_needs(module)
-        aot.build_shared_library(module, out, detect_host(), needs)
-    manifest = dict(like.manifest, needs=needs)
-    (out / "manifest.json").write_text(json.dumps(manifest))
-    return sparsecomp.load(out)
-
-
 def test_a_wrong_schedule_gives_a_wrong_answer(tmp_path) -> None:
     """The emulator runs the schedule it is given: break the row mapping or the grid and
     the answer is wrong (the original schedule, rebuilt the same way, is right)."""
@@ -138,15 +120,15 @@ def test_a_wrong_schedule_gives_a_wrong_answer(tmp_path) -> None:
     block, thread = launch.groups()
     a = _matrix(300, 20, 0.3, False, 7)
     x = np.random.default_rng(7).standard_normal(20).astype(np.float32)
-    same = _rebuild(schedule, exe, tmp_path / "same")
+    same = rebuild(schedule, exe, tmp_path / "same")
     np.testing.assert_allclose(same(a, x), a @ x, rtol=1e-4, atol=1e-4)
     # Rows from the block id instead of the thread id: threads of a block collide.
     swapped = schedule.replace(f", {thread} : index", f", {block} : index", 1)
     assert swapped != schedule
-    wrong = _rebuild(swapped, exe, tmp_path / "swapped")(a, x)
+    wrong = rebuild(swapped, exe, tmp_path / "swapped")(a, x)
     assert not np.allclose(wrong, a @ x, rtol=1e-4, atol=1e-4)
     # A grid rounded down: the last, partial block of rows never runs.
     short = schedule.replace("arith.ceildivsi", "arith.divsi")
     assert short != schedule
-    wrong = _rebuild(short, exe, tmp_path / "short")(a, x)
+    wrong = rebuild(short, exe, tmp_path / "short")(a, x)
     assert not np.allclose(wrong[256:], (a @ x)[256:], rtol=1e-4, atol=1e-4)

@@ -58,22 +58,18 @@ def test_lanes_warps_occurrences_and_straddles() -> None:
     assert traffic(np.zeros((0, 6), np.int64)).sectors == 0
 
 
-def _aligned(n: int) -> np.ndarray:
-    raw = np.zeros(n + 16, np.float32)
-    start = (-raw.ctypes.data % 32) // 4
-    return raw[start : start + n]
-
-
 @pytest.fixture(scope="module")
 def spmv() -> sparsecomp.Executable:
     return sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_80", profile=True)
 
 
 def test_spmv_gather_is_counted(spmv) -> None:
-    """One warp of rows, one entry each: x read at stride 1 (4 sectors) or 8 (32)."""
+    """One warp of rows, one entry each: x read at stride 1 (4 sectors) or 8 (32).
+
+    x starts 4 bytes into a buffer here, which the profiler ignores: every
+    allocation counts as 256-byte aligned, as device allocations are."""
     m, n = 32, 256
-    x = _aligned(n)
-    x[:] = np.arange(n)
+    x = np.arange(n + 1, dtype=np.float32)[1:]
     seen = {}
     for stride in (1, 8):
         cols = np.arange(m) * stride
@@ -83,13 +79,14 @@ def test_spmv_gather_is_counted(spmv) -> None:
         assert p.total.requests == 6  # pos[i], pos[i+1], crd, val, x, y: one warp each
         assert p.stores.sectors == 4  # y, 32 floats, coalesced
         seen[stride] = {site: t.sectors for site, t in p.sites.items()}
-        assert "H100 bandwidth roofline" in str(p)
+        assert "H100 roofline" in str(p)
     x_site = max(seen[8], key=lambda s: seen[8][s])
     assert (seen[1][x_site], seen[8][x_site]) == (4, 32)
-    # Every other access is one coalesced warp: 4 sectors, 5 where the index
-    # buffer the runtime packed is not 32-byte aligned.
+    # Every other access is one coalesced warp: 4 sectors, 5 for pos[i + 1],
+    # which starts 4 bytes into a sector.
     for stride in (1, 8):
-        assert all(v in (4, 5) for s, v in seen[stride].items() if s != x_site), seen
+        others = sorted(v for s, v in seen[stride].items() if s != x_site)
+        assert others == [4, 4, 4, 4, 5], seen
 
 
 def test_profile_needs_a_profiled_emulation() -> None:

@@ -55,7 +55,7 @@ LAYOUTS = "builtin.module(sparsecomp-cpu-layouts)"
 def pipeline(device: CudaTarget) -> str:
     """The textual pipeline from resolved layouts to gpu.binary ops holding PTX."""
     return (
-        "builtin.module(sparsecomp-cpu-loops, sparsecomp-cpu-buffers, "
+        "builtin.module(sparsecomp-cuda-tensorize, sparsecomp-cpu-loops, sparsecomp-cpu-buffers, "
         "sparsecomp-cuda-schedule, gpu-kernel-outlining, gpu-lower-to-nvvm-pipeline{"
         f"cubin-chip={device.chip} cubin-features={PTX_FEATURES} cubin-format=isa}})"
     )

@@ -48,10 +48,13 @@ STAGES = (
     ("buffers", "sparsecomp-cpu-buffers"),
     ("llvm", "sparsecomp-cpu-backend"),
 )
-#: The stages of the emulation targets (``cuda-emu:sm_80``): the CUDA
-#: schedule, then each launch as host loops and the CPU code generation.
+#: The stages of the emulation targets (``cuda-emu:sm_80``): tensor-core
+#: kernels for the products that fit, the CUDA schedule, then each launch as
+#: host loops and the CPU code generation.
 EMULATION_STAGES = (
-    *STAGES[:4],
+    *STAGES[:2],
+    ("tensorize", "sparsecomp-cuda-tensorize"),
+    *STAGES[2:4],
     ("gpu", "sparsecomp-cuda-schedule"),
     ("llvm", "sparsecomp-cuda-emulate"),
 )

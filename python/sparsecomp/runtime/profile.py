@@ -13,8 +13,12 @@ touched (1.0: no sector fetched for bytes nobody asked for).
 distinct byte moved once (each stored entry, each needed dense element,
 each output): below 1 where data is fetched again, which caches would
 partly absorb and this count ignores. ``lane_utilization`` is the mean
-fraction of a warp's 32 lanes active per request. ``h100_seconds`` is a bandwidth roofline: the
-sectors' bytes at H100 HBM3's 3.35 TB/s (it ignores caches and compute).
+fraction of a warp's 32 lanes active per request. Tensor-core instructions
+(``nvgpu.mma.sync``) are counted per warp, with their multiply-adds.
+``h100_seconds`` is a roofline: the larger of the sectors' bytes at H100
+HBM3's 3.35 TB/s and the MMAs' flops at the H100 SXM's dense tensor-core
+peak for their input type (494.7 TFLOP/s tf32, 989.4 f16); it ignores
+caches, latency and everything else the SMs do.
 
 Imports no MLIR.
 """
@@ -22,6 +26,7 @@ Imports no MLIR.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +38,10 @@ from sparsecomp.errors import SparsecompError
 SECTOR = 32
 WARP = 32
 H100_BYTES_PER_SECOND = 3.35e12
+#: Dense tensor-core peaks of the H100 SXM5, flop/s, by the kind code an MMA reports.
+H100_TENSOR_FLOPS = {2: 494.7e12, 3: 989.4e12}
+#: The kind column of a record: 0 load, 1 store, 2 tf32 MMA, 3 f16 MMA (bytes: its m*n*k).
+LOAD, STORE, MMA_TF32, MMA_F16 = 0, 1, 2, 3
 HOOK = "sparsecomp_emu_hook"
 #: One reported access: site, address, bytes, block, thread, is_store.
 _Hook = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 6)
@@ -76,10 +85,23 @@ class Profile:
     #: Per access site: launch ``k``'s sites are ``1000 k + i``, ``i`` in program order.
     sites: dict[int, Traffic]
     result: Any = None
+    #: Warp-wide MMA instructions issued, by kind (:data:`MMA_TF32`, :data:`MMA_F16`).
+    mma_instructions: dict[int, int] = dataclasses.field(default_factory=dict)
+    #: Their flops (2 per multiply-add), by kind.
+    mma_flops: dict[int, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def h100_bandwidth_seconds(self) -> float:
+        return self.total.sectors * SECTOR / H100_BYTES_PER_SECOND
+
+    @property
+    def h100_tensor_seconds(self) -> float:
+        return sum(f / H100_TENSOR_FLOPS[k] for k, f in self.mma_flops.items())
 
     @property
     def h100_seconds(self) -> float:
-        return self.total.sectors * SECTOR / H100_BYTES_PER_SECOND
+        """The roofline: memory or tensor cores, whichever takes longer."""
+        return max(self.h100_bandwidth_seconds, self.h100_tensor_seconds)
 
     def __str__(self) -> str:
         rows = [("all", self.total), ("loads", self.loads), ("stores", self.stores)]
@@ -92,7 +114,15 @@ class Profile:
                 f"{t.ideal_sectors:>10d}{t.sector_efficiency:>11.2f}"
                 f"{t.traffic_efficiency:>9.2f}{t.lane_utilization:>7.2f}"
             )
-        lines.append(f"H100 bandwidth roofline: {self.h100_seconds * 1e6:.3f} us")
+        names = {MMA_TF32: "tf32", MMA_F16: "f16"}
+        for kind, count in sorted(self.mma_instructions.items()):
+            lines.append(f"MMA {names[kind]}: {count} warp instructions, "
+                         f"{self.mma_flops[kind]} flops")  # fmt: skip
+        lines.append(
+            f"H100 roofline: {self.h100_seconds * 1e6:.3f} us (memory "
+            f"{self.h100_bandwidth_seconds * 1e6:.3f} us, tensor cores "
+            f"{self.h100_tensor_seconds * 1e6:.3f} us)"
+        )
         return "\n".join(lines)
 
 
@@ -158,9 +188,24 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
         result = call()
     finally:
         hook.value = None
-    records = np.array(recorded, dtype=np.int64).reshape(-1, 6)
-    stores = records[:, 5] == 1
+    everything = np.array(recorded, dtype=np.int64).reshape(-1, 6)
+    kind = everything[:, 5]
+    records = everything[kind <= STORE]
+    stores = records[:, 5] == STORE
     sites = {int(k): traffic(records[records[:, 0] == k]) for k in np.unique(records[:, 0])}
+    instructions, flops = {}, {}
+    for code in (MMA_TF32, MMA_F16):
+        mmas = everything[kind == code]
+        if len(mmas):
+            issued = traffic(mmas).requests  # one per warp: the k-th MMA of a site
+            instructions[code] = issued
+            flops[code] = 2 * issued * int(mmas[0, 2])
     return Profile(
-        traffic(records), traffic(records[~stores]), traffic(records[stores]), sites, result
+        traffic(records),
+        traffic(records[~stores]),
+        traffic(records[stores]),
+        sites,
+        result,
+        instructions,
+        flops,
     )

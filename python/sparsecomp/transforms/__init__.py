@@ -23,6 +23,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-emulate-gpu": "emulate_gpu:EmulateGpuPass",
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
     "sparse-iter-gpu-map-loops": "gpu_map_loops:GpuMapLoopsPass",
+    "sparse-iter-gpu-tensorize": "gpu_tensorize:GpuTensorizePass",
     "sparse-iter-huge-pages": "huge_pages:HugePagesPass",
     "sparse-iter-import-sparse-tensor": "import_sparse_tensor:ImportSparseTensorPass",
     "sparse-iter-lower-buffers": "lower_buffers:LowerBuffersPass",

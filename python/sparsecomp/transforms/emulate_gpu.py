@@ -5,45 +5,22 @@ from __future__ import annotations
 import dataclasses
 
 from mlir import ir
-from mlir.dialects import arith, func, memref, scf
+from mlir.dialects import arith, scf
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.transforms._gpu_profile import declare_profile, instrument
+from sparsecomp.transforms._lockstep import BLOCK_COLLECTIVES, Lockstep, Refusal, collectives
+from sparsecomp.transforms._mma_emulation import emulate_mma
 from sparsecomp.transforms.base import SparsecompPass
 
-#: Ops whose meaning needs threads that run together; not emulated yet.
-_UNSUPPORTED = ("gpu.barrier", "gpu.shuffle", "gpu.subgroup_reduce", "gpu.all_reduce")
+#: Ops whose meaning needs threads that run together and that are not emulated
+#: yet (``nvgpu.mma.sync`` and ``gpu.barrier`` are: :mod:`._lockstep`).
+_UNSUPPORTED = ("gpu.shuffle", "gpu.subgroup_reduce", "gpu.all_reduce", "nvgpu.mma.sp.sync")
 #: Id and size ops inside a launch body -> index into the body's arguments
 #: (block ids 0-2, thread ids 3-5, grid sizes 6-8, block sizes 9-11).
 _ID_OPS = {"gpu.block_id": 0, "gpu.thread_id": 3, "gpu.grid_dim": 6, "gpu.block_dim": 9}
 _DIMS = {"x": 0, "y": 1, "z": 2}
-#: What ``profile=true`` adds to the module: a hook the runtime points at its
-#: recorder (null: record nothing) and the function every access calls.
-HOOK = "sparsecomp_emu_hook"
-ACCESS = "sparsecomp_emu_access"
-_PROFILE_DECLS = f"""
-llvm.mlir.global external @{HOOK}() {{addr_space = 0 : i32}} : !llvm.ptr {{
-  %0 = llvm.mlir.zero : !llvm.ptr
-  llvm.return %0 : !llvm.ptr
-}}
-func.func private @{ACCESS}(%site: i64, %addr: i64, %bytes: i64, %block: i64, %thread: i64,
-                            %store: i64) {{
-  %g = llvm.mlir.addressof @{HOOK} : !llvm.ptr
-  %fp = llvm.load %g : !llvm.ptr -> !llvm.ptr
-  %null = llvm.mlir.zero : !llvm.ptr
-  %set = llvm.icmp "ne" %fp, %null : !llvm.ptr
-  scf.if %set {{
-    llvm.call %fp(%site, %addr, %bytes, %block, %thread, %store)
-        : !llvm.ptr, (i64, i64, i64, i64, i64, i64) -> ()
-  }}
-  return
-}}
-"""
-
-
-class _Refused(Exception):
-    def __init__(self, op: ir.Operation, message: str) -> None:
-        super().__init__(message)
-        self.op, self.message = op, message
+_Refused = Refusal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,9 +36,16 @@ class EmulateGpuPass(SparsecompPass):
     for each other computes exactly what the GPU computes; a wrong id
     mapping or guard gives a wrong answer here as there.
 
-    Kernels that synchronize (``gpu.barrier``, shuffles, block reductions)
-    or use workgroup memory are refused at the op: running their threads in
-    sequence would not be faithful.
+    Threads that meet run in phases (:mod:`._lockstep`): at a
+    ``gpu.barrier`` (all threads of the block) or an ``nvgpu.mma.sync`` (the
+    32 lanes of a warp, :mod:`._mma_emulation`: every lane's fragment
+    registers where the PTX ISA puts them), the ops before it run for every
+    thread of the group, the collective once for the group, then the ops
+    after it; values that cross are kept per thread in arrays, and loops or
+    ``if``s around a collective run once per group with the bounds of its
+    first thread. Shuffles, block reductions, ``mma.sp`` and workgroup
+    memory are refused at the op: running them in sequence would not be
+    faithful.
 
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
@@ -93,11 +77,14 @@ class EmulateGpuPass(SparsecompPass):
             for launch in launches:
                 self._check(launch)
             if self.profile and launches:
-                _declare_profile(op)
+                declare_profile(op)
             for site, launch in enumerate(launches):
                 if self.profile:
-                    _instrument(launch, site * 1000)
-                self._emulate(launch)
+                    instrument(launch, site * 1000)
+                if collectives(launch):
+                    _emulate_lockstep(launch)
+                else:
+                    self._emulate(launch)
         except _Refused as refused:
             refused.op.location.emit_error(f"{self.NAME}: {refused.message}")
             pass_.signal_pass_failure()
@@ -181,64 +168,44 @@ def _id_ops(root: ir.Operation) -> list[ir.Operation]:
     return found
 
 
-def _declare_profile(module: ir.Operation) -> None:
-    """Add the hook global and the access function to ``module`` (once)."""
-    body = module.regions[0].blocks[0]
-    if ACCESS in ir.SymbolTable(module):
-        return
-    decls = ir.Module.parse(_PROFILE_DECLS, context=module.context)
-    first = body.operations[0].operation
-    for decl in list(decls.body.operations):
-        decl.operation.move_before(first)
-
-
-def _i64(value: ir.Value) -> ir.Value:
-    return arith.index_cast(ir.IntegerType.get_signless(64), value)
-
-
-def _element_bytes(ty: ir.Type) -> int:
-    element = ir.MemRefType(ty).element_type
-    if isinstance(element, ir.IndexType):
-        return 8
-    if isinstance(element, ir.ComplexType):
-        return 2 * ir.FloatType(ir.ComplexType(element).element_type).width // 8
-    return max(1, element.width // 8)
-
-
-def _instrument(launch: ir.Operation, first_site: int) -> None:
-    """Before every global load and store of the launch body, report the access."""
+def _emulate_lockstep(launch: ir.Operation) -> None:
+    """Loops over blocks, then over warps (or once per block if it has barriers), in phases."""
+    view = launch.opview
+    grid = [view.gridSizeX, view.gridSizeY, view.gridSizeZ]
+    block = [view.blockSizeX, view.blockSizeY, view.blockSizeZ]
     body = launch.regions[0].blocks[0]
     args = list(body.arguments)
-    bx, by, bz, tx, ty, tz, gx, gy, _gz, sx, sy, _sz = args
-    with ir.InsertionPoint.at_block_begin(body), launch.location:
-        block = _i64(arith.addi(bx, arith.muli(gx, arith.addi(by, arith.muli(gy, bz)))))
-        thread = _i64(arith.addi(tx, arith.muli(sx, arith.addi(ty, arith.muli(sy, tz)))))
-    accesses: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in ("memref.load", "memref.store"):
-            accesses.append(op)
-        return ir.WalkResult.ADVANCE
-
-    launch.walk(visit)
-    for site, access in enumerate(accesses, start=first_site):
-        store = access.name == "memref.store"
-        memref_value = access.operands[1 if store else 0]
-        indices = list(access.operands[2 if store else 1 :])
-        ty = ir.MemRefType(memref_value.type)
-        if ty.memory_space is not None:
-            continue  # workgroup or private memory: not global traffic
-        with ir.InsertionPoint(access), access.location:
-            index = ir.IndexType.get()
-            pointer = memref.extract_aligned_pointer_as_index(memref_value)
-            meta = memref.ExtractStridedMetadataOp(memref_value)
-            rank = ty.rank
-            linear = meta.results[1]
-            for k, i in enumerate(indices):
-                linear = arith.addi(linear, arith.muli(i, meta.results[2 + rank + k]))
-            size = _element_bytes(memref_value.type)
-            address = arith.addi(pointer, arith.muli(linear, arith.constant(index, size)))
-            i64 = ir.IntegerType.get_signless(64)
-            func.call([], ACCESS, [arith.constant(i64, site), _i64(address),
-                                   arith.constant(i64, size), block, thread,
-                                   arith.constant(i64, int(store))])  # fmt: skip
+    for inner in _id_ops(launch):
+        which = str(inner.attributes["dimension"]).split()[-1].rstrip(">")  # #gpu<dim x>
+        inner.results[0].replace_all_uses_with(args[_ID_OPS[inner.name] + _DIMS[which]])
+        inner.erase()
+    blockwide = any(op.name in BLOCK_COLLECTIVES for op in collectives(launch))
+    index = ir.IndexType.get()
+    with ir.InsertionPoint(launch), launch.location:
+        zero, one, warp = (arith.constant(index, v) for v in (0, 1, 32))
+        threads = arith.muli(arith.muli(block[0], block[1]), block[2])
+        group = threads if blockwide else warp
+        groups = one if blockwide else arith.ceildivsi(threads, warp)
+        outermost = scf.ForOp(zero, grid[2], one)
+    loops = [outermost]
+    for bound in (grid[1], grid[0], groups):
+        with ir.InsertionPoint(loops[-1].body), launch.location:
+            loops.append(scf.ForOp(zero, bound, one))
+    for loop in loops:
+        with ir.InsertionPoint(loop.body), launch.location:
+            scf.YieldOp([])
+    terminator = list(loops[-1].body.operations)[-1].operation
+    with ir.InsertionPoint(terminator), launch.location:
+        index_in_block = loops[-1].induction_variable
+        left = arith.subi(threads, arith.muli(index_in_block, warp))
+        lanes = threads if blockwide else arith.minsi(left, warp)
+    state = Lockstep(ir.InsertionPoint(outermost.operation), group, lanes, index_in_block,
+                     args[3:6], block, emulate_mma, blockwide)  # fmt: skip
+    with launch.location:
+        state.run([o.operation for o in body.operations][:-1], ir.InsertionPoint(terminator))
+    state.erase_dead()
+    block_ids = [loops[2].induction_variable, loops[1].induction_variable,
+                 loops[0].induction_variable]  # fmt: skip
+    for arg, value in zip(args[:3] + args[6:], block_ids + grid + block, strict=True):
+        arg.replace_all_uses_with(value)
+    launch.erase()

@@ -1,12 +1,54 @@
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-emulate-gpu
 
-// Threads that wait for each other cannot run one after the other.
-func.func @barrier(%y: memref<?xf32>, %n: index) {
+// Warp operations without an emulation are refused at the op.
+func.func @shuffle(%y: memref<?xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : i32
+  %f = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %o = arith.constant 1 : i32
+    // expected-error@+1 {{sparse-iter-emulate-gpu: 'gpu.shuffle' makes threads wait for each other; the emulation runs them one after the other and does not support it yet}}
+    %s, %ok = gpu.shuffle xor %f, %o, %c32 : f32
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A collective inside a loop other than scf.for has no phases.
+func.func @while_barrier(%y: memref<?xf32>, %n: index) {
   %c1 = arith.constant 1 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
-    // expected-error@+1 {{sparse-iter-emulate-gpu: 'gpu.barrier' makes threads wait for each other; the emulation runs them one after the other and does not support it yet}}
-    gpu.barrier
+    %false = arith.constant false
+    // expected-error@+1 {{sparse-iter-emulate-gpu: a collective inside 'scf.while' is not emulated}}
+    scf.while : () -> () {
+      gpu.barrier
+      scf.condition(%false)
+    } do {
+      scf.yield
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// Threads of one group disagreeing on whether to meet is a bug in the kernel;
+// bounds taken straight from the thread id are refused.
+func.func @divergent(%y: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    // expected-error@+1 {{sparse-iter-emulate-gpu: the bounds or condition around a collective use the thread id}}
+    scf.for %i = %c0 to %tx step %c1 {
+      gpu.barrier
+    }
     gpu.terminator
   }
   return

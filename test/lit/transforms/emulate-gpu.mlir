@@ -78,3 +78,78 @@ func.func @ids(%y: memref<?xindex>, %g: index, %b: index) {
   }
   return
 }
+
+// -----
+
+// Threads that meet at a barrier run in phases: the ops before the barrier
+// for every thread of the block, then the ops after it. A value the second
+// phase needs from the first is kept per thread in an array (allocated once,
+// before the launch's loops).
+// CHECK-LABEL: func.func @barrier
+// CHECK-SAME: (%[[BUF:.*]]: memref<?xf32>, %[[OUT:.*]]: memref<?xf32>)
+// CHECK: %[[KEEP:.*]] = memref.alloca(%{{.*}}) : memref<?xf32>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for %[[T1:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[V:.*]] = arith.addf
+// CHECK: memref.store %[[V]], %[[BUF]]
+// CHECK: memref.store %[[V]], %[[KEEP]][%[[T1]]]
+// CHECK: scf.for %[[T2:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[W:.*]] = memref.load %[[KEEP]][%[[T2]]]
+// CHECK: memref.load %[[BUF]]
+// CHECK: arith.addf %{{.*}}, %[[W]]
+// CHECK-NOT: gpu.barrier
+func.func @barrier(%buf: memref<?xf32>, %out: memref<?xf32>) {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    %i = arith.index_cast %tx : index to i32
+    %f = arith.sitofp %i : i32 to f32
+    %v = arith.addf %f, %f : f32
+    memref.store %v, %buf[%tx] : memref<?xf32>
+    gpu.barrier
+    %mirror = arith.subi %c3, %tx : index
+    %w = memref.load %buf[%mirror] : memref<?xf32>
+    %s = arith.addf %w, %v : f32
+    memref.store %s, %out[%tx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// nvgpu.mma.sync runs once per warp on every lane's registers: the lanes'
+// A, B and C fragments are scattered into tiles, multiplied (tf32 inputs
+// keep their top 19 bits), and D is gathered back into each lane's array.
+// CHECK-LABEL: func.func @mma
+// CHECK-DAG: memref.alloca(%{{.*}}) : memref<?xvector<4xf32>>
+// CHECK-DAG: memref.alloca(%{{.*}}) : memref<?xvector<2xf32>>
+// CHECK-DAG: memref.alloca() : memref<16x8xf32>
+// CHECK-DAG: memref.alloca() : memref<8x8xf32>
+// CHECK: vector.shape_cast %{{.*}} : vector<4x1xf32> to vector<4xf32>
+// CHECK: arith.constant -8192 : i32
+// CHECK: arith.mulf
+// CHECK: vector.from_elements
+// CHECK-NOT: nvgpu.mma.sync
+func.func @mma(%A: memref<?xf32>, %D: memref<?xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %x = memref.load %A[%tx] : memref<?xf32>
+    %a = vector.broadcast %x : f32 to vector<4x1xf32>
+    %b = vector.broadcast %x : f32 to vector<2x1xf32>
+    %c = arith.constant dense<0.0> : vector<2x2xf32>
+    %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 8], tf32Enabled}
+        : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+    %e = vector.extract %d[0, 0] : f32 from vector<2x2xf32>
+    memref.store %e, %D[%tx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}

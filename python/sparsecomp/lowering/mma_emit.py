@@ -1,0 +1,132 @@
+"""Helpers that write warp-level MMA kernels as MLIR text.
+
+Used by :mod:`.mma_kernels` (BSR) and :mod:`.mma_sp_kernels` (2:4).
+
+:class:`Emitter` numbers SSA values and caches index constants; the
+functions read and write the f32 accumulator fragment of an ``m16n8``
+MMA (``c0, c1`` at row ``group``, columns ``2 thread`` and ``2 thread +
+1``; ``c2, c3`` eight rows below: the PTX ISA's layout, the same for every
+``m16n8kK`` shape), two adjacent columns per lane with a mask at the
+matrix edge, and load dense operands with a guard.
+"""
+
+from __future__ import annotations
+
+from sparsecomp.targets.fragments import Fragment
+
+ACC = "vector<2x2xf32>"
+
+
+class Emitter:
+    """SSA-numbered MLIR lines, with cached index constants."""
+
+    def __init__(self, element: str) -> None:
+        self.el = element
+        self.lines: list[str] = []
+        self.count = 0
+        self.indent = 4
+        self.consts: dict[int, str] = {}
+        #: SSA names of this lane's group id, thread id in group, and a zero element.
+        self.group = self.thread = self.zero = ""
+
+    def __call__(self, expr: str, ty: str | None = None) -> str:
+        name = f"%v{self.count}"
+        self.count += 1
+        self.raw(f"{name} = {expr}" + (f" : {ty}" if ty else ""))
+        return name
+
+    def raw(self, line: str) -> None:
+        self.lines.extend(" " * self.indent + part for part in line.split("\n"))
+
+    def c(self, value: int) -> str:
+        if value not in self.consts:
+            saved, self.indent = self.indent, 4
+            self.consts[value] = self(f"arith.constant {value}", "index")
+            self.indent = saved
+        return self.consts[value]
+
+    def add(self, a: str, b: str | int) -> str:
+        return self(f"arith.addi {a}, {self.c(b) if isinstance(b, int) else b}", "index")
+
+    def mul(self, a: str, b: int) -> str:
+        return self(f"arith.muli {a}, {self.c(b)}", "index")
+
+    def below(self, a: str, bound: str) -> str:
+        return self(f"arith.cmpi ult, {a}, {bound}", "index")
+
+    def begin(self, line: str) -> None:
+        self.raw(line)
+        self.indent += 2
+
+    def end(self, line: str = "}") -> None:
+        self.indent -= 2
+        self.raw(line)
+
+
+def lane_offset(e: Emitter, frag: Fragment, which: int) -> str:
+    """``group * g + thread * t`` of the fragment's row (0) or column (1)."""
+    total = e.c(0)
+    for coeff, var in ((frag.group[which], e.group), (frag.thread[which], e.thread)):
+        if coeff:
+            total = e.add(total, e.mul(var, coeff))
+    return total
+
+
+def pair_mask(e: Emitter, col: str, n: str) -> str:
+    """``vector<2xi1>``: which of columns ``col``, ``col + 1`` are inside ``n``."""
+    inside = [e.below(col, n), e.below(e.add(col, 1), n)]
+    return e(f"vector.from_elements {inside[0]}, {inside[1]}", "vector<2xi1>")
+
+
+def accumulator(e: Emitter, first_row: str, col0: str, m: str, n: str) -> str:
+    """This lane's C fragment of the 16 x 8 tile at (first_row, col0), read from cin."""
+    col = e.add(col0, e.mul(e.thread, 2))
+    zero2 = e("arith.constant dense<0.0> : vector<2xf32>")
+    halves = []
+    for half in (0, 8):
+        row = e.add(e.add(first_row, e.group), half)
+        mask = pair_mask(e, col, n)
+        name = e(f"scf.if {e.below(row, m)} -> (vector<2xf32>) {{")
+        e.indent += 2
+        loaded = e(f"vector.maskedload %cin[{row}, {col}], {mask}, {zero2} : memref<?x?xf32>, "
+                   "vector<2xi1>, vector<2xf32> into vector<2xf32>")  # fmt: skip
+        e.raw(f"scf.yield {loaded} : vector<2xf32>")
+        e.end(f"}} else {{\n  scf.yield {zero2} : vector<2xf32>\n}}")
+        halves.append(name)
+    parts = [e(f"vector.extract {h}[{i}]", "f32 from vector<2xf32>") for h in halves
+             for i in (0, 1)]  # fmt: skip
+    return e(f"vector.from_elements {', '.join(parts)}", ACC)
+
+
+def store(e: Emitter, acc: str, first_row: str, col0: str, m: str, n: str) -> None:
+    col = e.add(col0, e.mul(e.thread, 2))
+    for register, half in ((0, 0), (1, 8)):
+        row = e.add(e.add(first_row, e.group), half)
+        pair = e(f"vector.extract {acc}[{register}]", f"vector<2xf32> from {ACC}")
+        mask = pair_mask(e, col, n)
+        e.begin(f"scf.if {e.below(row, m)} {{")
+        e.raw(f"vector.maskedstore %out[{row}, {col}], {mask}, {pair} : memref<?x?xf32>, "
+              "vector<2xi1>, vector<2xf32>")  # fmt: skip
+        e.end()
+
+
+def guarded_load(e: Emitter, row: str, col: str, rows: str, cols: str) -> str:
+    """``b[row, col]``, or zero outside ``rows x cols``."""
+    inside = e(f"arith.andi {e.below(row, rows)}, {e.below(col, cols)}", "i1")
+    name = e(f"scf.if {inside} -> ({e.el}) {{")
+    e.indent += 2
+    loaded = e(f"memref.load %b[{row}, {col}]", f"memref<?x?x{e.el}>")
+    e.raw(f"scf.yield {loaded} : {e.el}")
+    e.end(f"}} else {{\n  scf.yield {e.zero} : {e.el}\n}}")
+    return name
+
+
+def tf32_round(e: Emitter, value: str) -> str:
+    """``value`` rounded to tf32 (nearest, ties away) for f32; f16 values as they are."""
+    if e.el != "f32":
+        return value
+    bits = e(f"arith.bitcast {value} : f32 to i32")
+    half = e("arith.constant 4096 : i32")
+    mask = e("arith.constant -8192 : i32")
+    rounded = e(f"arith.andi {e(f'arith.addi {bits}, {half}', 'i32')}, {mask}", "i32")
+    return e(f"arith.bitcast {rounded} : i32 to f32")

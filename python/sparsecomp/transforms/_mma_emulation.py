@@ -1,0 +1,118 @@
+"""``nvgpu.mma.sync`` for a warp, as host code over every lane's fragment registers.
+
+Called by :class:`._lockstep.Lockstep` at a phase boundary, with each
+operand kept per thread. For each warp of the group: every lane's A, B and
+C registers are scattered into ``m x k``, ``k x n`` and ``m x n`` tiles at
+the positions the PTX ISA defines (:mod:`sparsecomp.targets.fragments`),
+the tiles are multiplied (``C += A B`` in f32), and every lane's D
+registers are gathered back from the tile. tf32 inputs are truncated to
+tf32 (the low 13 bits ignored, as the tensor cores do), f16 ones widened.
+A kernel that loads a fragment element into the wrong register or lane
+computes a wrong product here, as it would on the GPU.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, memref, scf, vector
+
+from sparsecomp.targets.fragments import SHAPES, Fragment
+from sparsecomp.transforms._lockstep import Lockstep, Refusal, index
+
+
+def emulate_mma(state: Lockstep, op: ir.Operation) -> None:
+    """Emulate the ``nvgpu.mma.sync`` ``op`` for every warp of ``state``'s group, here."""
+    m, n, k = (int(d) for d in ir.ArrayAttr(op.attributes["mmaShape"]))
+    element = ir.VectorType(op.operands[0].type).element_type
+    kind = "tf32" if "tf32Enabled" in op.attributes else str(element)
+    shape = SHAPES.get((m, n, k, kind))
+    if shape is None:
+        raise Refusal(op, f"mma.sync m{m}n{n}k{k} with {kind} inputs is not emulated")
+    a, b, c = (state.lane_array(v) for v in op.operands)
+    d = state.new_array(op.results[0].type)
+    f32 = ir.F32Type.get()
+    with state.arrays_at:
+        tiles = [memref.alloca(ir.MemRefType.get(list(s), f32), [], [])
+                 for s in ((m, k), (k, n), (m, n))]  # fmt: skip
+    warps = scf.ForOp(index(0), arith.divui(state.lanes, index(32)), index(1))
+    with ir.InsertionPoint(warps.body):
+        first = arith.muli(warps.induction_variable, index(32))
+        for array, fragment, tile in zip((a, b, c), (shape.a, shape.b, shape.c), tiles,
+                                         strict=True):  # fmt: skip
+            _scatter(array, fragment, tile, first, kind if array is not c else "f32")
+        _multiply(tiles[0], tiles[1], tiles[2], m, n, k)
+        _gather(d, shape.c, tiles[2], first, ir.VectorType(op.results[0].type))
+        scf.YieldOp([])
+    state.arrays[op.results[0]] = d
+
+
+def _position(fragment: Fragment, lane: ir.Value, i: int) -> tuple[ir.Value, ir.Value]:
+    """``(row, col)`` of element ``i`` of ``lane``'s fragment, as the PTX ISA tables say."""
+    group = arith.shrui(lane, index(2))
+    thread = arith.andi(lane, index(3))
+    row_off, col_off = fragment.position(0, i)
+    row = arith.addi(
+        arith.addi(
+            arith.muli(group, index(fragment.group[0])),
+            arith.muli(thread, index(fragment.thread[0])),
+        ),
+        index(row_off),
+    )
+    col = arith.addi(
+        arith.addi(
+            arith.muli(group, index(fragment.group[1])),
+            arith.muli(thread, index(fragment.thread[1])),
+        ),
+        index(col_off),
+    )
+    return row, col  # fmt: skip
+
+
+def _to_f32(value: ir.Value, kind: str) -> ir.Value:
+    f32 = ir.F32Type.get()
+    if kind == "tf32":
+        i32 = ir.IntegerType.get_signless(32)
+        bits = arith.bitcast(i32, value)
+        return arith.bitcast(f32, arith.andi(bits, arith.constant(i32, -8192)))
+    return arith.extf(f32, value) if value.type != f32 else value
+
+
+def _scatter(array: ir.Value, fragment: Fragment, tile: ir.Value, first: ir.Value,
+             kind: str) -> None:  # fmt: skip
+    lanes = scf.ForOp(index(0), index(32), index(1))
+    with ir.InsertionPoint(lanes.body):
+        lane = lanes.induction_variable
+        registers = memref.load(array, [arith.addi(first, lane)])
+        for i in range(fragment.count):
+            value = vector.extract(registers, [], [i])
+            memref.store(_to_f32(value, kind), tile, list(_position(fragment, lane, i)))
+        scf.YieldOp([])
+
+
+def _multiply(a: ir.Value, b: ir.Value, c: ir.Value, m: int, n: int, k: int) -> None:
+    """``c += a @ b`` on the tiles, in f32."""
+    rows = scf.ForOp(index(0), index(m), index(1))
+    with ir.InsertionPoint(rows.body):
+        cols = scf.ForOp(index(0), index(n), index(1))
+        with ir.InsertionPoint(cols.body):
+            at = [rows.induction_variable, cols.induction_variable]
+            inner = scf.ForOp(index(0), index(k), index(1), [memref.load(c, at)])
+            with ir.InsertionPoint(inner.body):
+                kk = inner.induction_variable
+                product = arith.mulf(memref.load(a, [at[0], kk]), memref.load(b, [kk, at[1]]))
+                scf.YieldOp([arith.addf(inner.inner_iter_args[0], product)])
+            memref.store(inner.results[0], c, at)
+            scf.YieldOp([])
+        scf.YieldOp([])
+
+
+def _gather(array: ir.Value, fragment: Fragment, tile: ir.Value, first: ir.Value,
+            ty: ir.VectorType) -> None:  # fmt: skip
+    lanes = scf.ForOp(index(0), index(32), index(1))
+    with ir.InsertionPoint(lanes.body):
+        lane = lanes.induction_variable
+        values = [memref.load(tile, list(_position(fragment, lane, i)))
+                  for i in range(fragment.count)]  # fmt: skip
+        flat = ir.VectorType.get([fragment.count], ty.element_type)
+        memref.store(vector.from_elements(flat, values), array, [arith.addi(first, lane)])
+        scf.YieldOp([])

@@ -1,0 +1,209 @@
+"""Pass ``sparse-iter-gpu-tensorize``."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import replace
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import bufferization, func, memref, tensor
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.dialects import sparse_iter
+from sparsecomp.formats.layout import Layout, short_name
+from sparsecomp.ir.attrs import layout_of
+from sparsecomp.ir.targets import function_target
+from sparsecomp.lowering.loops import index
+from sparsecomp.lowering.mma_kernels import BsrMma, bsr_spmm
+from sparsecomp.lowering.reader import int_type, rank1
+from sparsecomp.targets import CudaTarget
+from sparsecomp.transforms.base import SparsecompPass
+
+si: Any = sparse_iter
+#: The MMA shape each input element type needs on the target.
+_NEEDS = {"f32": "m16n8k8", "f16": "m16n8k16"}
+_MATMUL_MAPS = (
+    "affine_map<(d0, d1, d2) -> (d0, d2)>",
+    "affine_map<(d0, d1, d2) -> (d2, d1)>",
+    "affine_map<(d0, d1, d2) -> (d0, d1)>",
+)
+
+
+def _is_matmul(op: ir.Operation) -> bool:
+    """``linalg.matmul`` (default maps), or a generic with its maps and a mul-add body."""
+    if op.name == "linalg.matmul":
+        if "indexing_maps" not in op.attributes:
+            return True
+        maps = ir.ArrayAttr(op.attributes["indexing_maps"])
+        return tuple(str(m) for m in maps) == _MATMUL_MAPS
+    if op.name != "linalg.generic":
+        return False
+    maps = tuple(str(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"]))
+    if maps != _MATMUL_MAPS or len(op.operands) != 3:
+        return False
+    return _multiply_adds(op.regions[0].blocks[0])
+
+
+def _multiply_adds(body: ir.Block) -> bool:
+    """Whether ``body`` yields ``out + a * b`` of its arguments (each maybe widened by extf)."""
+    a, b, out = body.arguments
+    ops = [o.operation for o in body.operations]
+    widened: dict[ir.Value, ir.Value] = {a: a, b: b}
+    for op in ops[:-3]:
+        if op.name != "arith.extf" or op.operands[0] not in (a, b):
+            return False
+        widened[op.results[0]] = op.operands[0]
+    if len(ops) < 3:
+        return False
+    mul, add, done = ops[-3:]
+    if (mul.name, add.name, done.name) != ("arith.mulf", "arith.addf", "linalg.yield"):
+        return False
+    factors = {widened.get(v) for v in mul.operands}
+    terms = set(add.operands)
+    return (
+        factors == {a, b} and terms == {out, mul.results[0]} and done.operands[0] == add.results[0]
+    )
+
+
+def _bsr_blocks(layout: Any) -> tuple[int, int] | None:
+    """``(R, C)`` if ``layout`` is BSR (any index widths), else None."""
+    if not isinstance(layout, Layout) or layout.rank != 2:
+        return None
+    plain = replace(layout, pos_width=32, crd_width=32, index_group="", nm_metadata="")
+    rows, cols = layout.dim_to_lvl.block_sizes()
+    return (rows, cols) if short_name(plain) == f"bsr:{rows}x{cols}" else None
+
+
+def _width_type(width: int) -> str:
+    return f"i{width or 64}"
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuTensorizePass(SparsecompPass):
+    """Run BSR x dense products of CUDA functions on tensor cores (``mma.sync``).
+
+    Matches ``linalg.matmul`` (or a ``linalg.generic`` with its maps and a
+    multiply-add body) whose first operand is BSR with ``R x C`` blocks, ``R``
+    a multiple of 16 and ``C`` of the MMA's ``k`` (8 for f32, run as tf32;
+    16 for f16), the second a dense matrix and the output a dense f32 matrix,
+    in a function whose target is CUDA with that MMA shape
+    (``m16n8k8``/``m16n8k16``). The product becomes a call of a private
+    function whose ``gpu.launch`` has each warp own a 16-row slice of a block
+    row and ``tiles`` groups of 8 output columns, and issue
+    ``nvgpu.mma.sync`` per stored block and ``k`` slice, with every lane
+    loading its fragment elements where the PTX ISA puts them
+    (:mod:`sparsecomp.lowering.mma_kernels`). The operand buffers come from
+    ``sparse_iter.positions``/``coordinates``/``values``; the result is a new
+    buffer (``bufferization.to_tensor``). Anything else is left to the
+    scalar schedule.
+
+    Before (a CUDA function):
+
+    ```mlir
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #bsr16x8>, tensor<?x?xf32>)
+                       outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %pos = sparse_iter.positions %A[1] ...   %crd = ...   %val = sparse_iter.values %A ...
+    %out = memref.alloc(%m, %n) : memref<?x?xf32>
+    call @__sparse_iter_bsr_mma_16x8_f32_i32_i32_w4t4(%pos_m, %crd_m, %val_m, %B_m, %C_m, %out)
+    %r = bufferization.to_tensor %out restrict : memref<?x?xf32> to tensor<?x?xf32>
+    // with @__sparse_iter_bsr_mma_...: gpu.launch ... nvgpu.mma.sync ... {mmaShape = [16, 8, 8],
+    //                                                                      tf32Enabled}
+    ```
+    """
+
+    NAME = "sparse-iter-gpu-tensorize"
+    warps: int = 4
+    tiles: int = 4
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.warps <= 32 or not 1 <= self.tiles <= 16:
+            raise ValueError(f"warps must be in 1..32 and tiles in 1..16, got "
+                             f"{self.warps} and {self.tiles}")  # fmt: skip
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        made: dict[str, str] = {}
+        for function in [o.operation for o in op.regions[0].blocks[0].operations]:
+            if function.name != "func.func" or not len(function.regions[0].blocks):
+                continue
+            device = function_target(function)
+            if not isinstance(device, CudaTarget):
+                continue
+            for candidate in _walk(function):
+                spec = self._spec(candidate, device)
+                if spec is not None:
+                    _rewrite(candidate, spec)
+                    made[spec.name] = bsr_spmm(spec)
+        if made:
+            body = op.regions[0].blocks[0]
+            kernels = ir.Module.parse("\n".join(made.values()), context=op.context)
+            for kernel in list(kernels.body.operations):
+                body.append(kernel.operation.detach_from_parent())
+
+    def _spec(self, op: ir.Operation, device: CudaTarget) -> BsrMma | None:
+        if not _is_matmul(op) or len(op.results) != 1:
+            return None
+        a, b, out = (v.type for v in op.operands)
+        layout = layout_of(a)
+        blocks = _bsr_blocks(layout)
+        if blocks is None or layout_of(b) is not None or layout_of(out) is not None:
+            return None
+        elements = [str(ir.RankedTensorType(t).element_type) for t in (a, b, out)]
+        if elements[0] != elements[1] or elements[2] != "f32":
+            return None
+        if elements[0] not in _NEEDS or _NEEDS[elements[0]] not in device.mma_shapes:
+            return None
+        assert isinstance(layout, Layout)
+        spec = BsrMma(*blocks, elements[0], _width_type(layout.pos_width),
+                      _width_type(layout.crd_width), self.warps, self.tiles)  # fmt: skip
+        return spec if spec.supported() is None else None
+
+
+def _walk(function: ir.Operation) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in ("linalg.matmul", "linalg.generic"):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    function.walk(visit)
+    return found
+
+
+def _buffer(value: ir.Value, dims: int) -> ir.Value:
+    """A read-only buffer of the tensor ``value``, cast to all-dynamic sizes."""
+    ty = ir.RankedTensorType(value.type)
+    exact = ir.MemRefType.get(ty.shape, ty.element_type)
+    buffer = bufferization.to_buffer(exact, value, read_only=True)
+    dynamic = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()] * dims, ty.element_type)
+    return buffer if exact == dynamic else memref.cast(dynamic, buffer)
+
+
+def _rewrite(op: ir.Operation, spec: BsrMma) -> None:
+    a, b, out = op.operands
+    with ir.InsertionPoint(op), op.location:
+        layout = layout_of(a.type)
+        assert isinstance(layout, Layout)
+        pos = si.positions(rank1(int_type(layout.pos_width)), a, 1)
+        crd = si.coordinates(rank1(int_type(layout.crd_width)), a, 1)
+        values = si.values(rank1(ir.RankedTensorType(a.type).element_type), a)
+        operands = [_buffer(v, 1) for v in (pos, crd, values)]
+        operands += [_buffer(b, 2), _buffer(out, 2)]
+        sizes = [tensor.dim(out, index(k)) for k in range(2)]
+        f32 = ir.F32Type.get()
+        dynamic = ir.ShapedType.get_dynamic_size()
+        result = memref.alloc(ir.MemRefType.get([dynamic, dynamic], f32), sizes, [])
+        func.call([], spec.name, [*operands, result])
+        out_type = ir.RankedTensorType(op.results[0].type)
+        exact = ir.MemRefType.get(out_type.shape, f32)
+        if exact != result.type:
+            result = memref.cast(exact, result)
+        done = bufferization.to_tensor(out_type, result, restrict=True)
+    op.results[0].replace_all_uses_with(done)
+    op.erase()

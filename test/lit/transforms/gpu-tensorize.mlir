@@ -1,0 +1,103 @@
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize | FileCheck %s --enable-var-scope
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='warps=2 tiles=1' | FileCheck %s --check-prefix=SMALL
+
+// A BSR 16x8 x dense product of a CUDA function becomes a call of a private
+// tensor-core kernel: the operand's buffers, read-only buffers of the dense
+// operands, a new output buffer.
+// CHECK-LABEL: func.func @bsr_spmm
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout{{.*}}>, %[[B:.*]]: tensor<?x?xf32>, %[[C:.*]]: tensor<?x?xf32>)
+// CHECK: %[[POS:.*]] = sparse_iter.positions %[[A]][1] {{.*}} -> tensor<?xi32>
+// CHECK: %[[CRD:.*]] = sparse_iter.coordinates %[[A]][1] {{.*}} -> tensor<?xi32>
+// CHECK: %[[VAL:.*]] = sparse_iter.values %[[A]] {{.*}} -> tensor<?xf32>
+// CHECK: %[[POSB:.*]] = bufferization.to_buffer %[[POS]] read_only
+// CHECK: %[[CRDB:.*]] = bufferization.to_buffer %[[CRD]] read_only
+// CHECK: %[[VALB:.*]] = bufferization.to_buffer %[[VAL]] read_only
+// CHECK: %[[BB:.*]] = bufferization.to_buffer %[[B]] read_only
+// CHECK: %[[CB:.*]] = bufferization.to_buffer %[[C]] read_only
+// CHECK: %[[OUT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf32>
+// CHECK: call @[[KERNEL:__sparse_iter_bsr_mma_16x8_f32_i32_i32_w4t4]](%[[POSB]], %[[CRDB]], %[[VALB]], %[[BB]], %[[CB]], %[[OUT]])
+// CHECK: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict
+// CHECK: return %[[R]]
+// The kernel: 4 warps of 32 lanes per block; a warp per 16-row slice, and per
+// stored block 4 tf32 MMAs (one per group of 8 columns) on vector loads of A.
+// CHECK: func.func private @[[KERNEL]]
+// CHECK: gpu.launch
+// CHECK-SAME: threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128
+// CHECK: scf.for %{{.*}} iter_args
+// CHECK: vector.load %{{.*}} : memref<?xf32>, vector<2xf32>
+// CHECK-COUNT-4: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: vector.maskedstore
+// SMALL: func.func private @__sparse_iter_bsr_mma_16x8_f32_i32_i32_w2t1
+// SMALL-SAME: (%{{.*}}: memref<?xi32>
+// SMALL: in (%{{.*}} = %c64
+// SMALL: nvgpu.mma.sync
+// SMALL-NOT: nvgpu.mma.sync
+// SMALL: func.func @static_bsr
+#bsr = #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 8 : compressed, i mod 16 : dense, j mod 8 : dense), posWidth = 32, crdWidth = 32}>
+module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k8, m16n8k16], sparse_mma_shapes = [m16n8k16]>}} {
+  func.func @bsr_spmm(%A: tensor<?x?xf32, #bsr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #bsr>, tensor<?x?xf32>)
+                       outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+}
+
+// -----
+
+// 32x16 blocks with 64-bit indices (upstream's index-typed BSR) and static
+// shapes: two 16-row slices per block row, two k slices per block; the
+// static operands are cast to the kernel's dynamic memrefs and back.
+// CHECK-LABEL: func.func @static_bsr
+// CHECK: memref.cast %{{.*}} : memref<64x32xf32> to memref<?x?xf32>
+// CHECK: call @__sparse_iter_bsr_mma_32x16_f32_i64_i64_w4t4
+// CHECK: memref.cast %{{.*}} : memref<?x?xf32> to memref<64x32xf32>
+// CHECK: bufferization.to_tensor %{{.*}} restrict : memref<64x32xf32> to tensor<64x32xf32>
+// CHECK: func.func private @__sparse_iter_bsr_mma_32x16_f32_i64_i64_w4t4(%{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>
+// CHECK-COUNT-8: nvgpu.mma.sync
+#bsr32 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 32 : dense, j floordiv 16 : compressed, i mod 32 : dense, j mod 16 : dense)}>
+module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k8], sparse_mma_shapes = []>}} {
+  func.func @static_bsr(%A: tensor<64x48xf32, #bsr32>, %B: tensor<48x32xf32>) -> tensor<64x32xf32> {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<64x32xf32>
+    %C = linalg.fill ins(%zero : f32) outs(%e : tensor<64x32xf32>) -> tensor<64x32xf32>
+    %r = linalg.matmul ins(%A, %B : tensor<64x48xf32, #bsr32>, tensor<48x32xf32>)
+                       outs(%C : tensor<64x32xf32>) -> tensor<64x32xf32>
+    return %r : tensor<64x32xf32>
+  }
+}
+
+// -----
+
+// Left to the scalar schedule: a CPU function, blocks that are not MMA
+// tiles, CSR, f64, a target without the tf32 shape.
+// CHECK-LABEL: func.func @negative_cpu
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func @negative_small_blocks
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func @negative_csr
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func @negative_f64
+// CHECK: linalg.matmul
+// CHECK-NOT: func.func private
+#bsr = #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 8 : compressed, i mod 16 : dense, j mod 8 : dense), posWidth = 32, crdWidth = 32}>
+#bsr8 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 8 : dense, j floordiv 8 : compressed, i mod 8 : dense, j mod 8 : dense), posWidth = 32, crdWidth = 32}>
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+module attributes {sparse_iter.targets = {cpu = #sparse_iter.cpu<x86_64, features = [avx2], vector_bits = 256, threads = 2>, gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k8], sparse_mma_shapes = []>}} {
+  func.func @negative_cpu(%A: tensor<?x?xf32, #bsr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "cpu"} {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #bsr>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+  func.func @negative_small_blocks(%A: tensor<?x?xf32, #bsr8>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "gpu"} {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #bsr8>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+  func.func @negative_csr(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "gpu"} {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+  func.func @negative_f64(%A: tensor<?x?xf64, #bsr>, %B: tensor<?x?xf64>, %C: tensor<?x?xf64>) -> tensor<?x?xf64> attributes {sparse_iter.target = "gpu"} {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf64, #bsr>, tensor<?x?xf64>) outs(%C : tensor<?x?xf64>) -> tensor<?x?xf64>
+    return %r : tensor<?x?xf64>
+  }
+}
