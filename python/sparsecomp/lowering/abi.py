@@ -113,10 +113,19 @@ def describe(ty: ir.Type, layout: AnyLayout | None, shape: list[Any]) -> dict[st
     if layout is not None:
         entry["layout"] = layout.attr_text()
         entry["buffers"] = [
-            [name, dtype_name(ir.RankedTensorType(t).element_type)]
+            [name, _host_dtype(layout, name, ir.RankedTensorType(t).element_type)]
             for name, t in buffer_types(layout, tensor.element_type)
         ]
     return entry
+
+
+def _host_dtype(layout: AnyLayout, name: str, element: ir.Type) -> str:
+    """The numpy dtype of a buffer: its element type's, but ``uint32`` for ``mma.sp``
+    metadata words (:mod:`sparsecomp.formats.mma_sp`), which the kernel reads as i32."""
+    last = f"crd{len(layout.levels) - 1}" if isinstance(layout, Layout) else None
+    if isinstance(layout, Layout) and layout.nm_metadata and name == last:
+        return "uint32"
+    return dtype_name(element)
 
 
 def static_shape(ty: ir.Type) -> list[Any]:

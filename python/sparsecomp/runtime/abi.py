@@ -31,6 +31,8 @@ DTYPES = (
     "bool", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
     "complex64", "complex128",
 )  # fmt: skip
+#: Buffer dtypes beyond the element dtypes: ``mma.sp`` metadata words.
+BUFFER_DTYPES = (*DTYPES, "uint32")
 Dim = int | str | None
 
 
@@ -147,11 +149,11 @@ def _spec(raw: Any, where: str) -> ArgSpec:
     )
 
 
-def _dtype(name: Any, where: str) -> np.dtype[Any]:
+def _dtype(name: Any, where: str, known: tuple[str, ...] = DTYPES) -> np.dtype[Any]:
     if name == "index":
         return np.dtype(np.int64)
-    if name not in DTYPES:
-        raise SparsecompError(f"{where}: unsupported dtype {name!r}; expected one of {DTYPES}")
+    if name not in known:
+        raise SparsecompError(f"{where}: unsupported dtype {name!r}; expected one of {known}")
     return np.dtype(name)
 
 
@@ -178,4 +180,4 @@ def _buffers(raw: Any, where: str) -> tuple[tuple[str, np.dtype[Any]], ...]:
         isinstance(b, list) and len(b) == 2 and isinstance(b[0], str) for b in raw
     ):
         raise SparsecompError(f"{where}: buffers must list [name, dtype] pairs, got {raw!r}")
-    return tuple((n, _dtype(d, where)) for n, d in raw)
+    return tuple((n, _dtype(d, where, BUFFER_DTYPES)) for n, d in raw)

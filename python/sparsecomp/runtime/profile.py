@@ -17,7 +17,8 @@ fraction of a warp's 32 lanes active per request. Tensor-core instructions
 (``nvgpu.mma.sync``) are counted per warp, with their multiply-adds.
 ``h100_seconds`` is a roofline: the larger of the sectors' bytes at H100
 HBM3's 3.35 TB/s and the MMAs' flops at the H100 SXM's dense tensor-core
-peak for their input type (494.7 TFLOP/s tf32, 989.4 f16); it ignores
+peak for their input type (494.7 TFLOP/s tf32, 989.4 f16, 1978.9 for 2:4
+f16, counting the dense product's flops); it ignores
 caches, latency and everything else the SMs do.
 
 Imports no MLIR.
@@ -38,10 +39,12 @@ from sparsecomp.errors import SparsecompError
 SECTOR = 32
 WARP = 32
 H100_BYTES_PER_SECOND = 3.35e12
-#: Dense tensor-core peaks of the H100 SXM5, flop/s, by the kind code an MMA reports.
-H100_TENSOR_FLOPS = {2: 494.7e12, 3: 989.4e12}
-#: The kind column of a record: 0 load, 1 store, 2 tf32 MMA, 3 f16 MMA (bytes: its m*n*k).
-LOAD, STORE, MMA_TF32, MMA_F16 = 0, 1, 2, 3
+#: Tensor-core peaks of the H100 SXM5, flop/s, by the kind code an MMA reports (2:4
+#: counts the flops of the dense product it stands for, at the sparse peak).
+H100_TENSOR_FLOPS = {2: 494.7e12, 3: 989.4e12, 4: 1978.9e12}
+#: The kind column of a record: 0 load, 1 store, 2 tf32 MMA, 3 f16 MMA, 4 2:4 f16 MMA
+#: (bytes: its m*n*k).
+LOAD, STORE, MMA_TF32, MMA_F16, MMA_SP_F16 = 0, 1, 2, 3, 4
 HOOK = "sparsecomp_emu_hook"
 #: One reported access: site, address, bytes, block, thread, is_store.
 _Hook = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 6)
@@ -85,7 +88,8 @@ class Profile:
     #: Per access site: launch ``k``'s sites are ``1000 k + i``, ``i`` in program order.
     sites: dict[int, Traffic]
     result: Any = None
-    #: Warp-wide MMA instructions issued, by kind (:data:`MMA_TF32`, :data:`MMA_F16`).
+    #: Warp-wide MMA instructions issued, by kind (:data:`MMA_TF32`, :data:`MMA_F16`,
+    #: :data:`MMA_SP_F16`).
     mma_instructions: dict[int, int] = dataclasses.field(default_factory=dict)
     #: Their flops (2 per multiply-add), by kind.
     mma_flops: dict[int, int] = dataclasses.field(default_factory=dict)
@@ -114,7 +118,7 @@ class Profile:
                 f"{t.ideal_sectors:>10d}{t.sector_efficiency:>11.2f}"
                 f"{t.traffic_efficiency:>9.2f}{t.lane_utilization:>7.2f}"
             )
-        names = {MMA_TF32: "tf32", MMA_F16: "f16"}
+        names = {MMA_TF32: "tf32", MMA_F16: "f16", MMA_SP_F16: "2:4 f16"}
         for kind, count in sorted(self.mma_instructions.items()):
             lines.append(f"MMA {names[kind]}: {count} warp instructions, "
                          f"{self.mma_flops[kind]} flops")  # fmt: skip
@@ -194,7 +198,7 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
     stores = records[:, 5] == STORE
     sites = {int(k): traffic(records[records[:, 0] == k]) for k in np.unique(records[:, 0])}
     instructions, flops = {}, {}
-    for code in (MMA_TF32, MMA_F16):
+    for code in (MMA_TF32, MMA_F16, MMA_SP_F16):
         mmas = everything[kind == code]
         if len(mmas):
             issued = traffic(mmas).requests  # one per warp: the k-th MMA of a site

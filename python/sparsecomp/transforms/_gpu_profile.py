@@ -4,7 +4,8 @@
 recorder (null: record nothing), and the function every access calls;
 :func:`instrument` calls it before each global load and store of a launch
 body with the site, the byte address and size, the block and the thread,
-and before each ``nvgpu.mma.sync`` with its shape (kind 2 or 3: tf32, f16).
+and before each ``nvgpu.mma.sync`` / ``mma.sp.sync`` with its shape (kind 2, 3
+or 4: tf32, f16, 2:4 f16).
 """
 
 from __future__ import annotations
@@ -101,14 +102,14 @@ def instrument(launch: ir.Operation, first_site: int) -> None:
     accesses: list[ir.Operation] = []
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in _ACCESSES or op.name == "nvgpu.mma.sync":
+        if op.name in _ACCESSES or op.name in ("nvgpu.mma.sync", "nvgpu.mma.sp.sync"):
             accesses.append(op)
         return ir.WalkResult.ADVANCE
 
     launch.walk(visit)
     i64 = ir.IntegerType.get_signless(64)
     for site, access in enumerate(accesses, start=first_site):
-        if access.name == "nvgpu.mma.sync":
+        if access.name in ("nvgpu.mma.sync", "nvgpu.mma.sp.sync"):
             _report_mma(access, site, block, thread)
             continue
         at, store = _ACCESSES[access.name]
@@ -134,9 +135,11 @@ def instrument(launch: ir.Operation, first_site: int) -> None:
 
 
 def _report_mma(op: ir.Operation, site: int, block: ir.Value, thread: ir.Value) -> None:
-    """Each lane reports the MMA: kind 2 (tf32) or 3 (f16), its m*n*k as the size."""
+    """Each lane reports the MMA: kind 2 (tf32), 3 (f16) or 4 (2:4 f16), its m*n*k as the size."""
     m, n, k = (int(d) for d in ir.ArrayAttr(op.attributes["mmaShape"]))
     kind = 2 if "tf32Enabled" in op.attributes else 3
+    if op.name == "nvgpu.mma.sp.sync":
+        kind = 4
     i64 = ir.IntegerType.get_signless(64)
     with ir.InsertionPoint(op), op.location:
         values = [site, 0, m * n * k]

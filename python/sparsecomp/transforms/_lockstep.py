@@ -15,7 +15,7 @@ runs once for the group, on every thread's operands.
   them uniform, as ``mma.sync`` and ``bar.sync`` require), its loop-carried
   values and results live in arrays, and its body is split the same way.
 - ``gpu.barrier`` is the boundary between two phases and nothing else.
-- ``nvgpu.mma.sync`` is run by :mod:`._mma_emulation`.
+- ``nvgpu.mma.sync`` and ``nvgpu.mma.sp.sync`` are run by :mod:`._mma_emulation`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 #: Warp-wide ops (one group per warp) and block-wide ones (one group per block).
-WARP_COLLECTIVES = ("nvgpu.mma.sync",)
+WARP_COLLECTIVES = ("nvgpu.mma.sync", "nvgpu.mma.sp.sync")
 BLOCK_COLLECTIVES = ("gpu.barrier",)
 COLLECTIVES = WARP_COLLECTIVES + BLOCK_COLLECTIVES
 

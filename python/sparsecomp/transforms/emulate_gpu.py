@@ -14,13 +14,12 @@ from sparsecomp.transforms._mma_emulation import emulate_mma
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Ops whose meaning needs threads that run together and that are not emulated
-#: yet (``nvgpu.mma.sync`` and ``gpu.barrier`` are: :mod:`._lockstep`).
-_UNSUPPORTED = ("gpu.shuffle", "gpu.subgroup_reduce", "gpu.all_reduce", "nvgpu.mma.sp.sync")
+#: yet (MMAs and ``gpu.barrier`` are: :mod:`._lockstep`).
+_UNSUPPORTED = ("gpu.shuffle", "gpu.subgroup_reduce", "gpu.all_reduce")
 #: Id and size ops inside a launch body -> index into the body's arguments
 #: (block ids 0-2, thread ids 3-5, grid sizes 6-8, block sizes 9-11).
 _ID_OPS = {"gpu.block_id": 0, "gpu.thread_id": 3, "gpu.grid_dim": 6, "gpu.block_dim": 9}
 _DIMS = {"x": 0, "y": 1, "z": 2}
-_Refused = Refusal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +42,9 @@ class EmulateGpuPass(SparsecompPass):
     thread of the group, the collective once for the group, then the ops
     after it; values that cross are kept per thread in arrays, and loops or
     ``if``s around a collective run once per group with the bounds of its
-    first thread. Shuffles, block reductions, ``mma.sp`` and workgroup
-    memory are refused at the op: running them in sequence would not be
+    first thread; ``nvgpu.mma.sp.sync`` reads the 2:4 metadata as the
+    hardware does. Shuffles, block reductions and workgroup memory are
+    refused at the op: running them in sequence would not be
     faithful.
 
     ```mlir
@@ -85,7 +85,7 @@ class EmulateGpuPass(SparsecompPass):
                     _emulate_lockstep(launch)
                 else:
                     self._emulate(launch)
-        except _Refused as refused:
+        except Refusal as refused:
             refused.op.location.emit_error(f"{self.NAME}: {refused.message}")
             pass_.signal_pass_failure()
 
@@ -93,11 +93,11 @@ class EmulateGpuPass(SparsecompPass):
     def _check(launch: ir.Operation) -> None:
         view = launch.opview
         if len(launch.results) or len(view.asyncDependencies):
-            raise _Refused(launch, "asynchronous launches are not emulated")
+            raise Refusal(launch, "asynchronous launches are not emulated")
         if len(launch.regions[0].blocks) != 1:
-            raise _Refused(launch, "a launch body with several blocks is not emulated")
+            raise Refusal(launch, "a launch body with several blocks is not emulated")
         if len(launch.regions[0].blocks[0].arguments) != 12:
-            raise _Refused(launch, "launches with workgroup or private memory are not emulated")
+            raise Refusal(launch, "launches with workgroup or private memory are not emulated")
 
         waiting: list[ir.Operation] = []
 
@@ -109,7 +109,7 @@ class EmulateGpuPass(SparsecompPass):
 
         launch.walk(visit)
         if waiting:
-            raise _Refused(
+            raise Refusal(
                 waiting[0],
                 f"'{waiting[0].name}' makes threads wait for each other; the emulation "
                 "runs them one after the other and does not support it yet",

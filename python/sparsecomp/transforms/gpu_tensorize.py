@@ -11,11 +11,12 @@ from mlir.dialects import bufferization, func, memref, tensor
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.dialects import sparse_iter
-from sparsecomp.formats.layout import Layout, short_name
+from sparsecomp.formats.layout import Layout, short_name, standard_layout
 from sparsecomp.ir.attrs import layout_of
 from sparsecomp.ir.targets import function_target
 from sparsecomp.lowering.loops import index
 from sparsecomp.lowering.mma_kernels import BsrMma, bsr_spmm
+from sparsecomp.lowering.mma_sp_kernels import NmMma, nm_spmm
 from sparsecomp.lowering.reader import int_type, rank1
 from sparsecomp.targets import CudaTarget
 from sparsecomp.transforms.base import SparsecompPass
@@ -75,13 +76,22 @@ def _bsr_blocks(layout: Any) -> tuple[int, int] | None:
     return (rows, cols) if short_name(plain) == f"bsr:{rows}x{cols}" else None
 
 
+def _is_mma_sp_2_4(layout: Any) -> bool:
+    """Whether ``layout`` is 2:4 along rows with ``mma.sp`` m16n8k16 metadata."""
+    if not isinstance(layout, Layout):
+        return False
+    plain = replace(layout, pos_width=32, crd_width=32, index_group="")
+    nm = standard_layout("nm:2:4")
+    return nm is not None and plain == replace(nm, nm_metadata="mma_sp_m16n8k16")
+
+
 def _width_type(width: int) -> str:
     return f"i{width or 64}"
 
 
 @dataclasses.dataclass(frozen=True)
 class GpuTensorizePass(SparsecompPass):
-    """Run BSR x dense products of CUDA functions on tensor cores (``mma.sync``).
+    """Run BSR and 2:4 x dense products of CUDA functions on tensor cores (``mma.sync``/``.sp``).
 
     Matches ``linalg.matmul`` (or a ``linalg.generic`` with its maps and a
     multiply-add body) whose first operand is BSR with ``R x C`` blocks, ``R``
@@ -95,8 +105,14 @@ class GpuTensorizePass(SparsecompPass):
     loading its fragment elements where the PTX ISA puts them
     (:mod:`sparsecomp.lowering.mma_kernels`). The operand buffers come from
     ``sparse_iter.positions``/``coordinates``/``values``; the result is a new
-    buffer (``bufferization.to_tensor``). Anything else is left to the
-    scalar schedule.
+    buffer (``bufferization.to_tensor``).
+
+    A first operand that is 2:4 along rows with ``mma.sp`` metadata
+    (``nmMetadata = mma_sp_m16n8k16``, what a CUDA target with sparse MMAs
+    resolves 2:4 to) in f16, on a target with the sparse ``m16n8k16``
+    shape, goes to a kernel on ``nvgpu.mma.sp.sync``
+    (:mod:`sparsecomp.lowering.mma_sp_kernels`) that reads the values and
+    the metadata words. Anything else is left to the scalar schedule.
 
     Before (a CUDA function):
 
@@ -138,23 +154,29 @@ class GpuTensorizePass(SparsecompPass):
                 spec = self._spec(candidate, device)
                 if spec is not None:
                     _rewrite(candidate, spec)
-                    made[spec.name] = bsr_spmm(spec)
+                    made[spec.name] = bsr_spmm(spec) if isinstance(spec, BsrMma) else nm_spmm(spec)
         if made:
             body = op.regions[0].blocks[0]
             kernels = ir.Module.parse("\n".join(made.values()), context=op.context)
             for kernel in list(kernels.body.operations):
                 body.append(kernel.operation.detach_from_parent())
 
-    def _spec(self, op: ir.Operation, device: CudaTarget) -> BsrMma | None:
+    def _spec(self, op: ir.Operation, device: CudaTarget) -> BsrMma | NmMma | None:
         if not _is_matmul(op) or len(op.results) != 1:
             return None
         a, b, out = (v.type for v in op.operands)
         layout = layout_of(a)
-        blocks = _bsr_blocks(layout)
-        if blocks is None or layout_of(b) is not None or layout_of(out) is not None:
+        if layout_of(b) is not None or layout_of(out) is not None:
             return None
         elements = [str(ir.RankedTensorType(t).element_type) for t in (a, b, out)]
         if elements[0] != elements[1] or elements[2] != "f32":
+            return None
+        if isinstance(layout, Layout) and _is_mma_sp_2_4(layout):
+            if elements[0] != "f16" or "m16n8k16" not in device.sparse_mma_shapes:
+                return None
+            return NmMma(_width_type(layout.crd_width), self.warps, self.tiles)
+        blocks = _bsr_blocks(layout)
+        if blocks is None:
             return None
         if elements[0] not in _NEEDS or _NEEDS[elements[0]] not in device.mma_shapes:
             return None
@@ -185,15 +207,23 @@ def _buffer(value: ir.Value, dims: int) -> ir.Value:
     return buffer if exact == dynamic else memref.cast(dynamic, buffer)
 
 
-def _rewrite(op: ir.Operation, spec: BsrMma) -> None:
+def _sparse_buffers(a: ir.Value, spec: BsrMma | NmMma) -> list[ir.Value]:
+    """The buffers of ``a`` the kernel reads: BSR (pos, crd, values); 2:4 (values, metadata)."""
+    layout = layout_of(a.type)
+    assert isinstance(layout, Layout)
+    element = ir.RankedTensorType(a.type).element_type
+    if isinstance(spec, NmMma):
+        values = si.values(rank1(element), a)
+        return [values, si.coordinates(rank1(int_type(layout.crd_width)), a, 2)]
+    pos = si.positions(rank1(int_type(layout.pos_width)), a, 1)
+    crd = si.coordinates(rank1(int_type(layout.crd_width)), a, 1)
+    return [pos, crd, si.values(rank1(element), a)]
+
+
+def _rewrite(op: ir.Operation, spec: BsrMma | NmMma) -> None:
     a, b, out = op.operands
     with ir.InsertionPoint(op), op.location:
-        layout = layout_of(a.type)
-        assert isinstance(layout, Layout)
-        pos = si.positions(rank1(int_type(layout.pos_width)), a, 1)
-        crd = si.coordinates(rank1(int_type(layout.crd_width)), a, 1)
-        values = si.values(rank1(ir.RankedTensorType(a.type).element_type), a)
-        operands = [_buffer(v, 1) for v in (pos, crd, values)]
+        operands = [_buffer(v, 1) for v in _sparse_buffers(a, spec)]
         operands += [_buffer(b, 2), _buffer(out, 2)]
         sizes = [tensor.dim(out, index(k)) for k in range(2)]
         f32 = ir.F32Type.get()

@@ -153,3 +153,36 @@ func.func @mma(%A: memref<?xf32>, %D: memref<?xf32>) {
   }
   return
 }
+
+// -----
+
+// nvgpu.mma.sp.sync: a zeroed dense A tile, each lane's kept values placed
+// by the 2-bit indices of the metadata word of lane 4 * group (selector 0),
+// f16 widened to f32, then the same product and gather.
+// CHECK-LABEL: func.func @mma_sp
+// CHECK-DAG: memref.alloca(%{{.*}}) : memref<?xvector<2xi16>>
+// CHECK-DAG: memref.alloca() : memref<16x16xf32>
+// CHECK: vector.bitcast %{{.*}} : vector<2xi16> to vector<1xi32>
+// CHECK: arith.shrui %{{.*}}, %{{.*}} : i32
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK-NOT: nvgpu.mma.sp.sync
+func.func @mma_sp(%A: memref<?xf16>, %M: memref<?xi32>, %D: memref<?xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %x = memref.load %A[%tx] : memref<?xf16>
+    %a = vector.broadcast %x : f16 to vector<2x2xf16>
+    %b = vector.broadcast %x : f16 to vector<2x2xf16>
+    %c = arith.constant dense<0.0> : vector<2x2xf32>
+    %w = memref.load %M[%tx] : memref<?xi32>
+    %wv = vector.broadcast %w : i32 to vector<1xi32>
+    %meta = vector.bitcast %wv : vector<1xi32> to vector<2xi16>
+    %d = nvgpu.mma.sp.sync (%a, %b, %c) metadata (%meta) {mmaShape = [16, 8, 16]}
+        : (vector<2x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+    %e = vector.extract %d[0, 0] : f32 from vector<2x2xf32>
+    memref.store %e, %D[%tx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -101,3 +101,39 @@ module attributes {sparse_iter.targets = {cpu = #sparse_iter.cpu<x86_64, feature
     return %r : tensor<?x?xf64>
   }
 }
+
+// -----
+
+// 2:4 f16 with mma.sp metadata: the values and the metadata words (level 2's
+// coordinates) go to a kernel on nvgpu.mma.sp.sync, f32 accumulation.
+// CHECK-LABEL: func.func @nm_spmm
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf16, #sparse_iter.layout{{.*}}>
+// CHECK: %[[VAL:.*]] = sparse_iter.values %[[A]] {{.*}} -> tensor<?xf16>
+// CHECK: %[[META:.*]] = sparse_iter.coordinates %[[A]][2] {{.*}} -> tensor<?xi32>
+// CHECK: %[[VALB:.*]] = bufferization.to_buffer %[[VAL]] read_only
+// CHECK: %[[METAB:.*]] = bufferization.to_buffer %[[META]] read_only
+// CHECK: call @[[KERNEL:__sparse_iter_nm_mma_sp_2x4_f16_i32_w4t4]](%[[VALB]], %[[METAB]],
+// The same 2:4 tensor in f32 (mma.sp for f16 only) or on a target without sparse
+// MMAs stays with the scalar schedule.
+// CHECK-LABEL: func.func @negative_nm_f32
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func @negative_no_sparse_mma
+// CHECK: linalg.matmul
+// CHECK: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_i32_w4t4(%{{.*}}: memref<?xf16>, %{{.*}}: memref<?xi32>
+// CHECK: vector.bitcast %{{.*}} : vector<1xi32> to vector<2xi16>
+// CHECK-COUNT-4: nvgpu.mma.sp.sync({{.*}}) metadata({{.*}}) {mmaShape = [16, 8, 16]}
+#nm = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
+module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k16]>, old = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = []>}} {
+  func.func @nm_spmm(%A: tensor<?x?xf16, #nm>, %B: tensor<?x?xf16>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "gpu"} {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #nm>, tensor<?x?xf16>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+  func.func @negative_nm_f32(%A: tensor<?x?xf32, #nm>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "gpu"} {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #nm>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+  func.func @negative_no_sparse_mma(%A: tensor<?x?xf16, #nm>, %B: tensor<?x?xf16>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "old"} {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #nm>, tensor<?x?xf16>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+}
