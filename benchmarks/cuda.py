@@ -24,7 +24,9 @@ column: the plain schedule moves that many times more sectors.
 
 On the block-pruned matrix (``block16``) the table adds SpMM with the
 matrix as BSR 16x16 on tensor cores (``bsr-mma``: ``mma.sync`` m16n8k8,
-tf32), beside the same plain CSR kernel.
+tf32), and on the 2:4 matrix SpMM in f16 on sparse tensor cores
+(``2:4-mma.sp``: ``mma.sp`` m16n8k16, half the bytes of the f32 kernels),
+each beside the same plain f32 CSR kernel.
 
 Measuring on a GPU (cuSPARSE, cuSPARSELt, cuBLAS side by side) needs the
 CUDA runtime, which is not built yet.
@@ -66,6 +68,18 @@ func.func @spmm(%A: tensor<?x?xf32, #blocks>, %B: tensor<?x?xf32>) -> tensor<?x?
 """
 #: Matrices the tensor-core BSR kernel runs on.
 BLOCKED = ("block16",)
+#: 2:4 f16 SpMM with an outs operand: sparse tensor cores on a CUDA target.
+NM_SPMM = """
+#s = #sparse_iter.sparsity<nm[2, 4]>
+func.func @spmm(%A: tensor<?x?xf16, #s>, %B: tensor<?x?xf16>,
+                %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #s>, tensor<?x?xf16>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+"""
+#: Matrices the 2:4 kernel runs on (as f16).
+TWO_FOUR = ("2:4",)
 
 
 def _operands(name: str, a: sp.csr_matrix, k: int, rng: np.random.Generator) -> tuple:
@@ -88,6 +102,19 @@ def _reference(name: str, args: tuple) -> np.ndarray:
 
 def _dense(result) -> np.ndarray:
     return result.to_scipy().toarray() if hasattr(result, "to_scipy") else result
+
+
+def _two_four(exe: Any, a: sp.csr_matrix, k: int, rng: np.random.Generator) -> Any:
+    """The 2:4 kernel's profile on ``a`` in f16 (f32 accumulation), checked against numpy."""
+    from sparsecomp.formats import SparseTensor
+
+    a16 = a.toarray().astype(np.float16)
+    b = rng.standard_normal((a.shape[1], k)).astype(np.float16)
+    c = np.zeros((a.shape[0], k), np.float32)
+    prof = exe.profile(SparseTensor.from_dense(a16, "nm:2:4"), b, c)
+    want = a16.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(prof.result, want, rtol=1e-4, atol=1e-3)
+    return prof
 
 
 def _row(kernel: str, matrix: str, ours: Any, plain: Any) -> str:
@@ -122,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         for columns in (True, False)
     }
     bsr = sparsecomp.compile(BSR_SPMM, "cuda-emu:sm_80", profile=True)
+    nm = sparsecomp.compile(NM_SPMM, "cuda-emu:sm_80", profile=True)
     rng = np.random.default_rng(0)
     lines = [
         f"CUDA schedule under emulation (sm_80), K = {args.k}; traffic counted in 32-byte sectors",
@@ -147,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
                 scale = 1 + np.abs(want).max()
                 np.testing.assert_allclose(prof.result, want, rtol=0, atol=4e-3 * scale)
                 lines.append(_row("bsr-mma", spec.name, prof, profiles[False]))
+            if kernel == "spmm" and spec.name in TWO_FOUR:
+                lines.append(_row("2:4-mma.sp", spec.name, _two_four(nm, a, args.k, rng),
+                                  profiles[False]))  # fmt: skip
     text = "\n".join(lines)
     print(text)
     if args.markdown:

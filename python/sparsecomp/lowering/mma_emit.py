@@ -23,6 +23,8 @@ class Emitter:
     def __init__(self, element: str) -> None:
         self.el = element
         self.lines: list[str] = []
+        #: Index constants, emitted at the top of the function (so every region sees them).
+        self.prologue: list[str] = []
         self.count = 0
         self.indent = 4
         self.consts: dict[int, str] = {}
@@ -40,10 +42,15 @@ class Emitter:
 
     def c(self, value: int) -> str:
         if value not in self.consts:
-            saved, self.indent = self.indent, 4
-            self.consts[value] = self(f"arith.constant {value}", "index")
-            self.indent = saved
+            name = f"%c{self.count}"
+            self.count += 1
+            self.prologue.append(f"    {name} = arith.constant {value} : index")
+            self.consts[value] = name
         return self.consts[value]
+
+    def function(self, head: str) -> str:
+        """The function: ``head`` (its signature line), the constants, the body."""
+        return "\n".join([head, *self.prologue, *self.lines, "}"])
 
     def add(self, a: str, b: str | int) -> str:
         return self(f"arith.addi {a}, {self.c(b) if isinstance(b, int) else b}", "index")

@@ -138,7 +138,7 @@ def bsr_spmm(spec: BsrMma) -> str:
         f"%values: memref<?x{spec.element}>, %b: memref<?x?x{spec.element}>, "
         f"%cin: memref<?x?xf32>, %out: memref<?x?xf32>) {{"
     )
-    return "\n".join([head, *e.lines, "}"])
+    return e.function(head)
 
 
 def _block_product(

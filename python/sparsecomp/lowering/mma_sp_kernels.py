@@ -8,25 +8,39 @@ row's kept pairs in order, ``meta`` the packed 2-bit indices, 8 words per
 16-row tile and k tile of 16 columns, word ``g`` being what lanes ``4g ..
 4g + 3`` pass.
 
-A warp owns one 16-row tile and ``tiles`` groups of 8 output columns
-(``warps`` warps per block, as for BSR, :mod:`.mma_kernels`). Per k tile
-each lane loads its metadata word, the two kept values of its group in
-rows ``g`` and ``g + 8`` (register 0 and 1 of the sparse A fragment, as the
-PTX ISA lays it out for ``m16n8k16`` with ``.f16``) and its B fragment, and
-the warp issues ``nvgpu.mma.sp.sync`` (sparsity selector 0, f32
-accumulation). Rows and groups past the matrix read zero values (the
-metadata is padded to whole tiles), and B's rows past ``k`` read zero.
+A warp owns one 16-row tile and ``tiles`` (T) MMA tiles of 8 output
+columns (``warps`` warps per block, as for BSR, :mod:`.mma_kernels`). Two
+things keep its global loads in whole 32-byte sectors:
+
+- **Columns interleaved.** MMA tile ``j`` holds the warp's columns
+  ``T n + j`` (``n = 0..7``), not ``8 j + n``: the product does not care
+  which columns a tile holds as long as B and C agree, and so a lane's B
+  elements for all T tiles are adjacent (one ``vector<T x f16>`` load per
+  k row) and so are its C elements (``vector<2T x f32>``, two adjacent
+  logical columns times T tiles).
+- **A by shuffles.** Per step of two k tiles (8 groups, 32 bytes of a row)
+  lane ``t`` of a quad loads groups ``2t, 2t + 1`` of rows ``g`` and ``g +
+  8``; the A fragment wants group ``t`` of each k tile, which
+  ``gpu.shuffle idx`` fetches from lane ``4g + t / 2`` (``+ 2`` for the
+  second tile).
+
+Per k tile the warp then issues ``nvgpu.mma.sp.sync`` (m16n8k16, sparsity
+selector 0, f32 accumulation) with the lanes' metadata word. Rows, groups
+and columns past the matrix read zero (masked loads; the metadata is padded
+to whole tiles, and a k tile past the end gets padding indices) and stores
+past it are masked.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from sparsecomp.lowering.mma_emit import ACC, Emitter, accumulator, guarded_load, store
-from sparsecomp.targets.fragments import M16N8K16_F16
+from sparsecomp.lowering.mma_emit import ACC, Emitter
 
-#: Dense columns per k tile of ``m16n8k16``; groups of 4 per k tile.
-K_TILE, GROUPS_PER_TILE, WORDS_PER_TILE = 16, 4, 8
+#: Groups of 4 columns per k tile of ``m16n8k16``, metadata words per tile.
+GROUPS_PER_TILE, WORDS_PER_TILE = 4, 8
+#: The metadata word of a k tile past the end: every group's indices [0, 1].
+PAD_WORD = 0x44444444
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,17 +59,17 @@ class NmMma:
 def nm_spmm(spec: NmMma) -> str:
     """The private function ``@spec.name(values, meta, b, cin, out)``."""
     e = Emitter("f16")
-    for v in (0, 1, 2, 3, 4, 8, 16, 32):
-        e.c(v)
+    tiles = spec.tiles
     e.zero = e("arith.constant 0.0 : f16")
     m = e(f"memref.dim %out, {e.c(0)}", "memref<?x?xf32>")
     n = e(f"memref.dim %out, {e.c(1)}", "memref<?x?xf32>")
     k = e(f"memref.dim %b, {e.c(0)}", "memref<?x?xf16>")
     groups = e(f"arith.ceildivsi {k}, {e.c(4)}", "index")
     k_tiles = e(f"arith.ceildivsi {groups}, {e.c(GROUPS_PER_TILE)}", "index")
+    steps = e(f"arith.ceildivsi {k_tiles}, {e.c(2)}", "index")
     mtiles = e(f"arith.ceildivsi {m}, {e.c(16)}", "index")
     gx = e(f"arith.ceildivsi {mtiles}, {e.c(spec.warps)}", "index")
-    gy = e(f"arith.ceildivsi {n}, {e.c(8 * spec.tiles)}", "index")
+    gy = e(f"arith.ceildivsi {n}, {e.c(8 * tiles)}", "index")
     e.begin(
         f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
         f"threads(%tx, %ty, %tz) in (%sx = {e.c(32 * spec.warps)}, %sy = {e.c(1)}, "
@@ -67,70 +81,183 @@ def nm_spmm(spec: NmMma) -> str:
     mtile = e.add(e.mul("%bx", spec.warps), e(f"arith.divui %tx, {e.c(32)}", "index"))
     e.begin(f"scf.if {e.below(mtile, mtiles)} {{")
     first_row = e.mul(mtile, 16)
-    columns = [e.add(e.mul("%by", 8 * spec.tiles), 8 * j) for j in range(spec.tiles)]
-    accs = [accumulator(e, first_row, col0, m, n) for col0 in columns]
+    first_col = e.mul("%by", 8 * tiles)
+    accs = _accumulators(e, first_row, first_col, m, n, tiles)
     results = f"%v{e.count}"
     e.count += 1
     carried = ", ".join(f"%acc{j} = {a}" for j, a in enumerate(accs))
-    e.begin(f"{results}:{spec.tiles} = scf.for %kt = {e.c(0)} to {k_tiles} step {e.c(1)} "
-            f"iter_args({carried}) -> ({', '.join([ACC] * spec.tiles)}) {{")  # fmt: skip
-    current = _k_tile(e, spec, mtile, first_row, columns, m, k, n, groups, k_tiles)
-    e.raw(f"scf.yield {', '.join(current)} : {', '.join([ACC] * spec.tiles)}")
+    e.begin(f"{results}:{tiles} = scf.for %s = {e.c(0)} to {steps} step {e.c(1)} "
+            f"iter_args({carried}) -> ({', '.join([ACC] * tiles)}) {{")  # fmt: skip
+    shape = _Shape(m, k, n, groups, k_tiles, mtile, first_row, first_col)
+    current = [f"%acc{j}" for j in range(tiles)]
+    for half in (0, 1):
+        current = _k_tile(e, spec, shape, half, current)
+    e.raw(f"scf.yield {', '.join(current)} : {', '.join([ACC] * tiles)}")
     e.end()
-    for j, col0 in enumerate(columns):
-        store(e, f"{results}#{j}", first_row, col0, m, n)
+    _store(e, [f"{results}#{j}" for j in range(tiles)], first_row, first_col, m, n)
     e.end()
     e.raw("gpu.terminator")
     e.end()
     e.raw("return")
-    head = (
+    return e.function(
         f"func.func private @{spec.name}(%values: memref<?xf16>, %meta: memref<?x{spec.meta}>, "
         "%b: memref<?x?xf16>, %cin: memref<?x?xf32>, %out: memref<?x?xf32>) {"
     )
-    return "\n".join([head, *e.lines, "}"])
 
 
-def _k_tile(e: Emitter, spec: NmMma, mtile: str, first_row: str, columns: list[str], m: str,
-            k: str, n: str, groups: str, k_tiles: str) -> list[str]:  # fmt: skip
-    """One k tile: the lane's metadata word, A pairs and B fragments, one MMA per column group."""
-    tile = e.add(e(f"arith.muli {mtile}, {k_tiles}", "index"), "%kt")
-    word_at = e.add(e.mul(tile, WORDS_PER_TILE), e.group)
-    word = e(f"memref.load %meta[{word_at}]", f"memref<?x{spec.meta}>")
-    if spec.meta != "i32":
-        word = e(f"arith.trunci {word} : {spec.meta} to i32")
-    as_vector = e(f"vector.broadcast {word}", "i32 to vector<1xi32>")
-    meta = e(f"vector.bitcast {as_vector}", "vector<1xi32> to vector<2xi16>")
-    group = e.add(e.mul("%kt", GROUPS_PER_TILE), e.thread)
-    pairs = []
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """SSA names of the sizes and of this warp's place."""
+
+    m: str
+    k: str
+    n: str
+    groups: str
+    k_tiles: str
+    mtile: str
+    first_row: str
+    first_col: str
+
+
+def _mask(e: Emitter, first: str, count: int, bound: str, repeat: int = 1) -> str:
+    """``vector<count*repeat xi1>``: ``first + i < bound``, each repeated ``repeat`` times."""
+    inside = [e.below(e.add(first, i), bound) for i in range(count)]
+    bits = [b for b in inside for _ in range(repeat)]
+    return e(f"vector.from_elements {', '.join(bits)}", f"vector<{len(bits)}xi1>")
+
+
+def _masked_load(e: Emitter, memref: str, ty: str, at: str, mask: str, guard: str,
+                 vector: str) -> str:  # fmt: skip
+    """``vector.maskedload`` of ``vector`` at ``memref[at]`` where ``guard``, else zeros."""
+    name = e(f"scf.if {guard} -> ({vector}) {{")
+    e.indent += 2
+    zeros = e(f"arith.constant dense<0.0> : {vector}")
+    lanes = vector.split("<")[1].split("x")[0]
+    loaded = e(f"vector.maskedload {memref}[{at}], {mask}, {zeros} : {ty}, "
+               f"vector<{lanes}xi1>, {vector} into {vector}")  # fmt: skip
+    e.raw(f"scf.yield {loaded} : {vector}")
+    e.end("} else {")
+    e.indent += 2
+    zeros = e(f"arith.constant dense<0.0> : {vector}")
+    e.raw(f"scf.yield {zeros} : {vector}")
+    e.end()
+    return name
+
+
+def _lane_columns(e: Emitter, first_col: str, tiles: int) -> str:
+    """This lane's first C column: logical columns 2t, 2t+1 of every tile are adjacent."""
+    return e.add(first_col, e.mul(e.thread, 2 * tiles))
+
+
+def _accumulators(e: Emitter, first_row: str, first_col: str, m: str, n: str,
+                  tiles: int) -> list[str]:  # fmt: skip
+    """Each MMA tile's C fragment, read from cin: one ``vector<2T>`` per row of the lane."""
+    col = _lane_columns(e, first_col, tiles)
+    rows = []
     for half in (0, 8):
         row = e.add(e.add(first_row, e.group), half)
-        inside = e(f"arith.andi {e.below(row, m)}, {e.below(group, groups)}", "i1")
-        at = e.mul(e.add(e(f"arith.muli {row}, {groups}", "index"), group), 2)
-        name = e(f"scf.if {inside} -> (vector<2xf16>) {{")
-        e.indent += 2
-        loaded = e(f"vector.load %values[{at}]", "memref<?xf16>, vector<2xf16>")
-        e.raw(f"scf.yield {loaded} : vector<2xf16>")
-        e.end("} else {")
-        e.indent += 2
-        zero = e("arith.constant dense<0.0> : vector<2xf16>")
-        e.raw(f"scf.yield {zero} : vector<2xf16>")
+        mask = _mask(e, col, 2 * tiles, n)
+        rows.append(_masked_load(e, "%cin", "memref<?x?xf32>", f"{row}, {col}", mask,
+                                 e.below(row, m), f"vector<{2 * tiles}xf32>"))  # fmt: skip
+    accs = []
+    for j in range(tiles):
+        parts = [e(f"vector.extract {r}[{i}]", f"f32 from vector<{2 * tiles}xf32>")
+                 for r in rows for i in (j, tiles + j)]  # fmt: skip
+        accs.append(e(f"vector.from_elements {', '.join(parts)}", ACC))
+    return accs
+
+
+def _store(e: Emitter, accs: list[str], first_row: str, first_col: str, m: str, n: str) -> None:
+    tiles = len(accs)
+    col = _lane_columns(e, first_col, tiles)
+    for register, half in ((0, 0), (1, 8)):
+        row = e.add(e.add(first_row, e.group), half)
+        parts = [e(f"vector.extract {acc}[{register}, {i}]", f"f32 from {ACC}")
+                 for i in (0, 1) for acc in accs]  # fmt: skip
+        value = e(f"vector.from_elements {', '.join(parts)}", f"vector<{2 * tiles}xf32>")
+        mask = _mask(e, col, 2 * tiles, n)
+        e.begin(f"scf.if {e.below(row, m)} {{")
+        e.raw(f"vector.maskedstore %out[{row}, {col}], {mask}, {value} : memref<?x?xf32>, "
+              f"vector<{2 * tiles}xi1>, vector<{2 * tiles}xf32>")  # fmt: skip
         e.end()
-        pairs.append(name)
-    elements = [e(f"vector.extract {p}[{i}]", "f16 from vector<2xf16>") for p in pairs
-                for i in (0, 1)]  # fmt: skip
-    a = e(f"vector.from_elements {', '.join(elements)}", "vector<2x2xf16>")
-    b_frag = M16N8K16_F16.b
-    k_first = e.mul("%kt", K_TILE)
+
+
+def _as_i32(e: Emitter, pair: list[str]) -> str:
+    halves = e(f"vector.from_elements {', '.join(pair)}", "vector<2xf16>")
+    word = e(f"vector.bitcast {halves}", "vector<2xf16> to vector<1xi32>")
+    return e(f"vector.extract {word}[0]", "i32 from vector<1xi32>")
+
+
+def _as_pair(e: Emitter, word: str) -> list[str]:
+    wide = e(f"vector.broadcast {word}", "i32 to vector<1xi32>")
+    halves = e(f"vector.bitcast {wide}", "vector<1xi32> to vector<2xf16>")
+    return [e(f"vector.extract {halves}[{i}]", "f16 from vector<2xf16>") for i in (0, 1)]
+
+
+def _a_pairs(e: Emitter, shape: _Shape, row: str) -> tuple[str, str]:
+    """This lane's groups 2t, 2t+1 of the step's 8 (one 8-byte load), as two i32 pairs."""
+    first_group = e.add(e.mul("%s", 2 * GROUPS_PER_TILE), e.mul(e.thread, 2))
+    mask = _mask(e, first_group, 2, shape.groups, repeat=2)
+    at = e.mul(e.add(e(f"arith.muli {row}, {shape.groups}", "index"), first_group), 2)
+    quad = _masked_load(e, "%values", "memref<?xf16>", at, mask, e.below(row, shape.m),
+                        "vector<4xf16>")  # fmt: skip
+    halves = [e(f"vector.extract {quad}[{i}]", "f16 from vector<4xf16>") for i in range(4)]
+    return _as_i32(e, halves[:2]), _as_i32(e, halves[2:])
+
+
+def _shuffled(e: Emitter, pairs: tuple[str, str], tile: int) -> str:
+    """Group ``t`` of k tile ``tile`` of the step: from lane ``4g + 2 tile + t / 2``."""
+    half_thread = e(f"arith.shrui {e.thread}, {e.c(1)}", "index")
+    source = e.add(e.add(e.mul(e.group, 4), 2 * tile), half_thread)
+    offset = e(f"arith.index_cast {source} : index to i32")
+    width = e("arith.constant 32 : i32")
+    got = []
+    for pair in pairs:
+        name = f"%v{e.count}"
+        e.count += 1
+        e.raw(f"{name}:2 = gpu.shuffle idx {pair}, {offset}, {width} : i32")
+        got.append(f"{name}#0")
+    parity = e(f"arith.andi {e.thread}, {e.c(1)}", "index")
+    odd = e(f"arith.cmpi eq, {parity}, {e.c(1)}", "index")
+    return e(f"arith.select {odd}, {got[1]}, {got[0]}", "i32")
+
+
+def _k_tile(e: Emitter, spec: NmMma, shape: _Shape, half: int, accs: list[str]) -> list[str]:
+    """K tile ``2 s + half``: the lanes' metadata word, A and B fragments, one MMA per tile."""
+    tile = e.add(e.mul("%s", 2), half)
+    word_at = e.add(e.mul(e.add(e(f"arith.muli {shape.mtile}, {shape.k_tiles}", "index"), tile),
+                          WORDS_PER_TILE), e.group)  # fmt: skip
+    word = e(f"scf.if {e.below(tile, shape.k_tiles)} -> ({spec.meta}) {{")
+    e.indent += 2
+    loaded = e(f"memref.load %meta[{word_at}]", f"memref<?x{spec.meta}>")
+    e.raw(f"scf.yield {loaded} : {spec.meta}")
+    e.end("} else {")
+    e.indent += 2
+    pad = e(f"arith.constant {PAD_WORD} : {spec.meta}")
+    e.raw(f"scf.yield {pad} : {spec.meta}")
+    e.end()
+    if spec.meta != "i32":
+        word = e(f"arith.trunci {word} : {spec.meta} to i32")
+    meta = e(f"vector.bitcast {e(f'vector.broadcast {word}', 'i32 to vector<1xi32>')}",
+             "vector<1xi32> to vector<2xi16>")  # fmt: skip
+    registers = []
+    for row_half in (0, 8):
+        row = e.add(e.add(shape.first_row, e.group), row_half)
+        registers += _as_pair(e, _shuffled(e, _a_pairs(e, shape, row), half))
+    a = e(f"vector.from_elements {', '.join(registers)}", "vector<2x2xf16>")
+    tiles = spec.tiles
+    b_col = e.add(shape.first_col, e.mul(e.group, tiles))
+    b_rows = []
+    for i in range(4):  # b_i: k = 2t + (i % 2) + 8 (i // 2), n = g (the ISA's m16n8k16 B)
+        krow = e.add(e.add(e.mul(tile, 16), e.mul(e.thread, 2)), (i % 2) + 8 * (i // 2))
+        mask = _mask(e, b_col, tiles, shape.n)
+        b_rows.append(_masked_load(e, "%b", "memref<?x?xf16>", f"{krow}, {b_col}", mask,
+                                   e.below(krow, shape.k), f"vector<{tiles}xf16>"))  # fmt: skip
     current = []
-    for j, col0 in enumerate(columns):
-        b_elements = []
-        for i in range(b_frag.count):
-            row_off, _ = b_frag.position(0, i)
-            krow = e.add(e.add(k_first, e.mul(e.thread, b_frag.thread[0])), row_off)
-            ncol = e.add(col0, e.group)
-            b_elements.append(guarded_load(e, krow, ncol, k, n))
-        b = e(f"vector.from_elements {', '.join(b_elements)}", "vector<2x2xf16>")
+    for j in range(tiles):
+        elems = [e(f"vector.extract {r}[{j}]", f"f16 from vector<{tiles}xf16>") for r in b_rows]
+        b = e(f"vector.from_elements {', '.join(elems)}", "vector<2x2xf16>")
         current.append(e(
-            f"nvgpu.mma.sp.sync ({a}, {b}, %acc{j}) metadata ({meta}) {{mmaShape = [16, 8, 16]}} "
+            f"nvgpu.mma.sp.sync ({a}, {b}, {accs[j]}) metadata ({meta}) {{mmaShape = [16, 8, 16]}} "
             f": (vector<2x2xf16>, vector<2x2xf16>, {ACC}) -> {ACC}"))  # fmt: skip
     return current

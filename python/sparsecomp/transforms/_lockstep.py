@@ -1,7 +1,7 @@
 """Threads that wait for each other, emulated in sequence: loop fission at collectives.
 
-A launch body whose threads meet at a collective (``nvgpu.mma.sync``, a warp
-operation; ``gpu.barrier``, a block one) cannot run one thread after the
+A launch body whose threads meet at a collective (``nvgpu.mma.sync`` or
+``gpu.shuffle``, warp operations; ``gpu.barrier``, a block one) cannot run one thread after the
 other. :class:`Lockstep` runs it in *phases* instead (the MCUDA approach):
 the body's ops between two collectives become a loop over the threads of a
 group (a warp, or the whole block when it has barriers), and the collective
@@ -15,7 +15,8 @@ runs once for the group, on every thread's operands.
   them uniform, as ``mma.sync`` and ``bar.sync`` require), its loop-carried
   values and results live in arrays, and its body is split the same way.
 - ``gpu.barrier`` is the boundary between two phases and nothing else.
-- ``nvgpu.mma.sync`` and ``nvgpu.mma.sp.sync`` are run by :mod:`._mma_emulation`.
+- ``nvgpu.mma.sync`` and ``nvgpu.mma.sp.sync`` are run by :mod:`._mma_emulation`,
+  ``gpu.shuffle`` by :mod:`._shuffle_emulation`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 #: Warp-wide ops (one group per warp) and block-wide ones (one group per block).
-WARP_COLLECTIVES = ("nvgpu.mma.sync", "nvgpu.mma.sp.sync")
+WARP_COLLECTIVES = ("nvgpu.mma.sync", "nvgpu.mma.sp.sync", "gpu.shuffle")
 BLOCK_COLLECTIVES = ("gpu.barrier",)
 COLLECTIVES = WARP_COLLECTIVES + BLOCK_COLLECTIVES
 

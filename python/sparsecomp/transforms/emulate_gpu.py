@@ -11,11 +11,12 @@ from mlir.passmanager import ExternalPass
 from sparsecomp.transforms._gpu_profile import declare_profile, instrument
 from sparsecomp.transforms._lockstep import BLOCK_COLLECTIVES, Lockstep, Refusal, collectives
 from sparsecomp.transforms._mma_emulation import emulate_mma
+from sparsecomp.transforms._shuffle_emulation import emulate_shuffle
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Ops whose meaning needs threads that run together and that are not emulated
-#: yet (MMAs and ``gpu.barrier`` are: :mod:`._lockstep`).
-_UNSUPPORTED = ("gpu.shuffle", "gpu.subgroup_reduce", "gpu.all_reduce")
+#: yet (MMAs, shuffles and ``gpu.barrier`` are: :mod:`._lockstep`).
+_UNSUPPORTED = ("gpu.subgroup_reduce", "gpu.all_reduce")
 #: Id and size ops inside a launch body -> index into the body's arguments
 #: (block ids 0-2, thread ids 3-5, grid sizes 6-8, block sizes 9-11).
 _ID_OPS = {"gpu.block_id": 0, "gpu.thread_id": 3, "gpu.grid_dim": 6, "gpu.block_dim": 9}
@@ -43,9 +44,9 @@ class EmulateGpuPass(SparsecompPass):
     after it; values that cross are kept per thread in arrays, and loops or
     ``if``s around a collective run once per group with the bounds of its
     first thread; ``nvgpu.mma.sp.sync`` reads the 2:4 metadata as the
-    hardware does. Shuffles, block reductions and workgroup memory are
-    refused at the op: running them in sequence would not be
-    faithful.
+    hardware does, ``gpu.shuffle`` (width 32) reads its source lane's value.
+    Block reductions and workgroup memory are refused at the op: running
+    them in sequence would not be faithful.
 
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
@@ -168,6 +169,14 @@ def _id_ops(root: ir.Operation) -> list[ir.Operation]:
     return found
 
 
+def _warp_op(state: Lockstep, op: ir.Operation) -> None:
+    """A warp collective for every warp of the group: a shuffle or an MMA."""
+    if op.name == "gpu.shuffle":
+        emulate_shuffle(state, op)
+    else:
+        emulate_mma(state, op)
+
+
 def _emulate_lockstep(launch: ir.Operation) -> None:
     """Loops over blocks, then over warps (or once per block if it has barriers), in phases."""
     view = launch.opview
@@ -200,7 +209,7 @@ def _emulate_lockstep(launch: ir.Operation) -> None:
         left = arith.subi(threads, arith.muli(index_in_block, warp))
         lanes = threads if blockwide else arith.minsi(left, warp)
     state = Lockstep(ir.InsertionPoint(outermost.operation), group, lanes, index_in_block,
-                     args[3:6], block, emulate_mma, blockwide)  # fmt: skip
+                     args[3:6], block, _warp_op, blockwide)  # fmt: skip
     with launch.location:
         state.run([o.operation for o in body.operations][:-1], ir.InsertionPoint(terminator))
     state.erase_dead()

@@ -1,15 +1,30 @@
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-emulate-gpu
 
-// Warp operations without an emulation are refused at the op.
+// Shuffles within segments narrower than a warp are not emulated.
 func.func @shuffle(%y: memref<?xf32>, %n: index) {
   %c1 = arith.constant 1 : index
-  %c32 = arith.constant 32 : i32
+  %c16 = arith.constant 16 : i32
   %f = arith.constant 1.0 : f32
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     %o = arith.constant 1 : i32
-    // expected-error@+1 {{sparse-iter-emulate-gpu: 'gpu.shuffle' makes threads wait for each other; the emulation runs them one after the other and does not support it yet}}
-    %s, %ok = gpu.shuffle xor %f, %o, %c32 : f32
+    // expected-error@+1 {{sparse-iter-emulate-gpu: gpu.shuffle is emulated for a width of 32 lanes only}}
+    %s, %ok = gpu.shuffle xor %f, %o, %c16 : f32
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// Block reductions are refused at the op.
+func.func @all_reduce(%y: memref<?xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
+  %f = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error@+1 {{sparse-iter-emulate-gpu: 'gpu.all_reduce' makes threads wait for each other; the emulation runs them one after the other and does not support it yet}}
+    %s = gpu.all_reduce add %f uniform {} : (f32) -> f32
     gpu.terminator
   }
   return

@@ -121,6 +121,8 @@ module attributes {sparse_iter.targets = {cpu = #sparse_iter.cpu<x86_64, feature
 // CHECK: linalg.matmul
 // CHECK: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_i32_w4t4(%{{.*}}: memref<?xf16>, %{{.*}}: memref<?xi32>
 // CHECK: vector.bitcast %{{.*}} : vector<1xi32> to vector<2xi16>
+// CHECK: vector.maskedload %{{.*}} : memref<?xf16>, vector<4xi1>, vector<4xf16> into vector<4xf16>
+// CHECK: gpu.shuffle  idx
 // CHECK-COUNT-4: nvgpu.mma.sp.sync({{.*}}) metadata({{.*}}) {mmaShape = [16, 8, 16]}
 #nm = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
 module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k16]>, old = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = []>}} {
