@@ -40,8 +40,10 @@ STAGES = [
     ("buffers.mlir", "Stage III: flat buffers (`sparsecomp-cpu-buffers`)",
      "The sparse argument is its three buffers and its sizes, the C ABI the runtime calls."),
     ("gpu.mlir", "The CUDA schedule (`sparsecomp-cuda-schedule`)",
-     "Bufferized; the row loop is a `gpu.launch` of 128-thread blocks, one row per thread, "
-     "with a guard for the last block."),
+     "Bufferized; the row loop is a `gpu.launch` of 128-thread blocks: 8 lanes per row, "
+     "16 rows per block. Lane l sums the row's entries l, l + 8, ...; a xor butterfly of "
+     "`gpu.shuffle` adds the lanes' sums, and lane 0 stores. Rows past the end iterate "
+     "nothing."),
 ]
 
 

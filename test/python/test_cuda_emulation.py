@@ -67,14 +67,16 @@ def test_kernels_match_scipy(kernels, rows, cols, density, power_law, seed) -> N
 
 
 def test_the_schedule_is_the_gpu_one(kernels) -> None:
-    """The emulated IR is a gpu.launch, not the CPU's loops: rows on 128-thread blocks
-    (SpMV, SDDMM), SpMM's output columns on the 32 lanes of a warp times 4 rows."""
-    shapes = {"spmv": ("%c128", "%c1"), "sddmm": ("%c128", "%c1"), "spmm": ("%c32", "%c4")}
+    """The emulated IR is a gpu.launch, not the CPU's loops: SpMV's rows on 8 lanes each
+    (16 rows per block, shuffles add the lanes' sums), SDDMM's rows on 128-thread blocks,
+    SpMM's output columns on the 32 lanes of a warp times 4 rows."""
+    shapes = {"spmv": ("%c8", "%c16"), "sddmm": ("%c128", "%c1"), "spmm": ("%c32", "%c4")}
     for name, exe in kernels.items():
         gpu = (exe.directory / "gpu.mlir").read_text()
         assert gpu.count("gpu.launch blocks") == 1
         x, y = shapes[name]
         assert re.search(rf"threads\(.*\) in \(%\w+ = {x}, %\w+ = {y}, %\w+ = %c1\)", gpu), name
+        assert ("gpu.shuffle" in gpu) == (name == "spmv")
         llvm = (exe.directory / "llvm.mlir").read_text()
         assert "omp.parallel" not in llvm
         assert "gpu.launch" not in llvm

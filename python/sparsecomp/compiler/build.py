@@ -25,10 +25,11 @@ from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 from sparsecomp.transforms.pipeline import build_pass_manager
 
 Progress = Callable[[str, float], None] | None
-#: sparsecomp-cuda-schedule with the column mapping chosen (compile option gpu_columns).
+#: sparsecomp-cuda-schedule with the lane mappings chosen (compile option gpu_columns:
+#: False is the plain schedule, a row per thread).
 GPU_SCHEDULE = (
     "sparsecomp-bufferize, sparse-iter-parallelize, "
-    "sparse-iter-gpu-map-loops{{columns={columns}}}, "
+    "sparse-iter-gpu-map-loops{{columns={columns} reduction-lanes={lanes}}}, "
     "func.func(convert-parallel-loops-to-gpu), canonicalize, cse"
 )
 #: The last stage of a profiled emulation: accesses reported, then CPU code.
@@ -40,7 +41,7 @@ def stage_pipeline(pipeline: str, stage: str, options: dict[str, Any]) -> str:
     options = dict(options)
     columns = options.pop("gpu_columns", None)
     if stage == "gpu" and columns is not None:
-        return GPU_SCHEDULE.format(columns=str(bool(columns)).lower())
+        return GPU_SCHEDULE.format(columns=str(bool(columns)).lower(), lanes=8 if columns else 0)
     if stage == "upstream" and "vector_bits" in options:
         return f"sparse-iter-lower-upstream{{vector-bits={options['vector_bits']}}}"
     if stage != "loops" or not options:

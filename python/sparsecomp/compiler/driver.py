@@ -125,7 +125,8 @@ def compile(
     ``unroll`` (vectors in flight) and ``panel_bytes`` (column panels of a
     gathered dense operand, 0: none), passed to ``sparse-iter-lower-iterations``;
     ``gpu_columns`` (emulation targets; default True): map independent
-    output columns (SpMM) onto a warp's lanes, else a row per thread.
+    output columns (SpMM) onto a warp's lanes and a row's sum (SpMV) onto
+    8 lanes; False: a row per thread (the plain schedule).
     ``verbose`` prints each stage's time to stderr.
     """
     unknown = set(options) - _OPTIONS

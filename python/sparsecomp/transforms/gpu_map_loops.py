@@ -8,6 +8,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.transforms._lane_reduction import map_sum_rows, sum_loop
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Threads per block along (x, y): rows alone, or (columns, rows).
@@ -131,6 +132,10 @@ class GpuMapLoopsPass(SparsecompPass):
       Options ``column-lanes`` and ``rows-per-column-block`` change the 32
       and the 4 (a block has at most 1024 threads); ``columns=false`` keeps
       every row on one thread (the baseline schedule of the benchmarks).
+    - **lanes per row**, when the row's body sums over the row's entries
+      into one f32 (SpMV): ``reduction-lanes`` (8) lanes share a row, read
+      its entries coalesced, and add their partial sums with shuffles
+      (:mod:`._lane_reduction`); 128 threads per block; 0 turns it off.
 
     Row loops with results, several dimensions or a non-index type are left
     to the upstream mapping passes.
@@ -165,8 +170,14 @@ class GpuMapLoopsPass(SparsecompPass):
     column_lanes: int = COLUMN_LANES
     rows_per_column_block: int = ROWS_PER_COLUMN_BLOCK
     columns: bool = True
+    reduction_lanes: int = 8
 
     def __post_init__(self) -> None:
+        if self.reduction_lanes not in (0, 1, 2, 4, 8, 16, 32):
+            raise ValueError(
+                "reduction-lanes must be 0 (off) or a power of 2 up to 32, "
+                f"got {self.reduction_lanes}"
+            )
         sizes = (self.rows_per_block, self.column_lanes, self.rows_per_column_block)
         if min(sizes) <= 0:
             raise ValueError(f"block sizes must be > 0, got {', '.join(map(str, sizes))}")
@@ -185,6 +196,10 @@ class GpuMapLoopsPass(SparsecompPass):
             and len(o.results) == 0
         ]
         for loop in loops:
+            summed = sum_loop(loop) if self.reduction_lanes else None
+            if summed is not None:
+                map_sum_rows(loop, summed, self.reduction_lanes, _parallel)
+                continue
             blocks = (self.column_lanes, self.rows_per_column_block) if self.columns else None
             self._map(loop, self.rows_per_block, blocks)
 
@@ -198,9 +213,7 @@ class GpuMapLoopsPass(SparsecompPass):
         return False
 
     @staticmethod
-    def _map(
-        loop: ir.Operation, rows_per_block: int, column_block: tuple[int, int] | None
-    ) -> None:
+    def _map(loop: ir.Operation, rows_per_block: int, column_block: tuple[int, int] | None) -> None:
         columns = _column_loop(loop) if column_block is not None else None
         row_lower, row_upper, row_step = loop.operands[0], loop.operands[1], loop.operands[2]
         with ir.InsertionPoint(loop), loop.location:

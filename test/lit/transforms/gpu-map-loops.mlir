@@ -83,3 +83,50 @@ func.func @prefix(%c: memref<?x?xf32>, %m: index, %n: index) {
   }
   return
 }
+
+// -----
+
+// A row whose body sums over its entries (SpMV): 8 lanes per row and 16 rows
+// per block; lane l takes entries lo + l, lo + l + 8, ... from zero; rows
+// past the end read row 0's bounds and iterate nothing; a xor butterfly
+// (4, 2, 1) adds the lanes' sums, and lane 0 adds the initial value and
+// stores.
+// CHECK-LABEL: func.func @row_sums
+// CHECK-SAME: (%[[POS:.*]]: memref<?xindex>, %[[VAL:.*]]: memref<?xf32>, %[[Y:.*]]: memref<?xf32>, %[[M:.*]]: index)
+// CHECK: scf.parallel (%[[B:.*]]) =
+// CHECK: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: scf.parallel (%[[L:.*]], %[[R:.*]]) = (%{{.*}}, %{{.*}}) to (%[[C8]], %[[C16]])
+// CHECK: %[[IN:.*]] = arith.cmpi slt
+// CHECK: %[[ROW:.*]] = arith.select %[[IN]]
+// CHECK: %[[LO:.*]] = memref.load %[[POS]]
+// CHECK: %[[HI:.*]] = memref.load %[[POS]]
+// CHECK: %[[FIRST:.*]] = arith.addi %[[LO]], %{{.*}}
+// CHECK: %[[STOP:.*]] = arith.select %[[IN]], %[[HI]], %[[LO]]
+// CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %[[FIRST]] to %[[STOP]] step %{{.*}} iter_args(%{{.*}} = %cst{{.*}})
+// CHECK: gpu.shuffle  xor %[[SUM]], %c4_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK: %[[LANE0:.*]] = arith.cmpi eq, %[[L]]
+// CHECK: %[[STORE:.*]] = arith.andi %[[IN]], %[[LANE0]]
+// CHECK: scf.if %[[STORE]]
+// CHECK: memref.store %{{.*}}, %[[Y]]
+// CHECK: processor = thread_x{{.*}}processor = thread_y
+func.func @row_sums(%pos: memref<?xindex>, %val: memref<?xf32>, %y: memref<?xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %lo = memref.load %pos[%i] : memref<?xindex>
+    %i1 = arith.addi %i, %c1 : index
+    %hi = memref.load %pos[%i1] : memref<?xindex>
+    %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %val[%p] : memref<?xf32>
+      %a = arith.addf %acc, %v : f32
+      scf.yield %a : f32
+    }
+    memref.store %s, %y[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}

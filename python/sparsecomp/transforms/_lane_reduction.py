@@ -1,0 +1,122 @@
+"""Rows whose body is a sum over the row's entries, on a group of lanes (SpMV's schedule).
+
+Used by ``sparse-iter-gpu-map-loops``. A row loop whose body computes
+bounds, then one ``scf.for`` that sums (``arith.addf``) into one f32 value,
+then uses the sum, is mapped ``lanes`` threads per row (``thread_x``) times
+``128 / lanes`` rows per block (``thread_y``): lane ``l`` of a row sums the
+entries ``lo + l, lo + l + lanes, ...`` (consecutive lanes read consecutive
+entries: coalesced), a butterfly of ``gpu.shuffle xor`` (offsets ``lanes /
+2 .. 1``, inside each group of lanes) gives every lane the row's sum, and
+lane 0 runs what follows the loop. Rows past the end run an empty loop
+(their bounds are read from row 0) so that every lane reaches the
+shuffles, which need the whole warp.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, gpu, scf
+
+_XOR = "xor"
+#: Ops the part of the row body before the sum may hold (no writes).
+_PURE_PREFIXES = ("arith.", "math.", "index.")
+
+
+def _ops(block: ir.Block) -> list[ir.Operation]:
+    return [o.operation for o in block.operations]
+
+
+def sum_loop(parallel: ir.Operation) -> ir.Operation | None:
+    """The ``scf.for`` of ``parallel``'s body that sums over the row, if the body has that form."""
+    body = _ops(parallel.regions[0].blocks[0])
+    loops = [op for op in body if op.name == "scf.for"]
+    if len(loops) != 1:
+        return None
+    loop = loops[0]
+    before = body[: body.index(loop)]
+    if not all(op.name == "memref.load" or op.name.startswith(_PURE_PREFIXES) for op in before):
+        return None
+    if len(loop.results) != 1 or str(loop.results[0].type) != "f32":
+        return None
+    inner = _ops(loop.regions[0].blocks[0])
+    if not all(op.name == "memref.load" or op.name.startswith(_PURE_PREFIXES)
+               for op in inner[:-1]):  # fmt: skip
+        return None  # lanes may only read: a store would be repeated or raced
+    carried = loop.regions[0].blocks[0].arguments[1]
+    add, done = inner[-2], inner[-1]
+    if add.name != "arith.addf" or carried not in list(add.operands):
+        return None
+    if done.operands[0] != add.results[0] or len(list(carried.uses)) != 1:
+        return None
+    return loop
+
+
+def map_sum_rows(parallel: ir.Operation, loop: ir.Operation, lanes: int,
+                 build_parallel) -> None:  # fmt: skip
+    """Replace ``parallel`` by blocks of ``128 / lanes`` rows, ``lanes`` lanes per row."""
+    from sparsecomp.transforms.gpu_map_loops import _const
+
+    rows_per_block = 128 // lanes
+    lower, upper, step = parallel.operands[0], parallel.operands[1], parallel.operands[2]
+    with ir.InsertionPoint(parallel), parallel.location:
+        rows = arith.ceildivsi(arith.subi(upper, lower), step)
+        outer, (block_id,) = build_parallel([arith.ceildivsi(rows, _const(rows_per_block))],
+                                            ("block_x",))  # fmt: skip
+    with ir.InsertionPoint.at_block_terminator(outer.regions[0].blocks[0]), parallel.location:
+        inner, (lane, slot) = build_parallel([_const(lanes), _const(rows_per_block)],
+                                             ("thread_x", "thread_y"))  # fmt: skip
+    terminator = _ops(inner.regions[0].blocks[0])[-1]
+    with ir.InsertionPoint(terminator), parallel.location:
+        index = arith.addi(arith.muli(block_id, _const(rows_per_block)), slot)
+        inside = arith.cmpi(arith.CmpIPredicate.slt, index, rows)
+        clamped = arith.select(inside, index, _const(0))
+        row = arith.addi(lower, arith.muli(clamped, step))
+    body = parallel.regions[0].blocks[0]
+    body.arguments[0].replace_all_uses_with(row)
+    ops = _ops(body)
+    at = ops.index(loop)
+    for op in ops[: at + 1]:
+        op.move_before(terminator)
+    init = loop.operands[3]
+    _spread(loop, lane, lanes, inside)
+    with ir.InsertionPoint(terminator), parallel.location:
+        total = loop.results[0]
+        partial = total
+        offset = lanes // 2
+        width = arith.constant(ir.IntegerType.get_signless(32), 32)
+        while offset:
+            mask = arith.constant(ir.IntegerType.get_signless(32), offset)
+            other = gpu.ShuffleOp(partial, mask, width, _XOR).results[0]
+            partial = arith.addf(partial, other)
+            offset //= 2
+        first = arith.cmpi(arith.CmpIPredicate.eq, lane, _const(0))
+        guard = scf.IfOp(arith.andi(inside, first))
+        with ir.InsertionPoint(guard.then_block):
+            done = scf.YieldOp([])
+    with ir.InsertionPoint(done), parallel.location:
+        result = arith.addf(init, partial)
+    for use in list(total.uses):
+        owner = use.owner.operation
+        if owner.block == body:
+            owner.replace_uses_of_with(total, result)
+    for op in ops[at + 1 :]:
+        if op.name != "scf.reduce":
+            op.move_before(done)
+    parallel.erase()
+
+
+def _spread(loop: ir.Operation, lane: ir.Value, lanes: int, inside: ir.Value) -> None:
+    """Lane ``l`` of the row takes the entries ``lo + l`` step ``lanes``; zero init;
+    rows past the end iterate nothing."""
+    from sparsecomp.transforms.gpu_map_loops import _const
+
+    with ir.InsertionPoint(loop), loop.location:
+        lower, upper = loop.operands[0], loop.operands[1]
+        start = arith.addi(lower, arith.muli(lane, loop.operands[2]))
+        stop = arith.select(inside, upper, lower)
+        zero = arith.constant(ir.F32Type.get(), 0.0)
+        stride = arith.muli(loop.operands[2], _const(lanes))
+    loop.operands[0] = start
+    loop.operands[1] = stop
+    loop.operands[2] = stride
+    loop.operands[3] = zero
