@@ -14,6 +14,9 @@ shuffles, which need the whole warp.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from mlir import ir
 from mlir.dialects import arith, gpu, scf
 
@@ -24,6 +27,10 @@ _PURE_PREFIXES = ("arith.", "math.", "index.")
 
 def _ops(block: ir.Block) -> list[ir.Operation]:
     return [o.operation for o in block.operations]
+
+
+def _const(value: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), value)
 
 
 def sum_loop(parallel: ir.Operation) -> ir.Operation | None:
@@ -51,11 +58,16 @@ def sum_loop(parallel: ir.Operation) -> ir.Operation | None:
     return loop
 
 
-def map_sum_rows(parallel: ir.Operation, loop: ir.Operation, lanes: int,
-                 build_parallel) -> None:  # fmt: skip
-    """Replace ``parallel`` by blocks of ``128 / lanes`` rows, ``lanes`` lanes per row."""
-    from sparsecomp.transforms.gpu_map_loops import _const
+def map_sum_rows(
+    parallel: ir.Operation,
+    loop: ir.Operation,
+    lanes: int,
+    build_parallel: Callable[[list[ir.Value], tuple[str, ...]], tuple[ir.Operation, list[Any]]],
+) -> None:
+    """Replace ``parallel`` by blocks of ``128 / lanes`` rows, ``lanes`` lanes per row.
 
+    ``build_parallel(bounds, processors)`` makes a mapped ``scf.parallel``.
+    """
     rows_per_block = 128 // lanes
     lower, upper, step = parallel.operands[0], parallel.operands[1], parallel.operands[2]
     with ir.InsertionPoint(parallel), parallel.location:
@@ -79,15 +91,19 @@ def map_sum_rows(parallel: ir.Operation, loop: ir.Operation, lanes: int,
         op.move_before(terminator)
     init = loop.operands[3]
     _spread(loop, lane, lanes, inside)
+    total = loop.results[0]
+    readers: list[ir.Operation] = []  # the butterfly's ops that read the lane's own sum
     with ir.InsertionPoint(terminator), parallel.location:
-        total = loop.results[0]
         partial = total
         offset = lanes // 2
         width = arith.constant(ir.IntegerType.get_signless(32), 32)
         while offset:
             mask = arith.constant(ir.IntegerType.get_signless(32), offset)
-            other = gpu.ShuffleOp(partial, mask, width, _XOR).results[0]
-            partial = arith.addf(partial, other)
+            shuffle = gpu.ShuffleOp(partial, mask, width, _XOR)
+            added = arith.addf(partial, shuffle.results[0])
+            if partial == total:
+                readers += [shuffle.operation, added.owner.operation]
+            partial = added
             offset //= 2
         first = arith.cmpi(arith.CmpIPredicate.eq, lane, _const(0))
         guard = scf.IfOp(arith.andi(inside, first))
@@ -95,10 +111,9 @@ def map_sum_rows(parallel: ir.Operation, loop: ir.Operation, lanes: int,
             done = scf.YieldOp([])
     with ir.InsertionPoint(done), parallel.location:
         result = arith.addf(init, partial)
-    for use in list(total.uses):
-        owner = use.owner.operation
-        if owner.block == body:
-            owner.replace_uses_of_with(total, result)
+    if partial == total:  # one lane per row: no butterfly
+        readers.append(result.owner.operation)
+    total.replace_all_uses_except(result, readers)
     for op in ops[at + 1 :]:
         if op.name != "scf.reduce":
             op.move_before(done)
@@ -108,8 +123,6 @@ def map_sum_rows(parallel: ir.Operation, loop: ir.Operation, lanes: int,
 def _spread(loop: ir.Operation, lane: ir.Value, lanes: int, inside: ir.Value) -> None:
     """Lane ``l`` of the row takes the entries ``lo + l`` step ``lanes``; zero init;
     rows past the end iterate nothing."""
-    from sparsecomp.transforms.gpu_map_loops import _const
-
     with ir.InsertionPoint(loop), loop.location:
         lower, upper = loop.operands[0], loop.operands[1]
         start = arith.addi(lower, arith.muli(lane, loop.operands[2]))

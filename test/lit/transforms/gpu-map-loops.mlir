@@ -130,3 +130,38 @@ func.func @row_sums(%pos: memref<?xindex>, %val: memref<?xf32>, %y: memref<?xf32
   }
   return
 }
+
+// -----
+
+// The row's sum used inside a region after the loop (a guarded store): the
+// use inside the region reads the shuffled total too, not the lane's part.
+// CHECK-LABEL: func.func @row_sums_nested_use
+// CHECK: %[[PART:.*]] = scf.for
+// CHECK: gpu.shuffle  xor %[[PART]]
+// CHECK: gpu.shuffle  xor
+// CHECK: %[[SH:.*]], %{{.*}} = gpu.shuffle  xor
+// CHECK: %[[LAST:.*]] = arith.addf %{{.*}}, %[[SH]] : f32
+// CHECK: scf.if
+// CHECK: %[[TOTAL:.*]] = arith.addf %{{.*}}, %[[LAST]] : f32
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %[[TOTAL]]
+func.func @row_sums_nested_use(%pos: memref<?xindex>, %val: memref<?xf32>, %y: memref<?xf32>, %m: index, %flag: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %lo = memref.load %pos[%i] : memref<?xindex>
+    %i1 = arith.addi %i, %c1 : index
+    %hi = memref.load %pos[%i1] : memref<?xindex>
+    %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %val[%p] : memref<?xf32>
+      %a = arith.addf %acc, %v : f32
+      scf.yield %a : f32
+    }
+    scf.if %flag {
+      memref.store %s, %y[%i] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
