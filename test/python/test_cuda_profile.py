@@ -99,3 +99,25 @@ def test_profile_needs_a_profiled_emulation() -> None:
         plain.profile(a, np.ones(3, np.float32))
     with pytest.raises(SparsecompError, match="profile=True needs an emulation target"):
         sparsecomp.compile(EXAMPLES / "spmv.mlir", profile=True)
+
+
+def test_spmv_lanes_read_a_rows_entries_coalesced() -> None:
+    """SpMV's schedule (8 lanes per row): 4 rows of 8 entries are one warp; its index and
+    value loads are 32 consecutive entries, one request of 4 sectors each, where a row per
+    thread needs 8 requests (one per entry), each touching 4 rows' sectors."""
+    lanes = sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_80", profile=True)
+    m, n = 4, 64
+    cols = np.tile(np.arange(8) * 8, m)
+    a = sp.csr_matrix((np.ones(m * 8, np.float32), cols, np.arange(0, m * 8 + 1, 8)), (m, n))
+    x = np.arange(n, dtype=np.float32)
+    p = lanes.profile(a, x)
+    np.testing.assert_allclose(p.result, a @ x)
+    # Per entry, in program order: crd and values (32 consecutive entries: 4 sectors,
+    # fully used) and x at stride 8 floats (8 sectors, 4 bytes used of each).
+    entry_sites = [t for t in p.sites.values() if t.accesses == m * 8 and t.requests == 1]
+    assert [t.sectors for t in entry_sites] == [4, 4, 8]
+    assert [t.sector_efficiency for t in entry_sites] == [1.0, 1.0, 0.125]
+    plain = sparsecomp.compile(
+        EXAMPLES / "spmv.mlir", "cuda-emu:sm_80", profile=True, gpu_columns=False
+    ).profile(a, x)
+    assert plain.loads.requests > p.loads.requests
