@@ -1,9 +1,11 @@
 """PTX for the CUDA schedule of a program, and ``ptxas`` to check and assemble it.
 
-:func:`ptx` runs the same stages as the CPU back end up to stage III with
-the program's layouts resolved for a CUDA target, the CUDA schedule
-(``sparsecomp-cuda-schedule``: one row per thread, 128 threads per block),
-then ``gpu-kernel-outlining`` and MLIR's ``gpu-lower-to-nvvm-pipeline`` with
+:func:`ptx` resolves the program's layouts for a CUDA target, puts BSR and
+2:4 products on tensor cores (``sparsecomp-cuda-tensorize``), runs the CPU
+back end's stages II and III for the rest, the CUDA schedule
+(``sparsecomp-cuda-schedule``: rows on threads, SpMM's columns and SpMV's
+entries on lanes), then ``gpu-kernel-outlining`` and MLIR's
+``gpu-lower-to-nvvm-pipeline`` with
 ``format=isa``, and returns each kernel's PTX. The pipeline runs in a
 ``sparsecomp-opt`` subprocess: LLVM reports some target errors by aborting
 the process. :func:`assemble` runs ``ptxas`` (the ``nvidia-cuda-nvcc`` wheel,
