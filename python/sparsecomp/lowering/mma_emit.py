@@ -137,3 +137,25 @@ def tf32_round(e: Emitter, value: str) -> str:
     mask = e("arith.constant -8192 : i32")
     rounded = e(f"arith.andi {e(f'arith.addi {bits}, {half}', 'i32')}, {mask}", "i32")
     return e(f"arith.bitcast {rounded} : i32 to f32")
+
+
+def warp_launch(e: Emitter, mtiles: str, n: str, warps: int, tiles: int) -> str:
+    """Open the ``gpu.launch`` of an MMA kernel and the guard of its warp's 16-row tile.
+
+    ``warps`` warps per block take consecutive tiles (grid ``x``), groups of
+    ``8 * tiles`` output columns tile grid ``y``. Sets ``e.group`` and
+    ``e.thread``; returns the warp's tile index. Two ``e.end()`` close it.
+    """
+    gx = e(f"arith.ceildivsi {mtiles}, {e.c(warps)}", "index")
+    gy = e(f"arith.ceildivsi {n}, {e.c(8 * tiles)}", "index")
+    e.begin(
+        f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
+        f"threads(%tx, %ty, %tz) in (%sx = {e.c(32 * warps)}, %sy = {e.c(1)}, "
+        f"%sz = {e.c(1)}) {{"
+    )
+    lane = e(f"arith.remui %tx, {e.c(32)}", "index")
+    e.group = e(f"arith.shrui {lane}, {e.c(2)}", "index")
+    e.thread = e(f"arith.andi {lane}, {e.c(3)}", "index")
+    mtile = e.add(e.mul("%bx", warps), e(f"arith.divui %tx, {e.c(32)}", "index"))
+    e.begin(f"scf.if {e.below(mtile, mtiles)} {{")
+    return mtile

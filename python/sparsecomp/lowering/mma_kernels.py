@@ -38,6 +38,7 @@ from sparsecomp.lowering.mma_emit import (
     lane_offset,
     store,
     tf32_round,
+    warp_launch,
 )
 from sparsecomp.targets.fragments import M16N8K8_TF32, M16N8K16_F16, MmaShape
 
@@ -98,18 +99,7 @@ def bsr_spmm(spec: BsrMma) -> str:
     n = e(f"memref.dim %out, {e.c(1)}", "memref<?x?xf32>")
     k = e(f"memref.dim %b, {e.c(0)}", f"memref<?x?x{spec.element}>")
     mtiles = e.mul(e(f"arith.ceildivsi {m}, {e.c(spec.rows)}", "index"), spec.rows // 16)
-    gx = e(f"arith.ceildivsi {mtiles}, {e.c(spec.warps)}", "index")
-    gy = e(f"arith.ceildivsi {n}, {e.c(8 * spec.tiles)}", "index")
-    e.begin(
-        f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
-        f"threads(%tx, %ty, %tz) in (%sx = {e.c(32 * spec.warps)}, %sy = {e.c(1)}, "
-        f"%sz = {e.c(1)}) {{"
-    )
-    lane = e(f"arith.remui %tx, {e.c(32)}", "index")
-    e.group = e(f"arith.shrui {lane}, {e.c(2)}", "index")
-    e.thread = e(f"arith.andi {lane}, {e.c(3)}", "index")
-    mtile = e.add(e.mul("%bx", spec.warps), e(f"arith.divui %tx, {e.c(32)}", "index"))
-    e.begin(f"scf.if {e.below(mtile, mtiles)} {{")
+    mtile = warp_launch(e, mtiles, n, spec.warps, spec.tiles)
     block_row = e(f"arith.divui {mtile}, {e.c(spec.rows // 16)}", "index")
     row_in_block = e.mul(e(f"arith.remui {mtile}, {e.c(spec.rows // 16)}", "index"), 16)
     first_row = e.add(e.mul(block_row, spec.rows), row_in_block)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sparsecomp.lowering.mma_emit import ACC, Emitter
+from sparsecomp.lowering.mma_emit import ACC, Emitter, warp_launch
 
 #: Groups of 4 columns per k tile of ``m16n8k16``, metadata words per tile.
 GROUPS_PER_TILE, WORDS_PER_TILE = 4, 8
@@ -68,18 +68,7 @@ def nm_spmm(spec: NmMma) -> str:
     k_tiles = e(f"arith.ceildivsi {groups}, {e.c(GROUPS_PER_TILE)}", "index")
     steps = e(f"arith.ceildivsi {k_tiles}, {e.c(2)}", "index")
     mtiles = e(f"arith.ceildivsi {m}, {e.c(16)}", "index")
-    gx = e(f"arith.ceildivsi {mtiles}, {e.c(spec.warps)}", "index")
-    gy = e(f"arith.ceildivsi {n}, {e.c(8 * tiles)}", "index")
-    e.begin(
-        f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
-        f"threads(%tx, %ty, %tz) in (%sx = {e.c(32 * spec.warps)}, %sy = {e.c(1)}, "
-        f"%sz = {e.c(1)}) {{"
-    )
-    lane = e(f"arith.remui %tx, {e.c(32)}", "index")
-    e.group = e(f"arith.shrui {lane}, {e.c(2)}", "index")
-    e.thread = e(f"arith.andi {lane}, {e.c(3)}", "index")
-    mtile = e.add(e.mul("%bx", spec.warps), e(f"arith.divui %tx, {e.c(32)}", "index"))
-    e.begin(f"scf.if {e.below(mtile, mtiles)} {{")
+    mtile = warp_launch(e, mtiles, n, spec.warps, tiles)
     first_row = e.mul(mtile, 16)
     first_col = e.mul("%by", 8 * tiles)
     accs = _accumulators(e, first_row, first_col, m, n, tiles)

@@ -16,10 +16,12 @@ computes a wrong product here, as it would on the GPU.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
-from sparsecomp.targets.fragments import SHAPES, Fragment
+from sparsecomp.targets.fragments import SHAPES, Fragment, MmaShape
 from sparsecomp.transforms._lockstep import Lockstep, Refusal, index
 
 
@@ -35,6 +37,19 @@ def emulate_mma(state: Lockstep, op: ir.Operation) -> None:
     if shape is None:
         raise Refusal(op, f"mma.sync m{m}n{n}k{k} with {kind} inputs is not emulated")
     a, b, c = (state.lane_array(v) for v in op.operands)
+
+    def scatter_a(tile: ir.Value, first: ir.Value) -> None:
+        _scatter(a, shape.a, tile, first, kind)
+
+    _per_warp(state, op, shape, scatter_a, (b, kind), c)
+
+
+def _per_warp(state: Lockstep, op: ir.Operation, shape: MmaShape,
+              scatter_a: Callable[[ir.Value, ir.Value], None], b: tuple[ir.Value, str],
+              c: ir.Value) -> None:  # fmt: skip
+    """For every warp of the group: A into its tile (``scatter_a(tile, first_lane)``), B
+    (array, input kind) and C by their fragments, ``C += A B``, D gathered into a new array."""
+    m, n, k = shape.m, shape.n, shape.k
     d = state.new_array(op.results[0].type)
     f32 = ir.F32Type.get()
     with state.arrays_at:
@@ -43,9 +58,9 @@ def emulate_mma(state: Lockstep, op: ir.Operation) -> None:
     warps = scf.ForOp(index(0), arith.divui(state.lanes, index(32)), index(1))
     with ir.InsertionPoint(warps.body):
         first = arith.muli(warps.induction_variable, index(32))
-        for array, fragment, tile in zip((a, b, c), (shape.a, shape.b, shape.c), tiles,
-                                         strict=True):  # fmt: skip
-            _scatter(array, fragment, tile, first, kind if array is not c else "f32")
+        scatter_a(tiles[0], first)
+        _scatter(b[0], shape.b, tiles[1], first, b[1])
+        _scatter(c, shape.c, tiles[2], first, "f32")
         _multiply(tiles[0], tiles[1], tiles[2], m, n, k)
         _gather(d, shape.c, tiles[2], first, ir.VectorType(op.results[0].type))
         scf.YieldOp([])
@@ -142,23 +157,12 @@ def emulate_mma_sp(state: Lockstep, op: ir.Operation) -> None:
     if "sparsitySelector" in op.attributes:
         selector = ir.IntegerAttr(op.attributes["sparsitySelector"]).value
     a, b, c, meta = (state.lane_array(v) for v in op.operands)
-    d = state.new_array(op.results[0].type)
-    shape = SHAPES[(16, 8, 16, "f16")]
-    f32 = ir.F32Type.get()
-    with state.arrays_at:
-        tiles = [memref.alloca(ir.MemRefType.get(list(s), f32), [], [])
-                 for s in ((m, k), (k, n), (m, n))]  # fmt: skip
-    warps = scf.ForOp(index(0), arith.divui(state.lanes, index(32)), index(1))
-    with ir.InsertionPoint(warps.body):
-        first = arith.muli(warps.induction_variable, index(32))
-        _zero(tiles[0], m, k)
-        _scatter_sparse(a, meta, tiles[0], first, selector)
-        _scatter(b, shape.b, tiles[1], first, "f16")
-        _scatter(c, shape.c, tiles[2], first, "f32")
-        _multiply(tiles[0], tiles[1], tiles[2], m, n, k)
-        _gather(d, shape.c, tiles[2], first, ir.VectorType(op.results[0].type))
-        scf.YieldOp([])
-    state.arrays[op.results[0]] = d
+
+    def scatter_a(tile: ir.Value, first: ir.Value) -> None:
+        _zero(tile, m, k)
+        _scatter_sparse(a, meta, tile, first, selector)
+
+    _per_warp(state, op, SHAPES[(16, 8, 16, "f16")], scatter_a, (b, "f16"), c)
 
 
 def _zero(tile: ir.Value, rows: int, cols: int) -> None:
