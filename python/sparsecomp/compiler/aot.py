@@ -38,8 +38,10 @@ from sparsecomp.targets.cpu import LLVM_CPUS, TRIPLES, CpuTarget
 
 LIBRARY = "kernel.so"
 LLVM_IR = "kernel.ll"
-#: Ops that LLVM IR translation understands, by dialect prefix.
-TRANSLATABLE = ("llvm.", "omp.", "builtin.module")
+#: Ops that LLVM IR translation understands, by dialect prefix (``gpu.binary``
+#: and the ``gpu.launch_func`` ops of a CUDA build become module loads and
+#: ``mgpuLaunchKernel`` calls).
+TRANSLATABLE = ("llvm.", "omp.", "builtin.module", "gpu.binary", "gpu.launch_func")
 #: Prefixes of functions libmlir_c_runner_utils.so defines (memref.copy of
 #: strided memrefs, vector.print, timers, C-interface helpers).
 _C_RUNNER_UTILS = ("memrefCopy", "print", "rtclock", "_mlir_ciface_")
@@ -53,12 +55,14 @@ def build_shared_library(
     out_dir: Path,
     target: CpuTarget,
     needs: Sequence[str],
+    sources: Sequence[Path] = (),
 ) -> Path:
     """Build ``out_dir/kernel.so`` from an LLVM-dialect module; returns its path.
 
     ``needs`` names runtime libraries (:mod:`sparsecomp.runtime.libs`) to link
     against, e.g. ``["omp"]`` for kernels with OpenMP loops. ``out_dir`` also
-    keeps ``kernel.ll``, the LLVM IR that was compiled.
+    keeps ``kernel.ll``, the LLVM IR that was compiled. ``sources``: C files
+    compiled into the library with it (the CUDA runtime shim).
     """
     libraries = [library_path(name) for name in needs]
     out_dir = Path(out_dir)
@@ -72,7 +76,7 @@ def build_shared_library(
         bitcode, obj, library = (Path(tmp) / name for name in ("kernel.bc", "kernel.o", LIBRARY))
         _run([*opt, llvm_ir, "-o", bitcode])
         _run([*llc, bitcode, "-o", obj])
-        _run(link_command(obj, library, libraries))
+        _run(link_command(obj, library, libraries, sources))
         os.replace(library, out_dir / LIBRARY)  # atomic: a reader never sees half a library
     return out_dir / LIBRARY
 
@@ -115,9 +119,13 @@ def codegen_flags(target: CpuTarget) -> list[str]:
     return [*flags, f"-mattr={','.join(features)}"] if features else flags
 
 
-def link_command(obj: Path, library: Path, libraries: Sequence[Path]) -> list[str]:
-    """``cc -shared`` for ``obj`` against ``libraries``, found via ``$ORIGIN`` first."""
+def link_command(
+    obj: Path, library: Path, libraries: Sequence[Path], sources: Sequence[Path] = ()
+) -> list[str]:
+    """``cc -shared`` for ``obj`` and C ``sources`` against ``libraries`` (``$ORIGIN`` first)."""
     command = ["cc", "-shared", "-o", str(library), str(obj)]
+    if sources:
+        command += ["-O2", "-fPIC", *map(str, sources)]
     directories = list(dict.fromkeys(str(lib.parent) for lib in libraries))
     command += [f"-L{d}" for d in directories]
     command += [f"-l{lib.name.removeprefix('lib').removesuffix('.so')}" for lib in libraries]

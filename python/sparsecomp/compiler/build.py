@@ -12,6 +12,7 @@ from mlir import ir
 
 from sparsecomp import knobs
 from sparsecomp.compiler import aot
+from sparsecomp.compiler.cuda import device_pipeline, write_kernels
 from sparsecomp.compiler.driver import EMULATION_STAGES, STAGES, write_manifest
 from sparsecomp.errors import CompileError
 from sparsecomp.ir.context import make_context
@@ -25,6 +26,8 @@ from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 from sparsecomp.transforms.pipeline import build_pass_manager
 
 Progress = Callable[[str, float], None] | None
+#: MLIR's GPU runtime ABI over the CUDA driver, linked into CUDA builds.
+CUDA_SHIM = Path(__file__).parent.parent / "runtime" / "cuda_shim.c"
 #: sparsecomp-cuda-schedule with the lane mappings chosen (compile option gpu_columns:
 #: False is the plain schedule, a row per thread).
 GPU_SCHEDULE = (
@@ -50,6 +53,14 @@ def stage_pipeline(pipeline: str, stage: str, options: dict[str, Any]) -> str:
     return f"sparse-iter-lower-iterations{{{opts}}},canonicalize,cse"
 
 
+def _add_device(out: Path, device: CudaTarget, kernels: list[dict[str, Any]]) -> None:
+    """The manifest's ``device`` (``cuda:sm_80``) and ``kernels`` of a CUDA build."""
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(device=f"cuda:{device.chip}", kernels=kernels)
+    path.write_text(json.dumps(manifest, indent=1))
+
+
 def _fail(log: DiagnosticLog, what: str, reproducer: str | None = None) -> CompileError:
     lines = [format_diagnostic(d) for d in log.diagnostics]
     message = "\n".join([what, *lines]) if lines else what
@@ -70,13 +81,13 @@ def _set_target(module: ir.Module, cpu: CpuTarget) -> None:
         op.attributes[TARGETS_ATTR] = ir.Attribute.parse(f"{{host = {cpu.attr_text()}}}")
 
 
-def _set_emulated_target(module: ir.Module, device: CudaTarget, filename: str) -> None:
-    """The emulated GPU as the module's one target (modules naming their own are refused)."""
+def _set_gpu_target(module: ir.Module, device: CudaTarget, filename: str, kind: str) -> None:
+    """The GPU as the module's one target (modules naming their own are refused)."""
     op = module.operation
     if TARGETS_ATTR in op.attributes:
         raise CompileError(
-            f"{filename}: cuda-emu compiles modules without sparse_iter.targets "
-            "(it adds the emulated GPU as the only target)",
+            f"{filename}: {kind}:{device.chip} compiles modules without sparse_iter.targets "
+            "(it adds the GPU as the only target)",
             hint="drop sparse_iter.targets, or compile for the targets the module names",
         )
     op.attributes[TARGETS_ATTR] = ir.Attribute.parse(f"{{gpu = {device.attr_text()}}}")
@@ -156,12 +167,16 @@ def build(
     progress: Progress,
     emulate: CudaTarget | None = None,
     profile: bool = False,
+    device: CudaTarget | None = None,
 ) -> None:
     """Compile ``text`` into ``out``; raises :class:`CompileError` with diagnostics.
 
     ``emulate``: build the CUDA schedule for that GPU and run it on ``cpu``;
-    ``profile``: with every global access of its kernels reported.
+    ``profile``: with every global access of its kernels reported;
+    ``device``: build it for that GPU (host code for ``cpu``, kernels as PTX
+    and, where ``ptxas`` is installed, cubins).
     """
+    gpu = emulate or device
     ctx = make_context()
     log = DiagnosticLog(filename)
     with log.capture(ctx), ctx:
@@ -172,8 +187,8 @@ def build(
             raise _fail(log, f"{filename}: could not parse the program") from None
         if not verify(module.operation):
             raise _fail(log, f"{filename}: the program is not valid")
-        if emulate is not None:
-            _set_emulated_target(module, emulate, filename)
+        if gpu is not None:
+            _set_gpu_target(module, gpu, filename, "cuda-emu" if emulate else "cuda")
         else:
             _set_target(module, cpu)
             _refuse_device_functions(module, filename)
@@ -184,7 +199,11 @@ def build(
         conversions: list[dict[str, Any]] = []
         # Each stage's input, with locations: the reproducer if the stage fails.
         before = module.operation.get_asm(enable_debug_info=True)
-        for stage, named in STAGES if emulate is None else EMULATION_STAGES:
+        stages = STAGES if gpu is None else EMULATION_STAGES
+        if device is not None:
+            stages = (*EMULATION_STAGES[:-1], ("device", device_pipeline(device)))
+        kernels: list[dict[str, Any]] = []
+        for stage, named in stages:
             started = time.perf_counter()
             pipeline = stage_pipeline(named, stage, options)
             if profile and stage == "llvm":
@@ -198,8 +217,10 @@ def build(
                 ) from None
             before = module.operation.get_asm(enable_debug_info=True)
             (out / f"{stage}.mlir").write_text(before)
-            if stage == "layouts" and emulate is not None:
+            if stage == "layouts" and gpu is not None:
                 _refuse_upstream(module, filename)
+            if stage == "device":
+                kernels = write_kernels(module, out, device)  # type: ignore[arg-type]
             if stage == "layouts":
                 conversions = [c.to_json() for _, c in find_conversions(module.operation, filename)]
             if stage == "buffers":
@@ -208,7 +229,10 @@ def build(
                 progress(stage, time.perf_counter() - started)
         needs = aot.runtime_needs(module)
         started = time.perf_counter()
-        aot.build_shared_library(module, out, common, needs)
+        shim = [CUDA_SHIM] if device is not None else []
+        aot.build_shared_library(module, out, common, needs, shim)
     write_manifest(out, common, functions, needs, targets, conversions, profile)
+    if device is not None:
+        _add_device(out, device, kernels)
     if progress:
         progress("so", time.perf_counter() - started)

@@ -29,10 +29,10 @@ MANIFEST = "manifest.json"
 
 @functools.cache
 def package_hash() -> str:
-    """A hash of sparsecomp's own sources (code, pipelines, dialect)."""
+    """A hash of sparsecomp's own sources (code, pipelines, dialect, the CUDA shim)."""
     digest = hashlib.sha256()
     for path in sorted(_PACKAGE.rglob("*")):
-        if path.suffix in (".py", ".txt", ".td") and "__pycache__" not in path.parts:
+        if path.suffix in (".py", ".txt", ".td", ".c") and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(_PACKAGE)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

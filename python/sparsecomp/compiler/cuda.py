@@ -12,9 +12,10 @@ the process. :func:`assemble` runs ``ptxas`` (the ``nvidia-cuda-nvcc`` wheel,
 extra ``cuda``) on the PTX for an sm; its errors come back as a
 :class:`~sparsecomp.errors.ToolchainError`.
 
-Launching the kernels on a GPU (a runtime on ``cuda-bindings``) is not built
-yet; ``sparsecomp.compile(..., target="cuda-emu:sm_80")`` runs the same
-schedule on the CPU.
+``sparsecomp.compile(..., target="cuda:sm_80")`` builds the same pipeline
+into an executable (:func:`device_pipeline`, :func:`write_kernels`; it runs
+through :mod:`sparsecomp.runtime.cuda`); ``target="cuda-emu:sm_80"`` runs
+the same schedule on the CPU.
 """
 
 from __future__ import annotations
@@ -58,8 +59,24 @@ def pipeline(device: CudaTarget) -> str:
     """The textual pipeline from resolved layouts to gpu.binary ops holding PTX."""
     return (
         "builtin.module(sparsecomp-cuda-tensorize, sparsecomp-cpu-loops, sparsecomp-cpu-buffers, "
-        "sparsecomp-cuda-schedule, gpu-kernel-outlining, gpu-lower-to-nvvm-pipeline{"
-        f"cubin-chip={device.chip} cubin-features={PTX_FEATURES} cubin-format=isa}})"
+        f"sparsecomp-cuda-schedule, {device_pipeline(device)})"
+    )
+
+
+def device_pipeline(device: CudaTarget) -> str:
+    """GPU-scheduled buffers to LLVM host code with the kernels' PTX in ``gpu.binary`` ops.
+
+    Host code's remaining linalg ops (a fill of the output, copies of
+    structure a result shares) become loops, host allocations become managed
+    memory (``sparse-iter-gpu-host-alloc``), launches are outlined into
+    kernels, and MLIR's
+    ``gpu-lower-to-nvvm-pipeline`` lowers both sides (host launches to its
+    ``mgpu*`` runtime calls, which ``runtime/cuda_shim.c`` implements).
+    """
+    return (
+        "func.func(convert-linalg-to-loops), sparse-iter-gpu-host-alloc, gpu-kernel-outlining, "
+        "gpu-lower-to-nvvm-pipeline{"
+        f"cubin-chip={device.chip} cubin-features={PTX_FEATURES} cubin-format=isa}}"
     )
 
 
@@ -127,15 +144,37 @@ def ptx(source: str | Path, target: str | CudaTarget = "cuda:sm_80") -> dict[str
         _refuse_upstream(laid.read_text(), filename)
         _opt(laid, result, pipeline(device), f"{filename}: the CUDA pipeline for {device.chip}")
         out = result.read_text()
-    found: dict[str, str] = {}
     with make_context():
-        module = ir.Module.parse(out)
-        for op in module.body.operations:
-            if op.operation.name == "gpu.binary":
-                name = ir.StringAttr(op.operation.attributes["sym_name"]).value
-                (obj,) = ir.ArrayAttr(op.operation.attributes["objects"])
-                found[name] = _object_bytes(obj).decode()
+        return kernels(ir.Module.parse(out))
+
+
+def kernels(module: ir.Module) -> dict[str, str]:
+    """PTX text of each ``gpu.binary`` op of ``module``, by its name."""
+    found: dict[str, str] = {}
+    for op in module.body.operations:
+        if op.operation.name == "gpu.binary":
+            name = ir.StringAttr(op.operation.attributes["sym_name"]).value
+            (obj,) = ir.ArrayAttr(op.operation.attributes["objects"])
+            found[name] = _object_bytes(obj).decode()
     return found
+
+
+def write_kernels(module: ir.Module, out: Path, device: CudaTarget) -> list[dict[str, object]]:
+    """Write each kernel's ``<name>.ptx``, and ``<name>.cubin`` where ``ptxas`` is installed.
+
+    Returns the manifest's ``kernels`` entries (``name``, ``ptx``, ``cubin``
+    or None, ``sm``). The library embeds the PTX; the runtime loads the
+    cubin instead on a GPU of exactly this compute capability.
+    """
+    entries: list[dict[str, object]] = []
+    for name, text in kernels(module).items():
+        (out / f"{name}.ptx").write_text(text)
+        cubin = None
+        if ptxas() is not None:
+            (out / f"{name}.cubin").write_bytes(assemble(text, device.chip))
+            cubin = f"{name}.cubin"
+        entries.append({"name": name, "ptx": f"{name}.ptx", "cubin": cubin, "sm": device.sm})
+    return entries
 
 
 def _object_bytes(attr: ir.Attribute) -> bytes:

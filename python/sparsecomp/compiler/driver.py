@@ -60,6 +60,7 @@ EMULATION_STAGES = (
 )
 _OPTIONS = {"vector_bits", "unroll", "panel_bytes", "gpu_columns"}
 EMULATION_PREFIX = "cuda-emu:"
+CUDA_PREFIX = "cuda:"
 
 
 def _source_text(source: Any) -> tuple[str, str]:
@@ -82,11 +83,16 @@ def _source_text(source: Any) -> tuple[str, str]:
 
 def _emulated(target: str | CpuTarget) -> CudaTarget | None:
     """The CUDA target of ``"cuda-emu:sm_80"`` / ``"cuda-emu:sm_90"``, else None."""
-    if not isinstance(target, str) or not target.startswith(EMULATION_PREFIX):
+    return _gpu(target, EMULATION_PREFIX)
+
+
+def _gpu(target: str | CpuTarget, prefix: str = CUDA_PREFIX) -> CudaTarget | None:
+    """The CUDA target of ``prefix + "sm_80"`` and friends, else None."""
+    if not isinstance(target, str) or not target.startswith(prefix):
         return None
-    chip = target.removeprefix(EMULATION_PREFIX)
+    chip = target.removeprefix(prefix)
     if not chip.startswith("sm_") or not chip[3:].isdigit():
-        raise SparsecompError(f"expected cuda-emu:sm_80 or cuda-emu:sm_90, got '{target}'")
+        raise SparsecompError(f"expected {prefix}sm_80 or {prefix}sm_90, got '{target}'")
     return CudaTarget.for_sm(int(chip[3:]))
 
 
@@ -120,7 +126,11 @@ def compile(
     ``"cuda-emu:sm_80"`` / ``"cuda-emu:sm_90"`` compile the CUDA schedule
     (layouts resolved for that GPU, ``sparsecomp-cuda-schedule``) and run
     each launch on this CPU, block by block and thread by thread: slow, and
-    exact to the schedule.
+    exact to the schedule. ``"cuda:sm_80"`` / ``"cuda:sm_90"`` build the
+    same kernels for an NVIDIA GPU (PTX, and cubins where ``ptxas`` is
+    installed) with host code that launches them through ``cuda-bindings``
+    (:mod:`sparsecomp.runtime.cuda`; calls raise
+    :class:`~sparsecomp.runtime.cuda.CudaUnavailableError` where no driver is).
     ``options``: ``vector_bits`` (vector width; 0 for scalar code),
     ``unroll`` (vectors in flight) and ``panel_bytes`` (column panels of a
     gathered dense operand, 0: none), passed to ``sparse-iter-lower-iterations``;
@@ -135,11 +145,12 @@ def compile(
             f"unknown compile option(s) {sorted(unknown)}; known: {sorted(_OPTIONS)}"
         )
     text, filename = _source_text(source)
-    emulate = _emulated(target)
+    emulate, gpu = _emulated(target), _gpu(target)
     if profile and emulate is None:
         raise SparsecompError("profile=True needs an emulation target (cuda-emu:sm_80)")
-    cpu = detect_host() if emulate is not None else _target(target)
+    cpu = detect_host() if emulate or gpu else _target(target)
     device = f" emulating {emulate.attr_text()}" if emulate is not None else ""
+    device += f" for {gpu.attr_text()}" if gpu is not None else ""
     device += " profiled" if profile else ""
     key = cache.cache_key(text, cpu.attr_text() + device, options)
     if cache_results and (hit := cache.lookup(key)) is not None:
@@ -149,9 +160,8 @@ def compile(
     started = time.perf_counter()
     out = cache.new_build_dir()
     try:
-        server.build(
-            text, filename, cpu, options, out, _progress if verbose else None, emulate, profile
-        )
+        report = _progress if verbose else None
+        server.build(text, filename, cpu, options, out, report, emulate, profile, gpu)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # a failed build leaves nothing in the cache
         raise

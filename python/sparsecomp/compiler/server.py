@@ -106,16 +106,18 @@ def build(
     progress: Progress,
     emulate: CudaTarget | None = None,
     profile: bool = False,
+    device: CudaTarget | None = None,
 ) -> None:
     """Compile ``text`` into ``out`` in the compile server; raises what the build raised."""
     if knobs.compile_in_process():
         from sparsecomp.compiler.build import build as build_here
 
-        build_here(text, filename, cpu, options, out, progress, emulate, profile)
+        build_here(text, filename, cpu, options, out, progress, emulate, profile, device)
         return
     job = {
         "text": text, "filename": filename, "target": cpu.attr_text(), "options": options,
         "emulate": emulate.attr_text() if emulate is not None else None, "profile": profile,
+        "device": device.attr_text() if device is not None else None,
         "out": str(out), "verbose": progress is not None,
         "env": {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")},
     }  # fmt: skip
@@ -166,10 +168,12 @@ def _serve_one(job: dict[str, Any]) -> dict[str, Any]:
     assert isinstance(cpu, CpuTarget)
     emulate = target_from_attr(job["emulate"]) if job.get("emulate") else None
     assert emulate is None or isinstance(emulate, CudaTarget)
+    device = target_from_attr(job["device"]) if job.get("device") else None
+    assert device is None or isinstance(device, CudaTarget)
     try:
         build_here(job["text"], job["filename"], cpu, job["options"], Path(job["out"]),
                    report if job["verbose"] else None, emulate,
-                   job.get("profile", False))  # fmt: skip
+                   job.get("profile", False), device)  # fmt: skip
     except SparsecompError as exc:
         name = type(exc).__name__
         name = name if hasattr(errors, name) else "SparsecompError"

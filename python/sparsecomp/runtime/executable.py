@@ -18,7 +18,7 @@ import ctypes
 import functools
 import json
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +41,16 @@ class UnknownFunctionError(SparsecompError, AttributeError, KeyError):
 class Function:
     """One public function; calling it checks and marshals the arguments (call.py)."""
 
-    def __init__(self, library: ctypes.CDLL, signature: Signature) -> None:
+    def __init__(
+        self,
+        library: ctypes.CDLL,
+        signature: Signature,
+        make_caller: Callable[[ctypes.CDLL, Signature], Caller] = Caller,
+    ) -> None:
         self.signature = signature
         self._caller: Caller | None = None
         self._library = library
+        self._make_caller = make_caller
 
     @property
     def name(self) -> str:
@@ -60,7 +66,7 @@ class Function:
         """
         caller = self._caller
         if caller is None:
-            caller = self._caller = Caller(self._library, self.signature)
+            caller = self._caller = self._make_caller(self._library, self.signature)
         return caller(args)
 
     def profile(self, *args: Any) -> Profile:
@@ -161,7 +167,8 @@ class Executable:
         """Copy the library, manifest, runtime libraries and stage IR to ``directory``.
 
         Stage IR files are the ``*.mlir`` and ``*.ll`` files beside the
-        library. Returns ``directory``; saving onto the loaded directory
+        library; a CUDA executable also has its kernels' ``*.ptx`` and
+        ``*.cubin`` files. Returns ``directory``; saving onto the loaded directory
         changes nothing.
         """
         dest = Path(directory)
@@ -169,7 +176,9 @@ class Executable:
         if dest.resolve() == self.directory.resolve():
             return dest
         files = [self.directory / self.manifest["library"], self.directory / MANIFEST]
-        stages = [*self.directory.glob("*.mlir"), *self.directory.glob("*.ll")]
+        stages = [
+            p for ext in ("mlir", "ll", "ptx", "cubin") for p in self.directory.glob(f"*.{ext}")
+        ]
         files += sorted(stages) + self.libraries
         for path in files:
             shutil.copy2(path, dest / path.name)
@@ -196,7 +205,12 @@ def load(directory: str | Path) -> Executable:
     for sig in signatures:
         if not hasattr(library, sig.symbol):
             raise SparsecompError(f"{path / manifest['library']} has no symbol '{sig.symbol}'")
-    functions = {sig.name: Function(library, sig) for sig in signatures}
+    make_caller: Callable[[ctypes.CDLL, Signature], Caller] = Caller
+    if manifest.get("device", "").startswith("cuda:"):
+        from sparsecomp.runtime.cuda import CudaCaller
+
+        make_caller = functools.partial(CudaCaller, directory=path, manifest=manifest)
+    functions = {sig.name: Function(library, sig, make_caller) for sig in signatures}
     return Executable(path, manifest, functions, needed, uncallable)
 
 

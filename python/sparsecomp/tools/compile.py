@@ -5,9 +5,10 @@
 ``out/`` then holds ``kernel.so``, ``manifest.json``, the runtime libraries it
 needs and the IR of every stage; ``sparsecomp.load("out/")`` runs it without
 MLIR installed. ``--target cuda-emu:sm_80`` builds the CUDA schedule run on
-this CPU; ``--target cuda:sm_90`` writes each GPU kernel's PTX
-(``<kernel>.ptx``) and, where ``ptxas`` is installed, its cubin. Errors print
-as ``file:line:col: error: ...`` (exit code 1).
+this CPU; ``--target cuda:sm_90`` builds it for the GPU: the directory also
+holds each kernel's PTX (``<kernel>.ptx``) and, where ``ptxas`` is
+installed, its cubin, and runs where ``cuda-bindings`` finds a driver.
+Errors print as ``file:line:col: error: ...`` (exit code 1).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from sparsecomp.errors import SparsecompError
 
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--target",
         default="host",
-        help="'host' (default), #sparse_iter.cpu<...> text, cuda-emu:sm_XX or cuda:sm_XX (PTX)",
+        help="'host' (default), #sparse_iter.cpu<...> text, cuda-emu:sm_XX or cuda:sm_XX",
     )
     parser.add_argument("--vector-bits", type=int, help="vector width (0: scalar code)")
     parser.add_argument("--unroll", type=int, help="vectors in flight per loop iteration")
@@ -47,8 +47,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = {name: getattr(args, name) for name in names}
     options = {k: v for k, v in given.items() if v is not None}
     try:
-        if args.target.startswith("cuda:"):
-            return _write_ptx(args.input, args.target, Path(args.output))
         from sparsecomp.compiler.driver import compile as compile_mlir
 
         exe = compile_mlir(
@@ -59,24 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SparsecompError as exc:
         print(exc, file=sys.stderr)
         return 1
-    print(f"wrote {args.output}: {', '.join(exe.functions)}")
-    return 0
-
-
-def _write_ptx(source: str, target: str, out: Path) -> int:
-    from sparsecomp.compiler import cuda
-
-    kernels = cuda.ptx(Path(source), target)
-    out.mkdir(parents=True, exist_ok=True)
-    chip = cuda.parse_target(target).chip
-    written = []
-    for name, text in kernels.items():
-        (out / f"{name}.ptx").write_text(text)
-        written.append(f"{name}.ptx")
-        if cuda.ptxas() is not None:
-            (out / f"{name}.cubin").write_bytes(cuda.assemble(text, chip))
-            written.append(f"{name}.cubin")
-    print(f"wrote {out}: {', '.join(written)}")
+    kernels = [k["ptx"] for k in exe.manifest.get("kernels", [])]
+    kernels += [k["cubin"] for k in exe.manifest.get("kernels", []) if k["cubin"]]
+    print(f"wrote {args.output}: {', '.join([*exe.functions, *kernels])}")
     return 0
 
 

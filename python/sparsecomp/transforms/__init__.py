@@ -22,6 +22,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-densify-unsparsifiable": "densify_unsparsifiable:DensifyUnsparsifiablePass",
     "sparse-iter-emulate-gpu": "emulate_gpu:EmulateGpuPass",
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
+    "sparse-iter-gpu-host-alloc": "gpu_host_alloc:GpuHostAllocPass",
     "sparse-iter-gpu-map-loops": "gpu_map_loops:GpuMapLoopsPass",
     "sparse-iter-gpu-tensorize": "gpu_tensorize:GpuTensorizePass",
     "sparse-iter-huge-pages": "huge_pages:HugePagesPass",

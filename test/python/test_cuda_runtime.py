@@ -1,0 +1,383 @@
+"""``cuda:sm_XX`` executables: the build, save/load, and the runtime's driver calls.
+
+No GPU here: the driver calls are checked against a recording fake
+(:class:`FakeDriver`, installed with ``use_driver``) that serves managed
+memory from host memory and, at each launch, records the grid, the block and
+the kernel's parameters, and writes a known pattern into the buffer the host
+code allocated for the result. That checks what the runtime owns: inputs
+copied into managed memory and passed to the kernel, the grid the host code
+computes, module loading (cubin on the GPU it was built for, PTX elsewhere),
+results read back with their shape, every buffer freed, driver errors raised
+with the call's name. The kernels' own numerics are checked under
+``cuda-emu`` (test_cuda_emulation.py and friends); a real launch needs
+a driver (``test_real_gpu`` skips without one).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsecomp
+from sparsecomp.compiler.cuda import ptxas
+from sparsecomp.runtime import cuda
+from sparsecomp.runtime.cuda import CudaError, CudaUnavailableError, DriverTable, use_driver
+
+ROOT = Path(__file__).resolve().parents[2]
+SPMM = ROOT / "examples" / "spmm.mlir"
+SPMV = ROOT / "examples" / "spmv.mlir"
+HAS_PTXAS = ptxas() is not None
+
+
+class FakeDriver:
+    """A CUDA driver table whose memory is host memory and whose launches are recorded."""
+
+    def __init__(self, sm: int = 80, fail_launch: int = 0) -> None:
+        self.live: dict[int, Any] = {}  # address -> ctypes buffer, in allocation order
+        self.freed: list[int] = []
+        self.images: list[bytes] = []
+        self.functions: list[str] = []
+        self.launches: list[dict[str, Any]] = []
+        self.param_counts: dict[str, int] = {}
+        self.fail_launch = fail_launch
+        self.output_dtype: np.dtype[Any] = np.dtype(np.float32)
+        table = DriverTable()
+        callbacks = {
+            "load_module": self._load_module,
+            "module_get_function": self._get_function,
+            "launch_kernel": self._launch,
+            "stream_synchronize": lambda stream: 0,
+            "mem_alloc_managed": lambda out, size, flags: self._alloc(out, size),
+            "mem_alloc": self._alloc,
+            "mem_free": self._free,
+            "memcpy": lambda dst, src, n: ctypes.memmove(dst, src, n) and 0,
+            "memset_d32": lambda dst, value, n: 0,
+            "memset_d16": lambda dst, value, n: 0,
+        }
+        self.keep: list[Any] = []
+        for name, fn in callbacks.items():
+            wrapped = dict(DriverTable._fields_)[name](fn)
+            self.keep.append(wrapped)
+            setattr(table, name, wrapped)
+        self.driver = cuda.Driver(table, sm=sm, name="fake", keep=self.keep)
+
+    def _alloc(self, out: Any, size: int) -> int:
+        buf = ctypes.create_string_buffer(size)
+        self.live[ctypes.addressof(buf)] = buf
+        out[0] = ctypes.addressof(buf)
+        return 0
+
+    def _free(self, ptr: int) -> int:
+        if ptr not in self.live:
+            return 1  # CUDA_ERROR_INVALID_VALUE: not ours, or freed twice
+        del self.live[ptr]
+        self.freed.append(ptr)
+        return 0
+
+    def _load_module(self, out: Any, image: int, size: int) -> int:
+        data = ctypes.string_at(image, size) if size else ctypes.string_at(image) + b"\0"
+        self.images.append(self.driver.cubins.get(data, data))
+        out[0] = 0x1000 + len(self.images)
+        return 0
+
+    def _get_function(self, out: Any, module: int, name: bytes) -> int:
+        self.functions.append(name.decode())
+        out[0] = 0x2000 + len(self.functions)
+        return 0
+
+    def _launch(self, fn: int, gx, gy, gz, bx, by, bz, smem, stream, params, extra) -> int:
+        name = self.functions[fn - 0x2001]
+        count = self.param_counts[name]
+        slots = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        values = [ctypes.c_uint64.from_address(slots[i]).value for i in range(count)]
+        buffers = {addr: bytes(buf) for addr, buf in self.live.items()}
+        self.launches.append(
+            {
+                "name": name,
+                "grid": (gx, gy, gz),
+                "block": (bx, by, bz),
+                "smem": smem,
+                "params": values,
+                "buffers": buffers,
+            }
+        )
+        if self.fail_launch:
+            return self.fail_launch
+        newest = list(self.live)[-1]  # the host code's result buffer, allocated last
+        buf = self.live[newest]
+        n = len(buf) // self.output_dtype.itemsize
+        pattern = np.arange(n, dtype=self.output_dtype)
+        ctypes.memmove(newest, pattern.ctypes.data, pattern.nbytes)
+        return 0
+
+
+def param_counts(directory: Path) -> dict[str, int]:
+    """Kernel name -> number of parameters, from the saved PTX."""
+    counts = {}
+    for ptx in directory.glob("*.ptx"):
+        for entry, params in re.findall(r"\.entry (\w+)\(([^)]*)\)", ptx.read_text()):
+            counts[entry] = params.count(".param")
+    return counts
+
+
+@pytest.fixture(scope="module")
+def spmm_cuda() -> sparsecomp.Executable:
+    return sparsecomp.compile(SPMM, target="cuda:sm_80")
+
+
+@pytest.fixture
+def fake(spmm_cuda: sparsecomp.Executable) -> Any:
+    driver = FakeDriver()
+    driver.param_counts = param_counts(spmm_cuda.directory)
+    old = use_driver(driver.driver)
+    yield driver
+    use_driver(old)
+
+
+def test_build_writes_ptx_cubin_and_manifest(spmm_cuda: sparsecomp.Executable) -> None:
+    manifest = spmm_cuda.manifest
+    assert manifest["device"] == "cuda:sm_80"
+    (kernel,) = manifest["kernels"]
+    ptx = (spmm_cuda.directory / kernel["ptx"]).read_text()
+    assert f".entry {kernel['name']}" in ptx
+    assert ".target sm_80" in ptx
+    assert kernel["sm"] == 80
+    if HAS_PTXAS:
+        assert (spmm_cuda.directory / kernel["cubin"]).read_bytes()[:4] == b"\x7fELF"
+    # the library carries MLIR's GPU runtime ABI itself: no libmlir_cuda_runtime needed
+    library = ctypes.CDLL(str(spmm_cuda.directory / "kernel.so"))
+    for symbol in ("mgpuLaunchKernel", "mgpuMemAlloc", "mgpuModuleLoadJIT", "sparsecomp_cuda_bind"):
+        assert hasattr(library, symbol)
+
+
+def test_launch_through_the_driver(spmm_cuda: sparsecomp.Executable, fake: FakeDriver) -> None:
+    m, n, k = 37, 21, 45
+    A = sp.random(m, n, density=0.3, format="csr", dtype=np.float32, random_state=1)
+    B = np.random.default_rng(2).random((n, k), dtype=np.float32)
+    C = spmm_cuda(A, B)
+    (launch,) = fake.launches
+    assert launch["name"] == "spmm_kernel"
+    # the SpMM schedule: 32 columns x 4 rows per block
+    assert launch["grid"] == (-(-k // 32), -(-m // 4), 1)
+    assert launch["block"] == (32, 4, 1)
+    # every input reached the kernel as a managed copy holding the caller's data
+    copies = {bytes(a): addr for addr, a in launch["buffers"].items()}
+    for array in (A.indptr, A.indices, A.data, B):
+        data = np.ascontiguousarray(array).tobytes()
+        assert copies.get(data) in launch["params"], "an input was not passed to the kernel"
+    # the result is what the kernel wrote into the host code's buffer, row-major
+    assert C.shape == (m, k)
+    assert C.dtype == np.float32
+    np.testing.assert_array_equal(C, np.arange(m * k, dtype=np.float32).reshape(m, k))
+    assert not fake.live, "device memory leaked"
+    assert fake.images[0][:4] == b"\x7fELF" if HAS_PTXAS else fake.images[0].startswith(b"//")
+
+
+def _programs() -> dict[str, tuple[str | Path, Any]]:
+    from test_cuda_mma import OURS, UPSTREAM
+
+    rng = np.random.default_rng(6)
+    A = sp.random(40, 24, density=0.2, format="csr", dtype=np.float32, random_state=7)
+    blocks = sp.random(48, 32, density=0.5, format="csr", dtype=np.float32, random_state=8)
+    dense = rng.random((24, 10), dtype=np.float32)
+    X, Y = rng.random((40, 6), dtype=np.float32), rng.random((24, 6), dtype=np.float32)
+    return {
+        "spmm": (SPMM, (A, dense)),
+        "spmv": (SPMV, (A, rng.random(24, dtype=np.float32))),
+        "sddmm": (ROOT / "examples" / "sddmm.mlir", (A, X, Y)),
+        "bsr-mma": (OURS.format(r=16, c=8), (blocks, rng.random((32, 10), dtype=np.float32))),
+        "upstream-bsr-outs": (UPSTREAM, (blocks, rng.random((32, 10), dtype=np.float32),
+                                         np.zeros((48, 10), np.float32))),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(_programs()))
+def test_every_schedule_runs_through_the_driver(name: str) -> None:
+    """Each program form builds for the GPU and its host code drives the driver soundly."""
+    source, args = _programs()[name]
+    exe = sparsecomp.compile(source, target="cuda:sm_80")
+    driver = FakeDriver()
+    driver.param_counts = param_counts(exe.directory)
+    old = use_driver(driver.driver)
+    try:
+        result = exe(*args)
+    finally:
+        use_driver(old)
+    assert driver.launches, "no kernel was launched"
+    for launch in driver.launches:
+        assert launch["name"] in driver.param_counts  # a kernel of the saved PTX
+        assert min(launch["grid"]) >= 1
+        assert 32 <= np.prod(launch["block"]) <= 1024
+        # every buffer alive at the launch (the inputs' copies, the result) reaches the kernel
+        assert set(launch["buffers"]) <= set(launch["params"])
+    assert not driver.live, "device memory leaked"
+    if isinstance(result, np.ndarray):
+        assert result.shape == (args[0].shape[0], *args[1].shape[1:])
+    else:  # SDDMM: the structure of A, copied by the host code, values from the kernel
+        np.testing.assert_array_equal(result.to_scipy().indptr, args[0].indptr)
+        np.testing.assert_array_equal(result.to_scipy().indices, args[0].indices)
+
+
+def test_ptx_where_the_gpu_is_not_the_cubins(spmm_cuda: sparsecomp.Executable) -> None:
+    driver = FakeDriver(sm=90)
+    driver.param_counts = param_counts(spmm_cuda.directory)
+    old = use_driver(driver.driver)
+    try:
+        spmm_cuda(sp.eye(3, format="csr", dtype=np.float32), np.ones((3, 2), np.float32))
+    finally:
+        use_driver(old)
+    ptx = (spmm_cuda.directory / "spmm_kernel.ptx").read_bytes()
+    assert driver.images == [ptx + b"\0"]
+
+
+def test_a_failed_launch_names_the_call_and_frees_everything(
+    spmm_cuda: sparsecomp.Executable,
+) -> None:
+    driver = FakeDriver(fail_launch=700)
+    driver.param_counts = param_counts(spmm_cuda.directory)
+    old = use_driver(driver.driver)
+    try:
+        with pytest.raises(CudaError, match="spmm: cuLaunchKernel failed"):
+            spmm_cuda(sp.eye(4, format="csr", dtype=np.float32), np.ones((4, 2), np.float32))
+    finally:
+        use_driver(old)
+    assert not driver.live
+    assert len(driver.freed) == 5
+
+
+class GpuArray:
+    """A stand-in for a CuPy array: ``__cuda_array_interface__`` over memory the fake serves."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.__cuda_array_interface__ = {
+            "version": 3, "shape": array.shape, "typestr": array.dtype.str, "strides": None,
+            "data": (array.ctypes.data, False),
+        }  # fmt: skip
+
+
+def test_gpu_arrays_in_and_out_without_copies(
+    spmm_cuda: sparsecomp.Executable, fake: FakeDriver
+) -> None:
+    m, n, k = 9, 7, 5
+    A = sp.random(m, n, density=0.5, format="csr", dtype=np.float32, random_state=4)
+    B = GpuArray(np.random.default_rng(5).random((n, k), dtype=np.float32))
+    C = spmm_cuda(A, B)
+    (launch,) = fake.launches
+    assert B.array.ctypes.data in launch["params"], "the GPU array was not passed as it is"
+    assert len(launch["buffers"]) == 4  # A's three buffers copied, the result; B not copied
+    assert isinstance(C, cuda.device_arrays.DeviceArray)
+    assert C.shape == (m, k)
+    np.testing.assert_array_equal(C.get(), np.arange(m * k, dtype=np.float32).reshape(m, k))
+    assert len(fake.live) == 1, "the result's memory lives as long as the result"
+    del C
+    assert not fake.live
+
+
+def test_gpu_arrays_must_be_dense_and_contiguous(
+    spmm_cuda: sparsecomp.Executable, fake: FakeDriver
+) -> None:
+    B = GpuArray(np.ones((4, 3), np.float32))
+    with pytest.raises(sparsecomp.SparsecompError, match="GPU arrays are taken for dense"):
+        spmm_cuda(B, B)
+    B.__cuda_array_interface__["strides"] = (4, 16)
+    with pytest.raises(sparsecomp.SparsecompError, match="C-contiguous"):
+        spmm_cuda(sp.eye(4, format="csr", dtype=np.float32), B)
+    assert not fake.launches
+    assert not fake.live
+
+
+def test_empty_grid_launches_nothing(spmm_cuda: sparsecomp.Executable, fake: FakeDriver) -> None:
+    C = spmm_cuda(sp.csr_matrix((0, 5), dtype=np.float32), np.ones((5, 3), np.float32))
+    assert C.shape == (0, 3)
+    assert not fake.launches
+    assert not fake.live
+
+
+def test_saved_executable_runs_without_mlir(
+    spmm_cuda: sparsecomp.Executable, tmp_path: Path
+) -> None:
+    from test_runtime_save import run_blocked
+
+    saved = spmm_cuda.save(tmp_path / "spmm")
+    names = sorted(p.name for p in saved.iterdir())
+    assert {"kernel.so", "manifest.json", "spmm_kernel.ptx"} <= set(names)
+    assert json.loads((saved / "manifest.json").read_text())["device"] == "cuda:sm_80"
+    code = (
+        "import numpy as np, scipy.sparse as sp, sparsecomp\n"
+        "exe = sparsecomp.load(sys.argv[1])\n"
+        "try:\n"
+        "    exe(sp.eye(3, format='csr', dtype=np.float32), np.ones((3, 2), np.float32))\n"
+        "except sparsecomp.SparsecompError as exc:\n"
+        "    print(type(exc).__name__, exc.message)\n"
+        "print(sorted(m for m in sys.modules if m == 'mlir' or m.startswith('mlir.')))\n"
+    )
+    proc = run_blocked(code, str(saved), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    if _driver_present():
+        pytest.skip("a CUDA driver is present: the no-driver message does not apply")
+    assert proc.stdout.startswith("CudaUnavailableError "), proc.stdout
+    assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def _driver_present() -> bool:
+    try:
+        cuda._real_driver()
+    except CudaUnavailableError:
+        return False
+    return True
+
+
+def test_no_driver_says_so(spmm_cuda: sparsecomp.Executable) -> None:
+    if _driver_present():
+        pytest.skip("a CUDA driver is present")
+    old = use_driver(None)
+    try:
+        with pytest.raises(CudaUnavailableError, match=r"cuda-bindings|no CUDA driver") as info:
+            spmm_cuda(sp.eye(3, format="csr", dtype=np.float32), np.ones((3, 2), np.float32))
+    finally:
+        use_driver(old)
+    assert "cuda-emu:sm_80" in (info.value.hint or "")
+
+
+def test_without_the_package_it_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)  # import fails
+    with pytest.raises(CudaUnavailableError, match="cuda-bindings") as info:
+        cuda._real_driver()
+    assert "sparsecomp[cuda]" in (info.value.hint or "")
+
+
+def test_real_gpu_matches_scipy() -> None:
+    """On a machine with a CUDA driver: SpMM and SpMV on the GPU equal scipy."""
+    if not _driver_present():
+        pytest.skip("no CUDA driver on this machine")
+    rng = np.random.default_rng(0)
+    A = sp.random(300, 200, density=0.05, format="csr", dtype=np.float32, random_state=3)
+    B = rng.random((200, 40), dtype=np.float32)
+    exe = sparsecomp.compile(SPMM, target=f"cuda:sm_{cuda.driver().sm}")
+    np.testing.assert_allclose(exe(A, B), A @ B, rtol=1e-5, atol=1e-5)
+    spmv = sparsecomp.compile(SPMV, target=f"cuda:sm_{cuda.driver().sm}")
+    x = rng.random(200, dtype=np.float32)
+    np.testing.assert_allclose(spmv(A, x), A @ x, rtol=1e-5, atol=1e-5)
+
+
+def test_cli_compiles_for_cuda(tmp_path: Path) -> None:
+    out = tmp_path / "spmm.kernel"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sparsecomp.tools.compile", str(SPMM), "--target", "cuda:sm_90",
+         "-o", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["device"] == "cuda:sm_90"
+    assert ".target sm_90" in (out / "spmm_kernel.ptx").read_text()
