@@ -28,8 +28,10 @@ tf32), and on the 2:4 matrix SpMM in f16 on sparse tensor cores
 (``2:4-mma.sp``: ``mma.sp`` m16n8k16, half the bytes of the f32 kernels),
 each beside the same plain f32 CSR kernel.
 
-Measuring on a GPU (cuSPARSE, cuSPARSELt, cuBLAS side by side) needs the
-CUDA runtime, which is not built yet.
+Without ``--emulate`` it measures on this machine's GPU, side by side with
+cuSPARSE, cuSPARSELt and cuBLAS (:mod:`cuda_gpu`; needs a CUDA driver,
+``cuda-bindings``, CuPy and PyTorch; elsewhere it says what is missing and
+exits with 2).
 """
 
 from __future__ import annotations
@@ -42,44 +44,24 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+# This file's name shadows cuda-bindings' ``cuda`` namespace package while its
+# directory is on sys.path (a module beats namespace portions wherever they
+# are): import the package first, without this directory.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+try:
+    import cuda.bindings.driver  # noqa: F401
+except ImportError:  # the cuda extra is not installed: the GPU mode says so
+    pass
+sys.path.insert(0, str(HERE))
 
-import matrices
+import matrices  # noqa: E402
+from cuda_programs import BLOCKED, BSR_SPMM, NM_SPMM, TWO_FOUR  # noqa: E402
 
-import sparsecomp
+import sparsecomp  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 KERNELS = ("spmv", "spmm", "sddmm")
-#: SpMM with the matrix as 16x16 blocks: tensor cores on a CUDA target.
-BSR_SPMM = """
-#blocks = #sparse_iter.sparsity<block[16, 16], density = 0.1>
-func.func @spmm(%A: tensor<?x?xf32, #blocks>, %B: tensor<?x?xf32>) -> tensor<?x?xf32> {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %zero = arith.constant 0.0 : f32
-  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #blocks>
-  %n = tensor.dim %B, %c1 : tensor<?x?xf32>
-  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
-  %C = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
-  %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #blocks>, tensor<?x?xf32>)
-                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
-  return %r : tensor<?x?xf32>
-}
-"""
-#: Matrices the tensor-core BSR kernel runs on.
-BLOCKED = ("block16",)
-#: 2:4 f16 SpMM with an outs operand: sparse tensor cores on a CUDA target.
-NM_SPMM = """
-#s = #sparse_iter.sparsity<nm[2, 4]>
-func.func @spmm(%A: tensor<?x?xf16, #s>, %B: tensor<?x?xf16>,
-                %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
-  %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #s>, tensor<?x?xf16>)
-                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
-  return %r : tensor<?x?xf32>
-}
-"""
-#: Matrices the 2:4 kernel runs on (as f16).
-TWO_FOUR = ("2:4",)
 
 
 def _operands(name: str, a: sp.csr_matrix, k: int, rng: np.random.Generator) -> tuple:
@@ -131,14 +113,14 @@ def _row(kernel: str, matrix: str, ours: Any, plain: Any) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--emulate", action="store_true", help="count traffic in the emulator")
+    p.add_argument("--reps", type=int, default=20, help="timed calls per case on a GPU")
     p.add_argument("--quick", action="store_true", help="the small matrices (default: small)")
     p.add_argument("--k", type=int, default=32, help="dense columns of SpMM and SDDMM")
     p.add_argument("--matrices", default="", help="comma-separated subset of the matrices")
     p.add_argument("--markdown", type=Path, help="also write the table to this file")
     args = p.parse_args(argv)
     if not args.emulate:
-        print("benchmarks/cuda.py: only --emulate is available (no CUDA runtime yet)")
-        return 2
+        return _on_gpu(args)
     chosen = set(filter(None, args.matrices.split(",")))
     specs = [s for s in matrices.suite(quick=True) if not chosen or s.name in chosen]
     exes = {
@@ -179,6 +161,24 @@ def main(argv: list[str] | None = None) -> int:
                 lines.append(_row("2:4-mma.sp", spec.name, _two_four(nm, a, args.k, rng),
                                   profiles[False]))  # fmt: skip
     text = "\n".join(lines)
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text + "\n")
+    return 0
+
+
+def _on_gpu(args: argparse.Namespace) -> int:
+    """Measure on this machine's GPU beside cuSPARSE, cuSPARSELt and cuBLAS (cuda_gpu.py)."""
+    import cuda_gpu
+
+    why = cuda_gpu.available()
+    if why is not None:
+        print(f"benchmarks/cuda.py: cannot measure on a GPU here: {why}", file=sys.stderr)
+        print("benchmarks/cuda.py --emulate counts the kernels' traffic on this CPU instead",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    ks = (args.k, 128) if args.k != 128 else (128,)
+    text = "\n".join(cuda_gpu.run(args.reps, ks, args.quick))
     print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n")

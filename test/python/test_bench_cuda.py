@@ -21,3 +21,22 @@ def test_emulated_traffic_table(repo, tmp_path) -> None:
     # SpMM's columns on the lanes coalesce; the plain schedule moves more sectors.
     assert spmm[0] >= 0.8
     assert spmm[-1] > 1.5
+
+
+def test_gpu_mode_says_what_is_missing(repo) -> None:
+    """Without --emulate it measures on a GPU; where it cannot, it says why and exits 2."""
+    done = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "cuda.py"), "--quick"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    from sparsecomp.runtime import cuda
+
+    try:
+        cuda._real_driver()
+    except cuda.CudaUnavailableError as exc:
+        assert done.returncode == 2, done.stderr
+        assert "cannot measure on a GPU here" in done.stderr
+        # the benchmark's own name must not hide cuda-bindings' `cuda` package
+        assert exc.message.split(":")[0] in done.stderr
+    else:
+        assert done.returncode in (0, 2)

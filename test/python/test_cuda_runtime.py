@@ -29,6 +29,7 @@ import scipy.sparse as sp
 
 import sparsecomp
 from sparsecomp.compiler.cuda import ptxas
+from sparsecomp.formats import SparseTensor
 from sparsecomp.runtime import cuda
 from sparsecomp.runtime.cuda import CudaError, CudaUnavailableError, DriverTable, use_driver
 
@@ -280,6 +281,27 @@ def test_gpu_arrays_in_and_out_without_copies(
     np.testing.assert_array_equal(C.get(), np.arange(m * k, dtype=np.float32).reshape(m, k))
     assert len(fake.live) == 1, "the result's memory lives as long as the result"
     del C
+    assert not fake.live
+
+
+def test_device_tensor_is_copied_once(spmm_cuda: sparsecomp.Executable, fake: FakeDriver) -> None:
+    A = sp.random(30, 12, density=0.3, format="csr", dtype=np.float32, random_state=9)
+    on_gpu = cuda.to_device(A, spmm_cuda.spmm.signature.args[0].layout)
+    pointers = {ptr for *_, ptr in on_gpu.buffers}
+    for _ in range(2):
+        before = len(fake.live)
+        spmm_cuda(on_gpu, np.ones((12, 4), np.float32))
+        launch = fake.launches[-1]
+        assert pointers <= set(launch["params"])
+        assert len(launch["buffers"]) == before + 2  # B's copy and the result: A not copied
+        assert len(fake.live) == 3  # A's buffers stay on the GPU between calls
+    host = dict(SparseTensor.from_scipy(A, on_gpu.layout).buffers())
+    for name, _, length, ptr in on_gpu.buffers:
+        assert bytes(fake.live[ptr]) == host[name].tobytes()
+        assert length == host[name].size
+    with pytest.raises(sparsecomp.SparsecompError, match="DeviceTensor of float32 in layout"):
+        spmm_cuda(cuda.to_device(A, "csc"), np.ones((12, 4), np.float32))
+    del on_gpu
     assert not fake.live
 
 

@@ -6,6 +6,8 @@ arguments go through :mod:`.fastpath` when they are already what the ABI
 wants, else through :mod:`.marshal`, which checks, converts and flattens
 them into MLIR's C interface; :mod:`.results` turns results back into
 arrays and SparseTensors; :mod:`.memref` holds the descriptor layout.
+Executables built for ``cuda:sm_XX`` call through :mod:`.cuda` (the CUDA
+driver via ``cuda-bindings``; GPU arrays in :mod:`.device_arrays`).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import numpy as np
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.runtime import device_arrays
-from sparsecomp.runtime.abi import Signature
+from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.call import Caller, _item_specs, item_ranks
 from sparsecomp.runtime.fastpath import Out
 from sparsecomp.runtime.marshal import flatten
@@ -225,6 +225,34 @@ def _name(cu: Any, code: int) -> str:
         return f"CUresult {code}"
 
 
+def to_device(value: Any, layout: Any = None) -> device_arrays.DeviceTensor:
+    """A sparse tensor copied once into GPU memory, for calls without per-call copies.
+
+    ``value``: a :class:`~sparsecomp.formats.tensor.SparseTensor` (packed in
+    the layout the function takes) or a scipy.sparse matrix with ``layout``
+    (a layout name such as ``"csr"``, or ``exe.<f>.signature.args[i].layout``).
+    The memory is freed when the DeviceTensor is.
+    """
+    from sparsecomp.formats.tensor import SparseTensor
+
+    host = value if isinstance(value, SparseTensor) else None
+    if host is None:
+        host = SparseTensor.from_scipy(value, layout if layout is not None else "csr")
+    elif layout is not None:
+        host = host.to(layout)
+    dev = driver()
+    with _lock:
+        dev.make_current()
+        pointers, owners = [], []
+        for _, array in host.buffers():
+            data = np.ascontiguousarray(array)
+            ptr = dev.alloc(data.nbytes)
+            owners.append(device_arrays.DeviceMemory(ptr, dev.free))
+            ctypes.memmove(ptr, data.ctypes.data, data.nbytes)
+            pointers.append(ptr)
+    return device_arrays.DeviceTensor(host, pointers, owners)
+
+
 def read_cubins(directory: Path, manifest: dict[str, Any], sm: int) -> dict[bytes, bytes]:
     """PTX -> cubin of a saved executable's kernels, for GPUs of compute capability ``sm``."""
     found = {}
@@ -267,16 +295,23 @@ class CudaCaller(Caller):
             return self._run(dev, args)
 
     def _run(self, dev: Driver, args: tuple[Any, ...]) -> Any:
-        on_gpu: dict[int, int] = {}  # id of a placeholder -> the GPU array's pointer
-        first_gpu = None
-        host_args = list(args)
-        for n, (spec, value) in enumerate(zip(self.sig.args, args, strict=False)):
-            if (iface := device_arrays.interface(value)) is not None:
-                where = f"{self.sig.name}: argument {n}"
-                host_args[n] = device_arrays.placeholder(spec, iface, where)
-                on_gpu[id(host_args[n])] = device_arrays.pointer(iface)
-                first_gpu = value if first_gpu is None else first_gpu
-        items = flatten(self.sig, tuple(host_args))
+        on_gpu: dict[int, int] = {}  # id of a placeholder item -> its GPU pointer
+        first: list[Any] = []  # the first argument in GPU memory
+
+        def elsewhere(spec: ArgSpec, value: Any, where: str) -> Any:
+            if isinstance(value, device_arrays.DeviceTensor):
+                holders, pointers = value.items(spec, where)
+                on_gpu.update((id(h), p) for h, p in zip(holders, pointers, strict=True))
+                return value.shape, [*holders, *value.shape]
+            if (iface := device_arrays.interface(value)) is None:
+                return None
+            holder = device_arrays.placeholder(spec, iface, where)
+            on_gpu[id(holder)] = device_arrays.pointer(iface)
+            first.append(value)
+            return holder.shape, [holder]
+
+        items = flatten(self.sig, args, elsewhere)
+        first_gpu = first[0] if first else None
         out = self.result_struct() if self.result_struct is not None else None
         buf = self.words_type() if self.words_type is not None else None
         call = Out(ctypes.addressof(buf) if buf is not None else 0, [])

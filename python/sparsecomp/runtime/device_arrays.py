@@ -29,19 +29,58 @@ def placeholder(spec: ArgSpec, iface: dict[str, Any], where: str) -> np.ndarray:
     """An unfilled host array of the device array's shape and dtype, for the argument checks.
 
     ``np.empty`` touches no memory, so this costs nothing for large arrays.
-    Device arrays must be dense operands and C-contiguous.
+    Device arrays must be dense operands of the ABI's dtype and rank, C-contiguous.
     """
     if spec.kind != "dense":
         raise SparsecompError(
             f"{where}: GPU arrays are taken for dense operands; pass a {spec.kind} "
-            "operand as a scipy.sparse matrix, SparseTensor or number"
+            "operand as a scipy.sparse matrix, SparseTensor, DeviceTensor or number"
         )
     shape = tuple(int(n) for n in iface["shape"])
     dtype = np.dtype(iface["typestr"])
+    if dtype != spec.dtype or len(shape) != spec.rank:
+        raise SparsecompError(
+            f"{where}: expected a {spec.dtype} array of rank {spec.rank}, "
+            f"got a GPU array of {dtype} and shape {shape}"
+        )
     strides = iface.get("strides")
     if strides is not None and tuple(strides) != np.empty(shape, dtype).strides:
         raise SparsecompError(f"{where}: GPU arrays must be C-contiguous (strides {strides})")
     return np.empty(shape, dtype)
+
+
+class DeviceTensor:
+    """A sparse tensor whose buffers live in GPU memory (``sparsecomp.runtime.cuda.to_device``).
+
+    Passed to a CUDA executable's function in the layout it takes, it goes to
+    the kernels without a copy or a check: the buffers were checked when the
+    host tensor was packed. ``shape``, ``dtype``, ``layout`` as the host
+    tensor's; ``buffers``: ``(name, dtype, length, pointer)`` in ABI order.
+    """
+
+    def __init__(self, host: Any, pointers: list[int], owner: Any) -> None:  # host: a SparseTensor
+        self.shape = tuple(int(n) for n in host.shape)
+        self.dtype = host.dtype
+        self.layout = host.layout
+        self.buffers = [
+            (name, array.dtype, int(array.size), ptr)
+            for (name, array), ptr in zip(host.buffers(), pointers, strict=True)
+        ]
+        self.owner = owner
+
+    def items(self, spec: ArgSpec, where: str) -> tuple[list[np.ndarray], list[int]]:
+        """Placeholders of its buffers (their lengths and dtypes) and their pointers."""
+        if self.layout != spec.layout or self.dtype != spec.dtype:
+            raise SparsecompError(
+                f"{where}: a DeviceTensor of {self.dtype} in layout {self.layout}; "
+                f"this function takes {spec.dtype} in {spec.layout}",
+                hint="make it with to_device(A, layout=<the argument's layout>)",
+            )
+        holders = [np.empty(length, dtype) for _, dtype, length, _ in self.buffers]
+        return holders, [ptr for *_, ptr in self.buffers]
+
+    def __repr__(self) -> str:
+        return f"DeviceTensor(shape={self.shape}, dtype={self.dtype}, layout={self.layout})"
 
 
 def pointer(iface: dict[str, Any]) -> int:

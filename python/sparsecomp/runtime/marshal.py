@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -95,7 +96,11 @@ def _check_complex(sig: Signature, spec: ArgSpec, what: str) -> None:
         )
 
 
-def flatten(sig: Signature, args: tuple[Any, ...]) -> list[Any]:
+#: Takes an argument another way (GPU memory): its shape and flattened items, or None.
+Elsewhere = Callable[[ArgSpec, Any, str], "tuple[tuple[int, ...], list[Any]] | None"]
+
+
+def flatten(sig: Signature, args: tuple[Any, ...], elsewhere: Elsewhere | None = None) -> list[Any]:
     """Check ``args`` against ``sig``; their flattened C parameters, in order.
 
     Each parameter is a C-contiguous aligned array (passed as a descriptor)
@@ -103,7 +108,8 @@ def flatten(sig: Signature, args: tuple[Any, ...]) -> list[Any]:
     converts what it can (non-contiguous arrays are copied, scipy matrices
     packed, tensors converted to the ABI layout) and raises
     :class:`SparsecompError` for the rest. :mod:`.fastpath` takes the
-    common cases without it.
+    common cases without it. ``elsewhere`` may take an argument first (the
+    CUDA runtime's arrays in GPU memory); its shape is checked like any.
     """
     if len(args) != len(sig.args):
         raise SparsecompError(
@@ -115,7 +121,10 @@ def flatten(sig: Signature, args: tuple[Any, ...]) -> list[Any]:
     for i, (spec, value) in enumerate(zip(sig.args, args, strict=True)):
         label = f"argument {i}"
         where = f"{sig.name}: {label} ({spec.describe()})"
-        if spec.kind == "scalar":
+        if elsewhere is not None and (taken := elsewhere(spec, value, where)) is not None:
+            check_shape(spec, taken[0], (where, label), sizes)
+            items += taken[1]
+        elif spec.kind == "scalar":
             items.append(scalar_value(spec, value, where))
         elif spec.kind == "dense":
             array = dense_array(spec, value, where)

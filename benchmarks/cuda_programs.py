@@ -1,0 +1,34 @@
+"""The programs of benchmarks/cuda.py beyond the examples: BSR on tensor cores, 2:4 f16."""
+
+from __future__ import annotations
+
+#: SpMM with the matrix as 16x16 blocks: tensor cores on a CUDA target.
+BSR_SPMM = """
+#blocks = #sparse_iter.sparsity<block[16, 16], density = 0.1>
+func.func @spmm(%A: tensor<?x?xf32, #blocks>, %B: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #blocks>
+  %n = tensor.dim %B, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %C = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #blocks>, tensor<?x?xf32>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+"""
+#: Matrices the tensor-core BSR kernel runs on.
+BLOCKED = ("block16",)
+#: 2:4 f16 SpMM with an outs operand: sparse tensor cores on a CUDA target.
+NM_SPMM = """
+#s = #sparse_iter.sparsity<nm[2, 4]>
+func.func @spmm(%A: tensor<?x?xf16, #s>, %B: tensor<?x?xf16>,
+                %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #s>, tensor<?x?xf16>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+"""
+#: Matrices the 2:4 kernel runs on (as f16).
+TWO_FOUR = ("2:4",)
