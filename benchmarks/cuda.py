@@ -22,11 +22,14 @@ row (``gpu_columns=False``: for SpMM, each thread walks its row's columns;
 SpMV and SDDMM already are one row per thread). Ratios > 1 in the last
 column: the plain schedule moves that many times more sectors.
 
-On the block-pruned matrix (``block16``) the table adds SpMM with the
-matrix as BSR 16x16 on tensor cores (``bsr-mma``: ``mma.sync`` m16n8k8,
-tf32), and on the 2:4 matrix SpMM in f16 on sparse tensor cores
-(``2:4-mma.sp``: ``mma.sp`` m16n8k16, half the bytes of the f32 kernels),
-each beside the same plain f32 CSR kernel.
+On the power-law matrix (``rmat``) the table adds SpMV over ``hyb``
+(``spmv-hyb``: ELL buckets of widths 1 .. 32 with a lane per slot, the rest's
+rows, all longer than 32 entries, a warp each; one launch). On the
+block-pruned matrix (``block16``) the table adds SpMM with the matrix as BSR
+16x16 on tensor cores (``bsr-mma``: ``mma.sync`` m16n8k8, tf32), and on the
+2:4 matrix SpMM in f16 on sparse tensor cores (``2:4-mma.sp``: ``mma.sp``
+m16n8k16, half the bytes of the f32 kernels), each beside the same plain f32
+CSR kernel.
 
 Without ``--emulate`` it measures on this machine's GPU, side by side with
 cuSPARSE, cuSPARSELt and cuBLAS (:mod:`cuda_gpu`; needs a CUDA driver,
@@ -56,7 +59,7 @@ except ImportError:  # the cuda extra is not installed: the GPU mode says so
 sys.path.insert(0, str(HERE))
 
 import matrices  # noqa: E402
-from cuda_programs import BLOCKED, BSR_SPMM, NM_SPMM, TWO_FOUR  # noqa: E402
+from cuda_programs import BLOCKED, BSR_SPMM, HYB_SPMV, NM_SPMM, POWER_LAW, TWO_FOUR  # noqa: E402
 
 import sparsecomp  # noqa: E402
 
@@ -132,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     bsr = sparsecomp.compile(BSR_SPMM, "cuda-emu:sm_80", profile=True)
     nm = sparsecomp.compile(NM_SPMM, "cuda-emu:sm_80", profile=True)
+    from sparsecomp.formats import parse_layout
+
+    hyb_program = HYB_SPMV.format(attr=parse_layout("hyb").attr_text())
+    hyb = sparsecomp.compile(hyb_program, "cuda-emu:sm_80", profile=True)
     rng = np.random.default_rng(0)
     lines = [
         f"CUDA schedule under emulation (sm_80), K = {args.k}; traffic counted in 32-byte sectors",
@@ -151,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
                 np.testing.assert_allclose(_dense(prof.result), want, rtol=1e-3, atol=1e-3)
                 profiles[columns] = prof
             lines.append(_row(kernel, spec.name, profiles[True], profiles[False]))
+            if kernel == "spmv" and spec.name in POWER_LAW:
+                a_op, x_op = operands
+                prof = hyb.profile(a_op, x_op, np.zeros(a_op.shape[0], np.float32))
+                np.testing.assert_allclose(prof.result, want, rtol=1e-3, atol=1e-3)
+                lines.append(_row("spmv-hyb", spec.name, prof, profiles[False]))
             if kernel == "spmm" and spec.name in BLOCKED:
                 prof = bsr.profile(*operands)
                 # tf32 inputs: within tf32's precision of the exact product.

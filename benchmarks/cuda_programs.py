@@ -32,3 +32,16 @@ func.func @spmm(%A: tensor<?x?xf16, #s>, %B: tensor<?x?xf16>,
 """
 #: Matrices the 2:4 kernel runs on (as f16).
 TWO_FOUR = ("2:4",)
+#: SpMV over hyb (ELL buckets of widths 1 .. 32, CSR rest of longer rows), outs y:
+#: the power-law rows' load balance on a CUDA target.
+HYB_SPMV = """
+#hyb = {attr}
+func.func @spmv(%A: tensor<?x?xf32, #hyb>, %x: tensor<?xf32>, %y: tensor<?xf32>)
+    -> tensor<?xf32> {{
+  %r = linalg.matvec ins(%A, %x : tensor<?x?xf32, #hyb>, tensor<?xf32>)
+                     outs(%y : tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}}
+"""
+#: Matrices the hyb SpMV runs on.
+POWER_LAW = ("rmat",)

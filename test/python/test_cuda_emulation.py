@@ -68,15 +68,16 @@ def test_kernels_match_scipy(kernels, rows, cols, density, power_law, seed) -> N
 
 def test_the_schedule_is_the_gpu_one(kernels) -> None:
     """The emulated IR is a gpu.launch, not the CPU's loops: SpMV's rows on 8 lanes each
-    (16 rows per block, shuffles add the lanes' sums), SDDMM's rows on 128-thread blocks,
-    SpMM's output columns on the 32 lanes of a warp times 4 rows."""
-    shapes = {"spmv": ("%c8", "%c16"), "sddmm": ("%c128", "%c1"), "spmm": ("%c32", "%c4")}
+    (16 rows per block, shuffles add the lanes' sums), SDDMM's rows on a warp each (4 per
+    block; lanes split each entry's dot product, shuffles add it up), SpMM's output
+    columns on the 32 lanes of a warp times 4 rows."""
+    shapes = {"spmv": ("%c8", "%c16"), "sddmm": ("%c32", "%c4"), "spmm": ("%c32", "%c4")}
     for name, exe in kernels.items():
         gpu = (exe.directory / "gpu.mlir").read_text()
         assert gpu.count("gpu.launch blocks") == 1
         x, y = shapes[name]
         assert re.search(rf"threads\(.*\) in \(%\w+ = {x}, %\w+ = {y}, %\w+ = %c1\)", gpu), name
-        assert ("gpu.shuffle" in gpu) == (name == "spmv")
+        assert ("gpu.shuffle" in gpu) == (name in ("spmv", "sddmm"))
         llvm = (exe.directory / "llvm.mlir").read_text()
         assert "omp.parallel" not in llvm
         assert "gpu.launch" not in llvm
@@ -96,7 +97,7 @@ def test_bad_targets_and_unsupported_programs() -> None:
         "vector_bits = 0, threads = 1>}} {\nfunc.func @spmv",
     ) + "}\n"
     with pytest.raises(
-        CompileError, match=r"cuda-emu compiles modules without sparse_iter\.targets"
+        CompileError, match=r"cuda-emu:sm_80 compiles modules without sparse_iter\.targets"
     ):
         sparsecomp.compile(named, "cuda-emu:sm_80")
     upstream = """
@@ -134,3 +135,77 @@ def test_a_wrong_schedule_gives_a_wrong_answer(tmp_path) -> None:
     assert short != schedule
     wrong = rebuild(short, exe, tmp_path / "short")(a, x)
     assert not np.allclose(wrong[256:], (a @ x)[256:], rtol=1e-4, atol=1e-4)
+
+
+def _hyb_program(layout: str, op: str) -> str:
+    from sparsecomp.formats import parse_layout
+
+    attr = parse_layout(layout).attr_text()
+    if op == "spmv":
+        return f"""
+func.func @f(%A: tensor<?x?xf32, {attr}>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {{
+  %r = linalg.matvec ins(%A, %x : tensor<?x?xf32, {attr}>, tensor<?xf32>)
+                     outs(%y : tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}}"""
+    return f"""
+func.func @f(%A: tensor<?x?xf32, {attr}>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>)
+    -> tensor<?x?xf32> {{
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, {attr}>, tensor<?x?xf32>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}}"""
+
+
+COMPOSABLE = ["hyb", "hyb:1:8", "hyb:2:8", "bsr+csr:4x4"]
+
+
+@pytest.fixture(scope="module")
+def composable_kernels() -> dict[tuple[str, str], sparsecomp.Executable]:
+    return {
+        (layout, op): sparsecomp.compile(_hyb_program(layout, op), "cuda-emu:sm_80")
+        for layout in COMPOSABLE
+        for op in ("spmv", "spmm")
+    }
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    layout=st.sampled_from(COMPOSABLE),
+    rows=st.sampled_from([0, 1, 33, 129, 300]),
+    cols=st.integers(0, 80),
+    density=st.floats(0, 0.3),
+    power_law=st.booleans(),
+    huge_row=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_composable_layouts_on_the_gpu_schedule(
+    composable_kernels, layout, rows, cols, density, power_law, huge_row, seed
+) -> None:
+    """Parts as separate launches, ELL buckets with a lane per slot, hyb's rest on a warp
+    per row (its rows are longer than the widest bucket): still scipy's answer."""
+    a = _matrix(rows, cols, density, power_law, seed).tolil()
+    if huge_row and rows and cols:
+        a[rows // 2, :] = 1.5  # one row with every column: the rest's long row
+    a = a.tocsr().astype(np.float32)
+    rng = np.random.default_rng(seed)
+    x, y = rng.standard_normal(cols, dtype=np.float32), rng.standard_normal(rows, dtype=np.float32)
+    got = composable_kernels[(layout, "spmv")](a, x, y)
+    np.testing.assert_allclose(got, y + a @ x, rtol=1e-4, atol=1e-3)
+    b = rng.standard_normal((cols, 5), dtype=np.float32)
+    c = rng.standard_normal((rows, 5), dtype=np.float32)
+    got = composable_kernels[(layout, "spmm")](a, b, c)
+    np.testing.assert_allclose(got, c + a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_hyb_rest_rows_share_a_warp_in_one_launch() -> None:
+    """The rest of hyb holds rows longer than 32 entries: 32 lanes per row (a butterfly from
+    16). Its rows and the buckets' are disjoint, so all parts run in one launch; hyb:2:8's
+    column partitions share rows and keep a launch per part."""
+    exe = sparsecomp.compile(_hyb_program("hyb", "spmv"), "cuda-emu:sm_80")
+    schedule = (exe.directory / "gpu.mlir").read_text()
+    assert schedule.count("gpu.launch blocks") == 1
+    assert re.search(r"gpu.shuffle  xor %\w+, %c16_i32", schedule)
+    assert "sparse_iter.min_row_entries = 33" in (exe.directory / "loops.mlir").read_text()
+    split = sparsecomp.compile(_hyb_program("hyb:2:8", "spmv"), "cuda-emu:sm_80")
+    assert (split.directory / "gpu.mlir").read_text().count("gpu.launch blocks") == 9

@@ -232,3 +232,19 @@ def test_nm_with_mixed_block_sizes_has_no_upstream_form() -> None:
     levels = tuple(Level.parse(n) for n in names)
     with pytest.raises(FormatError, match=r"blocks of sizes \[2, 4\] with an n:m level"):
         sparse_tensor_text(Layout(levels, dmap))
+
+
+def test_rest_min_row_entries() -> None:
+    """hyb's rest keeps only rows longer than its widest bucket (in some column partition)."""
+    from sparsecomp.formats.composable import Composable, Part, ell_bucket_layout
+
+    assert Composable.hyb().rest_min_row_entries() == 33
+    assert Composable.hyb(2, 8).rest_min_row_entries() == 9
+    assert Composable.bsr_rest(4, 4).rest_min_row_entries() is None  # blocks take entries
+    rest = Composable.hyb().parts[-1]
+    gap = Composable(
+        (Part("ell_bucket", (0, 1, 0, 1), ell_bucket_layout(1)),
+         Part("ell_bucket", (0, 1, 2, 4), ell_bucket_layout(4)), rest)
+    )  # fmt: skip
+    assert gap.rest_min_row_entries() == 2  # rows of 2 entries skip both buckets
+    assert Composable((rest,)).rest_min_row_entries() is None

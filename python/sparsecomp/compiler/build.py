@@ -33,7 +33,7 @@ CUDA_SHIM = Path(__file__).parent.parent / "runtime" / "cuda_shim.c"
 GPU_SCHEDULE = (
     "sparsecomp-bufferize, sparse-iter-parallelize, "
     "sparse-iter-gpu-map-loops{{columns={columns} reduction-lanes={lanes}}}, "
-    "func.func(convert-parallel-loops-to-gpu), canonicalize, cse"
+    "sparse-iter-horizontal-fusion, func.func(convert-parallel-loops-to-gpu), canonicalize, cse"
 )
 #: The last stage of a profiled emulation: accesses reported, then CPU code.
 PROFILED_EMULATION = "sparse-iter-emulate-gpu{profile=true}, sparsecomp-cpu-codegen"

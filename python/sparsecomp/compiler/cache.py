@@ -31,11 +31,20 @@ MANIFEST = "manifest.json"
 def package_hash() -> str:
     """A hash of sparsecomp's own sources (code, pipelines, dialect, the CUDA shim)."""
     digest = hashlib.sha256()
-    for path in sorted(_PACKAGE.rglob("*")):
-        if path.suffix in (".py", ".txt", ".td", ".c") and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(_PACKAGE)).encode())
-            digest.update(path.read_bytes())
+    for path in sorted(_sources()):
+        digest.update(str(path.relative_to(_PACKAGE)).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def _sources() -> list[Path]:
+    """The package's source files, through symbolic links (``pipelines/`` is one in a
+    checkout, which ``Path.rglob`` does not follow)."""
+    found = []
+    for root, dirs, files in os.walk(_PACKAGE, followlinks=True):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        found += [Path(root) / f for f in files if Path(f).suffix in (".py", ".txt", ".td", ".c")]
+    return found
 
 
 @functools.cache

@@ -126,6 +126,38 @@ class Composable:
     def __str__(self) -> str:
         return self.name or self.attr_text()
 
+    def disjoint_rows(self) -> bool:
+        """Whether every row lies whole in one part: ELL buckets of one column partition
+        (a bucket takes all of a row's remaining entries) and the rest."""
+        return all(p.rule == "ell_bucket" and p.params[1] == 1 for p in self.parts[:-1])
+
+    def rest_min_row_entries(self) -> int | None:
+        """A lower bound on the entries of every non-empty row of the ``rest`` part, if known.
+
+        Where every earlier part is an ELL bucket and each column partition's
+        buckets cover the row lengths ``(0, W_p]`` without a gap, a row that
+        reaches the rest has more than ``W_p`` entries in some partition:
+        the bound is ``min_p W_p + 1`` (hyb's rest: rows longer than its
+        widest bucket). None otherwise (block parts take entries from rows).
+        """
+        covered: dict[int, list[tuple[int, int]]] = {}
+        for part in self.parts[:-1]:
+            if part.rule != "ell_bucket":
+                return None
+            p, _, lo, hi = part.params
+            covered.setdefault(p, []).append((lo, hi))
+        if not covered:
+            return None
+        widths = []
+        for spans in covered.values():
+            reach = 0
+            for lo, hi in sorted(spans):
+                if lo > reach:
+                    break
+                reach = max(reach, hi)
+            widths.append(reach)
+        return min(widths) + 1 if min(widths) > 0 else None
+
     # -- the standard decompositions -------------------------------------------
     @classmethod
     def hyb(cls, col_parts: int = 1, max_width: int = 32) -> Composable:

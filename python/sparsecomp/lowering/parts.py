@@ -6,12 +6,15 @@ where the operand is zero (``out + f(a, ...)``: SpMV, SpMM, row sums) is the
 chain of the same op over each part, each part's result the next one's
 ``outs``. Each part is read with ``sparse_iter.get_part`` and its op is then
 lowered like any other (an ELL bucket, a BSR part, a CSR rest ...), which is
-SparseTIR's lowering of composable formats. Ops that overwrite their output
+SparseTIR's lowering of composable formats. The parts' ops carry the hints
+of :mod:`sparsecomp.lowering.hints` for the GPU schedule (their group, whether
+their rows are disjoint, the rest's least row length). Ops that overwrite their output
 (``a * x`` into a fresh output) would lose the earlier parts and are refused.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from mlir import ir
@@ -19,10 +22,12 @@ from mlir import ir
 from sparsecomp.dialects import sparse_iter
 from sparsecomp.formats.composable import Composable
 from sparsecomp.ir.attrs import layout_of
+from sparsecomp.lowering.hints import DISJOINT_ROWS, MIN_ROW_ENTRIES, PARTS_GROUP
 from sparsecomp.lowering.plan import Unsupported
 from sparsecomp.lowering.zeros import Zero, classify
 
 si: Any = sparse_iter  # generated at run time from the .td; untyped
+_groups = itertools.count()  # parts_group ids: distinct within a process
 
 
 def composable_input(op: ir.Operation) -> int | None:
@@ -57,12 +62,19 @@ def split_parts(op: ir.Operation, number: int) -> list[ir.Operation]:
     assert isinstance(layout, Composable)
     clones = []
     out = op.operands[n_in]
+    group = next(_groups)
     with ir.InsertionPoint(op), op.location:
         for k, part in enumerate(layout.parts):
             enc = ir.Attribute.parse(part.layout.attr_text())
             part_ty = ir.RankedTensorType.get(ty.shape, ty.element_type, enc)
             piece = si.get_part(part_ty, value, k)
             clone = op.clone()
+            i64 = ir.IntegerType.get_signless(64)
+            clone.attributes[PARTS_GROUP] = ir.IntegerAttr.get(i64, group)
+            if layout.disjoint_rows():
+                clone.attributes[DISJOINT_ROWS] = ir.UnitAttr.get()
+            if part.rule == "rest" and (least := layout.rest_min_row_entries()) is not None:
+                clone.attributes[MIN_ROW_ENTRIES] = ir.IntegerAttr.get(i64, least)
             clone.operands[number] = piece
             clone.operands[n_in] = out
             out = clone.results[0]

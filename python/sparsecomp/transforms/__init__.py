@@ -26,6 +26,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-gpu-map-loops": "gpu_map_loops:GpuMapLoopsPass",
     "sparse-iter-gpu-tensorize": "gpu_tensorize:GpuTensorizePass",
     "sparse-iter-huge-pages": "huge_pages:HugePagesPass",
+    "sparse-iter-horizontal-fusion": "horizontal_fusion:HorizontalFusionPass",
     "sparse-iter-import-sparse-tensor": "import_sparse_tensor:ImportSparseTensorPass",
     "sparse-iter-lower-buffers": "lower_buffers:LowerBuffersPass",
     "sparse-iter-lower-iterations": "lower_iterations:LowerIterationsPass",

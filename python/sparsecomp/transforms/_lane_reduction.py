@@ -23,6 +23,7 @@ from mlir.dialects import arith, gpu, scf
 _XOR = "xor"
 #: Ops the part of the row body before the sum may hold (no writes).
 _PURE_PREFIXES = ("arith.", "math.", "index.")
+_READS = ("memref.load", "memref.dim")
 
 
 def _ops(block: ir.Block) -> list[ir.Operation]:
@@ -33,6 +34,38 @@ def _const(value: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), value)
 
 
+def _reads_only(ops: list[ir.Operation]) -> bool:
+    """Loads and pure arithmetic only, also inside ``scf.if`` (lanes may only read: a store
+    would be repeated or raced)."""
+    for op in ops:
+        if op.name == "scf.if":
+            blocks = [b for region in op.regions for b in region.blocks]
+            if not all(_reads_only(_ops(b)[:-1]) for b in blocks):
+                return False
+        elif op.name not in _READS and not op.name.startswith(_PURE_PREFIXES):
+            return False
+    return True
+
+
+def _adds_to(value: ir.Value, carried: ir.Value, users: list[ir.Operation]) -> bool:
+    """``value`` is ``carried + x``, or an ``scf.if`` yielding ``carried + x`` or ``carried``
+    (ELL padding: slots whose coordinate is -1 add nothing). ``users`` collects the ops
+    that may use ``carried``."""
+    op = getattr(value.owner, "operation", value.owner)
+    if not isinstance(op, ir.Operation):
+        return False
+    if op.name == "arith.addf":
+        users.append(op)
+        return carried in list(op.operands)
+    if op.name != "scf.if" or len(op.results) != 1 or len(op.regions[1].blocks) != 1:
+        return False
+    ends = [_ops(region.blocks[0])[-1] for region in op.regions]
+    yields = [end.operands[0] for end in ends]
+    users += [end for end, v in zip(ends, yields, strict=True) if v == carried]
+    grows = [v for v in yields if v != carried]
+    return bool(grows) and all(_adds_to(v, carried, users) for v in grows)
+
+
 def sum_loop(parallel: ir.Operation) -> ir.Operation | None:
     """The ``scf.for`` of ``parallel``'s body that sums over the row, if the body has that form."""
     body = _ops(parallel.regions[0].blocks[0])
@@ -40,22 +73,51 @@ def sum_loop(parallel: ir.Operation) -> ir.Operation | None:
     if len(loops) != 1:
         return None
     loop = loops[0]
-    before = body[: body.index(loop)]
-    if not all(op.name == "memref.load" or op.name.startswith(_PURE_PREFIXES) for op in before):
-        return None
-    if len(loop.results) != 1 or str(loop.results[0].type) != "f32":
-        return None
-    inner = _ops(loop.regions[0].blocks[0])
-    if not all(op.name == "memref.load" or op.name.startswith(_PURE_PREFIXES)
-               for op in inner[:-1]):  # fmt: skip
-        return None  # lanes may only read: a store would be repeated or raced
-    carried = loop.regions[0].blocks[0].arguments[1]
-    add, done = inner[-2], inner[-1]
-    if add.name != "arith.addf" or carried not in list(add.operands):
-        return None
-    if done.operands[0] != add.results[0] or len(list(carried.uses)) != 1:
+    if not _reads_only(body[: body.index(loop)]) or not sums(loop):
         return None
     return loop
+
+
+def sums(loop: ir.Operation) -> bool:
+    """``loop`` (an ``scf.for``) only reads and adds into its one f32 result."""
+    if loop.name != "scf.for" or len(loop.results) != 1 or str(loop.results[0].type) != "f32":
+        return False
+    inner = _ops(loop.regions[0].blocks[0])
+    if not _reads_only(inner[:-1]):
+        return False
+    carried = loop.regions[0].blocks[0].arguments[1]
+    users: list[ir.Operation] = []
+    if not _adds_to(inner[-1].operands[0], carried, users):
+        return False
+    # a lane's partial sum must feed nothing but the sum itself
+    return all(use.owner.operation in users for use in carried.uses)
+
+
+def static_lanes(loop: ir.Operation, default: int) -> int:
+    """Lanes for a row's sum: its trip count rounded up to a power of 2 (at most 32) when
+    constant (an ELL bucket of width ``w``: ``w`` lanes, one slot each), else ``default``."""
+    trips = [_constant(v) for v in loop.operands[:3]]
+    if any(t is None for t in trips) or trips[2] <= 0:  # type: ignore[operator]
+        return default
+    lo, hi, step = trips
+    count = max(0, -(-(hi - lo) // step))  # type: ignore[operator]
+    lanes = 1
+    while lanes < min(count, 32):
+        lanes *= 2
+    return lanes
+
+
+def _constant(value: ir.Value) -> int | None:
+    op = getattr(value.owner, "operation", value.owner)
+    if isinstance(op, ir.Operation) and op.name == "arith.constant":
+        attr = op.attributes["value"]
+        if isinstance(attr, ir.IntegerAttr):
+            return int(attr.value)
+        try:
+            return int(ir.IntegerAttr(attr).value)
+        except ValueError:
+            return None
+    return None
 
 
 def map_sum_rows(
@@ -63,8 +125,9 @@ def map_sum_rows(
     loop: ir.Operation,
     lanes: int,
     build_parallel: Callable[[list[ir.Value], tuple[str, ...]], tuple[ir.Operation, list[Any]]],
-) -> None:
-    """Replace ``parallel`` by blocks of ``128 / lanes`` rows, ``lanes`` lanes per row.
+) -> ir.Operation:
+    """Replace ``parallel`` by blocks of ``128 / lanes`` rows, ``lanes`` lanes per row; returns
+    the block loop.
 
     ``build_parallel(bounds, processors)`` makes a mapped ``scf.parallel``.
     """
@@ -92,19 +155,8 @@ def map_sum_rows(
     init = loop.operands[3]
     _spread(loop, lane, lanes, inside)
     total = loop.results[0]
-    readers: list[ir.Operation] = []  # the butterfly's ops that read the lane's own sum
     with ir.InsertionPoint(terminator), parallel.location:
-        partial = total
-        offset = lanes // 2
-        width = arith.constant(ir.IntegerType.get_signless(32), 32)
-        while offset:
-            mask = arith.constant(ir.IntegerType.get_signless(32), offset)
-            shuffle = gpu.ShuffleOp(partial, mask, width, _XOR)
-            added = arith.addf(partial, shuffle.results[0])
-            if partial == total:
-                readers += [shuffle.operation, added.owner.operation]
-            partial = added
-            offset //= 2
+        partial, readers = butterfly(total, lanes)
         first = arith.cmpi(arith.CmpIPredicate.eq, lane, _const(0))
         guard = scf.IfOp(arith.andi(inside, first))
         with ir.InsertionPoint(guard.then_block):
@@ -118,6 +170,25 @@ def map_sum_rows(
         if op.name != "scf.reduce":
             op.move_before(done)
     parallel.erase()
+    return outer
+
+
+def butterfly(total: ir.Value, lanes: int) -> tuple[ir.Value, list[ir.Operation]]:
+    """Every lane of a group of ``lanes`` gets the group's sum of ``total`` (``gpu.shuffle
+    xor`` by ``lanes / 2 .. 1``); also the ops that read ``total`` itself."""
+    readers: list[ir.Operation] = []
+    partial = total
+    offset = lanes // 2
+    width = arith.constant(ir.IntegerType.get_signless(32), 32)
+    while offset:
+        mask = arith.constant(ir.IntegerType.get_signless(32), offset)
+        shuffle = gpu.ShuffleOp(partial, mask, width, _XOR)
+        added = arith.addf(partial, shuffle.results[0])
+        if partial == total:
+            readers += [shuffle.operation, added.owner.operation]
+        partial = added
+        offset //= 2
+    return partial, readers
 
 
 def _spread(loop: ir.Operation, lane: ir.Value, lanes: int, inside: ir.Value) -> None:

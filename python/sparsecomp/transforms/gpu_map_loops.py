@@ -8,7 +8,9 @@ from mlir import ir
 from mlir.dialects import arith, scf
 from mlir.passmanager import ExternalPass
 
-from sparsecomp.transforms._lane_reduction import map_sum_rows, sum_loop
+from sparsecomp.lowering import hints
+from sparsecomp.transforms._lane_dot import entry_sum, map_sum_entries
+from sparsecomp.transforms._lane_reduction import map_sum_rows, static_lanes, sum_loop
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Threads per block along (x, y): rows alone, or (columns, rows).
@@ -20,6 +22,18 @@ MAX_THREADS = 1024
 #: store/load checks below); anything else keeps the loop inside its thread.
 _SAFE_PREFIXES = ("arith.", "math.", "index.")
 _SAFE_OPS = {"memref.load", "memref.store", "memref.dim", "scf.for", "scf.if", "scf.yield"}
+
+
+def _hinted_lanes(loop: ir.Operation, default: int) -> int:
+    """Lanes per row where the loop's rows have at least ``sparse_iter.min_row_entries``
+    entries (hyb's rest): the largest power of 2 up to that bound, at most 32."""
+    if hints.MIN_ROW_ENTRIES not in loop.attributes:
+        return default
+    least = ir.IntegerAttr(loop.attributes[hints.MIN_ROW_ENTRIES]).value
+    lanes = 1
+    while lanes * 2 <= min(least, 32):
+        lanes *= 2
+    return max(lanes, default)
 
 
 def _mapping(*processors: str) -> ir.ArrayAttr:
@@ -133,9 +147,21 @@ class GpuMapLoopsPass(SparsecompPass):
       and the 4 (a block has at most 1024 threads); ``columns=false`` keeps
       every row on one thread (the baseline schedule of the benchmarks).
     - **lanes per row**, when the row's body sums over the row's entries
-      into one f32 (SpMV): ``reduction-lanes`` (8) lanes share a row, read
+      into one f32 (SpMV; also a sum that skips ELL padding, ``scf.if``
+      adding or keeping): ``reduction-lanes`` (8) lanes share a row, read
       its entries coalesced, and add their partial sums with shuffles
       (:mod:`._lane_reduction`); 128 threads per block; 0 turns it off.
+      A sum over a constant number of slots (an ELL bucket of width ``w``)
+      gets ``w`` lanes (rounded up to a power of 2, at most 32): one slot
+      each. A row loop marked ``sparse_iter.min_row_entries = n`` (hyb's
+      rest) gets the largest power of 2 up to ``n`` lanes, at most 32.
+    - **a warp per row, lanes over each entry's dot product**, when the row's
+      body loops over its entries and each entry sums over a dense dimension
+      into one f32 that it then stores (SDDMM; not when the columns schedule
+      applies): the warp walks the row's entries together, lane ``l`` takes
+      ``k = l, l + 32, ...`` of both dense rows (coalesced), a butterfly adds
+      the lanes' sums and lane 0 stores (:mod:`._lane_dot`); 4 rows per
+      block. Off with ``reduction-lanes=0``.
 
     Row loops with results, several dimensions or a non-index type are left
     to the upstream mapping passes.
@@ -196,12 +222,23 @@ class GpuMapLoopsPass(SparsecompPass):
             and len(o.results) == 0
         ]
         for loop in loops:
-            summed = sum_loop(loop) if self.reduction_lanes else None
-            if summed is not None:
-                map_sum_rows(loop, summed, self.reduction_lanes, _parallel)
-                continue
-            blocks = (self.column_lanes, self.rows_per_column_block) if self.columns else None
-            self._map(loop, self.rows_per_block, blocks)
+            kept = {n: loop.attributes[n] for n in hints.ALL if n in loop.attributes}
+            outer = self._map_one(loop)
+            for name, value in kept.items():  # for sparse-iter-horizontal-fusion
+                outer.attributes[name] = value
+
+    def _map_one(self, loop: ir.Operation) -> ir.Operation:
+        """Map one row loop by the first schedule that fits; the new block loop."""
+        summed = sum_loop(loop) if self.reduction_lanes else None
+        if summed is not None:
+            lanes = static_lanes(summed, _hinted_lanes(loop, self.reduction_lanes))
+            return map_sum_rows(loop, summed, lanes, _parallel)
+        blocks = (self.column_lanes, self.rows_per_column_block) if self.columns else None
+        if blocks is None or _column_loop(loop) is None:
+            dots = entry_sum(loop) if self.reduction_lanes else None
+            if dots is not None:
+                return map_sum_entries(loop, *dots, _parallel)
+        return self._map(loop, self.rows_per_block, blocks)
 
     @staticmethod
     def _nested(op: ir.Operation) -> bool:
@@ -213,7 +250,9 @@ class GpuMapLoopsPass(SparsecompPass):
         return False
 
     @staticmethod
-    def _map(loop: ir.Operation, rows_per_block: int, column_block: tuple[int, int] | None) -> None:
+    def _map(
+        loop: ir.Operation, rows_per_block: int, column_block: tuple[int, int] | None
+    ) -> ir.Operation:
         columns = _column_loop(loop) if column_block is not None else None
         row_lower, row_upper, row_step = loop.operands[0], loop.operands[1], loop.operands[2]
         with ir.InsertionPoint(loop), loop.location:
@@ -261,3 +300,4 @@ class GpuMapLoopsPass(SparsecompPass):
                 continue
             inner_op.move_before(yield_.operation)
         loop.erase()
+        return outer

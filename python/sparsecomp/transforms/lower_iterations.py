@@ -36,6 +36,19 @@ def _rewrite(op: ir.Operation, build: Callable[[], ir.Value]) -> bool:
     return True
 
 
+def _pass_hint(op: ir.Operation, result: ir.Value) -> None:
+    """Move a part's hints (:mod:`sparsecomp.lowering.hints`) onto its parallel row loop."""
+    from sparsecomp.lowering import hints
+    from sparsecomp.lowering.loops import PARALLEL_ATTR
+
+    loop = getattr(result.owner, "operation", result.owner)
+    if not isinstance(loop, ir.Operation) or PARALLEL_ATTR not in loop.attributes:
+        return
+    for name in hints.ALL:
+        if name in op.attributes:
+            loop.attributes[name] = op.attributes[name]
+
+
 def _element_bits(op: ir.Operation) -> int:
     ty = ir.RankedTensorType(op.results[0].type).element_type
     return ir.FloatType(ty).width if isinstance(ty, ir.FloatType) else ir.IntegerType(ty).width
@@ -55,7 +68,8 @@ class LowerIterationsPass(SparsecompPass):
     vectorization and the zero analysis are described in
     :mod:`sparsecomp.lowering.plan` and :mod:`sparsecomp.lowering.zeros`;
     the outermost loop, when its iterations write disjoint outputs, carries
-    ``sparse_iter.parallel``. Semantics follow linalg exactly: the output
+    ``sparse_iter.parallel`` (and, for a part of a composable layout, the hints
+    of :mod:`sparsecomp.lowering.hints`). Semantics follow linalg exactly: the output
     starts from the ``outs`` operand (filled with zeros first when the body
     yields zero wherever the driver is zero) and reductions accumulate into it.
 
@@ -210,6 +224,7 @@ class LowerIterationsPass(SparsecompPass):
                 emitter = NestEmitter(plan, max(lanes, 1), self.unroll, self.panel_bytes)
                 result = emitter.emit()
         init = plan.output.value.owner
+        _pass_hint(op, result)
         op.results[0].replace_all_uses_with(result)
         op.erase()
         if not isinstance(init, ir.Block) and init.name == "tensor.empty":

@@ -9,6 +9,7 @@ from mlir.dialects import scf
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.ir.walk import preorder
+from sparsecomp.lowering import hints
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Unit attribute on an ``scf.for`` whose iterations may run in any order.
@@ -59,6 +60,9 @@ def for_to_parallel(op: ir.Operation) -> None:
     parallel = scf.ParallelOp(
         [], [lower], [upper], [step], [], loc=op.location, ip=ir.InsertionPoint(op)
     )
+    for name in hints.ALL:  # a part's hints for the GPU schedule
+        if name in op.attributes:
+            parallel.operation.attributes[name] = op.attributes[name]
     body = op.regions[0].blocks[0]
     body.append_to(parallel.region)  # the induction variable stays the block argument
     terminator = body.operations[len(body.operations) - 1]

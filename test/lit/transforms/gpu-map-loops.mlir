@@ -165,3 +165,150 @@ func.func @row_sums_nested_use(%pos: memref<?xindex>, %val: memref<?xf32>, %y: m
   }
   return
 }
+
+// -----
+
+// An ELL bucket of width 4 (SpMV over a hyb part): the sum loop has a constant
+// trip count and adds only where the slot holds an entry (coordinate >= 0).
+// 4 lanes per row, one slot each, 32 rows per block; a butterfly of 2, 1.
+// CHECK-LABEL: func.func @ell_bucket_rows
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c4{{[_0-9]*}}, %c32{{[_0-9]*}})
+// CHECK: %[[SUM:.*]] = scf.for
+// CHECK: scf.if
+// CHECK: gpu.shuffle  xor %[[SUM]], %c2_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK-NOT: gpu.shuffle
+// CHECK: memref.store
+func.func @ell_bucket_rows(%crd: memref<?xindex>, %val: memref<?xf32>, %x: memref<?xf32>, %y: memref<?xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %init = memref.load %y[%i] : memref<?xf32>
+    %base = arith.muli %i, %c4 : index
+    %s = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %init) -> (f32) {
+      %p = arith.addi %base, %k : index
+      %j = memref.load %crd[%p] : memref<?xindex>
+      %stored = arith.cmpi sge, %j, %c0 : index
+      %n = scf.if %stored -> (f32) {
+        %v = memref.load %val[%p] : memref<?xf32>
+        %xv = memref.load %x[%j] : memref<?xf32>
+        %t = arith.mulf %v, %xv : f32
+        %a = arith.addf %acc, %t : f32
+        scf.yield %a : f32
+      } else {
+        scf.yield %acc : f32
+      }
+      scf.yield %n : f32
+    }
+    memref.store %s, %y[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// hyb's rest: every row holds more than 32 entries
+// (sparse_iter.min_row_entries = 33), so a whole warp shares a row: 32 lanes,
+// 4 rows per block, a butterfly of 16 .. 1.
+// CHECK-LABEL: func.func @long_rows
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c32{{[_0-9]*}}, %c4{{[_0-9]*}})
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+func.func @long_rows(%pos: memref<?xindex>, %val: memref<?xf32>, %y: memref<?xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %lo = memref.load %pos[%i] : memref<?xindex>
+    %i1 = arith.addi %i, %c1 : index
+    %hi = memref.load %pos[%i1] : memref<?xindex>
+    %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %val[%p] : memref<?xf32>
+      %a = arith.addf %acc, %v : f32
+      scf.yield %a : f32
+    }
+    memref.store %s, %y[%i] : memref<?xf32>
+    scf.reduce
+  } {sparse_iter.min_row_entries = 33 : i64}
+  return
+}
+
+// -----
+
+// The lane's partial sum feeds something besides the sum (a max): lanes would
+// each see only their part, so the row stays on one thread.
+// CHECK-LABEL: func.func @partial_sum_escapes
+// CHECK-NOT: gpu.shuffle
+// CHECK: processor = thread_x
+func.func @partial_sum_escapes(%pos: memref<?xindex>, %val: memref<?xf32>, %y: memref<?xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %lo = memref.load %pos[%i] : memref<?xindex>
+    %i1 = arith.addi %i, %c1 : index
+    %hi = memref.load %pos[%i1] : memref<?xindex>
+    %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %val[%p] : memref<?xf32>
+      %big = arith.cmpf ogt, %acc, %v : f32
+      %n = scf.if %big -> (f32) {
+        scf.yield %acc : f32
+      } else {
+        %a = arith.addf %acc, %v : f32
+        scf.yield %a : f32
+      }
+      scf.yield %n : f32
+    }
+    memref.store %s, %y[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// SDDMM: each entry of the row sums a dense dot product, then stores it. A
+// warp per row (32 lanes x 4 rows per block): the warp walks the row's entries
+// together (rows past the end walk none), lane l takes k = l, l + 32, ..., a
+// butterfly (16 .. 1) adds the lanes' sums, lane 0 stores.
+// CHECK-LABEL: func.func @entry_dots
+// CHECK-SAME: (%[[POS:.*]]: memref<?xindex>, %[[CRD:.*]]: memref<?xindex>, %[[X:.*]]: memref<?x?xf32>, %[[Y:.*]]: memref<?x?xf32>, %[[OUT:.*]]: memref<?xf32>, %[[M:.*]]: index, %[[K:.*]]: index)
+// CHECK: scf.parallel (%[[L:.*]], %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c32{{[_0-9]*}}, %c4{{[_0-9]*}})
+// CHECK: %[[IN:.*]] = arith.cmpi slt
+// CHECK: %[[LO:.*]] = memref.load %[[POS]]
+// CHECK: %[[HI:.*]] = memref.load %[[POS]]
+// CHECK: %[[STOP:.*]] = arith.select %[[IN]], %[[HI]], %[[LO]]
+// CHECK: scf.for %[[P:.*]] = %[[LO]] to %[[STOP]]
+// CHECK: %[[FIRST:.*]] = arith.addi %{{.*}}, %{{.*}}
+// CHECK: %[[STRIDE:.*]] = arith.muli %{{.*}}, %c32
+// CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %[[FIRST]] to %[[K]] step %[[STRIDE]]
+// CHECK: gpu.shuffle  xor %[[SUM]], %c16_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK: %[[LANE0:.*]] = arith.cmpi eq, %[[L]]
+// CHECK: scf.if %[[LANE0]]
+// CHECK: memref.store %{{.*}}, %[[OUT]][%[[P]]]
+func.func @entry_dots(%pos: memref<?xindex>, %crd: memref<?xindex>, %x: memref<?x?xf32>, %y: memref<?x?xf32>, %out: memref<?xf32>, %m: index, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %lo = memref.load %pos[%i] : memref<?xindex>
+    %i1 = arith.addi %i, %c1 : index
+    %hi = memref.load %pos[%i1] : memref<?xindex>
+    scf.for %p = %lo to %hi step %c1 {
+      %j = memref.load %crd[%p] : memref<?xindex>
+      %init = memref.load %out[%p] : memref<?xf32>
+      %s = scf.for %kk = %c0 to %k step %c1 iter_args(%acc = %init) -> (f32) {
+        %xv = memref.load %x[%i, %kk] : memref<?x?xf32>
+        %yv = memref.load %y[%j, %kk] : memref<?x?xf32>
+        %t = arith.mulf %xv, %yv : f32
+        %a = arith.addf %acc, %t : f32
+        scf.yield %a : f32
+      }
+      memref.store %s, %out[%p] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  return
+}

@@ -139,3 +139,20 @@ func.func @negative_unmarked(%y: memref<?xf32>, %m: index) {
   }
   return
 }
+
+// -----
+
+// A part's row-length bound (sparse_iter.min_row_entries, set by the loop
+// lowering for hyb's rest) stays on the parallel loop for the GPU schedule.
+// CHECK-LABEL: func.func @keeps_row_length_bound
+// CHECK: scf.parallel
+// CHECK: } {sparse_iter.min_row_entries = 33 : i64}
+func.func @keeps_row_length_bound(%y: memref<?xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %m step %c1 {
+    memref.store %one, %y[%i] : memref<?xf32>
+  } {sparse_iter.parallel, sparse_iter.min_row_entries = 33 : i64}
+  return
+}

@@ -1,0 +1,23 @@
+"""Attributes a composable layout's part carries from stage II to the GPU schedule.
+
+:mod:`sparsecomp.lowering.parts` sets them on each part's op, the loop
+lowering moves them onto the part's parallel row loop
+(``sparse-iter-lower-iterations``), ``sparse-iter-parallelize`` keeps them on
+the ``scf.parallel`` and ``sparse-iter-gpu-map-loops`` on the mapped block
+loop:
+
+* ``sparse_iter.min_row_entries = n``: every non-empty row of the part has at
+  least ``n`` entries (hyb's rest): lanes per row for the GPU schedule;
+* ``sparse_iter.parts_group = g``: the parts of one op share ``g`` (unique in
+  the function), so ``sparse-iter-horizontal-fusion`` may put them in one
+  launch;
+* ``sparse_iter.disjoint_rows``: no row of the op's output is written by two
+  parts (hyb with one column partition), so one launch needs no atomics.
+"""
+
+from __future__ import annotations
+
+MIN_ROW_ENTRIES = "sparse_iter.min_row_entries"
+PARTS_GROUP = "sparse_iter.parts_group"
+DISJOINT_ROWS = "sparse_iter.disjoint_rows"
+ALL = (MIN_ROW_ENTRIES, PARTS_GROUP, DISJOINT_ROWS)
