@@ -182,8 +182,9 @@ def composable_kernels() -> dict[tuple[str, str], sparsecomp.Executable]:
 def test_composable_layouts_on_the_gpu_schedule(
     composable_kernels, layout, rows, cols, density, power_law, huge_row, seed
 ) -> None:
-    """Parts as separate launches, ELL buckets with a lane per slot, hyb's rest on a warp
-    per row (its rows are longer than the widest bucket): still scipy's answer."""
+    """Parts in one launch (atomic adds where they share rows), ELL buckets with a lane per
+    slot, hyb's rest on a warp per row (its rows are longer than the widest bucket), SpMM
+    parts with their columns on lanes: still scipy's answer."""
     a = _matrix(rows, cols, density, power_law, seed).tolil()
     if huge_row and rows and cols:
         a[rows // 2, :] = 1.5  # one row with every column: the rest's long row
@@ -200,12 +201,15 @@ def test_composable_layouts_on_the_gpu_schedule(
 
 def test_hyb_rest_rows_share_a_warp_in_one_launch() -> None:
     """The rest of hyb holds rows longer than 32 entries: 32 lanes per row (a butterfly from
-    16). Its rows and the buckets' are disjoint, so all parts run in one launch; hyb:2:8's
-    column partitions share rows and keep a launch per part."""
+    16). Its rows and the buckets' are disjoint, so all parts run in one launch without
+    atomics; hyb:2:8's column partitions share rows: one launch, adding atomically."""
     exe = sparsecomp.compile(_hyb_program("hyb", "spmv"), "cuda-emu:sm_80")
     schedule = (exe.directory / "gpu.mlir").read_text()
     assert schedule.count("gpu.launch blocks") == 1
     assert re.search(r"gpu.shuffle  xor %\w+, %c16_i32", schedule)
     assert "sparse_iter.min_row_entries = 33" in (exe.directory / "loops.mlir").read_text()
     split = sparsecomp.compile(_hyb_program("hyb:2:8", "spmv"), "cuda-emu:sm_80")
-    assert (split.directory / "gpu.mlir").read_text().count("gpu.launch blocks") == 9
+    split_schedule = (split.directory / "gpu.mlir").read_text()
+    assert split_schedule.count("gpu.launch blocks") == 1
+    assert "memref.atomic_rmw" in split_schedule
+    assert "memref.atomic_rmw" not in schedule

@@ -12,7 +12,10 @@ loop:
   the function), so ``sparse-iter-horizontal-fusion`` may put them in one
   launch;
 * ``sparse_iter.disjoint_rows``: no row of the op's output is written by two
-  parts (hyb with one column partition), so one launch needs no atomics.
+  parts (hyb with one column partition), so one launch needs no atomics;
+* ``sparse_iter.atomic_writes``: set by ``sparse-iter-lower-atomics`` on a
+  part's row loop whose writes it made atomic: parts that share rows may then
+  share a launch too.
 """
 
 from __future__ import annotations
@@ -20,4 +23,5 @@ from __future__ import annotations
 MIN_ROW_ENTRIES = "sparse_iter.min_row_entries"
 PARTS_GROUP = "sparse_iter.parts_group"
 DISJOINT_ROWS = "sparse_iter.disjoint_rows"
-ALL = (MIN_ROW_ENTRIES, PARTS_GROUP, DISJOINT_ROWS)
+ATOMIC_WRITES = "sparse_iter.atomic_writes"
+ALL = (MIN_ROW_ENTRIES, PARTS_GROUP, DISJOINT_ROWS, ATOMIC_WRITES)

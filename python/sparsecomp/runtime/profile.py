@@ -13,7 +13,9 @@ touched (1.0: no sector fetched for bytes nobody asked for).
 distinct byte moved once (each stored entry, each needed dense element,
 each output): below 1 where data is fetched again, which caches would
 partly absorb and this count ignores. ``lane_utilization`` is the mean
-fraction of a warp's 32 lanes active per request. Tensor-core instructions
+fraction of a warp's 32 lanes active per request. Atomic adds
+(``memref.atomic_rmw``, where parts of a composable layout share rows) count
+with the stores and on their own (``atomics``). Tensor-core instructions
 (``nvgpu.mma.sync``) are counted per warp, with their multiply-adds.
 ``h100_seconds`` is a roofline: the larger of the sectors' bytes at H100
 HBM3's 3.35 TB/s and the MMAs' flops at the H100 SXM's dense tensor-core
@@ -44,7 +46,7 @@ H100_BYTES_PER_SECOND = 3.35e12
 H100_TENSOR_FLOPS = {2: 494.7e12, 3: 989.4e12, 4: 1978.9e12}
 #: The kind column of a record: 0 load, 1 store, 2 tf32 MMA, 3 f16 MMA, 4 2:4 f16 MMA
 #: (bytes: its m*n*k).
-LOAD, STORE, MMA_TF32, MMA_F16, MMA_SP_F16 = 0, 1, 2, 3, 4
+LOAD, STORE, MMA_TF32, MMA_F16, MMA_SP_F16, ATOMIC = 0, 1, 2, 3, 4, 5
 HOOK = "sparsecomp_emu_hook"
 #: One reported access: site, address, bytes, block, thread, is_store.
 _Hook = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 6)
@@ -93,6 +95,9 @@ class Profile:
     mma_instructions: dict[int, int] = dataclasses.field(default_factory=dict)
     #: Their flops (2 per multiply-add), by kind.
     mma_flops: dict[int, int] = dataclasses.field(default_factory=dict)
+    #: Atomic read-modify-writes (one per thread that issued one); their sectors
+    #: count with the stores'.
+    atomics: int = 0
 
     @property
     def h100_bandwidth_seconds(self) -> float:
@@ -118,6 +123,8 @@ class Profile:
                 f"{t.ideal_sectors:>10d}{t.sector_efficiency:>11.2f}"
                 f"{t.traffic_efficiency:>9.2f}{t.lane_utilization:>7.2f}"
             )
+        if self.atomics:
+            lines.append(f"atomics: {self.atomics}")
         names = {MMA_TF32: "tf32", MMA_F16: "f16", MMA_SP_F16: "2:4 f16"}
         for kind, count in sorted(self.mma_instructions.items()):
             lines.append(f"MMA {names[kind]}: {count} warp instructions, "
@@ -194,8 +201,8 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
         hook.value = None
     everything = np.array(recorded, dtype=np.int64).reshape(-1, 6)
     kind = everything[:, 5]
-    records = everything[kind <= STORE]
-    stores = records[:, 5] == STORE
+    records = everything[(kind <= STORE) | (kind == ATOMIC)]
+    stores = records[:, 5] != LOAD  # an atomic add writes (in L2) like a store
     sites = {int(k): traffic(records[records[:, 0] == k]) for k in np.unique(records[:, 0])}
     instructions, flops = {}, {}
     for code in (MMA_TF32, MMA_F16, MMA_SP_F16):
@@ -212,4 +219,5 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
         result,
         instructions,
         flops,
+        int((kind == ATOMIC).sum()),
     )

@@ -28,6 +28,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-huge-pages": "huge_pages:HugePagesPass",
     "sparse-iter-horizontal-fusion": "horizontal_fusion:HorizontalFusionPass",
     "sparse-iter-import-sparse-tensor": "import_sparse_tensor:ImportSparseTensorPass",
+    "sparse-iter-lower-atomics": "lower_atomics:LowerAtomicsPass",
     "sparse-iter-lower-buffers": "lower_buffers:LowerBuffersPass",
     "sparse-iter-lower-iterations": "lower_iterations:LowerIterationsPass",
     "sparse-iter-lower-upstream": "lower_upstream:LowerUpstreamPass",

@@ -63,14 +63,16 @@ def _element_bytes(ty: ir.Type) -> int:
     return max(1, element.width // 8)
 
 
-#: Accesses the profiler reports: op -> (index of the memref operand, stores?).
+#: Accesses the profiler reports: op -> (index of the memref operand, kind: 0 load,
+#: 1 store, 5 atomic read-modify-write; ``sparsecomp.runtime.profile``'s codes).
 _ACCESSES = {
-    "memref.load": (0, False),
-    "memref.store": (1, True),
-    "vector.load": (0, False),
-    "vector.store": (1, True),
-    "vector.maskedload": (0, False),
-    "vector.maskedstore": (0, True),
+    "memref.load": (0, 0),
+    "memref.store": (1, 1),
+    "memref.atomic_rmw": (1, 5),
+    "vector.load": (0, 0),
+    "vector.store": (1, 1),
+    "vector.maskedload": (0, 0),
+    "vector.maskedstore": (0, 1),
 }
 
 
@@ -112,7 +114,7 @@ def instrument(launch: ir.Operation, first_site: int) -> None:
         if access.name in ("nvgpu.mma.sync", "nvgpu.mma.sp.sync"):
             _report_mma(access, site, block, thread)
             continue
-        at, store = _ACCESSES[access.name]
+        at, kind = _ACCESSES[access.name]
         memref_value = access.operands[at]
         ty = ir.MemRefType(memref_value.type)
         rank = ty.rank
@@ -131,7 +133,7 @@ def instrument(launch: ir.Operation, first_site: int) -> None:
             address = arith.addi(base, arith.muli(linear, arith.constant(index, size)))
             func.call([], ACCESS, [arith.constant(i64, site), _i64(address),
                                    arith.constant(i64, _access_bytes(access, memref_value)),
-                                   block, thread, arith.constant(i64, int(store))])  # fmt: skip
+                                   block, thread, arith.constant(i64, kind)])  # fmt: skip
 
 
 def _report_mma(op: ir.Operation, site: int, block: ir.Value, thread: ir.Value) -> None:

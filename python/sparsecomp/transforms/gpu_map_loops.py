@@ -21,7 +21,10 @@ MAX_THREADS = 1024
 #: Ops a column loop may hold for its iterations to be independent (with the
 #: store/load checks below); anything else keeps the loop inside its thread.
 _SAFE_PREFIXES = ("arith.", "math.", "index.")
-_SAFE_OPS = {"memref.load", "memref.store", "memref.dim", "scf.for", "scf.if", "scf.yield"}
+_SAFE_OPS = {"memref.load", "memref.store", "memref.atomic_rmw", "memref.dim", "scf.for",
+             "scf.if", "scf.yield"}  # fmt: skip
+#: Writes: value, memref, indices (an atomic add of a part that shares rows, too).
+_WRITES = ("memref.store", "memref.atomic_rmw")
 
 
 def _hinted_lanes(loop: ir.Operation, default: int) -> int:
@@ -84,7 +87,7 @@ def _independent_columns(loop: ir.Operation, parallel: ir.Operation) -> bool:
     for op in inner:
         if op.name not in _SAFE_OPS and not op.name.startswith(_SAFE_PREFIXES):
             return False
-        if op.name == "memref.store":
+        if op.name in _WRITES:
             indices = list(op.operands[2:])
             if iv not in indices:
                 return False

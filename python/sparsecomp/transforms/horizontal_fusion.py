@@ -56,10 +56,16 @@ def _kernel(op: ir.Operation) -> tuple[ir.Operation, list[ir.Value], list[int]] 
     return inner, grid, threads
 
 
-def _group(op: ir.Operation) -> int | None:
-    if hints.PARTS_GROUP not in op.attributes or hints.DISJOINT_ROWS not in op.attributes:
+def _group(op: ir.Operation) -> tuple[int, str] | None:
+    """The launch's group and why its parts may run together (disjoint rows, atomic
+    writes); launches fuse only with the same of both."""
+    if hints.PARTS_GROUP not in op.attributes:
         return None
-    return int(ir.IntegerAttr(op.attributes[hints.PARTS_GROUP]).value)
+    group = int(ir.IntegerAttr(op.attributes[hints.PARTS_GROUP]).value)
+    for why in (hints.DISJOINT_ROWS, hints.ATOMIC_WRITES):
+        if why in op.attributes:
+            return group, why
+    return None
 
 
 def _pure(op: ir.Operation) -> bool:
@@ -103,8 +109,9 @@ class HorizontalFusionPass(SparsecompPass):
     same. The host ops between the launches (their grid sizes: arithmetic,
     ``memref.dim``, loads of arguments the function never writes) move
     above. Runs after ``sparse-iter-gpu-map-loops``, before
-    ``convert-parallel-loops-to-gpu``. Groups whose rows are not disjoint
-    stay separate launches (they would need atomics).
+    ``convert-parallel-loops-to-gpu``. Parts that share rows fuse where
+    ``sparse-iter-lower-atomics`` made their writes atomic
+    (``sparse_iter.atomic_writes``); otherwise they keep a launch each.
 
     Before (mapping attributes abbreviated):
 
