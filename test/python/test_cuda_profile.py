@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 import sparsecomp
 from sparsecomp.errors import SparsecompError
-from sparsecomp.runtime.profile import traffic
+from sparsecomp.runtime.profile import bank_conflicts, traffic
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -40,6 +40,20 @@ def test_coalesced_and_scattered_warps() -> None:
     twice = traffic(np.concatenate([_records([4 * t for t in range(32)], site=s) for s in (0, 1)]))
     assert (twice.sectors, twice.ideal_sectors, twice.sector_efficiency) == (8, 4, 1.0)
     assert twice.traffic_efficiency == 0.5
+
+
+def test_bank_conflicts_counted_by_hand() -> None:
+    """32 banks of 4-byte words: consecutive words take one pass, 32 words of one bank 32,
+    one word for all lanes one (a broadcast), a stride of 2 words two."""
+    words = np.arange(32)
+    assert bank_conflicts(_records(4 * words)) == (1, 0)
+    assert bank_conflicts(_records(4 * 32 * words)) == (1, 31)
+    assert bank_conflicts(_records([64] * 32)) == (1, 0)
+    assert bank_conflicts(_records(4 * 2 * words)) == (1, 1)
+    # two warps of a block are two requests; 8-byte accesses span two banks each
+    assert bank_conflicts(_records(4 * 32 * words, threads=range(32, 64))) == (1, 31)
+    assert bank_conflicts(_records(8 * words[:16], size=8)) == (1, 0)
+    assert bank_conflicts(_records(4 * 32 * words[:2], threads=[0, 32])) == (2, 0)
 
 
 def test_lanes_warps_occurrences_and_straddles() -> None:

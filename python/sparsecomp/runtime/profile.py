@@ -15,7 +15,9 @@ each output): below 1 where data is fetched again, which caches would
 partly absorb and this count ignores. ``lane_utilization`` is the mean
 fraction of a warp's 32 lanes active per request. Atomic adds
 (``memref.atomic_rmw``, where parts of a composable layout share rows) count
-with the stores and on their own (``atomics``). Tensor-core instructions
+with the stores and on their own (``atomics``). Shared-memory accesses are
+not global traffic: they count as requests and bank conflicts
+(:func:`bank_conflicts`). Tensor-core instructions
 (``nvgpu.mma.sync``) are counted per warp, with their multiply-adds.
 ``h100_seconds`` is a roofline: the larger of the sectors' bytes at H100
 HBM3's 3.35 TB/s and the MMAs' flops at the H100 SXM's dense tensor-core
@@ -46,7 +48,9 @@ H100_BYTES_PER_SECOND = 3.35e12
 H100_TENSOR_FLOPS = {2: 494.7e12, 3: 989.4e12, 4: 1978.9e12}
 #: The kind column of a record: 0 load, 1 store, 2 tf32 MMA, 3 f16 MMA, 4 2:4 f16 MMA
 #: (bytes: its m*n*k).
-LOAD, STORE, MMA_TF32, MMA_F16, MMA_SP_F16, ATOMIC = 0, 1, 2, 3, 4, 5
+LOAD, STORE, MMA_TF32, MMA_F16, MMA_SP_F16, ATOMIC, SHARED_LOAD, SHARED_STORE = range(8)
+#: Shared memory: 32 banks of 4 bytes.
+BANKS, BANK_WIDTH = 32, 4
 HOOK = "sparsecomp_emu_hook"
 #: One reported access: site, address, bytes, block, thread, is_store.
 _Hook = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 6)
@@ -98,6 +102,10 @@ class Profile:
     #: Atomic read-modify-writes (one per thread that issued one); their sectors
     #: count with the stores'.
     atomics: int = 0
+    #: Warp requests to shared (workgroup) memory, and the extra passes their bank
+    #: conflicts cost (:func:`bank_conflicts`).
+    shared_requests: int = 0
+    bank_conflicts: int = 0
 
     @property
     def h100_bandwidth_seconds(self) -> float:
@@ -125,6 +133,9 @@ class Profile:
             )
         if self.atomics:
             lines.append(f"atomics: {self.atomics}")
+        if self.shared_requests:
+            lines.append(f"shared memory: {self.shared_requests} requests, "
+                         f"{self.bank_conflicts} bank-conflict passes")  # fmt: skip
         names = {MMA_TF32: "tf32", MMA_F16: "f16", MMA_SP_F16: "2:4 f16"}
         for kind, count in sorted(self.mma_instructions.items()):
             lines.append(f"MMA {names[kind]}: {count} warp instructions, "
@@ -137,12 +148,9 @@ class Profile:
         return "\n".join(lines)
 
 
-def traffic(records: np.ndarray) -> Traffic:
-    """Count requests and sectors of ``records`` (rows: site, address, bytes, block, thread,
-    is_store), grouping the ``k``-th access of a site by the threads of one warp."""
-    if len(records) == 0:
-        return Traffic(0, 0, 0, 0, 0, 0)
-    site, address, size, block, thread = (records[:, i] for i in range(5))
+def _request_ids(records: np.ndarray) -> np.ndarray:
+    """Per record, its warp request: the ``k``-th access of a site by a warp's threads."""
+    site, block, thread = records[:, 0], records[:, 3], records[:, 4]
     # k: how many earlier accesses the same thread made at the same site.
     order = np.lexsort((np.arange(len(records)), site, thread, block))
     keys = np.stack([block[order], thread[order], site[order]], axis=1)
@@ -155,7 +163,42 @@ def traffic(records: np.ndarray) -> Traffic:
     warp = thread // WARP
     request = np.stack([block, warp, site, occurrence], axis=1)
     _, request_id = np.unique(request, axis=0, return_inverse=True)
-    request_id = request_id.reshape(-1)
+    return request_id.reshape(-1)
+
+
+def bank_conflicts(records: np.ndarray) -> tuple[int, int]:
+    """``(requests, conflicts)`` of shared-memory ``records`` (rows as :func:`traffic`'s).
+
+    Shared memory has 32 banks of 4-byte words (word ``w`` in bank ``w mod 32``);
+    a warp request takes as many passes as the most distinct words any one bank
+    must deliver (lanes reading the same word share it: a broadcast).
+    ``conflicts`` sums the passes beyond the first over all requests.
+    """
+    if len(records) == 0:
+        return 0, 0
+    request_id = _request_ids(records)
+    first = records[:, 1] // BANK_WIDTH
+    last = (records[:, 1] + records[:, 2] - 1) // BANK_WIDTH
+    spans = last - first + 1
+    repeat = np.repeat(np.arange(len(records)), spans)
+    word = first[repeat] + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
+    words = np.unique(np.stack([request_id[repeat], word], axis=1), axis=0)
+    per_bank = np.unique(np.stack([words[:, 0], words[:, 1] % BANKS], axis=1), axis=0,
+                         return_counts=True)  # fmt: skip
+    (pairs, counts) = per_bank
+    requests = int(request_id.max()) + 1
+    passes = np.zeros(requests, dtype=np.int64)
+    np.maximum.at(passes, pairs[:, 0], counts)
+    return requests, int((passes - 1).clip(min=0).sum())
+
+
+def traffic(records: np.ndarray) -> Traffic:
+    """Count requests and sectors of ``records`` (rows: site, address, bytes, block, thread,
+    kind), grouping the ``k``-th access of a site by the threads of one warp."""
+    if len(records) == 0:
+        return Traffic(0, 0, 0, 0, 0, 0)
+    address, size, thread = records[:, 1], records[:, 2], records[:, 4]
+    request_id = _request_ids(records)
     # Sectors: every sector a lane's bytes touch, unique per request.
     low, high = address // SECTOR, (address + size - 1) // SECTOR
     spans = high - low + 1
@@ -204,6 +247,8 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
     records = everything[(kind <= STORE) | (kind == ATOMIC)]
     stores = records[:, 5] != LOAD  # an atomic add writes (in L2) like a store
     sites = {int(k): traffic(records[records[:, 0] == k]) for k in np.unique(records[:, 0])}
+    shared = everything[(kind == SHARED_LOAD) | (kind == SHARED_STORE)]
+    shared_requests, conflicts = bank_conflicts(shared)
     instructions, flops = {}, {}
     for code in (MMA_TF32, MMA_F16, MMA_SP_F16):
         mmas = everything[kind == code]
@@ -220,4 +265,6 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
         instructions,
         flops,
         int((kind == ATOMIC).sum()),
+        shared_requests,
+        conflicts,
     )

@@ -15,6 +15,8 @@ import math
 from mlir import ir
 from mlir.dialects import arith, func, memref
 
+from sparsecomp.transforms._shared_memory import is_workgroup
+
 #: What ``profile=true`` adds to the module: a hook the runtime points at its
 #: recorder (null: record nothing) and the function every access calls.
 HOOK = "sparsecomp_emu_hook"
@@ -97,7 +99,7 @@ def instrument(launch: ir.Operation, first_site: int) -> None:
     """
     body = launch.regions[0].blocks[0]
     args = list(body.arguments)
-    bx, by, bz, tx, ty, tz, gx, gy, _gz, sx, sy, _sz = args
+    bx, by, bz, tx, ty, tz, gx, gy, _gz, sx, sy, _sz = args[:12]  # then workgroup buffers
     with ir.InsertionPoint.at_block_begin(body), launch.location:
         block = _i64(arith.addi(bx, arith.muli(gx, arith.addi(by, arith.muli(gy, bz)))))
         thread = _i64(arith.addi(tx, arith.muli(sx, arith.addi(ty, arith.muli(sy, tz)))))
@@ -119,8 +121,11 @@ def instrument(launch: ir.Operation, first_site: int) -> None:
         ty = ir.MemRefType(memref_value.type)
         rank = ty.rank
         indices = list(access.operands[at + 1 : at + 1 + rank])
+        if is_workgroup(ty) and kind in (0, 1):
+            _report_shared(access, memref_value, indices, site, block, thread, kind + 6)
+            continue
         if ty.memory_space is not None:
-            continue  # workgroup or private memory: not global traffic
+            continue  # private memory, or an atomic on workgroup memory: not global traffic
         with ir.InsertionPoint(access), access.location:
             index = ir.IndexType.get()
             pointer = memref.extract_aligned_pointer_as_index(memref_value)
@@ -134,6 +139,35 @@ def instrument(launch: ir.Operation, first_site: int) -> None:
             func.call([], ACCESS, [arith.constant(i64, site), _i64(address),
                                    arith.constant(i64, _access_bytes(access, memref_value)),
                                    block, thread, arith.constant(i64, kind)])  # fmt: skip
+
+
+def _report_shared(
+    access: ir.Operation,
+    value: ir.Value,
+    indices: list[ir.Value],
+    site: int,
+    block: ir.Value,
+    thread: ir.Value,
+    kind: int,
+) -> None:
+    """Report a workgroup-memory access (kind 6 load, 7 store): the buffer's base times 256
+    plus the byte offset from its static strides (the emulation gives each block its own
+    buffer and changes the value's type, so no op here may depend on the memory space)."""
+    ty = ir.MemRefType(value.type)
+    strides, offset = ty.get_strides_and_offset()
+    size = _element_bytes(value.type)
+    i64 = ir.IntegerType.get_signless(64)
+    index = ir.IndexType.get()
+    with ir.InsertionPoint(access), access.location:
+        linear = arith.constant(index, offset)
+        for i, stride in zip(indices, strides, strict=True):
+            linear = arith.addi(linear, arith.muli(i, arith.constant(index, stride)))
+        pointer = memref.extract_aligned_pointer_as_index(value)
+        base = arith.muli(pointer, arith.constant(index, 256))
+        address = arith.addi(base, arith.muli(linear, arith.constant(index, size)))
+        func.call([], ACCESS, [arith.constant(i64, site), _i64(address),
+                               arith.constant(i64, _access_bytes(access, value)),
+                               block, thread, arith.constant(i64, kind)])  # fmt: skip
 
 
 def _report_mma(op: ir.Operation, site: int, block: ir.Value, thread: ir.Value) -> None:

@@ -8,6 +8,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.transforms import _shared_memory as shared
 from sparsecomp.transforms._gpu_profile import declare_profile, instrument
 from sparsecomp.transforms._lockstep import BLOCK_COLLECTIVES, Lockstep, Refusal, collectives
 from sparsecomp.transforms._mma_emulation import emulate_mma
@@ -45,8 +46,11 @@ class EmulateGpuPass(SparsecompPass):
     ``if``s around a collective run once per group with the bounds of its
     first thread; ``nvgpu.mma.sp.sync`` reads the 2:4 metadata as the
     hardware does, ``gpu.shuffle`` (width 32) reads its source lane's value.
-    Block reductions and workgroup memory are refused at the op: running
-    them in sequence would not be faithful.
+    Workgroup (shared) memory, as launch attributions or workgroup allocs at
+    the top of the body, is one buffer per block, allocated before its
+    threads run (:mod:`._shared_memory`); with ``gpu.barrier`` its threads
+    meet there as on the GPU. Block reductions and private attributions
+    are refused at the op: running them in sequence would not be faithful.
 
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
@@ -97,8 +101,9 @@ class EmulateGpuPass(SparsecompPass):
             raise Refusal(launch, "asynchronous launches are not emulated")
         if len(launch.regions[0].blocks) != 1:
             raise Refusal(launch, "a launch body with several blocks is not emulated")
-        if len(launch.regions[0].blocks[0].arguments) != 12:
-            raise Refusal(launch, "launches with workgroup or private memory are not emulated")
+        if len(launch.regions[0].blocks[0].arguments) != 12 + shared.attributions(launch):
+            raise Refusal(launch, "launches with private memory attributions are not emulated")
+        shared.check(launch)
 
         waiting: list[ir.Operation] = []
 
@@ -141,7 +146,11 @@ class EmulateGpuPass(SparsecompPass):
         values = [*ids, *grid, *block]
         innermost = loops[-1].body
         terminator = innermost.operations[len(innermost.operations) - 1]
-        for arg, value in zip(body.arguments, values, strict=True):
+        block_end = list(loops[2].body.operations)[-1].operation  # a block: after its threads
+        shared.per_block(
+            launch, ir.InsertionPoint(loops[3].operation), ir.InsertionPoint(block_end)
+        )
+        for arg, value in zip(list(body.arguments)[:12], values, strict=True):
             assert value is not None
             arg.replace_all_uses_with(value)
         for inner in list(body.operations):
@@ -204,6 +213,8 @@ def _emulate_lockstep(launch: ir.Operation) -> None:
         with ir.InsertionPoint(loop.body), launch.location:
             scf.YieldOp([])
     terminator = list(loops[-1].body.operations)[-1].operation
+    block_end = list(loops[2].body.operations)[-1].operation
+    shared.per_block(launch, ir.InsertionPoint(loops[3].operation), ir.InsertionPoint(block_end))
     with ir.InsertionPoint(terminator), launch.location:
         index_in_block = loops[-1].induction_variable
         left = arith.subi(threads, arith.muli(index_in_block, warp))
@@ -215,6 +226,6 @@ def _emulate_lockstep(launch: ir.Operation) -> None:
     state.erase_dead()
     block_ids = [loops[2].induction_variable, loops[1].induction_variable,
                  loops[0].induction_variable]  # fmt: skip
-    for arg, value in zip(args[:3] + args[6:], block_ids + grid + block, strict=True):
+    for arg, value in zip(args[:3] + args[6:12], block_ids + grid + block, strict=True):
         arg.replace_all_uses_with(value)
     launch.erase()

@@ -71,13 +71,45 @@ func.func @divergent(%y: memref<?xf32>, %n: index) {
 
 // -----
 
-// Workgroup memory is not emulated.
-func.func @shared(%y: memref<?xf32>, %n: index) {
+// Private memory attributions are not emulated.
+func.func @private_memory(%y: memref<?xf32>, %n: index) {
   %c1 = arith.constant 1 : index
-  // expected-error@+1 {{sparse-iter-emulate-gpu: launches with workgroup or private memory are not emulated}}
+  // expected-error@+1 {{sparse-iter-emulate-gpu: launches with private memory attributions are not emulated}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1)
+             private(%buf : memref<4xf32, #gpu.address_space<private>>) {
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A view of workgroup memory names its memory space in its type: refused.
+func.func @shared_view(%y: memref<?xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1)
              workgroup(%buf : memref<32xf32, #gpu.address_space<workgroup>>) {
+    // expected-error@+1 {{sparse-iter-emulate-gpu: 'memref.subview' on workgroup memory is not emulated}}
+    %v = memref.subview %buf[0] [8] [1] : memref<32xf32, #gpu.address_space<workgroup>> to memref<8xf32, strided<[1]>, #gpu.address_space<workgroup>>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// Workgroup memory allocated inside a loop: not one buffer per block.
+func.func @shared_in_loop(%y: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    scf.for %i = %c0 to %n step %c1 {
+      // expected-error@+1 {{sparse-iter-emulate-gpu: workgroup memory allocated inside a loop or branch}}
+      %t = memref.alloc() : memref<8xf32, #gpu.address_space<workgroup>>
+    }
     gpu.terminator
   }
   return

@@ -186,3 +186,40 @@ func.func @mma_sp(%A: memref<?xf16>, %M: memref<?xi32>, %D: memref<?xf32>) {
   }
   return
 }
+
+// -----
+
+// Workgroup memory: one plain buffer per block, allocated in the grid's x loop
+// before the block's threads and freed after them; loads and stores use it as
+// they are. Profiled, its accesses are kind 6 (load) and 7 (store), with an
+// offset from the tile's static strides (shared memory, not global traffic).
+// CHECK-LABEL: func.func @shared_tile
+// CHECK: scf.for %[[BX:.*]] =
+// CHECK: %[[TILE:.*]] = memref.alloc() : memref<4x32xf32>
+// CHECK: scf.for
+// CHECK: memref.store %{{.*}}, %[[TILE]][
+// CHECK: memref.load %[[TILE]][
+// CHECK: memref.dealloc %[[TILE]]
+// CHECK-NOT: workgroup
+// PROFILE-LABEL: func.func @shared_tile
+// PROFILE: %[[C7:.*]] = arith.constant 7 : i64
+// PROFILE: call @sparsecomp_emu_access(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C7]])
+// PROFILE-NEXT: memref.store
+// PROFILE: %[[C6:.*]] = arith.constant 6 : i64
+// PROFILE: call @sparsecomp_emu_access(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C6]])
+// PROFILE-NEXT: memref.load
+func.func @shared_tile(%y: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %f = arith.constant 2.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1)
+             workgroup(%tile : memref<4x32xf32, #gpu.address_space<workgroup>>) {
+    memref.store %f, %tile[%c1, %tx] : memref<4x32xf32, #gpu.address_space<workgroup>>
+    %v = memref.load %tile[%c1, %tx] : memref<4x32xf32, #gpu.address_space<workgroup>>
+    memref.store %v, %y[%tx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
