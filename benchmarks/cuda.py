@@ -13,6 +13,8 @@ stores of the launch (:mod:`sparsecomp.runtime.profile`):
 * traffic: every distinct byte once, over the sectors moved (no caches, so
   data read again by other warps counts again);
 * lanes: mean active lanes per warp request;
+* bank conflicts: extra shared-memory passes (none of these kernels stages
+  data in shared memory yet); atomics: atomic adds (parts sharing rows);
 
 * H100 us: the roofline, the larger of the sectors' bytes at 3.35 TB/s and
   the tensor-core flops at the H100's dense peak.
@@ -106,7 +108,8 @@ def _row(kernel: str, matrix: str, ours: Any, plain: Any) -> str:
     t = ours.total
     return (
         f"| {kernel} | {matrix} | {t.sector_efficiency:.2f} | "
-        f"{t.traffic_efficiency:.2f} | {t.lane_utilization:.2f} | "
+        f"{t.traffic_efficiency:.2f} | {t.lane_utilization:.2f} | {ours.bank_conflicts} | "
+        f"{ours.atomics} | "
         f"{ours.h100_seconds * 1e6:.2f} | {plain.total.sector_efficiency:.2f} | "
         f"{plain.h100_seconds * 1e6:.2f} | "
         f"{plain.total.sectors / max(1, t.sectors):.2f} |"
@@ -143,9 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"CUDA schedule under emulation (sm_80), K = {args.k}; traffic counted in 32-byte sectors",
         "",
-        "| kernel | matrix | coalescing | traffic | lanes | H100 us | plain coalescing "
-        "| plain H100 us | plain / ours |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| kernel | matrix | coalescing | traffic | lanes | bank conflicts | atomics "
+        "| H100 us | plain coalescing | plain H100 us | plain / ours |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for spec in specs:
         a = spec.build()

@@ -48,7 +48,8 @@ class FakeDriver:
         self.images: list[bytes] = []
         self.functions: list[str] = []
         self.launches: list[dict[str, Any]] = []
-        self.param_counts: dict[str, int] = {}
+        self.module_ptx: list[str] = []  # per loaded module, its PTX
+        self.function_params: list[int] = []  # per function handle, its parameter count
         self.fail_launch = fail_launch
         self.output_dtype: np.dtype[Any] = np.dtype(np.float32)
         table = DriverTable()
@@ -87,17 +88,19 @@ class FakeDriver:
     def _load_module(self, out: Any, image: int, size: int) -> int:
         data = ctypes.string_at(image, size) if size else ctypes.string_at(image) + b"\0"
         self.images.append(self.driver.cubins.get(data, data))
+        self.module_ptx.append(data.decode(errors="replace"))
         out[0] = 0x1000 + len(self.images)
         return 0
 
     def _get_function(self, out: Any, module: int, name: bytes) -> int:
         self.functions.append(name.decode())
+        self.function_params.append(entry_params(self.module_ptx[module - 0x1001])[name.decode()])
         out[0] = 0x2000 + len(self.functions)
         return 0
 
     def _launch(self, fn: int, gx, gy, gz, bx, by, bz, smem, stream, params, extra) -> int:
         name = self.functions[fn - 0x2001]
-        count = self.param_counts[name]
+        count = self.function_params[fn - 0x2001]
         slots = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
         values = [ctypes.c_uint64.from_address(slots[i]).value for i in range(count)]
         buffers = {addr: bytes(buf) for addr, buf in self.live.items()}
@@ -121,13 +124,15 @@ class FakeDriver:
         return 0
 
 
-def param_counts(directory: Path) -> dict[str, int]:
-    """Kernel name -> number of parameters, from the saved PTX."""
-    counts = {}
-    for ptx in directory.glob("*.ptx"):
-        for entry, params in re.findall(r"\.entry (\w+)\(([^)]*)\)", ptx.read_text()):
-            counts[entry] = params.count(".param")
-    return counts
+def entry_params(ptx: str) -> dict[str, int]:
+    """Kernel name -> number of parameters, in one PTX module."""
+    found = re.findall(r"\.entry (\w+)\(([^)]*)\)", ptx)
+    return {entry: params.count(".param") for entry, params in found}
+
+
+def kernel_names(directory: Path) -> set[str]:
+    """The kernels of a saved executable's PTX files."""
+    return {n for ptx in directory.glob("*.ptx") for n in entry_params(ptx.read_text())}
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +143,6 @@ def spmm_cuda() -> sparsecomp.Executable:
 @pytest.fixture
 def fake(spmm_cuda: sparsecomp.Executable) -> Any:
     driver = FakeDriver()
-    driver.param_counts = param_counts(spmm_cuda.directory)
     old = use_driver(driver.driver)
     yield driver
     use_driver(old)
@@ -211,22 +215,23 @@ def test_every_schedule_runs_through_the_driver(name: str) -> None:
     source, args = _programs()[name]
     exe = sparsecomp.compile(source, target="cuda:sm_80")
     driver = FakeDriver()
-    driver.param_counts = param_counts(exe.directory)
     old = use_driver(driver.driver)
     try:
         result = exe(*args)
     finally:
         use_driver(old)
     assert driver.launches, "no kernel was launched"
+    passed: set[int] = set()
     for launch in driver.launches:
-        assert launch["name"] in driver.param_counts  # a kernel of the saved PTX
+        assert launch["name"] in kernel_names(exe.directory)  # a kernel of the saved PTX
         assert min(launch["grid"]) >= 1
         assert 32 <= np.prod(launch["block"]) <= 1024
-        # the inputs' copies reach the kernel (those the host code alone reads, such as a
-        # part's row count, need not), and so does the buffer it writes
-        passed = set(launch["buffers"]) & set(launch["params"])
-        assert len(passed) >= min(3, len(launch["buffers"]))
-        assert list(launch["buffers"])[-1] in passed
+        # the buffer allocated last (the result) reaches the kernel that writes it
+        assert list(launch["buffers"])[-1] in launch["params"]
+        passed |= set(launch["buffers"]) & set(launch["params"])
+    # the inputs' copies reach the kernels (those the host code alone reads, such as a
+    # part's row count, need not)
+    assert len(passed) >= min(3, len(driver.launches[-1]["buffers"]))
     assert not driver.live, "device memory leaked"
     if isinstance(result, np.ndarray):
         assert result.shape == (args[0].shape[0], *args[1].shape[1:])
@@ -237,7 +242,6 @@ def test_every_schedule_runs_through_the_driver(name: str) -> None:
 
 def test_ptx_where_the_gpu_is_not_the_cubins(spmm_cuda: sparsecomp.Executable) -> None:
     driver = FakeDriver(sm=90)
-    driver.param_counts = param_counts(spmm_cuda.directory)
     old = use_driver(driver.driver)
     try:
         spmm_cuda(sp.eye(3, format="csr", dtype=np.float32), np.ones((3, 2), np.float32))
@@ -251,7 +255,6 @@ def test_a_failed_launch_names_the_call_and_frees_everything(
     spmm_cuda: sparsecomp.Executable,
 ) -> None:
     driver = FakeDriver(fail_launch=700)
-    driver.param_counts = param_counts(spmm_cuda.directory)
     old = use_driver(driver.driver)
     try:
         with pytest.raises(CudaError, match="spmm: cuLaunchKernel failed"):

@@ -31,7 +31,8 @@ CUDA_SHIM = Path(__file__).parent.parent / "runtime" / "cuda_shim.c"
 #: sparsecomp-cuda-schedule with the lane mappings chosen (compile option gpu_columns:
 #: False is the plain schedule, a row per thread).
 GPU_SCHEDULE = (
-    "sparsecomp-bufferize, sparse-iter-parallelize, sparse-iter-lower-atomics, "
+    "sparsecomp-bufferize, func.func(convert-linalg-to-parallel-loops), "
+    "sparse-iter-parallelize, sparse-iter-lower-atomics, "
     "sparse-iter-gpu-map-loops{{columns={columns} reduction-lanes={lanes}}}, "
     "sparse-iter-horizontal-fusion, func.func(convert-parallel-loops-to-gpu), canonicalize, cse"
 )

@@ -66,8 +66,8 @@ def pipeline(device: CudaTarget) -> str:
 def device_pipeline(device: CudaTarget) -> str:
     """GPU-scheduled buffers to LLVM host code with the kernels' PTX in ``gpu.binary`` ops.
 
-    Host code's remaining linalg ops (a fill of the output, copies of
-    structure a result shares) become loops, host allocations become managed
+    Host code's remaining linalg ops (the schedule has put one-dimensional
+    fills on the GPU already) become loops, host allocations become managed
     memory (``sparse-iter-gpu-host-alloc``), launches are outlined into
     kernels, and MLIR's
     ``gpu-lower-to-nvvm-pipeline`` lowers both sides (host launches to its
