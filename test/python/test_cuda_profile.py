@@ -11,6 +11,7 @@ import scipy.sparse as sp
 import sparsecomp
 from sparsecomp.errors import SparsecompError
 from sparsecomp.runtime.profile import bank_conflicts, traffic
+from test_cuda_emulation import _hyb_program
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -150,16 +151,7 @@ def _power_law(rows: int, seed: int) -> sp.csr_matrix:
 def test_hyb_keeps_lanes_busy_on_power_law_rows() -> None:
     """On power-law rows CSR's 8 lanes per row idle while long rows finish; hyb's ELL buckets
     give each slot a lane and its rest a warp per long row: >= 75% of lanes active."""
-    from sparsecomp.formats import parse_layout
-
-    attr = parse_layout("hyb").attr_text()
-    program = f"""
-func.func @spmv(%A: tensor<?x?xf32, {attr}>, %x: tensor<?xf32>, %y: tensor<?xf32>)
-    -> tensor<?xf32> {{
-  %r = linalg.matvec ins(%A, %x : tensor<?x?xf32, {attr}>, tensor<?xf32>)
-                     outs(%y : tensor<?xf32>) -> tensor<?xf32>
-  return %r : tensor<?xf32>
-}}"""
+    program = _hyb_program("hyb", "spmv")
     a = _power_law(1024, seed=5)
     x = np.random.default_rng(6).standard_normal(1024).astype(np.float32)
     hyb = sparsecomp.compile(program, "cuda-emu:sm_80", profile=True).profile(a, x, 0 * x)
@@ -173,16 +165,7 @@ func.func @spmv(%A: tensor<?x?xf32, {attr}>, %x: tensor<?xf32>, %y: tensor<?xf32
 def test_parts_that_share_rows_add_atomically() -> None:
     """hyb:2:8's column partitions put a row in several parts: their launch is one, and
     each part adds into y with an atomic (counted beside the stores)."""
-    from sparsecomp.formats import parse_layout
-
-    attr = parse_layout("hyb:2:8").attr_text()
-    program = f"""
-func.func @spmv(%A: tensor<?x?xf32, {attr}>, %x: tensor<?xf32>, %y: tensor<?xf32>)
-    -> tensor<?xf32> {{
-  %r = linalg.matvec ins(%A, %x : tensor<?x?xf32, {attr}>, tensor<?xf32>)
-                     outs(%y : tensor<?xf32>) -> tensor<?xf32>
-  return %r : tensor<?xf32>
-}}"""
+    program = _hyb_program("hyb:2:8", "spmv")
     exe = sparsecomp.compile(program, "cuda-emu:sm_80", profile=True)
     schedule = (exe.directory / "gpu.mlir").read_text()
     assert schedule.count("gpu.launch blocks") == 1

@@ -20,7 +20,14 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from sparsecomp.transforms._lane_reduction import _const, _ops, _reads_only, butterfly, sums
+from sparsecomp.transforms._lane_reduction import (
+    _const,
+    _ops,
+    _reads_only,
+    butterfly,
+    row_groups,
+    sums,
+)
 
 #: A warp per row: the entries loop must be uniform across the lanes of a shuffle.
 LANES = 32
@@ -54,23 +61,8 @@ def map_sum_entries(
 ) -> ir.Operation:
     """Replace ``parallel`` by blocks of 4 rows, a warp per row, lanes over ``loop``; returns
     the block loop."""
-    lower, upper, step = parallel.operands[0], parallel.operands[1], parallel.operands[2]
-    with ir.InsertionPoint(parallel), parallel.location:
-        rows = arith.ceildivsi(arith.subi(upper, lower), step)
-        blocks = arith.ceildivsi(rows, _const(ROWS_PER_BLOCK))
-        outer, (block_id,) = build_parallel([blocks], ("block_x",))
-    with ir.InsertionPoint.at_block_terminator(outer.regions[0].blocks[0]), parallel.location:
-        threads = [_const(LANES), _const(ROWS_PER_BLOCK)]
-        inner, (lane, slot) = build_parallel(threads, ("thread_x", "thread_y"))
-    terminator = _ops(inner.regions[0].blocks[0])[-1]
-    with ir.InsertionPoint(terminator), parallel.location:
-        index = arith.addi(arith.muli(block_id, _const(ROWS_PER_BLOCK)), slot)
-        inside = arith.cmpi(arith.CmpIPredicate.slt, index, rows)
-        clamped = arith.select(inside, index, _const(0))
-        row = arith.addi(lower, arith.muli(clamped, step))
-    body = parallel.regions[0].blocks[0]
-    body.arguments[0].replace_all_uses_with(row)
-    for op in _ops(body)[:-1]:  # all but scf.reduce
+    outer, terminator, lane, inside = row_groups(parallel, LANES, ROWS_PER_BLOCK, build_parallel)
+    for op in _ops(parallel.regions[0].blocks[0])[:-1]:  # all but scf.reduce
         op.move_before(terminator)
     with ir.InsertionPoint(entries), parallel.location:
         entries.operands[1] = arith.select(inside, entries.operands[1], entries.operands[0])

@@ -120,6 +120,34 @@ def _constant(value: ir.Value) -> int | None:
     return None
 
 
+def row_groups(
+    parallel: ir.Operation,
+    lanes: int,
+    rows_per_block: int,
+    build_parallel: Callable[[list[ir.Value], tuple[str, ...]], tuple[ir.Operation, list[Any]]],
+) -> tuple[ir.Operation, ir.Operation, ir.Value, ir.Value]:
+    """Blocks of ``rows_per_block`` rows, ``lanes`` lanes (``thread_x``) per row
+    (``thread_y``), built before the row loop ``parallel``; its row variable becomes the
+    thread's row (row 0 for rows past the end). Returns the block loop, the terminator of
+    the thread loop (where the row's body goes), the lane and whether the row exists."""
+    lower, upper, step = parallel.operands[0], parallel.operands[1], parallel.operands[2]
+    with ir.InsertionPoint(parallel), parallel.location:
+        rows = arith.ceildivsi(arith.subi(upper, lower), step)
+        blocks = arith.ceildivsi(rows, _const(rows_per_block))
+        outer, (block_id,) = build_parallel([blocks], ("block_x",))
+    with ir.InsertionPoint.at_block_terminator(outer.regions[0].blocks[0]), parallel.location:
+        threads = [_const(lanes), _const(rows_per_block)]
+        inner, (lane, slot) = build_parallel(threads, ("thread_x", "thread_y"))
+    terminator = _ops(inner.regions[0].blocks[0])[-1]
+    with ir.InsertionPoint(terminator), parallel.location:
+        index = arith.addi(arith.muli(block_id, _const(rows_per_block)), slot)
+        inside = arith.cmpi(arith.CmpIPredicate.slt, index, rows)
+        clamped = arith.select(inside, index, _const(0))
+        row = arith.addi(lower, arith.muli(clamped, step))
+    parallel.regions[0].blocks[0].arguments[0].replace_all_uses_with(row)
+    return outer, terminator, lane, inside
+
+
 def map_sum_rows(
     parallel: ir.Operation,
     loop: ir.Operation,
@@ -131,23 +159,8 @@ def map_sum_rows(
 
     ``build_parallel(bounds, processors)`` makes a mapped ``scf.parallel``.
     """
-    rows_per_block = 128 // lanes
-    lower, upper, step = parallel.operands[0], parallel.operands[1], parallel.operands[2]
-    with ir.InsertionPoint(parallel), parallel.location:
-        rows = arith.ceildivsi(arith.subi(upper, lower), step)
-        outer, (block_id,) = build_parallel([arith.ceildivsi(rows, _const(rows_per_block))],
-                                            ("block_x",))  # fmt: skip
-    with ir.InsertionPoint.at_block_terminator(outer.regions[0].blocks[0]), parallel.location:
-        inner, (lane, slot) = build_parallel([_const(lanes), _const(rows_per_block)],
-                                             ("thread_x", "thread_y"))  # fmt: skip
-    terminator = _ops(inner.regions[0].blocks[0])[-1]
-    with ir.InsertionPoint(terminator), parallel.location:
-        index = arith.addi(arith.muli(block_id, _const(rows_per_block)), slot)
-        inside = arith.cmpi(arith.CmpIPredicate.slt, index, rows)
-        clamped = arith.select(inside, index, _const(0))
-        row = arith.addi(lower, arith.muli(clamped, step))
+    outer, terminator, lane, inside = row_groups(parallel, lanes, 128 // lanes, build_parallel)
     body = parallel.regions[0].blocks[0]
-    body.arguments[0].replace_all_uses_with(row)
     ops = _ops(body)
     at = ops.index(loop)
     for op in ops[: at + 1]:

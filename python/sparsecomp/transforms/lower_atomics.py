@@ -8,6 +8,7 @@ from mlir import ir
 from mlir.dialects import arith, memref
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.ir.walk import preorder
 from sparsecomp.lowering import hints
 from sparsecomp.transforms._lane_reduction import _adds_to, sums
 from sparsecomp.transforms.base import SparsecompPass
@@ -17,17 +18,6 @@ _ADDF = 0
 #: Ops that write memory; a loop with one the pass cannot make atomic is left alone.
 _WRITES = ("memref.store", "memref.atomic_rmw", "memref.copy", "vector.store",
            "vector.maskedstore", "vector.scatter", "linalg.")  # fmt: skip
-
-
-def _ops(root: ir.Operation) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
 
 
 def _owner(value: ir.Value) -> ir.Operation | None:
@@ -102,7 +92,7 @@ class LowerAtomicsPass(SparsecompPass):
     NAME = "sparse-iter-lower-atomics"
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        for loop in _ops(op):
+        for loop in preorder(op):
             if (
                 loop.name == "scf.parallel"
                 and hints.PARTS_GROUP in loop.attributes
@@ -112,7 +102,7 @@ class LowerAtomicsPass(SparsecompPass):
 
 
 def _lower(loop: ir.Operation) -> None:
-    inside = _ops(loop)[1:]
+    inside = preorder(loop)[1:]
     writes = [o for o in inside if o.name.startswith(_WRITES)]
     found = [(w, _accumulation(w, inside) if w.name == "memref.store" else None) for w in writes]
     if not writes or any(match is None for _, match in found):
