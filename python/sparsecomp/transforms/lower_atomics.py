@@ -92,13 +92,16 @@ class LowerAtomicsPass(SparsecompPass):
     NAME = "sparse-iter-lower-atomics"
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        for loop in preorder(op):
-            if (
-                loop.name == "scf.parallel"
-                and hints.PARTS_GROUP in loop.attributes
-                and hints.DISJOINT_ROWS not in loop.attributes
-            ):
-                _lower(loop)
+        # The loops first: rewriting one erases ops the walk listed after it.
+        loops = [
+            loop
+            for loop in preorder(op)
+            if loop.name == "scf.parallel"
+            and hints.PARTS_GROUP in loop.attributes
+            and hints.DISJOINT_ROWS not in loop.attributes
+        ]
+        for loop in loops:
+            _lower(loop)
 
 
 def _lower(loop: ir.Operation) -> None:
@@ -107,6 +110,9 @@ def _lower(loop: ir.Operation) -> None:
     found = [(w, _accumulation(w, inside) if w.name == "memref.store" else None) for w in writes]
     if not writes or any(match is None for _, match in found):
         return
+    loads = [match[0] for _, match in found if match is not None]
+    if any(a == b for i, a in enumerate(loads) for b in loads[i + 1 :]):
+        return  # two writes of one accumulation: leave it
     for store, match in found:
         assert match is not None
         load, _users = match
