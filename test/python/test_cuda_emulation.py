@@ -70,7 +70,8 @@ def test_the_schedule_is_the_gpu_one(kernels) -> None:
     """The emulated IR is a gpu.launch, not the CPU's loops: SpMV's rows on 8 lanes each
     (16 rows per block, shuffles add the lanes' sums), SDDMM's rows on a warp each (4 per
     block; lanes split each entry's dot product, shuffles add it up), SpMM's output
-    columns on the 32 lanes of a warp times 4 rows."""
+    columns on the 32 lanes of a warp times 4 rows; SpMM's and SDDMM's warps stage
+    their row's entries in shared memory, 32 at a time."""
     shapes = {"spmv": ("%c8", "%c16"), "sddmm": ("%c32", "%c4"), "spmm": ("%c32", "%c4")}
     for name, exe in kernels.items():
         gpu = (exe.directory / "gpu.mlir").read_text()
@@ -80,6 +81,8 @@ def test_the_schedule_is_the_gpu_one(kernels) -> None:
         x, y = shapes[name]
         assert re.search(rf"threads\(.*\) in \(%\w+ = {x}, %\w+ = {y}, %\w+ = %c1\)", gpu), name
         assert ("gpu.shuffle" in gpu) == (name in ("spmv", "sddmm"))
+        staged = "nvvm.bar.warp.sync" in gpu and "#gpu.address_space<workgroup>" in gpu
+        assert staged == (name in ("spmm", "sddmm")), name
         llvm = (exe.directory / "llvm.mlir").read_text()
         assert "omp.parallel" not in llvm
         assert "gpu.launch" not in llvm

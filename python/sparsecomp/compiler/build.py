@@ -34,7 +34,8 @@ GPU_SCHEDULE = (
     "sparsecomp-bufferize, func.func(convert-linalg-to-parallel-loops), "
     "sparse-iter-parallelize, sparse-iter-lower-atomics, "
     "sparse-iter-gpu-map-loops{{columns={columns} reduction-lanes={lanes}}}, "
-    "sparse-iter-horizontal-fusion, func.func(convert-parallel-loops-to-gpu), canonicalize, cse"
+    "sparse-iter-horizontal-fusion, func.func(convert-parallel-loops-to-gpu), canonicalize, "
+    "sparse-iter-gpu-stage-structure, canonicalize, cse"
 )
 #: The last stage of a profiled emulation: accesses reported, then CPU code.
 PROFILED_EMULATION = "sparse-iter-emulate-gpu{profile=true}, sparsecomp-cpu-codegen"

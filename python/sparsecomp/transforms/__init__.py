@@ -24,6 +24,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
     "sparse-iter-gpu-host-alloc": "gpu_host_alloc:GpuHostAllocPass",
     "sparse-iter-gpu-map-loops": "gpu_map_loops:GpuMapLoopsPass",
+    "sparse-iter-gpu-stage-structure": "gpu_stage_structure:GpuStageStructurePass",
     "sparse-iter-gpu-tensorize": "gpu_tensorize:GpuTensorizePass",
     "sparse-iter-huge-pages": "huge_pages:HugePagesPass",
     "sparse-iter-horizontal-fusion": "horizontal_fusion:HorizontalFusionPass",

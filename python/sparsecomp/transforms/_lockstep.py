@@ -14,7 +14,8 @@ runs once for the group, on every thread's operands.
   bounds and condition are the group's first thread's (a correct kernel has
   them uniform, as ``mma.sync`` and ``bar.sync`` require), its loop-carried
   values and results live in arrays, and its body is split the same way.
-- ``gpu.barrier`` is the boundary between two phases and nothing else.
+- ``gpu.barrier`` and ``nvvm.bar.warp.sync`` (a warp's barrier) are the
+  boundary between two phases and nothing else.
 - ``nvgpu.mma.sync`` and ``nvgpu.mma.sp.sync`` are run by :mod:`._mma_emulation`,
   ``gpu.shuffle`` by :mod:`._shuffle_emulation`.
 """
@@ -28,7 +29,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 #: Warp-wide ops (one group per warp) and block-wide ones (one group per block).
-WARP_COLLECTIVES = ("nvgpu.mma.sync", "nvgpu.mma.sp.sync", "gpu.shuffle")
+WARP_COLLECTIVES = ("nvgpu.mma.sync", "nvgpu.mma.sp.sync", "gpu.shuffle", "nvvm.bar.warp.sync")
 BLOCK_COLLECTIVES = ("gpu.barrier",)
 COLLECTIVES = WARP_COLLECTIVES + BLOCK_COLLECTIVES
 

@@ -49,8 +49,9 @@ class EmulateGpuPass(SparsecompPass):
     Workgroup (shared) memory, as launch attributions or workgroup allocs at
     the top of the body, is one buffer per block, allocated before its
     threads run (:mod:`._shared_memory`); with ``gpu.barrier`` its threads
-    meet there as on the GPU. Block reductions and private attributions
-    are refused at the op: running them in sequence would not be faithful.
+    meet there as on the GPU (a warp's at ``nvvm.bar.warp.sync``). Block
+    reductions and private attributions are refused at the op: running them
+    in sequence would not be faithful.
 
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
@@ -179,7 +180,9 @@ def _id_ops(root: ir.Operation) -> list[ir.Operation]:
 
 
 def _warp_op(state: Lockstep, op: ir.Operation) -> None:
-    """A warp collective for every warp of the group: a shuffle or an MMA."""
+    """A warp collective for every warp of the group: a shuffle, an MMA or a warp barrier."""
+    if op.name == "nvvm.bar.warp.sync":
+        return  # the phase boundary is all it is
     if op.name == "gpu.shuffle":
         emulate_shuffle(state, op)
     else:

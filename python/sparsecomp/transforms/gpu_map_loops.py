@@ -87,6 +87,8 @@ def _independent_columns(loop: ir.Operation, parallel: ir.Operation) -> bool:
     for op in inner:
         if op.name not in _SAFE_OPS and not op.name.startswith(_SAFE_PREFIXES):
             return False
+        if op.name == "memref.atomic_rmw" and any(True for _ in op.results[0].uses):
+            return False
         if op.name in _WRITES:
             indices = list(op.operands[2:])
             if iv not in indices:
@@ -146,6 +148,9 @@ class GpuMapLoopsPass(SparsecompPass):
       same iteration writes): 32 columns on the lanes of a warp (`thread_x`,
       so that the dense operand's rows and the output are read and written
       coalesced) times 4 rows per block (`thread_y`); blocks tile both.
+      The guard is on the row alone, so that a warp's lanes stay together:
+      a lane past the last column computes the last column (its index
+      clamped) and its writes are skipped.
       Options ``column-lanes`` and ``rows-per-column-block`` change the 32
       and the 4 (a block has at most 1024 threads); ``columns=false`` keeps
       every row on one thread (the baseline schedule of the benchmarks).
@@ -185,8 +190,8 @@ class GpuMapLoopsPass(SparsecompPass):
     ```mlir
     scf.parallel (%bj, %bi) = (%c0, %c0) to (%nb, %mb) step (%c1, %c1) {
       scf.parallel (%tj, %ti) = (%c0, %c0) to (%c32, %c4) step (%c1, %c1) {
-        %j = %bj * 32 + %tj, %i = %bi * 4 + %ti
-        scf.if (%j < %n and %i < %m) { ... memref.store %v, %C[%i, %j] }
+        %i = %bi * 4 + %ti, %j = min(%bj * 32 + %tj, %n - 1)
+        scf.if (%i < %m) { ... scf.if (%bj * 32 + %tj < %n) { memref.store %v, %C[%i, %j] } }
         scf.reduce
       } {mapping = [thread_x, thread_y]}
       scf.reduce
@@ -279,17 +284,21 @@ class GpuMapLoopsPass(SparsecompPass):
                 arith.addi(arith.muli(b, s), t)
                 for b, s, t in zip(block_ids, tiles, thread_ids, strict=True)
             ]
-            inside = arith.cmpi(arith.CmpIPredicate.slt, flat[0], trips[0])
-            for k, n in zip(flat[1:], trips[1:], strict=True):
-                inside = arith.andi(inside, arith.cmpi(arith.CmpIPredicate.slt, k, n))
+            inside = arith.cmpi(arith.CmpIPredicate.slt, flat[-1], trips[-1])
             guard = scf.IfOp(inside)
             with ir.InsertionPoint(guard.then_block):
                 yield_ = scf.YieldOp([])
         with ir.InsertionPoint(yield_), loop.location:
             row = arith.addi(row_lower, arith.muli(flat[-1], row_step))
             if columns is not None:
+                # A column past the end computes the last column's value and
+                # skips its writes: the warp stays converged (whole-warp
+                # collectives such as sparse-iter-gpu-stage-structure's may follow).
                 col_lower, _, col_step = columns.operands[:3]
-                column = arith.addi(col_lower, arith.muli(flat[0], col_step))
+                last = arith.subi(trips[0], _const(1))
+                clamped = arith.minsi(flat[0], last)
+                column = arith.addi(col_lower, arith.muli(clamped, col_step))
+                column_inside = arith.cmpi(arith.CmpIPredicate.slt, flat[0], trips[0])
         row_body = loop.regions[0].blocks[0]
         row_body.arguments[0].replace_all_uses_with(row)
         source = row_body
@@ -303,4 +312,16 @@ class GpuMapLoopsPass(SparsecompPass):
                 continue
             inner_op.move_before(yield_.operation)
         loop.erase()
+        if columns is not None:
+            for write in [o for o in _ops(guard.operation) if o.name in _WRITES]:
+                _guard(write, column_inside)
         return outer
+
+
+def _guard(op: ir.Operation, condition: ir.Value) -> None:
+    """Put ``op`` (a write whose result, if any, is unused) under ``scf.if condition``."""
+    with ir.InsertionPoint(op), op.location:
+        branch = scf.IfOp(condition)
+        with ir.InsertionPoint(branch.then_block):
+            done = scf.YieldOp([])
+    op.move_before(done.operation)
