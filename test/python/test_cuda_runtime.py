@@ -294,6 +294,44 @@ def test_gpu_arrays_in_and_out_without_copies(
     assert not fake.live
 
 
+class DlpackArray:
+    """A stand-in for a JAX array: DLPack only, on device type 2 (CUDA)."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, 0)
+
+
+def test_dlpack_arrays_in_without_copies(
+    spmm_cuda: sparsecomp.Executable, fake: FakeDriver
+) -> None:
+    m, n, k = 6, 8, 3
+    A = sp.random(m, n, density=0.5, format="csr", dtype=np.float32, random_state=2)
+    B = DlpackArray(np.random.default_rng(1).random((n, k), dtype=np.float32))
+    iface = cuda.device_arrays.interface(B)
+    assert iface is not None
+    assert iface["data"][0] == B.array.ctypes.data
+    assert (iface["shape"], iface["typestr"]) == ((n, k), "<f4")
+    assert iface["strides"] in (None, (k * 4, 4))
+    C = spmm_cuda(A, B)
+    (launch,) = fake.launches
+    assert B.array.ctypes.data in launch["params"], "the DLPack array was not passed as it is"
+    assert len(launch["buffers"]) == 4  # A's three buffers copied, the result; B not copied
+    assert isinstance(C, cuda.device_arrays.DeviceArray)
+    # a view with an offset and a host-only DLPack array
+    view = DlpackArray(B.array[2:])
+    assert cuda.device_arrays.interface(view)["data"][0] == B.array[2:].ctypes.data
+    assert cuda.device_arrays.interface(B.array) is None
+    wrong = DlpackArray(np.ones((n, k), np.float64))
+    with pytest.raises(sparsecomp.SparsecompError, match="expected a float32 array of rank 2"):
+        spmm_cuda(A, wrong)
+
+
 def test_device_tensor_is_copied_once(spmm_cuda: sparsecomp.Executable, fake: FakeDriver) -> None:
     A = sp.random(30, 12, density=0.3, format="csr", dtype=np.float32, random_state=9)
     on_gpu = cuda.to_device(A, spmm_cuda.spmm.signature.args[0].layout)

@@ -1,8 +1,9 @@
 """GPU arrays in and out of CUDA executables, without copies.
 
 Dense arguments may be any object with ``__cuda_array_interface__`` (CuPy,
-PyTorch CUDA tensors, Numba): their device pointer goes to the kernels as it
-is. Dense results of a call that got one come back on the GPU: as a CuPy
+PyTorch CUDA tensors, Numba) or with DLPack's ``__dlpack__`` on a CUDA
+device (JAX, and the others too): their device pointer goes to the kernels
+as it is. Dense results of a call that got one come back on the GPU: as a CuPy
 array or a torch tensor when the first device argument was one (both wrap
 the memory without copying), else as a :class:`DeviceArray`, which exposes
 ``__cuda_array_interface__`` itself. Each result owns its memory (freed when
@@ -11,6 +12,7 @@ the last array over it dies).
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -18,11 +20,73 @@ import numpy as np
 from sparsecomp.errors import SparsecompError
 from sparsecomp.runtime.abi import ArgSpec
 
+#: DLPack device types of GPU memory the kernels can read: CUDA, CUDA managed.
+_DLPACK_CUDA = (2, 13)
+#: DLPack type codes: int, uint, float, bool.
+_DLPACK_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    """The head of DLPack's ``DLManagedTensor`` (``dlpack.h``, unversioned capsules)."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
 
 def interface(value: Any) -> dict[str, Any] | None:
-    """The ``__cuda_array_interface__`` of ``value``, or None for host objects."""
+    """The ``__cuda_array_interface__`` of ``value`` (made from its DLPack capsule where it
+    has only that, on a CUDA device), or None for host objects."""
     found = getattr(value, "__cuda_array_interface__", None)
-    return found if isinstance(found, dict) else None
+    if isinstance(found, dict):
+        return found
+    device = getattr(value, "__dlpack_device__", None)
+    if device is None or not hasattr(value, "__dlpack__"):
+        return None
+    if int(device()[0]) not in _DLPACK_CUDA:
+        return None
+    return _from_dlpack(value.__dlpack__())
+
+
+def _from_dlpack(capsule: Any) -> dict[str, Any]:
+    """An array interface dict over a ``dltensor`` capsule (kept in it: the capsule's
+    destructor gives the tensor back to its producer)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    tensor = _DLTensor.from_address(get(capsule, b"dltensor"))
+    kind = _DLPACK_KINDS.get(tensor.dtype.code)
+    if kind is None or tensor.dtype.lanes != 1 or tensor.dtype.bits % 8:
+        raise SparsecompError(
+            f"a DLPack array of type code {tensor.dtype.code}, {tensor.dtype.bits} bits "
+            f"x {tensor.dtype.lanes} lanes has no numpy dtype the kernels take"
+        )
+    itemsize = tensor.dtype.bits // 8
+    shape = tuple(int(tensor.shape[i]) for i in range(tensor.ndim))
+    strides = None
+    if tensor.strides:
+        strides = tuple(int(tensor.strides[i]) * itemsize for i in range(tensor.ndim))
+    return {
+        "version": 3,
+        "shape": shape,
+        "typestr": np.dtype(f"{kind}{itemsize}").str,
+        "strides": strides,
+        "data": ((tensor.data or 0) + tensor.byte_offset, False),
+        "capsule": capsule,
+    }
 
 
 def placeholder(spec: ArgSpec, iface: dict[str, Any], where: str) -> np.ndarray:
@@ -121,8 +185,6 @@ class DeviceArray:
 
     def get(self) -> np.ndarray:
         """A host copy (managed memory is also host-readable)."""
-        import ctypes
-
         iface = self.__cuda_array_interface__
         if 0 in self.shape:
             return np.empty(self.shape, self.dtype)
