@@ -13,8 +13,8 @@ stores of the launch (:mod:`sparsecomp.runtime.profile`):
 * traffic: every distinct byte once, over the sectors moved (no caches, so
   data read again by other warps counts again);
 * lanes: mean active lanes per warp request;
-* bank conflicts: extra shared-memory passes (none of these kernels stages
-  data in shared memory yet); atomics: atomic adds (parts sharing rows);
+* bank conflicts: extra shared-memory passes (SpMM and SDDMM stage their
+  rows' entries there); atomics: atomic adds (parts sharing rows);
 
 * H100 us: the roofline, the larger of the sectors' bytes at 3.35 TB/s and
   the tensor-core flops at the H100's dense peak.

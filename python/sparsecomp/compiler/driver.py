@@ -154,7 +154,7 @@ def compile(
     device += " profiled" if profile else ""
     key = cache.cache_key(text, cpu.attr_text() + device, options)
     if cache_results and (hit := cache.lookup(key)) is not None:
-        return load(hit)
+        return _with_variants(load(hit), text, target, cache_results, options)
     from sparsecomp.compiler import server
 
     started = time.perf_counter()
@@ -168,7 +168,23 @@ def compile(
     path = cache.publish(out, key) if cache_results else out
     if verbose:
         _progress("total", time.perf_counter() - started)
-    return load(path)
+    return _with_variants(load(path), text, target, cache_results, options)
+
+
+def _with_variants(
+    exe: Executable, text: str, target: Any, cache_results: bool, options: dict[str, Any]
+) -> Executable:
+    """``exe`` able to compile its program with one argument in another layout
+    (``Executable.prepare``)."""
+
+    def recompile(function: str, argument: int, attr: str) -> Executable:
+        from sparsecomp.compiler.variants import with_layout
+
+        variant = with_layout(text, function, argument, attr)
+        return compile(variant, target, cache_results=cache_results, **options)
+
+    exe.recompile = recompile
+    return exe
 
 
 def _progress(stage: str, seconds: float) -> None:

@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from sparsecomp.errors import SparsecompError, TargetError
+from sparsecomp.formats.names import parse_layout
 from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
 from sparsecomp.runtime.call import Caller
 from sparsecomp.runtime.libs import LIBRARIES, library_path
 from sparsecomp.runtime.plan import Conversion, Plan
+from sparsecomp.runtime.prepared import Prepared, infer_op, prepare
 from sparsecomp.runtime.profile import Profile, profile_call
 from sparsecomp.targets import CpuTarget, detect_host, target_from_attr
 
@@ -64,6 +66,13 @@ class Function:
         scalar; sparse: a scipy.sparse matrix or a SparseTensor (converted
         to the ABI layout). Returns ``None``, one result, or a tuple.
         """
+        for arg in args:
+            if type(arg) is Prepared:
+                if arg.function != self.name:
+                    raise SparsecompError(
+                        f"'{self.name}' was given an operand prepared for '{arg.function}'"
+                    )
+                return arg.call(args)
         caller = self._caller
         if caller is None:
             caller = self._caller = self._make_caller(self._library, self.signature)
@@ -130,6 +139,10 @@ class Executable:
         self.functions = Functions(functions, uncallable or {})
         self.libraries = needed
         self._only = next(iter(functions.values())) if len(functions) == 1 else None
+        #: compiles this program with one argument in another layout: ``(function,
+        #: argument, layout attribute text) -> Executable``; set by ``sparsecomp.compile``,
+        #: None for a loaded directory (no source, perhaps no MLIR)
+        self.recompile: Callable[[str, int, str], Executable] | None = None
 
     def __call__(self, *args: Any) -> Any:
         if self._only is None:
@@ -156,6 +169,46 @@ class Executable:
                 f"({_names(self.functions)})"
             )
         return self._only.profile(*args)
+
+    def prepare(
+        self, A: Any, layout: str | None = None, *, function: str | None = None, k: int = 64
+    ) -> Prepared:
+        """``A`` packed once in the layout chosen for a function (see
+        :mod:`sparsecomp.runtime.prepared`): ``exe(exe.prepare(A), B)`` runs the variant
+        for that layout with no per-call conversion.
+
+        ``layout`` forces one (a name ``SparseTensor.from_scipy`` accepts); else
+        :func:`sparsecomp.formats.choose` picks it for the function's op (SpMM, SpMV
+        or SDDMM, told from its signature) with ``k`` dense columns, and the
+        ``sparsecomp`` logger says what it chose and why (``Prepared.choice``). The
+        variant is compiled on first need (needs the executable's source: one from
+        ``sparsecomp.compile``) and cached like any kernel.
+        """
+        if function is None:
+            if self._only is None:
+                raise SparsecompError(
+                    f"prepare() needs function=<name>: the kernel has {_names(self.functions)}"
+                )
+            target = self._only
+        else:
+            target = self.functions[function]
+        own = target.signature
+
+        def variant_for(name: str) -> Function:
+            _, argument = infer_op(own)
+            declared = own.args[argument].layout
+            if declared is not None and str(parse_layout(declared)) == name:
+                return target
+            if self.recompile is None:
+                raise SparsecompError(
+                    f"this executable was loaded from {self.directory}: it cannot compile "
+                    f"'{own.name}' for layout {name}",
+                    hint="compile it with sparsecomp.compile(source) to prepare other layouts",
+                )
+            attr = parse_layout(name).attr_text()
+            return self.recompile(own.name, argument, attr).functions[own.name]
+
+        return prepare(own, A, layout, k, variant_for)
 
     def plan(self) -> Plan:
         """The layout conversions the program runs, in program order; ``print`` it for the

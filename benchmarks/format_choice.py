@@ -1,0 +1,200 @@
+"""The automatic layout choice against CSR and an exhaustive sweep, per matrix and op.
+
+Run: ``.venv/bin/python benchmarks/format_choice.py [--quick] [--markdown FILE]``
+(after ``python -m sparsecomp.tools.calibrate`` on this machine; without a
+calibration the development machine's coefficients are used).
+
+For each matrix of :mod:`matrices` (``--quick``: the small sizes) plus an
+8x8-block matrix, a circuit-like one (a diagonal, short random rows and a
+few dense rows) and a 2^18-row band of 17 diagonals, and for SpMM (K = 32
+and 128), SpMV and SDDMM (K = 32), it times the op's kernel over every
+candidate layout (:func:`sparsecomp.formats.choice.candidates`; each packed
+once, best of ``--reps`` calls after a warm-up, results checked against
+scipy), then asks ``sparsecomp.formats.choose`` and prints in one table:
+CSR's time, the fastest candidate and its time, the choice, its time and
+its decision time (statistics included), and the ratios choice / best and
+CSR / choice. The summary gives the geomean of choice / best (target <=
+1.10), the worst CSR / choice (target >= 0.90: never more than 10% slower
+than CSR) and the slowest decision; a last line times the decision alone on
+three 10M-nonzero matrices (target < 0.1 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import matrices
+
+import sparsecomp
+from sparsecomp.formats import SparseTensor
+from sparsecomp.formats.choice import candidates, choose, load_coefficients
+from sparsecomp.formats.programs import program
+from sparsecomp.formats.stats import matrix_stats
+
+RUNS = (("spmm", 32), ("spmm", 128), ("spmv", 1), ("sddmm", 32))
+
+
+def blocks8(n: int, seed: int = 5) -> sp.csr_matrix:
+    """``n x n`` with 8x8 blocks 70% full over 2% of the block grid."""
+    rng = np.random.default_rng(seed)
+    grid = n // 8
+    at = np.unique(rng.integers(0, grid * grid, int(0.02 * grid * grid)))
+    b, r, c = np.nonzero(rng.random((at.size, 8, 8)) < 0.7)
+    m = sp.csr_matrix(
+        (rng.standard_normal(b.size), ((at[b] // grid) * 8 + r, (at[b] % grid) * 8 + c)),
+        shape=(n, n),
+    )
+    return matrices.canonical(m)
+
+
+def circuit(n: int, seed: int = 6) -> sp.csr_matrix:
+    """A diagonal, 1-4 random entries per row and 20 rows and columns holding 1/10 of n each."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 5, n)
+    rows = np.concatenate([np.arange(n), np.repeat(np.arange(n), lengths)])
+    cols = np.concatenate([np.arange(n), rng.integers(0, n, lengths.sum())])
+    hubs = rng.choice(n, 20, replace=False)
+    spread = rng.integers(0, n, (20, n // 10))
+    rows = np.concatenate([rows, np.repeat(hubs, n // 10), spread.ravel()])
+    cols = np.concatenate([cols, spread.ravel(), np.repeat(hubs, n // 10)])
+    return matrices.canonical(sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), (n, n)))
+
+
+def band(n: int, width: int = 17) -> sp.csr_matrix:
+    half = width // 2
+    diagonals = [np.ones(n - abs(d)) for d in range(-half, half + 1)]
+    return matrices.canonical(sp.diags(diagonals, list(range(-half, half + 1)), shape=(n, n)))
+
+
+def suite(quick: bool) -> list[matrices.Spec]:
+    n = 1024 if quick else 16384
+    extra = [
+        matrices.Spec("blocks8", f"{n}^2, 8x8 blocks 70% full", lambda: blocks8(n)),
+        matrices.Spec("circuit", f"{4 * n}^2 circuit-like", lambda: circuit(4 * n)),
+        matrices.Spec("band", "2^18 rows, 17 diagonals", lambda: band(1 << (12 if quick else 18))),
+    ]
+    return matrices.suite(quick=quick) + extra
+
+
+def _best_time(call: Callable[[], Any], reps: int) -> float:
+    call()
+    best = math.inf
+    for _ in range(reps):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+class Sweep:
+    """Kernels by (op, layout), compiled once."""
+
+    def __init__(self) -> None:
+        self.kernels: dict[tuple[str, str], Any] = {}
+
+    def kernel(self, op: str, layout: str) -> Any:
+        if (op, layout) not in self.kernels:
+            self.kernels[op, layout] = sparsecomp.compile(program(op, layout))
+        return self.kernels[op, layout]
+
+    def time(self, a: sp.csr_matrix, op: str, k: int, layout: str, reps: int) -> float:
+        exe = self.kernel(op, layout)
+        packed = a.toarray() if layout == "dense" else SparseTensor.from_scipy(a, layout)
+        rng = np.random.default_rng(0)
+        m, n = a.shape
+        if op == "spmm":
+            b = rng.standard_normal((n, k)).astype(np.float32)
+            np.testing.assert_allclose(exe(packed, b), a @ b, rtol=2e-3, atol=2e-3)
+            return _best_time(lambda: exe(packed, b), reps)
+        if op == "spmv":
+            x = rng.standard_normal(n).astype(np.float32)
+            np.testing.assert_allclose(exe(packed, x), a @ x, rtol=2e-3, atol=2e-3)
+            return _best_time(lambda: exe(packed, x), reps)
+        xs = rng.standard_normal((m, k)).astype(np.float32)
+        ys = rng.standard_normal((n, k)).astype(np.float32)
+        got = exe(packed, xs, ys).to_scipy().tocsr()
+        want = sp.csr_matrix(a.multiply(xs @ ys.T))
+        error = abs(got - want).max() if want.nnz else 0.0
+        assert error <= 2e-3 * (1 + abs(want).max()), f"sddmm over {layout}: error {error}"
+        return _best_time(lambda: exe(packed, xs, ys), reps)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the small matrices")
+    parser.add_argument("--reps", type=int, default=5, help="timed calls per case (best)")
+    parser.add_argument("--matrices", help="comma-separated subset")
+    parser.add_argument("--markdown", help="also write the table to this file")
+    args = parser.parse_args(argv)
+    specs = suite(args.quick)
+    if args.matrices:
+        specs = [s for s in specs if s.name in args.matrices.split(",")]
+    _, source = load_coefficients()
+    print(f"cost model: {source}", file=sys.stderr)
+    sweep = Sweep()
+    header = ("| matrix | op | CSR ms | best | best ms | choice | choice ms | decision ms "
+              "| choice / best | CSR / choice |")  # fmt: skip
+    lines = [header, "|" + " --- |" * 10]
+    ratios, vs_csr, decisions = [], [], []
+    for spec in specs:
+        a = spec.build()
+        stats = matrix_stats(a)
+        # Compile first: a build's tail keeps a core busy for a while, and our two
+        # threads then wait for it.
+        for op, _ in RUNS:
+            for layout in candidates(stats, op):
+                sweep.kernel(op, layout)
+        for op, k in RUNS:
+            times = {c: sweep.time(a, op, k, c, args.reps) for c in candidates(stats, op)}
+            choice = choose(a, op=op, k=k)
+            best = min(times, key=times.__getitem__)
+            chosen = times[choice.layout]
+            ratios.append(chosen / times[best])
+            vs_csr.append(times["csr"] / chosen)
+            decisions.append(choice.seconds)
+            name = f"spmm K={k}" if op == "spmm" else op if op == "spmv" else f"sddmm K={k}"
+            line = (f"| {spec.name} | {name} | {times['csr'] * 1e3:.3f} | {best} | "
+                    f"{times[best] * 1e3:.3f} | {choice.layout} | {chosen * 1e3:.3f} | "
+                    f"{choice.seconds * 1e3:.1f} | {ratios[-1]:.2f} | "
+                    f"{vs_csr[-1]:.2f} |")  # fmt: skip
+            lines.append(line)
+            print(line, flush=True)
+    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    summary = [
+        "",
+        f"geomean choice / best {geomean:.3f} (target <= 1.10); worst CSR / choice "
+        f"{min(vs_csr):.2f} (target >= 0.90); slowest decision {max(decisions) * 1e3:.1f} ms",
+    ]
+    summary.append(_decision_at_scale())
+    print("\n".join(summary))
+    if args.markdown:
+        Path(args.markdown).write_text("\n".join(lines + summary) + "\n")
+    return 0
+
+
+def _decision_at_scale() -> str:
+    """Decision times (statistics and model) on three 10M-nonzero matrices."""
+    import formats
+
+    rng = np.random.default_rng(0)
+    found = []
+    for build in (formats.uniform, formats.powerlaw, formats.blocks):
+        a = build(10_000_000, rng)
+        choice = choose(a, op="spmm", k=64)
+        found.append(f"{build.__name__} {choice.seconds * 1e3:.0f} ms ({choice.layout})")
+    return "decision at 10M nonzeros (target < 100 ms): " + ", ".join(found)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""Prepared operands: a matrix packed once in the layout chosen for a function.
+
+``exe.prepare(A)`` (:meth:`Executable.prepare`) chooses the layout of
+``A`` for the function's op with :func:`sparsecomp.formats.choice.choose`,
+packs ``A`` in it once, and readies the function's variant for that layout
+(compiled on first need from the executable's source, then kept by the
+compile cache). ``exe(prepared, B)`` then calls the variant with the packed
+tensor: no conversion per call. ``exe.prepare(A, layout="bsr:4x4")``
+forces a layout.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.choice import Choice, choose
+from sparsecomp.formats.names import parse_layout
+from sparsecomp.formats.tensor import SparseTensor
+from sparsecomp.runtime.abi import Signature
+
+LOG = logging.getLogger("sparsecomp")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """``A`` packed for one function: pass it where that function takes ``A``."""
+
+    #: the packed operand
+    tensor: SparseTensor
+    #: the layout it is packed in (a name ``parse_layout`` accepts)
+    layout: str
+    #: how the layout was chosen (None when forced)
+    choice: Choice | None
+    #: the function it was prepared for (the original's name)
+    function: str
+    #: the variant that takes ``tensor`` (a :class:`~sparsecomp.runtime.executable.Function`)
+    variant: Any
+    #: the argument it stands for
+    argument: int
+
+    def call(self, args: tuple[Any, ...]) -> Any:
+        """Call the variant with ``args``, this operand in its place."""
+        args = (*args[: self.argument], self.tensor, *args[self.argument + 1 :])
+        return self.variant(*args)
+
+    def __repr__(self) -> str:
+        why = f" ({self.choice.why})" if self.choice is not None else " (forced)"
+        return f"Prepared({self.function}, {self.tensor.shape}, {self.layout}{why})"
+
+
+def infer_op(signature: Signature) -> tuple[str, int]:
+    """``(op, sparse argument index)`` of a function: SDDMM if it returns a sparse tensor,
+    SpMV if it takes a dense vector, else SpMM (for choosing a layout)."""
+    sparse = [i for i, a in enumerate(signature.args) if a.kind == "sparse"]
+    if len(sparse) != 1 or signature.args[sparse[0]].rank != 2:
+        raise SparsecompError(
+            f"prepare() needs a function with one sparse matrix argument; "
+            f"'{signature.name}' has {len(sparse)} sparse arguments of rank 2 or other"
+        )
+    if any(r.kind == "sparse" for r in signature.results):
+        return "sddmm", sparse[0]
+    if any(a.kind == "dense" and a.rank == 1 for a in signature.args):
+        return "spmv", sparse[0]
+    return "spmm", sparse[0]
+
+
+def prepare(
+    signature: Signature,
+    A: Any,
+    layout: str | None,
+    k: int,
+    variant_for: Callable[[str], Any],
+) -> Prepared:
+    """:class:`Prepared` for ``signature``'s sparse argument (see the module); ``variant_for``
+    returns the function compiled for a layout name."""
+    import scipy.sparse as sp  # type: ignore[import-untyped]
+
+    op, argument = infer_op(signature)
+    if isinstance(A, SparseTensor):
+        A = A.to_scipy()
+    if not sp.issparse(A):
+        raise SparsecompError(
+            f"prepare() takes a scipy.sparse matrix or a SparseTensor, not {type(A).__name__}"
+        )
+    choice = None
+    if layout is None:
+        choice = choose(A, op=op, k=k)
+        layout = choice.layout
+        LOG.info("sparsecomp: %s(%s): %s", signature.name, op, choice)
+    name = str(parse_layout(layout))
+    spec = signature.args[argument]
+    dtype = spec.dtype
+    tensor = SparseTensor.from_scipy(A.astype(dtype, copy=False), name)
+    variant = variant_for(name)
+    return Prepared(tensor, name, choice, signature.name, variant, argument)

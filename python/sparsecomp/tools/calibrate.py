@@ -1,0 +1,196 @@
+"""``python -m sparsecomp.tools.calibrate``: measure this machine for the layout cost model.
+
+Compiles SpMM, SpMV and SDDMM for every candidate layout
+(:func:`sparsecomp.formats.choice.candidates`), times each on a few
+synthetic matrices chosen so that every feature of the model varies
+(short even rows, power-law rows, dense 8x8 and 16x16 blocks, a band, a
+2:4-pruned and a 30%-dense matrix), and fits the coefficients of
+:mod:`sparsecomp.formats.choice` by non-negative least squares, one op at a
+time (SpMM and SDDMM at k = 32 and 128 to separate the per-unit cost from
+its growth with ``k``). The result is written to
+``$SPARSECOMP_CACHE_DIR/calibration/host.json``, where
+``sparsecomp.formats.choose`` finds it. About two minutes on two cores,
+compiles included; ``--quick`` uses smaller matrices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp  # type: ignore[import-untyped]
+
+from sparsecomp.formats import SparseTensor
+from sparsecomp.formats.choice import Coefficients, calibration_path, candidates, features
+from sparsecomp.formats.programs import program
+from sparsecomp.formats.stats import matrix_stats
+
+#: (op, k) pairs measured.
+RUNS = (("spmm", 32), ("spmm", 128), ("spmv", 1), ("sddmm", 32), ("sddmm", 128))
+
+
+def _rows(lengths: np.ndarray, cols: int, rng: np.random.Generator) -> sp.csr_matrix:
+    lengths = np.minimum(lengths, cols)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = rng.integers(0, cols, int(indptr[-1]), dtype=np.int32)
+    data = rng.standard_normal(indices.size).astype(np.float32)
+    a = sp.csr_matrix((data, indices, indptr), shape=(len(lengths), cols))
+    a.sum_duplicates()
+    return a
+
+
+def _blocks(n: int, size: int, fill: float, count: int, rng: np.random.Generator) -> sp.csr_matrix:
+    grid = n // size
+    at = np.unique(rng.integers(0, grid * grid, count))
+    mask = rng.random((at.size, size, size)) < fill
+    b, r, c = np.nonzero(mask)
+    rows = (at[b] // grid) * size + r
+    cols = (at[b] % grid) * size + c
+    data = rng.standard_normal(rows.size).astype(np.float32)
+    return sp.csr_matrix((data, (rows, cols)), shape=(n, n))
+
+
+def matrices(scale: float, rng: np.random.Generator) -> dict[str, sp.csr_matrix]:
+    """The calibration matrices, ``scale`` times their default size."""
+    n = int(40_000 * scale)
+    d = int(1024 * max(scale, 0.25))
+    dense = rng.standard_normal((d, d)).astype(np.float32)
+    pruned = dense.copy()
+    order = np.argsort(np.abs(pruned.reshape(d, d // 4, 4)), axis=2)
+    np.put_along_axis(pruned.reshape(d, d // 4, 4), order[:, :, :2], 0, axis=2)
+    band = sp.diags([np.ones(n, np.float32)] * 9, list(range(-4, 5)), shape=(n, n), format="csr")
+    return {
+        "uniform": _rows(rng.poisson(8, n), n, rng),
+        "powerlaw": _rows(np.minimum(rng.zipf(1.8, n), n // 4), n, rng),
+        "blocks8": _blocks(n // 4, 8, 0.7, int(n / 8), rng),
+        "blocks16": _blocks(n // 4, 16, 0.9, int(n / 32), rng),
+        "band": band.astype(np.float32),
+        "2:4": sp.csr_matrix(pruned),
+        "dense30": sp.random(d, d, 0.3, format="csr", dtype=np.float32, random_state=1),
+    }
+
+
+def _time(call: Callable[[], Any], reps: int) -> float:
+    call()
+    best = float("inf")
+    for _ in range(reps):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure(
+    mats: dict[str, sp.csr_matrix], reps: int, log: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """One record per (op, k, matrix, layout): its features and its best time."""
+    import sparsecomp
+
+    rng = np.random.default_rng(7)
+    records = []
+    kernels: dict[tuple[str, str], Any] = {}
+    for name, a in mats.items():
+        stats = matrix_stats(a)
+        m, n = a.shape
+        for op, _ in RUNS:  # compiles first: a build's tail would slow the timings
+            for layout in candidates(stats, op):
+                if (op, layout) not in kernels:
+                    kernels[op, layout] = sparsecomp.compile(program(op, layout))
+        for op, k in RUNS:
+            for layout in candidates(stats, op):
+                exe = kernels[op, layout]
+                packed = a.toarray() if layout == "dense" else SparseTensor.from_scipy(a, layout)
+                if op == "spmm":
+                    b = rng.standard_normal((n, k)).astype(np.float32)
+                    seconds = _time(lambda: exe(packed, b), reps)
+                elif op == "spmv":
+                    x = rng.standard_normal(n).astype(np.float32)
+                    seconds = _time(lambda: exe(packed, x), reps)
+                else:
+                    xs = rng.standard_normal((m, k)).astype(np.float32)
+                    ys = rng.standard_normal((n, k)).astype(np.float32)
+                    seconds = _time(lambda: exe(packed, xs, ys), reps)
+                record = {"op": op, "k": k, "matrix": name, "layout": layout, "seconds": seconds}
+                records.append({**record, "features": features(layout, stats, k)})
+                log(f"{op:5} k={k:<3} {name:8} {layout:12} {seconds * 1e3:8.3f} ms")
+    return records
+
+
+def fit(records: list[dict[str, Any]]) -> Coefficients:
+    """Per op, the coefficients minimising the relative error of the predicted times."""
+    from scipy.optimize import nnls  # type: ignore[import-untyped]
+
+    found: Coefficients = {}
+    for op in sorted({r["op"] for r in records}):
+        rows = [r for r in records if r["op"] == op]
+        names = ["call", *sorted({f for r in rows for f in r["features"]})]
+        columns = [(name, grows) for name in names for grows in (False, True)]
+        if op == "spmv":
+            columns = [(name, False) for name in names]
+        matrix = np.zeros((len(rows), len(columns)))
+        for i, r in enumerate(rows):
+            amounts = {"call": 1.0, **r["features"]}
+            width = 1 if op == "spmv" else r["k"]
+            for j, (name, grows) in enumerate(columns):
+                matrix[i, j] = amounts.get(name, 0.0) * (width if grows else 1.0)
+        times = np.array([r["seconds"] for r in rows])
+        weights = 1.0 / times  # relative error: every case counts alike
+        scaled = matrix * weights[:, None]
+        norms = np.maximum(scaled.max(axis=0), 1e-30)
+        solution, _ = nnls(scaled / norms, times * weights)
+        solution /= norms
+        table: dict[str, list[float]] = {name: [0.0, 0.0] for name in names}
+        for (name, grows), value in zip(columns, solution, strict=True):
+            table[name][1 if grows else 0] = float(value)
+        found[op] = table
+    return found
+
+
+def report(records: list[dict[str, Any]], coefficients: Coefficients) -> str:
+    """Median and worst relative error of the fitted model on the measurements."""
+    lines = []
+    for op in coefficients:
+        errors = []
+        for r in (r for r in records if r["op"] == op):
+            table = coefficients[op]
+            width = 1 if op == "spmv" else r["k"]
+            predicted = table["call"][0] + table["call"][1] * width + sum(
+                amount * (table[f][0] + table[f][1] * width) for f, amount in r["features"].items()
+            )
+            errors.append(abs(predicted / r["seconds"] - 1))
+        lines.append(f"{op}: median error {100 * np.median(errors):.0f}%, "
+                     f"worst {100 * max(errors):.0f}% over {len(errors)} cases")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller matrices")
+    parser.add_argument("--reps", type=int, default=5, help="timed calls per case (best)")
+    parser.add_argument("--print", action="store_true", help="print the coefficients as Python")
+    args = parser.parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    mats = matrices(0.25 if args.quick else 1.0, np.random.default_rng(0))
+    records = measure(mats, args.reps, log)
+    coefficients = fit(records)
+    path = calibration_path("host")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"coefficients": coefficients, "records": records}, indent=1))
+    log(report(records, coefficients))
+    log(f"calibrated in {time.perf_counter() - start:.0f} s: {path}")
+    if args.print:
+        print(json.dumps(coefficients, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,245 @@
+"""Choosing layouts: statistics, the cost model's features, choose(), calibration's fit,
+and prepared operands (exe.prepare) against scipy."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sparsecomp
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats import SparseTensor
+from sparsecomp.formats.choice import MARGIN, candidates, choose, features, predict
+from sparsecomp.formats.programs import program
+from sparsecomp.formats.stats import BLOCK_SIZES, matrix_stats
+from sparsecomp.tools.calibrate import fit
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+def power_law(rows: int, cols: int, seed: int) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    lengths = np.minimum(cols, rng.zipf(1.6, rows) - 1)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = np.concatenate([rng.choice(cols, n, replace=False) for n in lengths] or [[]])
+    data = rng.standard_normal(int(indptr[-1])).astype(np.float32)
+    m = sp.csr_matrix((data, indices.astype(np.int32), indptr), shape=(rows, cols))
+    m.sort_indices()
+    return m
+
+
+def blocky(n: int, size: int, seed: int) -> sp.csr_matrix:
+    """Full ``size x size`` blocks on a few block positions."""
+    rng = np.random.default_rng(seed)
+    grid = n // size
+    mask = np.kron(rng.random((grid, grid)) < 0.1, np.ones((size, size)))
+    return sp.csr_matrix(mask * rng.standard_normal((n, n)), dtype=np.float32)
+
+
+matrices = st.builds(
+    lambda rows, cols, density, seed: sp.random(
+        rows, cols, density=density, format="csr", random_state=seed, dtype=np.float32
+    ),
+    st.integers(0, 70),
+    st.integers(0, 70),
+    st.floats(0, 0.6),
+    st.integers(0, 1000),
+)
+
+
+@given(a=matrices)
+@settings(max_examples=40, deadline=None)
+def test_statistics_are_exact_on_small_matrices(a: sp.csr_matrix) -> None:
+    """Below the sample size every statistic is exact: compared with brute force."""
+    stats = matrix_stats(a)
+    lengths = np.diff(a.indptr)
+    assert stats.nnz == a.nnz
+    assert stats.shape == a.shape
+    assert stats.max_row == (lengths.max() if a.shape[0] else 0)
+    for lo, hi in [(0, 1), (1, 4), (3, 70)]:
+        inside = (lengths > lo) & (lengths <= hi)
+        assert stats.rows_between(lo, hi) == (inside.sum(), lengths[inside].sum())
+    coo = a.tocoo()
+    for size in BLOCK_SIZES:
+        keys = set(zip(coo.row // size, coo.col // size, strict=True))
+        assert stats.blocks[size].blocks == len(keys)
+        counts: dict[tuple[int, int], int] = {}
+        for key in zip(coo.row // size, coo.col // size, strict=True):
+            counts[key] = counts.get(key, 0) + 1
+        dense = [c for c in counts.values() if c >= max(1, size * size // 4)]
+        assert stats.blocks[size].dense_blocks == len(dense)
+        assert stats.blocks[size].dense_entries == sum(dense)
+    groups = set(zip(coo.row // 16, coo.col, strict=True))
+    assert stats.column_reuse_miss == (len(groups) / a.nnz if a.nnz else 1.0)
+    for keep, group in stats.nm:
+        per_group: dict[tuple[int, int], int] = {}
+        for key in zip(coo.row, coo.col // group, strict=True):
+            per_group[key] = per_group.get(key, 0) + 1
+        assert max(per_group.values(), default=0) <= keep
+
+
+def test_nm_is_found_where_it_holds() -> None:
+    rng = np.random.default_rng(0)
+    d = rng.standard_normal((64, 64)).astype(np.float32)
+    d[:, 1::4] = 0
+    d[:, 2::4] = 0
+    assert (2, 4) in matrix_stats(sp.csr_matrix(d)).nm
+    d[5, 1] = 1.0  # three in one group of row 5
+    assert (2, 4) not in matrix_stats(sp.csr_matrix(d)).nm
+
+
+def test_sampled_block_counts_scale_to_the_whole() -> None:
+    """Above the sample size, block counts are estimated within a few percent."""
+    a = blocky(2048, 8, seed=3)
+    assert a.nnz > 200_000
+    stats = matrix_stats(a)
+    exact = len(set(zip(a.tocoo().row // 8, a.tocoo().col // 8, strict=True)))
+    assert abs(stats.blocks[8].blocks / exact - 1) < 0.1
+
+
+@pytest.mark.parametrize("layout", ["hyb:1:8", "hyb:1:32", "bsr:4x4", "ell", "bsr+csr:4x4"])
+def test_features_count_what_packing_stores(layout: str) -> None:
+    """The model's slots, entries and blocks are what SparseTensor.from_scipy stores."""
+    a = power_law(300, 200, seed=1) if "hyb" in layout or layout == "ell" else blocky(96, 4, 2)
+    found = features(layout, matrix_stats(a))
+    t = SparseTensor.from_scipy(a, layout)
+    if layout.startswith("hyb"):
+        ell = [p for p, part in zip(t.parts, t.layout.parts, strict=True) if part.rule != "rest"]
+        assert found["ell.slots"] == sum(p.nse for p in ell)
+        assert found["csr.entries"] == t.parts[-1].nse
+        assert found["parts"] == 1 + sum(1 for p in ell if p.nse)
+    elif layout == "ell":
+        assert found["ell.slots"] == t.nse
+    elif layout == "bsr:4x4":
+        assert found["bsr4.values"] == t.nse
+    else:
+        assert found["bsr4.values"] == t.parts[0].nse
+        assert found["csr.entries"] == t.parts[1].nse
+
+
+def _coefficients(bsr_speedup: float) -> dict[str, dict[str, list[float]]]:
+    """A model in which BSR 4x4's values cost ``1 / bsr_speedup`` of CSR's entries."""
+    table = {"call": [0.0, 0.0], "csr.entries": [1e-9, 0.0], "csr.rows": [0.0, 0.0],
+             "bsr4.values": [1e-9 / bsr_speedup, 0.0], "bsr4.blocks": [0.0, 0.0]}  # fmt: skip
+    return {"spmm": table, "spmv": table, "sddmm": table}
+
+
+def test_choose_keeps_csr_unless_clearly_faster() -> None:
+    a = blocky(256, 4, seed=5)  # full 4x4 blocks: BSR stores exactly the nonzeros
+    near = choose(a, "spmm", 32, coefficients=_coefficients(1 / (1 - MARGIN / 2)))
+    assert near.layout == "csr"
+    assert "bsr:4x4" in near.why
+    far = choose(a, "spmm", 32, coefficients=_coefficients(2.0))
+    assert far.layout == "bsr:4x4"
+    assert far.estimates["csr"] == pytest.approx(2 * far.estimates["bsr:4x4"])
+    assert list(far.estimates.values()) == sorted(far.estimates.values())
+    assert set(far.estimates) == set(candidates(matrix_stats(a), "spmm"))
+    assert "2.00x faster than CSR" in far.why
+    assert far.seconds > 0
+
+
+def test_choose_refuses_what_it_cannot_model() -> None:
+    a = sp.eye(4, format="csr")
+    with pytest.raises(SparsecompError, match="knows spmm, spmv and sddmm"):
+        choose(a, "spgemm")
+    with pytest.raises(SparsecompError, match="host only"):
+        choose(a, "spmm", target="cuda:sm_80")
+    assert choose(sp.csr_matrix((5, 5)), "spmv").layout == "csr"  # empty: nothing else applies
+
+
+def test_fit_recovers_known_coefficients() -> None:
+    """Times made from known coefficients are fitted back (the calibration's solver)."""
+    truth = {"call": [2e-6, 0.0], "csr.entries": [1e-9, 2e-10], "csr.rows": [3e-9, 0.0],
+             "bsr4.values": [2e-10, 5e-11], "bsr4.blocks": [1e-9, 1e-10]}  # fmt: skip
+    records = []
+    for seed in range(6):
+        a = blocky(128, 4, seed) + power_law(128, 128, seed)
+        stats = matrix_stats(sp.csr_matrix(a))
+        for layout in ("csr", "bsr:4x4"):
+            for k in (32, 128):
+                seconds = predict(layout, stats, "spmm", k, {"spmm": truth})
+                record = {"op": "spmm", "k": k, "matrix": str(seed), "layout": layout}
+                records.append(
+                    {**record, "seconds": seconds, "features": features(layout, stats, k)}
+                )
+    fitted = fit(records)["spmm"]
+    for r in records:
+        width = r["k"]
+        got = (
+            fitted["call"][0]
+            + fitted["call"][1] * width
+            + sum(
+                amount * (fitted[f][0] + fitted[f][1] * width)
+                for f, amount in r["features"].items()
+            )
+        )
+        assert got == pytest.approx(r["seconds"], rel=0.02)
+
+
+@pytest.mark.parametrize("layout", [None, "hyb:1:8", "bsr:4x4", "ell", "csr"])
+def test_prepared_operands_match_scipy(
+    layout: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    rng = np.random.default_rng(1)
+    a = power_law(90, 70, seed=2)
+    b = rng.standard_normal((70, 5)).astype(np.float32)
+    x = rng.standard_normal(70).astype(np.float32)
+    spmm = sparsecomp.compile(program("spmm", "csr"))
+    spmv = sparsecomp.compile(program("spmv", "csr"))
+    with caplog.at_level(logging.INFO, logger="sparsecomp"):
+        prepared = spmm.prepare(a, layout=layout, k=5)
+    assert (prepared.choice is None) == (layout is not None)
+    assert ("sparsecomp: spmm(spmm)" in caplog.text) == (layout is None)
+    assert str(prepared.tensor.layout) == prepared.layout
+    np.testing.assert_allclose(spmm(prepared, b), a @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(spmm(prepared, 2 * b), a @ (2 * b), rtol=1e-4, atol=1e-4)
+    vector = spmv.prepare(a, layout=layout)
+    np.testing.assert_allclose(spmv(vector, x), a @ x, rtol=1e-4, atol=1e-4)
+    with pytest.raises(SparsecompError, match="operand prepared for 'spmm'"):
+        spmv(prepared, x)
+
+
+@pytest.mark.parametrize("layout", ["bsr:2x2", "ell"])
+def test_prepared_sddmm_keeps_its_layout(layout: str) -> None:
+    rng = np.random.default_rng(3)
+    s = power_law(40, 30, seed=4)
+    xs = rng.standard_normal((40, 6)).astype(np.float32)
+    ys = rng.standard_normal((30, 6)).astype(np.float32)
+    exe = sparsecomp.compile(program("sddmm", "csr"))
+    got = exe(exe.prepare(s, layout=layout), xs, ys)
+    assert str(got.layout) == layout
+    np.testing.assert_allclose(got.to_dense(), s.multiply(xs @ ys.T).toarray(), atol=1e-4)
+
+
+def test_prepare_on_a_loaded_executable(tmp_path) -> None:
+    a = power_law(30, 20, seed=5)
+    b = np.ones((20, 3), np.float32)
+    exe = sparsecomp.load(sparsecomp.compile(program("spmm", "csr")).save(tmp_path / "k"))
+    np.testing.assert_allclose(exe(exe.prepare(a, layout="csr"), b), a @ b, rtol=1e-5)
+    with pytest.raises(SparsecompError, match="cannot compile 'spmm' for layout bsr:2x2"):
+        exe.prepare(a, layout="bsr:2x2")
+
+
+def test_prepare_needs_one_sparse_matrix() -> None:
+    csr = "#sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>"
+    two = sparsecomp.compile(f"""
+func.func @add(%a: tensor<?x?xf32, {csr}>, %b: tensor<?x?xf32, {csr}>) -> tensor<?x?xf32> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32, {csr}>
+  %n = tensor.dim %a, %c1 : tensor<?x?xf32, {csr}>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %r = linalg.add ins(%a, %b : tensor<?x?xf32, {csr}>, tensor<?x?xf32, {csr}>)
+                  outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}}
+""")
+    with pytest.raises(SparsecompError, match="one sparse matrix argument"):
+        two.prepare(sp.eye(3, format="csr"))
+    with pytest.raises(SparsecompError, match=r"scipy\.sparse matrix or a SparseTensor"):
+        sparsecomp.compile(program("spmv", "csr")).prepare(np.eye(3))
