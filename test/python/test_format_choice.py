@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import sparsecomp
 from sparsecomp.errors import SparsecompError
-from sparsecomp.formats import SparseTensor
+from sparsecomp.formats import SparseTensor, parse_layout
 from sparsecomp.formats.choice import MARGIN, candidates, choose, features, predict
 from sparsecomp.formats.programs import program
 from sparsecomp.formats.stats import BLOCK_SIZES, matrix_stats
@@ -110,21 +110,42 @@ def test_features_count_what_packing_stores(layout: str) -> None:
     t = SparseTensor.from_scipy(a, layout)
     if layout.startswith("hyb"):
         ell = [p for p, part in zip(t.parts, t.layout.parts, strict=True) if part.rule != "rest"]
-        assert found["ell.slots"] == sum(p.nse for p in ell)
-        assert found["csr.entries"] == t.parts[-1].nse
+        assert _total(found, "ell.slots") == sum(p.nse for p in ell)
+        assert _total(found, "csr.entries") == t.parts[-1].nse
         assert found["parts"] == 1 + sum(1 for p in ell if p.nse)
     elif layout == "ell":
-        assert found["ell.slots"] == t.nse
+        assert _total(found, "ell.slots") == t.nse
     elif layout == "bsr:4x4":
         assert found["bsr4.values"] == t.nse
     else:
         assert found["bsr4.values"] == t.parts[0].nse
-        assert found["csr.entries"] == t.parts[1].nse
+        assert _total(found, "csr.entries") == t.parts[1].nse
+
+
+def _total(found: dict[str, float], prefix: str) -> float:
+    """A feature summed over its row-length classes."""
+    return sum(v for name, v in found.items() if name.startswith(prefix + "."))
+
+
+def test_row_length_classes() -> None:
+    """CSR entries and ELL slots are counted by the class of their row's length."""
+    a = sp.csr_matrix(np.tril(np.ones((40, 40), np.float32)))  # rows of 1 .. 40
+    found = features("csr", matrix_stats(a))
+    assert found["csr.entries.short"] == 1 + 2 + 3 + 4
+    assert found["csr.entries.mid"] == sum(range(5, 33))
+    assert found["csr.entries.long"] == sum(range(33, 41))
+    hyb = features("hyb:1:8", matrix_stats(a))
+    assert hyb["ell.slots.short"] == 1 + 2 + 4 * 2
+    assert hyb["ell.slots.mid"] == 8 * 4
+    assert hyb["csr.entries.mid"] == sum(range(9, 33))
+    assert hyb["csr.entries.long"] == sum(range(33, 41))
+    assert features("ell", matrix_stats(a))["ell.slots.long"] == 40 * 40
 
 
 def _coefficients(bsr_speedup: float) -> dict[str, dict[str, list[float]]]:
     """A model in which BSR 4x4's values cost ``1 / bsr_speedup`` of CSR's entries."""
-    table = {"call": [0.0, 0.0], "csr.entries": [1e-9, 0.0], "csr.rows": [0.0, 0.0],
+    csr = {f"csr.entries.{c}": [1e-9, 0.0] for c in ("short", "mid", "long")}
+    table = {"call": [0.0, 0.0], **csr, "csr.rows": [0.0, 0.0],
              "bsr4.values": [1e-9 / bsr_speedup, 0.0], "bsr4.blocks": [0.0, 0.0]}  # fmt: skip
     return {"spmm": table, "spmv": table, "sddmm": table}
 
@@ -154,7 +175,10 @@ def test_choose_refuses_what_it_cannot_model() -> None:
 
 def test_fit_recovers_known_coefficients() -> None:
     """Times made from known coefficients are fitted back (the calibration's solver)."""
-    truth = {"call": [2e-6, 0.0], "csr.entries": [1e-9, 2e-10], "csr.rows": [3e-9, 0.0],
+    csr = {
+        f"csr.entries.{c}": [1e-9 * (i + 1), 2e-10] for i, c in enumerate(("short", "mid", "long"))
+    }
+    truth = {"call": [2e-6, 0.0], **csr, "csr.rows": [3e-9, 0.0],
              "bsr4.values": [2e-10, 5e-11], "bsr4.blocks": [1e-9, 1e-10]}  # fmt: skip
     records = []
     for seed in range(6):
@@ -243,3 +267,49 @@ func.func @add(%a: tensor<?x?xf32, {csr}>, %b: tensor<?x?xf32, {csr}>) -> tensor
         two.prepare(sp.eye(3, format="csr"))
     with pytest.raises(SparsecompError, match=r"scipy\.sparse matrix or a SparseTensor"):
         sparsecomp.compile(program("spmv", "csr")).prepare(np.eye(3))
+
+
+@pytest.mark.parametrize("rule", ['"hyb:1:4"', '"bsr+csr:4x4"', '"bsr:2x2"'])
+def test_a_rule_in_the_program(rule: str) -> None:
+    """``sparse_iter.decompose`` on an argument: the function takes the rule's parts
+    (scipy input packed into them at the call) and still computes A @ B."""
+    exe = sparsecomp.compile(f"""
+#sparse = #sparse_iter.sparsity<unstructured>
+func.func @spmm(%A: tensor<?x?xf32, #sparse> {{sparse_iter.decompose = {rule}}},
+                %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {{
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #sparse>, tensor<?x?xf32>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}}
+""")
+    wanted = parse_layout(rule.strip('"')).attr_text()
+    assert parse_layout(exe.spmm.signature.args[0].layout).attr_text() == wanted
+    rng = np.random.default_rng(7)
+    a = power_law(50, 40, seed=8)
+    b = rng.standard_normal((40, 6)).astype(np.float32)
+    c = rng.standard_normal((50, 6)).astype(np.float32)
+    np.testing.assert_allclose(exe(a, b, c), c + a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_compile_explain(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``sparsecomp-compile --explain A.npz`` prints the choice and builds that variant."""
+    from sparsecomp.tools.compile import main
+
+    a = blocky(128, 8, seed=9)
+    sp.save_npz(tmp_path / "a.npz", a)
+    source = tmp_path / "spmm.mlir"
+    source.write_text(program("spmm", "csr"))
+    out = tmp_path / "out"
+    assert (
+        main([str(source), "-o", str(out), "--explain", str(tmp_path / "a.npz"), "--k", "16"]) == 0
+    )
+    printed = capsys.readouterr().out
+    choice = choose(a, "spmm", 16)
+    assert f"spmm (spmm, k=16): {choice.layout}: " in printed
+    exe = sparsecomp.load(out)
+    layout = exe.spmm.signature.args[0].layout
+    assert layout.attr_text() == parse_layout(choice.layout).attr_text()
+    b = np.ones((128, 16), np.float32)
+    np.testing.assert_allclose(exe(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    assert main([str(source), "-o", str(out), "--explain", str(tmp_path / "missing.npz")]) == 1
+    assert "cannot read the matrix" in capsys.readouterr().err

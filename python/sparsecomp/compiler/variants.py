@@ -1,10 +1,10 @@
 """A program's variant with one sparse argument in another layout (``Executable.prepare``).
 
-The variant is the same module in which every value of the function that
-has the argument's tensor type (the argument itself, and an output that
-shares its encoding, as SDDMM's does) takes the new layout's encoding; the
-rest of the pipeline then compiles it like any program, and the compile
-cache keeps it.
+The variant is the same module with a decomposition rule on the argument
+(``sparse_iter.decompose``, applied by ``sparse-iter-decompose-formats`` in
+the first stage): the argument, and every value of the function with its
+type (an output that shares its encoding, as SDDMM's does), take the
+layout. The compile cache then keeps it like any program.
 """
 
 from __future__ import annotations
@@ -14,25 +14,12 @@ from mlir import ir
 from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.parsing import parse_module
-
-
-def _values(func: ir.Operation) -> list[ir.Value]:
-    found: list[ir.Value] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        for region in op.regions:
-            for block in region.blocks:
-                found.extend(block.arguments)
-        found.extend(op.results)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
-    return found
+from sparsecomp.transforms.decompose_formats import DECOMPOSE
 
 
 def with_layout(text: str, function: str, argument: int, attr: str) -> str:
-    """``text`` with ``function``'s ``argument``-th argument (and the values of its type)
-    encoded by ``attr`` (``#sparse_iter.layout<...>`` or ``#sparse_iter.composable<...>``)."""
+    """``text`` with the rule ``attr`` (a ``#sparse_iter.layout<...>`` or
+    ``#sparse_iter.composable<...>``) on ``function``'s ``argument``-th argument."""
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = parse_module(text, "<variant>", ctx)
@@ -45,22 +32,13 @@ def with_layout(text: str, function: str, argument: int, attr: str) -> str:
         if not funcs:
             raise SparsecompError(f"no function '{function}' in the program")
         func = funcs[0]
-        fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        old = fty.inputs[argument]
-        if sum(1 for t in fty.inputs if t == old) != 1:
-            raise SparsecompError(
-                f"'{function}' has several arguments of type {old}: prepare() cannot tell "
-                "which one to lay out differently",
-                hint="give each sparse argument an encoding of its own",
-            )
-        tensor = ir.RankedTensorType(old)
-        new = ir.RankedTensorType.get(tensor.shape, tensor.element_type, ir.Attribute.parse(attr))
-        for value in _values(func):
-            if value.type == old:
-                value.set_type(new)
-        inputs = [new if t == old else t for t in fty.inputs]
-        results = [new if t == old else t for t in fty.results]
-        func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
-        if not module.operation.verify():
-            raise SparsecompError(f"'{function}' with its argument {argument} as {attr} is invalid")
+        count = len(func.regions[0].blocks[0].arguments)
+        if "arg_attrs" in func.attributes:
+            arg_attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
+        else:
+            arg_attrs = [ir.DictAttr.get({}) for _ in range(count)]
+        entries = {n.name: n.attr for n in ir.DictAttr(arg_attrs[argument])}
+        entries[DECOMPOSE] = ir.Attribute.parse(attr)
+        arg_attrs[argument] = ir.DictAttr.get(entries)
+        func.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
         return module.operation.get_asm(enable_debug_info=True)

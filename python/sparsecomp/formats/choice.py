@@ -2,19 +2,27 @@
 
 ``choose(A, op="spmm", k=64)`` reads cheap statistics of ``A``
 (:func:`~sparsecomp.formats.stats.matrix_stats`: exact row-length
-histogram, sampled block counts, n:m patterns), lists the layouts worth
-considering, predicts each one's time and returns the fastest as a
+histogram, sampled block counts, column reuse), lists the layouts worth
+considering (CSR, ELL, BSR 2-16, ``hyb``, ``bsr+csr``, dense; not n:m,
+whose CPU kernel ran slower than CSR on every calibration matrix: it is
+the GPU's sparse tensor cores' layout), predicts each one's time and returns the fastest as a
 :class:`Choice`. It takes a few tens of milliseconds on 10M nonzeros.
 
 **The model.** Each candidate is described by *features*: how much work of
 each kind its kernel does. CSR: its entries and rows; ELL (and each ELL
-bucket of ``hyb``): its slots, padding included, and rows; BSR ``RxR``:
+bucket of ``hyb``): its slots, padding included, and rows, both by the
+row-length class of :data:`LENGTH_CLASSES` (a loop of 27 fixed trips runs
+faster per entry than one of 3); BSR ``RxR``:
 its stored values and blocks; n:m: its slots; dense: its cells; a
 composable layout the sum over its parts plus one ``parts`` feature per
 part (each is a loop nest of its own); and ``gather.miss``, the dense rows
 gathered that nearby rows did not already bring into cache (column reuse
 from the statistics, times the part of the dense operand that does not fit
-:data:`CACHE_BYTES`; a BSR block's rows count once). The predicted time is ``call +
+:data:`CACHE_BYTES`; a BSR block's rows count once); and ``stream.bytes``,
+the bytes the layout stores times the part of them that does not fit the
+last-level cache (a matrix that stays in cache is read at cache speed, one
+that does not at memory speed: what makes a layout that stores zeros lose
+on big matrices). The predicted time is ``call +
 sum(x_f * (a_f + b_f * k))``: per feature a cost per unit that grows
 linearly with the dense width ``k`` (SpMM's and SDDMM's columns; 1 for
 SpMV). The coefficients come from measuring the machine
@@ -24,12 +32,16 @@ cached under ``$SPARSECOMP_CACHE_DIR/calibration/``; until then the
 coefficients measured on the development machine (:data:`DEFAULT`) are
 used.
 
-**Never worse than CSR.** The model is wrong by some percent; a layout
-other than CSR is chosen only if it is predicted :data:`MARGIN` faster.
+**Never worse than CSR.** The model is wrong by 10-20% on a typical case
+and more on some (``calibrate`` prints its median and worst error); a
+layout other than CSR is chosen only if it is predicted :data:`MARGIN`
+(25%) faster.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import math
 import time
@@ -41,7 +53,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.stats import BLOCK_SIZES, MatrixStats, matrix_stats
 
 #: A layout other than CSR must be predicted this much faster to be chosen.
-MARGIN = 0.10
+MARGIN = 0.25
 #: ELL or BSR storing more than this many values per nonzero is not considered.
 MAX_PADDING = 4.0
 #: hyb widths considered.
@@ -50,6 +62,8 @@ HYB_WIDTHS = (8, 32)
 DENSE_FROM = 0.10
 #: Cache a kernel's gathered dense rows may stay in (a core's L2, about).
 CACHE_BYTES = 1 << 20
+#: The version of the features; calibrations of another version are not used.
+MODEL = 3
 #: What a calibration stores per op: feature -> [a, b] (seconds per unit: a + b * k).
 Coefficients = dict[str, dict[str, list[float]]]
 
@@ -84,7 +98,6 @@ def candidates(stats: MatrixStats, op: str) -> list[str]:
     for size in BLOCK_SIZES:
         if stats.blocks[size].blocks * size * size <= MAX_PADDING * nnz:
             found.append(f"bsr:{size}x{size}")
-    found += [f"nm:{n}:{g}" for n, g in stats.nm]
     if op == "sddmm":  # composable results are not built part by part yet
         return found
     if stats.max_row > 1:
@@ -101,6 +114,10 @@ def features(layout: str, stats: MatrixStats, k: int = 1) -> dict[str, float]:
     """The work of ``layout``'s kernel by kind (see the module), with its gathers of
     dense rows that miss the cache (``gather.miss``)."""
     found = _work(layout, stats)
+    stored = _bytes(found)
+    spilled = max(0.0, 1.0 - last_level_cache() / stored) if stored else 0.0
+    if spilled:
+        found["stream.bytes"] = stored * spilled
     n = stats.shape[1]
     footprint = n * max(k, 1) * 4  # the gathered dense operand, float32
     spill = max(0.0, 1.0 - CACHE_BYTES / footprint) if footprint else 0.0
@@ -115,13 +132,68 @@ def features(layout: str, stats: MatrixStats, k: int = 1) -> dict[str, float]:
     return found
 
 
+def _bytes(work: dict[str, float]) -> float:
+    """Bytes a layout stores, from its work: 4-byte values, coordinates and positions."""
+    total = 0.0
+    for name, amount in work.items():
+        if name.startswith(("csr.entries", "ell.slots")):
+            total += 8 * amount  # value and coordinate
+        elif name.endswith((".values", ".cells", ".blocks", ".rows")):
+            total += 4 * amount
+    return total
+
+
+@functools.cache
+def last_level_cache() -> int:
+    """The last-level cache in bytes (Linux sysfs; 32 MiB where it cannot be read)."""
+    found = 0
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            found = max(found, int(digits) * scale)
+    return found or 32 << 20
+
+
+#: Row-length classes (at most this many entries) of CSR entries and ELL slots:
+#: a loop over a row costs per entry what its trip count allows (unrolling, vectors).
+LENGTH_CLASSES = ((4, "short"), (32, "mid"))
+
+
+def _length_class(length: int) -> str:
+    return next((name for top, name in LENGTH_CLASSES if length <= top), "long")
+
+
+def _csr(stats: MatrixStats, lo: int, hi: int, found: dict[str, float]) -> None:
+    """CSR over the rows with more than ``lo`` and at most ``hi`` entries, by class."""
+    bounds = [lo] + [top for top, _ in LENGTH_CLASSES if lo < top < hi] + [hi]
+    for start, stop in itertools.pairwise(bounds):
+        _, entries = stats.rows_between(start, stop)
+        name = f"csr.entries.{_length_class(stop)}"
+        found[name] = found.get(name, 0.0) + entries
+    found["csr.rows"] = found.get("csr.rows", 0.0) + stats.rows
+
+
+def _ell(width: int, rows: float, found: dict[str, float]) -> None:
+    name = f"ell.slots.{_length_class(width)}"
+    found[name] = found.get(name, 0.0) + rows * width
+    found["ell.rows"] = found.get("ell.rows", 0.0) + rows
+
+
 def _work(layout: str, stats: MatrixStats) -> dict[str, float]:
     m, n = stats.shape
     nnz = stats.nnz
+    found: dict[str, float] = {}
     if layout == "csr":
-        return {"csr.entries": nnz, "csr.rows": m}
+        _csr(stats, 0, stats.max_row, found)
+        return found
     if layout == "ell":
-        return {"ell.slots": m * stats.max_row, "ell.rows": m}
+        _ell(stats.max_row, m, found)
+        return found
     if layout == "dense":
         return {"dense.cells": m * n}
     kind, _, rest = layout.partition(":")
@@ -134,25 +206,24 @@ def _work(layout: str, stats: MatrixStats) -> dict[str, float]:
         return {"nm.slots": m * keep * math.ceil(n / group), "nm.rows": m}
     if kind == "hyb":
         width = int(rest.split(":")[1])
-        found = {"ell.slots": 0.0, "ell.rows": 0.0, "parts": 1.0}
+        found["parts"] = 1.0
         lo, hi = 0, 1
         while hi <= width:
             rows, _ = stats.rows_between(lo, hi)
-            found["ell.slots"] += rows * hi
-            found["ell.rows"] += rows
+            _ell(hi, rows, found)
             found["parts"] += 1.0 if rows else 0.0
             lo, hi = hi, hi * 2
-        _, long_entries = stats.rows_between(width, stats.max_row)
-        found["csr.entries"] = long_entries
-        found["csr.rows"] = m
+        _csr(stats, width, stats.max_row, found)
         return found
     if kind == "bsr+csr":
         size = int(rest.split("x")[0])
         block = stats.blocks[size]
+        left = max(0.0, nnz - block.dense_entries)
+        mean = left / m if m else 0.0  # the rest's rows, taken as of even length
         return {
             f"bsr{size}.values": block.dense_blocks * size * size,
             f"bsr{size}.blocks": block.dense_blocks,
-            "csr.entries": max(0.0, nnz - block.dense_entries),
+            f"csr.entries.{_length_class(math.ceil(mean))}": left,
             "csr.rows": m,
             "parts": 2.0,
         }
@@ -180,11 +251,16 @@ def calibration_path(target: str = "host") -> Path:
 
 
 def load_coefficients(target: str = "host") -> tuple[Coefficients, str]:
-    """The calibration of ``target`` and where it came from (a file, or the defaults)."""
+    """The calibration of ``target`` and where it came from (a file, or the defaults).
+
+    A file made for another version of the model's features (:data:`MODEL`) is
+    not used: ``python -m sparsecomp.tools.calibrate`` makes a new one."""
     path = calibration_path(target)
     if path.is_file():
         try:
-            return json.loads(path.read_text())["coefficients"], str(path)
+            found = json.loads(path.read_text())
+            if found.get("model") == MODEL:
+                return found["coefficients"], str(path)
         except (OSError, ValueError, KeyError):
             pass
     return DEFAULT, "the development machine's defaults"
@@ -205,7 +281,7 @@ def choose(
         raise SparsecompError(f"choose() knows spmm, spmv and sddmm, not '{op}'")
     if target != "host":
         raise SparsecompError(f"choose() has a cost model for the host only, not '{target}'")
-    stats = stats if stats is not None else matrix_stats(A)
+    stats = stats if stats is not None else matrix_stats(A, nm=False)
     coefficients = coefficients if coefficients is not None else load_coefficients(target)[0]
     estimates = {c: predict(c, stats, op, k, coefficients) for c in candidates(stats, op)}
     estimates = dict(sorted(estimates.items(), key=lambda item: item[1]))
@@ -243,60 +319,69 @@ def _why(best: str, stats: MatrixStats, estimates: dict[str, float]) -> str:
 #: sparsecomp.tools.calibrate --print`), used until this machine is calibrated.
 DEFAULT: Coefficients = {
     "sddmm": {
-        "bsr16.blocks": [0, 0],
-        "bsr16.values": [3.013e-09, 1.113e-10],
-        "bsr2.blocks": [1.379e-08, 0],
-        "bsr2.values": [0, 1.256e-10],
-        "bsr4.blocks": [0, 2.094e-09],
-        "bsr4.values": [2.393e-09, 0],
-        "bsr8.blocks": [1.69e-07, 8.032e-09],
+        "bsr16.blocks": [4.825e-07, 2.429e-08],
+        "bsr16.values": [0, 0],
+        "bsr2.blocks": [8.819e-09, 0],
+        "bsr2.values": [0, 1.021e-10],
+        "bsr4.blocks": [2.672e-08, 1.599e-09],
+        "bsr4.values": [0, 0],
+        "bsr8.blocks": [7.869e-08, 6.874e-09],
         "bsr8.values": [0, 0],
-        "call": [0, 0],
-        "csr.entries": [2.584e-09, 1.164e-10],
-        "csr.rows": [0, 0],
-        "ell.rows": [1.01e-08, 2.996e-10],
-        "ell.slots": [2.142e-09, 3.291e-11],
-        "gather.miss": [0, 4.376e-10],
-        "nm.rows": [2.501e-06, 7.312e-08],
-        "nm.slots": [0, 0],
+        "call": [0.0004199, 1.149e-05],
+        "csr.entries.long": [1.439e-09, 1.041e-10],
+        "csr.entries.mid": [1.548e-09, 0],
+        "csr.entries.short": [0, 1.23e-10],
+        "csr.rows": [0, 4.785e-10],
+        "ell.rows": [4.066e-09, 2.046e-10],
+        "ell.slots.long": [2.104e-09, 3.312e-11],
+        "ell.slots.mid": [1.749e-09, 0],
+        "gather.miss": [0, 4.004e-10],
+        "stream.bytes": [1.127e-09, 3.771e-11],
     },
     "spmm": {
-        "bsr16.blocks": [0, 0],
-        "bsr16.values": [0, 3.587e-11],
-        "bsr2.blocks": [0, 9.012e-10],
+        "bsr16.blocks": [0, 1.008e-08],
+        "bsr16.values": [4.759e-12, 0],
+        "bsr2.blocks": [0, 9.205e-10],
         "bsr2.values": [0, 0],
-        "bsr4.blocks": [0, 1.734e-09],
+        "bsr4.blocks": [0, 1.706e-09],
         "bsr4.values": [0, 0],
-        "bsr8.blocks": [0, 3.979e-09],
-        "bsr8.values": [0, 0],
-        "call": [0, 5.156e-06],
-        "csr.entries": [0, 2.234e-11],
-        "csr.rows": [0, 2.747e-10],
-        "dense.cells": [0, 1.138e-09],
-        "ell.rows": [0, 7.578e-11],
-        "ell.slots": [0, 2.64e-11],
-        "gather.miss": [0, 2.093e-10],
-        "nm.rows": [0, 2.353e-08],
-        "nm.slots": [0, 0],
-        "parts": [1.412e-05, 3.034e-07],
-    },
-    "spmv": {
-        "bsr16.blocks": [4.068e-08, 0],
-        "bsr16.values": [0, 0],
-        "bsr2.blocks": [3.639e-09, 0],
-        "bsr2.values": [0, 0],
-        "bsr4.blocks": [5.924e-09, 0],
-        "bsr4.values": [0, 0],
-        "bsr8.blocks": [1.387e-08, 0],
+        "bsr8.blocks": [0, 4.101e-09],
         "bsr8.values": [0, 0],
         "call": [0, 0],
-        "csr.entries": [3.929e-10, 0],
-        "csr.rows": [9.522e-10, 0],
-        "dense.cells": [9.981e-10, 0],
-        "ell.rows": [1.459e-09, 0],
-        "ell.slots": [5.223e-10, 0],
-        "nm.rows": [4.052e-07, 0],
-        "nm.slots": [0, 0],
-        "parts": [1.985e-08, 0],
+        "csr.entries.long": [0, 3.546e-11],
+        "csr.entries.mid": [2.245e-10, 0],
+        "csr.entries.short": [0, 2.344e-10],
+        "csr.rows": [0, 8.604e-10],
+        "dense.cells": [0, 1.177e-09],
+        "ell.rows": [0, 6.021e-10],
+        "ell.slots.long": [0, 2.655e-11],
+        "ell.slots.mid": [0, 8.67e-12],
+        "ell.slots.short": [0, 1.104e-09],
+        "gather.miss": [0, 7.026e-11],
+        "parts": [0, 0],
+        "stream.bytes": [0, 1.95e-11],
+    },
+    "spmv": {
+        "bsr16.blocks": [2.037e-08, 0],
+        "bsr16.values": [0, 0],
+        "bsr2.blocks": [3.1e-09, 0],
+        "bsr2.values": [0, 0],
+        "bsr4.blocks": [4.404e-09, 0],
+        "bsr4.values": [0, 0],
+        "bsr8.blocks": [0, 0],
+        "bsr8.values": [1.241e-10, 0],
+        "call": [3.169e-05, 0],
+        "csr.entries.long": [2.122e-10, 0],
+        "csr.entries.mid": [1.523e-10, 0],
+        "csr.entries.short": [1.662e-10, 0],
+        "csr.rows": [1.917e-09, 0],
+        "dense.cells": [9.037e-10, 0],
+        "ell.rows": [2.214e-10, 0],
+        "ell.slots.long": [4.965e-10, 0],
+        "ell.slots.mid": [2.813e-10, 0],
+        "ell.slots.short": [1.764e-09, 0],
+        "gather.miss": [1.258e-09, 0],
+        "parts": [9.517e-06, 0],
+        "stream.bytes": [8.884e-11, 0],
     },
 }

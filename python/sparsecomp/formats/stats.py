@@ -96,9 +96,10 @@ class MatrixStats:
         return int(counts.sum()), int((counts * lengths).sum())
 
 
-def matrix_stats(A: Any, seed: int = 0) -> MatrixStats:
+def matrix_stats(A: Any, seed: int = 0, nm: bool = True) -> MatrixStats:
     """:class:`MatrixStats` of a scipy.sparse matrix (or anything ``scipy.sparse.csr_array``
-    takes); CSR input is read as it is, other formats are converted once."""
+    takes); CSR input is read as it is, other formats are converted once. ``nm=False``
+    skips the n:m patterns (``nm`` is then empty)."""
     import time
 
     import scipy.sparse as sp  # type: ignore[import-untyped]
@@ -115,17 +116,17 @@ def matrix_stats(A: Any, seed: int = 0) -> MatrixStats:
     rows = _sample_rows(indptr, m, nnz, rng)
     sample = _gather(A.indices, indptr, rows)
     blocks = _block_stats(*sample, nnz)
-    nm = _nm_patterns(A.indices, indptr, lengths, n, sample) if nnz else ()
+    patterns = _nm_patterns(A.indices, indptr, lengths, n, sample) if nnz and nm else ()
     miss = _reuse_miss(*sample)
-    return MatrixStats((m, n), nnz, hist, blocks, nm, time.perf_counter() - start, miss)
+    return MatrixStats((m, n), nnz, hist, blocks, patterns, time.perf_counter() - start, miss)
 
 
 def _reuse_miss(r: np.ndarray, c: np.ndarray) -> float:
     """Distinct (16-row group, column) pairs per sampled nonzero."""
     if r.size == 0:
         return 1.0
-    keys = (r // max(BLOCK_SIZES)) * (int(c.max()) + 1) + c
-    return float(np.unique(keys).size / r.size)
+    keys = np.sort((r // max(BLOCK_SIZES)) * (int(c.max()) + 1) + c)
+    return float((1 + np.count_nonzero(np.diff(keys))) / r.size)
 
 
 def _sample_rows(indptr: np.ndarray, m: int, nnz: int, rng: np.random.Generator) -> np.ndarray:
@@ -182,18 +183,35 @@ def _nm_patterns(
 ) -> tuple[tuple[int, int], ...]:
     """The n:m patterns that hold in every row (the sample first, then all rows)."""
     held = []
-    rows = None
     for keep, group in NM_PATTERNS:
         stored = len(lengths) * keep * -(-n // group)  # what nm:keep:group stores
         if lengths.sum() < NM_MIN_FILL * stored or lengths.max(initial=0) > stored / len(lengths):
             continue
         if not _nm_holds(*sample, keep, group):
             continue
-        if rows is None:
-            rows = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-        if _nm_holds(rows, np.asarray(indices, dtype=np.int64), keep, group):
+        if _nm_holds_sorted(indices, indptr, keep, group):
             held.append((keep, group))
     return tuple(held)
+
+
+def _nm_holds_sorted(indices: np.ndarray, indptr: np.ndarray, keep: int, group: int) -> bool:
+    """Whether n:m holds in every row of a CSR matrix, without building row ids where
+    its rows are sorted: a group with more than ``keep`` nonzeros then has entries
+    ``p`` and ``p + keep`` in one row and one group."""
+    indices = np.asarray(indices)
+    if indices.size <= keep:
+        return True
+    # rows_begun[p]: how many rows begin at or before entry p (empty rows count too)
+    rows_begun = np.cumsum(np.bincount(indptr[1:-1], minlength=indices.size + 1))
+    new_row = rows_begun[1:-1] != rows_begun[:-2]
+    if not np.all((indices[1:] > indices[:-1]) | new_row):  # unsorted: the plain way
+        lengths = np.diff(indptr)
+        rows = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        return _nm_holds(rows, indices.astype(np.int64), keep, group)
+    groups = indices // group
+    same_group = groups[keep:] == groups[:-keep]
+    same_row = rows_begun[keep:-1] == rows_begun[: -keep - 1]
+    return not bool((same_group & same_row).any())
 
 
 def _nm_holds(rows: np.ndarray, cols: np.ndarray, keep: int, group: int) -> bool:

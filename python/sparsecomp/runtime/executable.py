@@ -197,7 +197,7 @@ class Executable:
         def variant_for(name: str) -> Function:
             _, argument = infer_op(own)
             declared = own.args[argument].layout
-            if declared is not None and str(parse_layout(declared)) == name:
+            if declared is not None and declared.attr_text() == parse_layout(name).attr_text():
                 return target
             if self.recompile is None:
                 raise SparsecompError(

@@ -4,12 +4,14 @@ Compiles SpMM, SpMV and SDDMM for every candidate layout
 (:func:`sparsecomp.formats.choice.candidates`), times each on a few
 synthetic matrices chosen so that every feature of the model varies
 (short even rows, power-law rows, dense 8x8 and 16x16 blocks, a band, a
-2:4-pruned and a 30%-dense matrix), and fits the coefficients of
-:mod:`sparsecomp.formats.choice` by non-negative least squares, one op at a
+27-point stencil, longer random rows, a 2:4-pruned and a 30%-dense
+matrix, and two bigger than a last-level cache), and fits the
+coefficients of :mod:`sparsecomp.formats.choice` by non-negative least
+squares, one op at a
 time (SpMM and SDDMM at k = 32 and 128 to separate the per-unit cost from
 its growth with ``k``). The result is written to
 ``$SPARSECOMP_CACHE_DIR/calibration/host.json``, where
-``sparsecomp.formats.choose`` finds it. About two minutes on two cores,
+``sparsecomp.formats.choose`` finds it. About three minutes on two cores,
 compiles included; ``--quick`` uses smaller matrices.
 """
 
@@ -26,7 +28,13 @@ import numpy as np
 import scipy.sparse as sp  # type: ignore[import-untyped]
 
 from sparsecomp.formats import SparseTensor
-from sparsecomp.formats.choice import Coefficients, calibration_path, candidates, features
+from sparsecomp.formats.choice import (
+    MODEL,
+    Coefficients,
+    calibration_path,
+    candidates,
+    features,
+)
 from sparsecomp.formats.programs import program
 from sparsecomp.formats.stats import matrix_stats
 
@@ -63,6 +71,10 @@ def matrices(scale: float, rng: np.random.Generator) -> dict[str, sp.csr_matrix]
     pruned = dense.copy()
     order = np.argsort(np.abs(pruned.reshape(d, d // 4, 4)), axis=2)
     np.put_along_axis(pruned.reshape(d, d // 4, 4), order[:, :, :2], 0, axis=2)
+    grid = max(8, int(24 * scale ** (1 / 3)))
+    line = sp.diags([np.ones(grid)] * 3, [-1, 0, 1], shape=(grid, grid))
+    plane = sp.kron(line, line)
+    stencil = sp.csr_matrix(sp.kron(plane, line), dtype=np.float32)  # 27 points
     band = sp.diags([np.ones(n, np.float32)] * 9, list(range(-4, 5)), shape=(n, n), format="csr")
     return {
         "uniform": _rows(rng.poisson(8, n), n, rng),
@@ -70,6 +82,11 @@ def matrices(scale: float, rng: np.random.Generator) -> dict[str, sp.csr_matrix]
         "blocks8": _blocks(n // 4, 8, 0.7, int(n / 8), rng),
         "blocks16": _blocks(n // 4, 16, 0.9, int(n / 32), rng),
         "band": band.astype(np.float32),
+        "stencil": stencil,
+        "uniform32": _rows(rng.poisson(32, n // 4), n, rng),
+        # bigger than a last-level cache: the layouts' bytes come from memory
+        "uniform_big": _rows(rng.poisson(8, 10 * n), 10 * n, rng),
+        "halfdense": sp.random(3 * d, 3 * d, 0.5, format="csr", dtype=np.float32, random_state=2),
         "2:4": sp.csr_matrix(pruned),
         "dense30": sp.random(d, d, 0.3, format="csr", dtype=np.float32, random_state=1),
     }
@@ -159,8 +176,13 @@ def report(records: list[dict[str, Any]], coefficients: Coefficients) -> str:
         for r in (r for r in records if r["op"] == op):
             table = coefficients[op]
             width = 1 if op == "spmv" else r["k"]
-            predicted = table["call"][0] + table["call"][1] * width + sum(
-                amount * (table[f][0] + table[f][1] * width) for f, amount in r["features"].items()
+            predicted = (
+                table["call"][0]
+                + table["call"][1] * width
+                + sum(
+                    amount * (table[f][0] + table[f][1] * width)
+                    for f, amount in r["features"].items()
+                )
             )
             errors.append(abs(predicted / r["seconds"] - 1))
         lines.append(f"{op}: median error {100 * np.median(errors):.0f}%, "
@@ -184,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     coefficients = fit(records)
     path = calibration_path("host")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"coefficients": coefficients, "records": records}, indent=1))
+    found = {"model": MODEL, "coefficients": coefficients, "records": records}
+    path.write_text(json.dumps(found, indent=1))
     log(report(records, coefficients))
     log(f"calibrated in {time.perf_counter() - start:.0f} s: {path}")
     if args.print:

@@ -8,6 +8,10 @@ MLIR installed. ``--target cuda-emu:sm_80`` builds the CUDA schedule run on
 this CPU; ``--target cuda:sm_90`` builds it for the GPU: the directory also
 holds each kernel's PTX (``<kernel>.ptx``) and, where ``ptxas`` is
 installed, its cubin, and runs where ``cuda-bindings`` finds a driver.
+``--explain A.mtx`` chooses the layout of each function's sparse matrix
+argument for that matrix (:func:`sparsecomp.formats.choose`), prints the
+choice and why, and compiles the functions with it (a
+``sparse_iter.decompose`` rule on the argument).
 Errors print as ``file:line:col: error: ...`` (exit code 1).
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from sparsecomp.errors import SparsecompError
 
@@ -36,6 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--panel-bytes", type=int, help="cache budget of column panels of a gathered operand"
     )
+    parser.add_argument(
+        "--explain",
+        metavar="MATRIX",
+        help="choose the layout of each function's sparse matrix argument for this matrix "
+        "(.mtx or .npz), compile with it and print the choice and why",
+    )
+    parser.add_argument(
+        "--k", type=int, default=64, help="dense columns assumed by --explain (default 64)"
+    )
     parser.add_argument("--no-cache", action="store_true", help="ignore the compile cache")
     parser.add_argument("-v", "--verbose", action="store_true", help="print stage timings")
     return parser
@@ -53,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.input, args.target, cache_results=not args.no_cache, verbose=args.verbose,
             **options,
         )  # fmt: skip
+        if args.explain is not None:
+            exe = _explained(exe, args, options)
         exe.save(args.output)
     except SparsecompError as exc:
         print(exc, file=sys.stderr)
@@ -61,6 +77,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     kernels += [k["cubin"] for k in exe.manifest.get("kernels", []) if k["cubin"]]
     print(f"wrote {args.output}: {', '.join([*exe.functions, *kernels])}")
     return 0
+
+
+def read_matrix(path: str) -> Any:
+    """A scipy.sparse matrix from a Matrix Market (``.mtx``, ``.mtx.gz``) or ``.npz`` file."""
+    import scipy.io  # type: ignore[import-untyped]
+    import scipy.sparse as sp  # type: ignore[import-untyped]
+
+    try:
+        if path.endswith(".npz"):
+            return sp.load_npz(path).tocsr()
+        return sp.csr_matrix(scipy.io.mmread(path))
+    except (OSError, ValueError) as exc:
+        raise SparsecompError(f"cannot read the matrix {path}: {exc}") from None
+
+
+def _explained(exe: Any, args: argparse.Namespace, options: dict[str, Any]) -> Any:
+    """``exe`` compiled again with each sparse matrix argument in its chosen layout."""
+    from pathlib import Path
+
+    from sparsecomp.compiler.driver import compile as compile_mlir
+    from sparsecomp.compiler.variants import with_layout
+    from sparsecomp.formats import choose, parse_layout
+    from sparsecomp.runtime.prepared import infer_op
+
+    matrix = read_matrix(args.explain)
+    text = Path(args.input).read_text()
+    for name, function in exe.functions.items():
+        try:
+            op, argument = infer_op(function.signature)
+        except SparsecompError as why:
+            print(f"{name}: kept as written ({why})")
+            continue
+        choice = choose(matrix, op=op, k=args.k)
+        print(f"{name} ({op}, k={args.k}): {choice.layout}: {choice.why} "
+              f"[decided in {choice.seconds * 1e3:.0f} ms]")  # fmt: skip
+        text = with_layout(text, name, argument, parse_layout(choice.layout).attr_text())
+    return compile_mlir(text, args.target, cache_results=not args.no_cache, **options)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from sparsecomp.transforms.base import SparsecompPass
 _REGISTRY: dict[str, str] = {
     "sparse-iter-clone-per-target": "clone_per_target:ClonePerTargetPass",
     "sparse-iter-cpu-function-targets": "cpu_function_targets:CpuFunctionTargetsPass",
+    "sparse-iter-decompose-formats": "decompose_formats:DecomposeFormatsPass",
     "sparse-iter-densify-unsparsifiable": "densify_unsparsifiable:DensifyUnsparsifiablePass",
     "sparse-iter-emulate-gpu": "emulate_gpu:EmulateGpuPass",
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",

@@ -97,13 +97,13 @@ class _Launch:
             if parent is None or not _inside(parent, self.launch):
                 return False  # a value from outside the launch
             if parent.name == "scf.for" and value == block.arguments[0]:
-                return self.uniform_context(parent) is False or any(
+                return not self.uniform_context(parent) or any(
                     self.varies(v) for v in parent.operands[:3]
                 )
             return True
         if not _inside(op, self.launch):
             return False
-        if op.regions and len(op.regions) > 0 and op.name != "arith.constant":
+        if len(op.regions):
             return True  # results of loops and branches: not followed
         if op.name == "memref.load" and not self.read_only(op.operands[0]):
             return True  # memory the lanes write

@@ -1,0 +1,165 @@
+"""Pass ``sparse-iter-decompose-formats``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mlir import ir
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.errors import FormatError
+from sparsecomp.transforms.base import SparsecompPass
+
+#: The argument attribute naming a decomposition rule.
+DECOMPOSE = "sparse_iter.decompose"
+
+
+class _Refused(Exception):
+    def __init__(self, location: ir.Location, message: str) -> None:
+        super().__init__(message)
+        self.location, self.message = location, message
+
+
+def rule_attr(value: ir.Attribute, location: ir.Location) -> ir.Attribute:
+    """The layout attribute of a rule: a ``#sparse_iter.composable`` / ``#sparse_iter.layout``
+    as it is, or a layout name (``"hyb:1:8"``, ``"bsr+csr:8x8"``) as its attribute."""
+    if isinstance(value, ir.StringAttr):
+        from sparsecomp.formats import parse_layout
+
+        try:
+            return ir.Attribute.parse(parse_layout(value.value).attr_text())
+        except FormatError as exc:
+            raise _Refused(location, f"'{DECOMPOSE}': {exc}") from None
+    text = str(value)
+    if not text.startswith(("#sparse_iter.composable<", "#sparse_iter.layout<")):
+        raise _Refused(
+            location,
+            f"'{DECOMPOSE}' takes a #sparse_iter.composable or #sparse_iter.layout "
+            f"attribute or a layout name, not {text}",
+        )
+    return value
+
+
+def _values(func: ir.Operation) -> list[ir.Value]:
+    found: list[ir.Value] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        for region in op.regions:
+            for block in region.blocks:
+                found.extend(block.arguments)
+        found.extend(op.results)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    return found
+
+
+def _name(func: ir.Operation) -> str:
+    return ir.StringAttr(func.attributes["sym_name"]).value
+
+
+@dataclasses.dataclass(frozen=True)
+class DecomposeFormatsPass(SparsecompPass):
+    """Apply decomposition rules: a function's sparse argument takes the rule's parts.
+
+    A rule is the argument attribute ``sparse_iter.decompose``: a composable
+    layout (``#sparse_iter.composable<...>``: its parts, each a layout with
+    the rule that fills it, SparseTIR's DecomposeFormat generalised), a
+    layout name (``"hyb:1:8"``, ``"bsr+csr:8x8"``) or a single layout. The
+    pass gives the argument that layout, and with it every value of the
+    function with the argument's type (an output sharing its encoding), and
+    drops the attribute. Stage II then lowers the computation part by part:
+    each part's loops accumulate into the same output (SpMM, SpMV: sums into
+    one result), which is the combination a reduction needs; ops that
+    overwrite their output are refused there. The caller packs the operand
+    in the parts (``SparseTensor.from_scipy(A, "hyb:1:8")``, or any CSR
+    input, converted at the call); ``Executable.prepare`` chooses the rule
+    for a matrix and compiles the function with it.
+
+    Runs first in ``sparsecomp-cpu-layouts``, after the import of upstream
+    encodings. Refused at the argument: a rule on a non-tensor or on an
+    argument whose type another argument shares, a rule that does not parse,
+    a function that other functions call (their calls would not match).
+
+    ```mlir
+    func.func @spmm(%A: tensor<?x?xf32, #sparse> {sparse_iter.decompose = "hyb:1:8"},
+                    %B: tensor<?x?xf32>) -> tensor<?x?xf32>
+    // becomes
+    func.func @spmm(%A: tensor<?x?xf32, #sparse_iter.composable<[
+                      #sparse_iter.part<ell_bucket[0, 1, 0, 1], #sparse_iter.layout<...>>, ...,
+                      #sparse_iter.part<rest, #sparse_iter.layout<...>>]>>,
+                    %B: tensor<?x?xf32>) -> tensor<?x?xf32>
+    ```
+    """
+
+    NAME = "sparse-iter-decompose-formats"
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        funcs = [o.operation for o in op.regions[0].blocks[0].operations]
+        funcs = [f for f in funcs if f.name == "func.func"]
+        called = self._called(op)
+        try:
+            for func in funcs:
+                self._apply(func, called)
+        except _Refused as refused:
+            refused.location.emit_error(f"{self.NAME}: {refused.message}")
+            pass_.signal_pass_failure()
+
+    @staticmethod
+    def _called(module: ir.Operation) -> set[str]:
+        names: set[str] = set()
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            if op.name == "func.call":
+                names.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+            return ir.WalkResult.ADVANCE
+
+        module.walk(visit)
+        return names
+
+    @staticmethod
+    def _apply(func: ir.Operation, called: set[str]) -> None:
+        if "arg_attrs" not in func.attributes:
+            return
+        arg_attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
+        rules = {
+            i: ir.DictAttr(d)[DECOMPOSE]
+            for i, d in enumerate(arg_attrs)
+            if DECOMPOSE in ir.DictAttr(d)
+        }
+        if not rules:
+            return
+        if _name(func) in called:
+            raise _Refused(
+                func.location,
+                f"'{_name(func)}' is called by other functions; decompose its callers' "
+                "operand instead",
+            )
+        fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        body = func.regions[0].blocks[0]
+        inputs, results = list(fty.inputs), list(fty.results)
+        for index, rule in rules.items():
+            location = body.arguments[index].location
+            old = inputs[index]
+            if not isinstance(old, ir.RankedTensorType):
+                raise _Refused(location, f"'{DECOMPOSE}' on an argument of type {old}")
+            if sum(1 for t in inputs if t == old) != 1:
+                raise _Refused(
+                    location,
+                    f"'{DECOMPOSE}' on an argument whose type {old} other arguments share; "
+                    "give it an encoding of its own",
+                )
+            with location:
+                layout = rule_attr(rule, location)
+                new = ir.RankedTensorType.get(old.shape, old.element_type, layout)
+            for value in _values(func):
+                if value.type == old:
+                    value.set_type(new)
+            inputs = [new if t == old else t for t in inputs]
+            results = [new if t == old else t for t in results]
+        func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+        kept = [{n.name: n.attr for n in ir.DictAttr(d) if n.name != DECOMPOSE} for d in arg_attrs]
+        if any(kept):
+            func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in kept])
+        else:  # later stages change the arguments and would have to keep it in step
+            del func.attributes["arg_attrs"]

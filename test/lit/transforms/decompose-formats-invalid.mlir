@@ -1,0 +1,44 @@
+// RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-decompose-formats
+
+// expected-error@+1 {{sparse-iter-decompose-formats: 'sparse_iter.decompose': unknown layout 'hyb:x'}}
+func.func @bad_name(%a: tensor<?x?xf32> {sparse_iter.decompose = "hyb:x"}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'sparse_iter.decompose' takes a #sparse_iter.composable or #sparse_iter.layout attribute or a layout name, not 3 : i64}}
+func.func @not_a_layout(%a: tensor<?x?xf32> {sparse_iter.decompose = 3}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'sparse_iter.decompose' on an argument whose type tensor<?x?xf32> other arguments share}}
+func.func @shared_type(%a: tensor<?x?xf32> {sparse_iter.decompose = "csr"}, %b: tensor<?x?xf32>) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'sparse_iter.decompose' on an argument of type index}}
+func.func @not_a_tensor(%a: index {sparse_iter.decompose = "csr"}) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'callee' is called by other functions}}
+func.func @callee(%a: tensor<?x?xf32> {sparse_iter.decompose = "csr"}) {
+  return
+}
+func.func @caller(%a: tensor<?x?xf32>) {
+  call @callee(%a) : (tensor<?x?xf32>) -> ()
+  return
+}
+
+// -----
+
+// Like every sparsecomp pass it verifies sparse_iter input first.
+// expected-error@+1 {{unknown level format 'sparse'}}
+func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<{map = (i) -> (i : sparse), posWidth = 32, crdWidth = 32}>>)

@@ -1,0 +1,36 @@
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-decompose-formats | FileCheck %s
+
+// A layout name as the rule: the argument takes hyb:1:2's parts (ELL buckets
+// of widths 1 and 2, then a CSR rest); the attribute is gone, the other
+// argument's attributes stay.
+// CHECK-LABEL: func.func @by_name
+// CHECK-SAME: %{{.*}}: tensor<?x?xf32, #sparse_iter.composable<[#sparse_iter.part<ell_bucket[0, 1, 0, 1]
+// CHECK-SAME: #sparse_iter.part<ell_bucket[0, 1, 1, 2]
+// CHECK-SAME: #sparse_iter.part<rest
+// CHECK-SAME: %{{.*}}: tensor<?x?xf32> {sparse_iter.keep}
+// CHECK-NOT: sparse_iter.decompose
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<?x?xf32, #sparse_iter.composable<
+#sparse = #sparse_iter.sparsity<unstructured>
+func.func @by_name(%a: tensor<?x?xf32, #sparse> {sparse_iter.decompose = "hyb:1:2"},
+                   %b: tensor<?x?xf32> {sparse_iter.keep}, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf32, #sparse>, tensor<?x?xf32>)
+                     outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// A rule as an attribute, on an argument whose type the result shares (SDDMM):
+// both take it, and the function type follows.
+// CHECK-LABEL: func.func @shared_with_the_result
+// CHECK-SAME: (%{{.*}}: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 2 : compressed, d0 mod 2 : dense, d1 mod 2 : dense)}>>
+// CHECK-SAME: -> tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 2 : dense
+// CHECK-NOT: arg_attrs
+// CHECK: tensor.empty{{.*}} : tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 2 : dense
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>
+func.func @shared_with_the_result(
+    %s: tensor<?x?xf32, #csr> {sparse_iter.decompose = #sparse_iter.layout<{map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)}>},
+    %m: index, %n: index) -> tensor<?x?xf32, #csr> {
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32, #csr>
+  return %e : tensor<?x?xf32, #csr>
+}
