@@ -4,7 +4,11 @@ Run: ``.venv/bin/python benchmarks/format_choice.py [--quick] [--markdown FILE]`
 (after ``python -m sparsecomp.tools.calibrate`` on this machine; without a
 calibration the development machine's coefficients are used). ``--times
 FILE`` keeps the measured times, so that another cost model can be judged
-on the same measurements without timing again.
+on the same measurements without timing again. ``--target cuda-emu:sm_80
+--quick`` judges the GPU's choice the same way, each case's time being the
+emulator's H100 roofline estimate of the traffic it counts (SpMM and SDDMM
+at K = 16, SpMV), after ``python -m sparsecomp.tools.calibrate --target
+cuda:sm_80``.
 
 For each matrix of :mod:`matrices` (``--quick``: the small sizes) plus an
 8x8-block matrix, a circuit-like one (a diagonal, short random rows and a
@@ -27,8 +31,6 @@ import argparse
 import json
 import math
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +43,14 @@ import matrices
 
 import sparsecomp
 from sparsecomp.formats import SparseTensor
-from sparsecomp.formats.choice import candidates, choose, load_coefficients
+from sparsecomp.formats.choice import candidates, choose, device_of, load_coefficients
 from sparsecomp.formats.programs import program
 from sparsecomp.formats.stats import matrix_stats
+from sparsecomp.tools.calibrate import best_time
 
 RUNS = (("spmm", 32), ("spmm", 128), ("spmv", 1), ("sddmm", 32))
+#: The GPU's cases, smaller: every access of every emulated thread is a Python callback.
+GPU_RUNS = (("spmm", 16), ("spmv", 1), ("sddmm", 16))
 
 
 def blocks8(n: int, seed: int = 5) -> sp.csr_matrix:
@@ -90,26 +95,28 @@ def suite(quick: bool) -> list[matrices.Spec]:
     return matrices.suite(quick=quick) + extra
 
 
-def _best_time(call: Callable[[], Any], reps: int) -> float:
-    call()
-    best = math.inf
-    for _ in range(reps):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 class Sweep:
-    """Kernels by (op, layout), compiled once."""
+    """Kernels by (op, layout), compiled once for ``target``; on ``cuda-emu`` a case's time is
+    the profiler's H100 roofline estimate (``Profile.h100_seconds``), not the wall time."""
 
-    def __init__(self) -> None:
+    def __init__(self, target: str = "host") -> None:
+        self.target = target
         self.kernels: dict[tuple[str, str], Any] = {}
 
     def kernel(self, op: str, layout: str) -> Any:
         if (op, layout) not in self.kernels:
-            self.kernels[op, layout] = sparsecomp.compile(program(op, layout))
+            emulated = self.target.startswith("cuda-emu:")
+            self.kernels[op, layout] = sparsecomp.compile(
+                program(op, layout), self.target, profile=emulated
+            )
         return self.kernels[op, layout]
+
+    def _measure(self, exe: Any, args: tuple[Any, ...], reps: int) -> tuple[Any, float]:
+        """The call's result and its time."""
+        if self.target.startswith("cuda-emu:"):
+            profile = exe.profile(*args)
+            return profile.result, float(profile.h100_seconds)
+        return exe(*args), best_time(lambda: exe(*args), reps)
 
     def time(self, a: sp.csr_matrix, op: str, k: int, layout: str, reps: int) -> float:
         exe = self.kernel(op, layout)
@@ -118,21 +125,24 @@ class Sweep:
         m, n = a.shape
         if op == "spmm":
             b = rng.standard_normal((n, k)).astype(np.float32)
-            np.testing.assert_allclose(exe(packed, b), a @ b, rtol=2e-3, atol=2e-3)
-            return _best_time(lambda: exe(packed, b), reps)
+            got, seconds = self._measure(exe, (packed, b), reps)
+            np.testing.assert_allclose(got, a @ b, rtol=2e-3, atol=2e-3)
+            return seconds
         if op == "spmv":
             x = rng.standard_normal(n).astype(np.float32)
-            np.testing.assert_allclose(exe(packed, x), a @ x, rtol=2e-3, atol=2e-3)
-            return _best_time(lambda: exe(packed, x), reps)
+            got, seconds = self._measure(exe, (packed, x), reps)
+            np.testing.assert_allclose(got, a @ x, rtol=2e-3, atol=2e-3)
+            return seconds
         xs = rng.standard_normal((m, k)).astype(np.float32)
         ys = rng.standard_normal((n, k)).astype(np.float32)
-        got = exe(packed, xs, ys).to_scipy().tocsr()
+        result, seconds = self._measure(exe, (packed, xs, ys), reps)
+        got = result.to_scipy().tocsr()
         coo = a.tocoo()
         sampled = coo.data * np.einsum("ij,ij->i", xs[coo.row], ys[coo.col])
         want = sp.csr_matrix((sampled, (coo.row, coo.col)), shape=a.shape)
         error = abs(got - want).max() if want.nnz else 0.0
         assert error <= 2e-3 * (1 + abs(want).max()), f"sddmm over {layout}: error {error}"
-        return _best_time(lambda: exe(packed, xs, ys), reps)
+        return seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,6 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5, help="timed calls per case (best)")
     parser.add_argument("--matrices", help="comma-separated subset")
     parser.add_argument("--markdown", help="also write the table to this file")
+    parser.add_argument(
+        "--target",
+        default="host",
+        help="host (default) or cuda-emu:sm_80: the GPU's choice, judged by the emulator's "
+        "H100 roofline estimates (use with --quick: every access is emulated)",
+    )
     parser.add_argument(
         "--times",
         help="JSON file of measured times: read where it has a case, written with the new "
@@ -153,9 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     specs = suite(args.quick)
     if args.matrices:
         specs = [s for s in specs if s.name in args.matrices.split(",")]
-    _, source = load_coefficients()
+    device = device_of(args.target)
+    runs = GPU_RUNS if device == "cuda" else RUNS
+    _, source = load_coefficients(device)
     print(f"cost model: {source}", file=sys.stderr)
-    sweep = Sweep()
+    sweep = Sweep(args.target)
     header = ("| matrix | op | CSR ms | best | best ms | choice | choice ms | decision ms "
               "| choice / best | CSR / choice |")  # fmt: skip
     lines = [header, "|" + " --- |" * 10]
@@ -165,28 +183,28 @@ def main(argv: list[str] | None = None) -> int:
         stats = matrix_stats(a)
         # Compile first: a build's tail keeps a core busy for a while, and our two
         # threads then wait for it.
-        for op, _ in RUNS:
-            for layout in candidates(stats, op):
-                if any(f"{spec.name}/{op}/{k}/{layout}" not in known for _, k in RUNS):
+        for op, _ in runs:
+            for layout in candidates(stats, op, device):
+                if any(f"{spec.name}/{op}/{k}/{layout}" not in known for _, k in runs):
                     sweep.kernel(op, layout)
-        for op, k in RUNS:
+        for op, k in runs:
             times = {}
-            for layout in candidates(stats, op):
+            for layout in candidates(stats, op, device):
                 key = f"{spec.name}/{op}/{k}/{layout}"
                 if key not in known:
                     known[key] = sweep.time(a, op, k, layout, args.reps)
                 times[layout] = known[key]
             if args.times:
                 Path(args.times).write_text(json.dumps(known, indent=0))
-            choice = choose(a, op=op, k=k)
+            choice = choose(a, op=op, k=k, target=args.target)
             best = min(times, key=times.__getitem__)
             chosen = times[choice.layout]
             ratios.append(chosen / times[best])
             vs_csr.append(times["csr"] / chosen)
             decisions.append(choice.seconds)
             name = f"spmm K={k}" if op == "spmm" else op if op == "spmv" else f"sddmm K={k}"
-            line = (f"| {spec.name} | {name} | {times['csr'] * 1e3:.3f} | {best} | "
-                    f"{times[best] * 1e3:.3f} | {choice.layout} | {chosen * 1e3:.3f} | "
+            line = (f"| {spec.name} | {name} | {times['csr'] * 1e3:.4g} | {best} | "
+                    f"{times[best] * 1e3:.4g} | {choice.layout} | {chosen * 1e3:.4g} | "
                     f"{choice.seconds * 1e3:.1f} | {ratios[-1]:.2f} | "
                     f"{vs_csr[-1]:.2f} |")  # fmt: skip
             lines.append(line)

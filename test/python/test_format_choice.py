@@ -15,7 +15,7 @@ import cpu_kernels
 import sparsecomp
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats import SparseTensor, parse_layout
-from sparsecomp.formats.choice import MARGIN, candidates, choose, features, predict
+from sparsecomp.formats.choice import MARGIN, candidates, choose, features, predict, predicted
 from sparsecomp.formats.programs import program
 from sparsecomp.formats.stats import BLOCK_SIZES, matrix_stats
 from sparsecomp.tools.calibrate import fit
@@ -169,8 +169,8 @@ def test_choose_refuses_what_it_cannot_model() -> None:
     a = sp.eye(4, format="csr")
     with pytest.raises(SparsecompError, match="knows spmm, spmv and sddmm"):
         choose(a, "spgemm")
-    with pytest.raises(SparsecompError, match="host only"):
-        choose(a, "spmm", target="cuda:sm_80")
+    with pytest.raises(SparsecompError, match="cost models for 'host' and 'cuda:sm_XX'"):
+        choose(a, "spmm", target="x86")
     assert choose(sp.csr_matrix((5, 5)), "spmv").layout == "csr"  # empty: nothing else applies
 
 
@@ -194,16 +194,7 @@ def test_fit_recovers_known_coefficients() -> None:
                 )
     fitted = fit(records)["spmm"]
     for r in records:
-        width = r["k"]
-        got = (
-            fitted["call"][0]
-            + fitted["call"][1] * width
-            + sum(
-                amount * (fitted[f][0] + fitted[f][1] * width)
-                for f, amount in r["features"].items()
-            )
-        )
-        assert got == pytest.approx(r["seconds"], rel=0.02)
+        assert predicted(fitted, r["features"], r["k"]) == pytest.approx(r["seconds"], rel=0.02)
 
 
 @pytest.mark.parametrize("layout", [None, "hyb:1:8", "bsr:4x4", "ell", "csr"])
@@ -374,3 +365,48 @@ def test_decomposed_execution_matches_scipy(
         b = rng.standard_normal((cols, 5)).astype(np.float32)
         c = rng.standard_normal((rows, 5)).astype(np.float32)
         np.testing.assert_allclose(exe(a, b, c), c + a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_the_gpu_model() -> None:
+    """cuda targets: their own coefficients, no cache features, n:m but no dense."""
+    from sparsecomp.formats.choice import DEFAULT_CUDA, device_of
+
+    assert device_of("cuda:sm_90") == device_of("cuda-emu:sm_80") == "cuda"
+    with pytest.raises(SparsecompError, match="cost models for 'host' and 'cuda:sm_XX'"):
+        device_of("rocm:gfx90a")
+    d = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    d[:, 1::4] = 0
+    d[:, 2::4] = 0
+    stats = matrix_stats(sp.csr_matrix(d))
+    assert "nm:2:4" in candidates(stats, "spmm", "cuda")
+    assert "nm:2:4" not in candidates(stats, "spmm", "host")
+    assert "dense" in candidates(stats, "spmm", "host")
+    assert "dense" not in candidates(stats, "spmm", "cuda")
+    rng = np.random.default_rng(1)
+    rows, cols = rng.integers(0, 4000, 80_000), rng.integers(0, 400_000, 80_000)
+    big = sp.csr_matrix((np.ones(80_000), (rows, cols)), shape=(4000, 400_000))
+    big_stats = matrix_stats(big)
+    assert "gather.miss" in features("csr", big_stats, 64, "host")
+    assert "gather.miss" not in features("csr", big_stats, 64, "cuda")
+    choice = choose(sp.csr_matrix(d), "spmm", 32, target="cuda:sm_80")
+    assert set(choice.estimates) == set(candidates(stats, "spmm", "cuda"))
+    for layout, seconds in choice.estimates.items():
+        assert seconds == predict(layout, stats, "spmm", 32, DEFAULT_CUDA, "cuda")
+
+
+def test_emulated_gpu_calibration_measures_the_roofline() -> None:
+    """calibrate --target cuda:sm_80 records the profiler's H100 estimate of each kernel."""
+    from sparsecomp.tools.calibrate import EmulatedGpu, measure
+
+    runner = EmulatedGpu("cuda:sm_80")
+    runner.runs = (("spmv", 1),)
+    runner.layouts = ("csr", "ell")
+    a = sp.random(40, 30, density=0.2, format="csr", random_state=3, dtype=np.float32)
+    records = measure({"small": a}, runner, lambda message: None)
+    assert {r["layout"] for r in records} == {"csr", "ell"}
+    (csr,) = [r for r in records if r["layout"] == "csr"]
+    exe = sparsecomp.compile(program("spmv", "csr"), "cuda-emu:sm_80", profile=True)
+    x = np.ones(30, np.float32)
+    expected = exe.profile(SparseTensor.from_scipy(a, "csr"), x).h100_seconds
+    assert csr["seconds"] == pytest.approx(expected)  # traffic does not depend on the values
+    assert csr["features"] == features("csr", matrix_stats(a), 1, "cuda")

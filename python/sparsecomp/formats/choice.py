@@ -32,6 +32,15 @@ cached under ``$SPARSECOMP_CACHE_DIR/calibration/``; until then the
 coefficients measured on the development machine (:data:`DEFAULT`) are
 used.
 
+**The GPU** (``target="cuda:sm_80"`` / ``"cuda:sm_90"``): the same features
+without the host's cache terms, and coefficients fitted to what the
+emulator's profiler predicts for an H100 (``calibrate --target cuda:sm_80``
+runs every candidate's kernel under ``cuda-emu`` with ``profile=True`` on
+small matrices and takes ``Profile.h100_seconds``, the roofline of the
+sectors it counts): no GPU is needed, and the choice follows the schedule
+the CUDA back end really emits (ELL buckets a lane per slot, BSR blocks on
+a warp, n:m where it holds). Dense is not a GPU candidate.
+
 **Never worse than CSR.** The model is wrong by 10-20% on a typical case
 and more on some (``calibrate`` prints its median and worst error); a
 layout other than CSR is chosen only if it is predicted :data:`MARGIN`
@@ -87,7 +96,18 @@ class Choice:
         return f"{self.layout}: {self.why}"
 
 
-def candidates(stats: MatrixStats, op: str) -> list[str]:
+def device_of(target: str) -> str:
+    """``"host"`` or ``"cuda"`` (``cuda:sm_80``, ``cuda-emu:sm_90`` ...): whose model to use."""
+    if target == "host":
+        return "host"
+    if target.startswith(("cuda:sm_", "cuda-emu:sm_")):
+        return "cuda"
+    raise SparsecompError(
+        f"choose() has cost models for 'host' and 'cuda:sm_XX' targets, not '{target}'"
+    )
+
+
+def candidates(stats: MatrixStats, op: str, device: str = "host") -> list[str]:
     """The layouts worth predicting for ``op`` on a matrix with ``stats``."""
     found = ["csr"]
     m, nnz = stats.rows, stats.nnz
@@ -98,6 +118,8 @@ def candidates(stats: MatrixStats, op: str) -> list[str]:
     for size in BLOCK_SIZES:
         if stats.blocks[size].blocks * size * size <= MAX_PADDING * nnz:
             found.append(f"bsr:{size}x{size}")
+    if device == "cuda":  # the GPU's sparse tensor cores' layout
+        found += [f"nm:{n}:{g}" for n, g in stats.nm]
     if op == "sddmm":  # composable results are not built part by part yet
         return found
     if stats.max_row > 1:
@@ -105,15 +127,18 @@ def candidates(stats: MatrixStats, op: str) -> list[str]:
     for size in BLOCK_SIZES[1:]:
         if stats.blocks[size].dense_entries >= 0.1 * nnz:
             found.append(f"bsr+csr:{size}x{size}")
-    if stats.density >= DENSE_FROM:
+    if stats.density >= DENSE_FROM and device == "host":
         found.append("dense")
     return found
 
 
-def features(layout: str, stats: MatrixStats, k: int = 1) -> dict[str, float]:
-    """The work of ``layout``'s kernel by kind (see the module), with its gathers of
-    dense rows that miss the cache (``gather.miss``)."""
+def features(layout: str, stats: MatrixStats, k: int = 1, device: str = "host") -> dict[str, float]:
+    """The work of ``layout``'s kernel by kind (see the module), with, on the host, its
+    gathers of dense rows that miss the cache (``gather.miss``) and its bytes streamed
+    past the last-level cache (``stream.bytes``)."""
     found = _work(layout, stats)
+    if device != "host":  # the GPU's model counts every sector, as the emulator does
+        return found
     stored = _bytes(found)
     spilled = max(0.0, 1.0 - last_level_cache() / stored) if stored else 0.0
     if spilled:
@@ -230,32 +255,46 @@ def _work(layout: str, stats: MatrixStats) -> dict[str, float]:
     raise SparsecompError(f"no cost model for layout '{layout}'")
 
 
-def predict(layout: str, stats: MatrixStats, op: str, k: int, coefficients: Coefficients) -> float:
+def predict(
+    layout: str,
+    stats: MatrixStats,
+    op: str,
+    k: int,
+    coefficients: Coefficients,
+    device: str = "host",
+) -> float:
     """Predicted seconds of one ``op`` call over ``layout`` (see the module)."""
-    table = coefficients.get(op) or DEFAULT[op]
+    table = coefficients.get(op) or DEFAULTS[device][op]
     width = 1 if op == "spmv" else k
+    return predicted(table, features(layout, stats, width, device), width)
+
+
+def predicted(table: dict[str, list[float]], amounts: dict[str, float], width: int) -> float:
+    """``call + sum(x_f * (a_f + b_f * width))`` over the features' ``amounts``; infinite
+    where a feature has no coefficient (never measured: not a candidate here)."""
     a, b = table.get("call", [0.0, 0.0])
     total = a + b * width
-    for name, amount in features(layout, stats, width).items():
+    for name, amount in amounts.items():
         if name not in table:
-            return math.inf  # never measured: not a candidate on this machine
+            return math.inf
         a, b = table[name]
         total += amount * (a + b * width)
     return total
 
 
-def calibration_path(target: str = "host") -> Path:
+def calibration_path(device: str = "host") -> Path:
     from sparsecomp import knobs
 
-    return knobs.cache_dir() / "calibration" / f"{target.replace(':', '_')}.json"
+    return knobs.cache_dir() / "calibration" / f"{device}.json"
 
 
-def load_coefficients(target: str = "host") -> tuple[Coefficients, str]:
-    """The calibration of ``target`` and where it came from (a file, or the defaults).
+def load_coefficients(device: str = "host") -> tuple[Coefficients, str]:
+    """The calibration of ``device`` (``"host"``, ``"cuda"``) and where it came from (a
+    file, or the defaults).
 
     A file made for another version of the model's features (:data:`MODEL`) is
     not used: ``python -m sparsecomp.tools.calibrate`` makes a new one."""
-    path = calibration_path(target)
+    path = calibration_path(device)
     if path.is_file():
         try:
             found = json.loads(path.read_text())
@@ -263,7 +302,7 @@ def load_coefficients(target: str = "host") -> tuple[Coefficients, str]:
                 return found["coefficients"], str(path)
         except (OSError, ValueError, KeyError):
             pass
-    return DEFAULT, "the development machine's defaults"
+    return DEFAULTS[device], "the development machine's defaults"
 
 
 def choose(
@@ -279,11 +318,12 @@ def choose(
     start = time.perf_counter()
     if op not in ("spmm", "spmv", "sddmm"):
         raise SparsecompError(f"choose() knows spmm, spmv and sddmm, not '{op}'")
-    if target != "host":
-        raise SparsecompError(f"choose() has a cost model for the host only, not '{target}'")
-    stats = stats if stats is not None else matrix_stats(A, nm=False)
-    coefficients = coefficients if coefficients is not None else load_coefficients(target)[0]
-    estimates = {c: predict(c, stats, op, k, coefficients) for c in candidates(stats, op)}
+    device = device_of(target)
+    stats = stats if stats is not None else matrix_stats(A, nm=device == "cuda")
+    coefficients = coefficients if coefficients is not None else load_coefficients(device)[0]
+    estimates = {
+        c: predict(c, stats, op, k, coefficients, device) for c in candidates(stats, op, device)
+    }
     estimates = dict(sorted(estimates.items(), key=lambda item: item[1]))
     best = next(iter(estimates))
     csr = estimates["csr"]
@@ -385,3 +425,70 @@ DEFAULT: Coefficients = {
         "stream.bytes": [8.884e-11, 0],
     },
 }
+
+#: The GPU's coefficients: fitted to the emulator's H100 roofline estimates
+#: (`python -m sparsecomp.tools.calibrate --target cuda:sm_80`).
+DEFAULT_CUDA: Coefficients = {
+    "sddmm": {
+        "bsr16.blocks": [0, 6.528e-09],
+        "bsr16.values": [2.007e-11, 0],
+        "bsr2.blocks": [9.449e-11, 1.002e-10],
+        "bsr2.values": [0, 0],
+        "bsr4.blocks": [0, 3.735e-10],
+        "bsr4.values": [2.172e-11, 0],
+        "bsr8.blocks": [0, 1.628e-09],
+        "bsr8.values": [2.03e-11, 0],
+        "call": [0, 0],
+        "csr.entries.long": [3.534e-11, 1.643e-12],
+        "csr.entries.mid": [3.491e-11, 1.611e-12],
+        "csr.entries.short": [3.113e-11, 1.318e-12],
+        "csr.rows": [4.231e-11, 0],
+        "ell.rows": [0, 1.238e-10],
+        "ell.slots.long": [6.424e-12, 9.239e-12],
+        "ell.slots.mid": [4.17e-12, 1.117e-11],
+    },
+    "spmm": {
+        "bsr16.blocks": [3.936e-10, 0],
+        "bsr16.values": [0, 1.795e-13],
+        "bsr2.blocks": [0, 1.093e-10],
+        "bsr2.values": [0, 0],
+        "bsr4.blocks": [0, 2.658e-10],
+        "bsr4.values": [0, 0],
+        "bsr8.blocks": [0, 1.011e-09],
+        "bsr8.values": [0, 0],
+        "call": [4.608e-09, 0],
+        "csr.entries.long": [1.312e-11, 4.849e-13],
+        "csr.entries.mid": [1.202e-11, 1.294e-13],
+        "csr.entries.short": [2.54e-13, 0],
+        "csr.rows": [2.022e-11, 6.683e-12],
+        "ell.rows": [2.428e-11, 7.892e-14],
+        "ell.slots.long": [1.765e-11, 3.843e-13],
+        "ell.slots.mid": [1.6e-11, 9.569e-13],
+        "ell.slots.short": [0, 7.776e-12],
+        "nm.rows": [3.654e-09, 0],
+        "nm.slots": [0, 0],
+        "parts": [7.956e-09, 4.364e-09],
+    },
+    "spmv": {
+        "bsr16.blocks": [4.371e-09, 0],
+        "bsr16.values": [0, 0],
+        "bsr2.blocks": [7.481e-11, 0],
+        "bsr2.values": [0, 0],
+        "bsr4.blocks": [2.41e-10, 0],
+        "bsr4.values": [0, 0],
+        "bsr8.blocks": [1.069e-09, 0],
+        "bsr8.values": [0, 0],
+        "call": [0, 0],
+        "csr.entries.long": [4.92e-12, 0],
+        "csr.entries.mid": [5.594e-12, 0],
+        "csr.entries.short": [2.772e-11, 0],
+        "csr.rows": [1.913e-11, 0],
+        "ell.rows": [3.784e-12, 0],
+        "ell.slots.long": [3.661e-12, 0],
+        "ell.slots.mid": [5.984e-12, 0],
+        "ell.slots.short": [4.94e-11, 0],
+        "parts": [0, 0],
+    },
+}
+
+DEFAULTS = {"host": DEFAULT, "cuda": DEFAULT_CUDA}

@@ -74,6 +74,7 @@ def prepare(
     layout: str | None,
     k: int,
     variant_for: Callable[[str], Any],
+    target: str = "host",
 ) -> Prepared:
     """:class:`Prepared` for ``signature``'s sparse argument (see the module); ``variant_for``
     returns the function compiled for a layout name."""
@@ -88,7 +89,7 @@ def prepare(
         )
     choice = None
     if layout is None:
-        choice = choose(A, op=op, k=k)
+        choice = choose(A, op=op, k=k, target=target)
         layout = choice.layout
         LOG.info("sparsecomp: %s(%s): %s", signature.name, op, choice)
     name = str(parse_layout(layout))

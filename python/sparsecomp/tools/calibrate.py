@@ -34,6 +34,7 @@ from sparsecomp.formats.choice import (
     calibration_path,
     candidates,
     features,
+    predicted,
 )
 from sparsecomp.formats.programs import program
 from sparsecomp.formats.stats import matrix_stats
@@ -92,7 +93,7 @@ def matrices(scale: float, rng: np.random.Generator) -> dict[str, sp.csr_matrix]
     }
 
 
-def _time(call: Callable[[], Any], reps: int) -> float:
+def best_time(call: Callable[[], Any], reps: int) -> float:
     call()
     best = float("inf")
     for _ in range(reps):
@@ -102,11 +103,56 @@ def _time(call: Callable[[], Any], reps: int) -> float:
     return best
 
 
+class Runner:
+    """How one target compiles and measures: the host's wall time (best of ``reps``)."""
+
+    target = "host"
+    device = "host"
+    runs: tuple[tuple[str, int], ...] = RUNS
+    #: the candidate layouts measured (None: all)
+    layouts: tuple[str, ...] | None = None
+
+    def __init__(self, reps: int) -> None:
+        self.reps = reps
+
+    def compile(self, op: str, layout: str) -> Any:
+        import sparsecomp
+
+        return sparsecomp.compile(program(op, layout), self.target)
+
+    def seconds(self, exe: Any, args: tuple[Any, ...]) -> float:
+        return best_time(lambda: exe(*args), self.reps)
+
+    def candidates(self, stats: Any, op: str) -> list[str]:
+        found = candidates(stats, op, self.device)
+        return [c for c in found if self.layouts is None or c in self.layouts]
+
+
+class EmulatedGpu(Runner):
+    """The GPU without one: each kernel under ``cuda-emu`` with the profiler, its time the
+    H100 roofline estimate of the traffic it counts (``Profile.h100_seconds``)."""
+
+    device = "cuda"
+    runs = (("spmm", 4), ("spmm", 16), ("spmv", 1), ("sddmm", 4), ("sddmm", 16))
+
+    def __init__(self, target: str) -> None:
+        super().__init__(1)
+        self.target = target.replace("cuda:", "cuda-emu:")
+
+    def compile(self, op: str, layout: str) -> Any:
+        import sparsecomp
+
+        return sparsecomp.compile(program(op, layout), self.target, profile=True)
+
+    def seconds(self, exe: Any, args: tuple[Any, ...]) -> float:
+        return float(exe.profile(*args).h100_seconds)
+
+
 def measure(
-    mats: dict[str, sp.csr_matrix], reps: int, log: Callable[[str], None]
+    mats: dict[str, sp.csr_matrix], runner: Runner, log: Callable[[str], None]
 ) -> list[dict[str, Any]]:
-    """One record per (op, k, matrix, layout): its features and its best time."""
-    import sparsecomp
+    """One record per (op, k, matrix, layout): its features and its time."""
+    from sparsecomp.errors import SparsecompError
 
     rng = np.random.default_rng(7)
     records = []
@@ -114,27 +160,31 @@ def measure(
     for name, a in mats.items():
         stats = matrix_stats(a)
         m, n = a.shape
-        for op, _ in RUNS:  # compiles first: a build's tail would slow the timings
-            for layout in candidates(stats, op):
+        for op, _ in runner.runs:  # compiles first: a build's tail would slow the timings
+            for layout in runner.candidates(stats, op):
                 if (op, layout) not in kernels:
-                    kernels[op, layout] = sparsecomp.compile(program(op, layout))
-        for op, k in RUNS:
-            for layout in candidates(stats, op):
+                    try:
+                        kernels[op, layout] = runner.compile(op, layout)
+                    except SparsecompError as why:
+                        kernels[op, layout] = None
+                        log(f"{op} over {layout}: not measured ({str(why).splitlines()[0]})")
+        for op, k in runner.runs:
+            for layout in runner.candidates(stats, op):
                 exe = kernels[op, layout]
+                if exe is None:
+                    continue
                 packed = a.toarray() if layout == "dense" else SparseTensor.from_scipy(a, layout)
                 if op == "spmm":
-                    b = rng.standard_normal((n, k)).astype(np.float32)
-                    seconds = _time(lambda: exe(packed, b), reps)
+                    args: tuple[Any, ...] = (packed, rng.standard_normal((n, k)).astype(np.float32))
                 elif op == "spmv":
-                    x = rng.standard_normal(n).astype(np.float32)
-                    seconds = _time(lambda: exe(packed, x), reps)
+                    args = (packed, rng.standard_normal(n).astype(np.float32))
                 else:
                     xs = rng.standard_normal((m, k)).astype(np.float32)
-                    ys = rng.standard_normal((n, k)).astype(np.float32)
-                    seconds = _time(lambda: exe(packed, xs, ys), reps)
+                    args = (packed, xs, rng.standard_normal((n, k)).astype(np.float32))
+                seconds = runner.seconds(exe, args)
                 record = {"op": op, "k": k, "matrix": name, "layout": layout, "seconds": seconds}
-                records.append({**record, "features": features(layout, stats, k)})
-                log(f"{op:5} k={k:<3} {name:8} {layout:12} {seconds * 1e3:8.3f} ms")
+                records.append({**record, "features": features(layout, stats, k, runner.device)})
+                log(f"{op:5} k={k:<3} {name:8} {layout:12} {seconds * 1e3:.4g} ms")
     return records
 
 
@@ -174,17 +224,9 @@ def report(records: list[dict[str, Any]], coefficients: Coefficients) -> str:
     for op in coefficients:
         errors = []
         for r in (r for r in records if r["op"] == op):
-            table = coefficients[op]
             width = 1 if op == "spmv" else r["k"]
-            predicted = (
-                table["call"][0]
-                + table["call"][1] * width
-                + sum(
-                    amount * (table[f][0] + table[f][1] * width)
-                    for f, amount in r["features"].items()
-                )
-            )
-            errors.append(abs(predicted / r["seconds"] - 1))
+            estimate = predicted(coefficients[op], r["features"], width)
+            errors.append(abs(estimate / r["seconds"] - 1))
         lines.append(f"{op}: median error {100 * np.median(errors):.0f}%, "
                      f"worst {100 * max(errors):.0f}% over {len(errors)} cases")  # fmt: skip
     return "\n".join(lines)
@@ -195,16 +237,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller matrices")
     parser.add_argument("--reps", type=int, default=5, help="timed calls per case (best)")
     parser.add_argument("--print", action="store_true", help="print the coefficients as Python")
+    parser.add_argument(
+        "--target",
+        default="host",
+        help="'host' (default), or cuda:sm_80 / cuda:sm_90: the GPU's model, measured as "
+        "the emulator's H100 roofline estimates on small matrices (no GPU needed)",
+    )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
     start = time.perf_counter()
-    mats = matrices(0.25 if args.quick else 1.0, np.random.default_rng(0))
-    records = measure(mats, args.reps, log)
+    if args.target == "host":
+        runner = Runner(args.reps)
+        mats = matrices(0.25 if args.quick else 1.0, np.random.default_rng(0))
+    else:
+        runner = EmulatedGpu(args.target)
+        mats = matrices(0.02 if args.quick else 0.04, np.random.default_rng(0))
+        for big in ("uniform_big", "halfdense", "dense30"):  # no caches, no dense
+            mats.pop(big)
+    records = measure(mats, runner, log)
     coefficients = fit(records)
-    path = calibration_path("host")
+    path = calibration_path(runner.device)
     path.parent.mkdir(parents=True, exist_ok=True)
     found = {"model": MODEL, "coefficients": coefficients, "records": records}
     path.write_text(json.dumps(found, indent=1))

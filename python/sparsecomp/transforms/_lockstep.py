@@ -76,7 +76,8 @@ def _owner(value: ir.Value) -> ir.Operation:
     return owner.owner if isinstance(owner, ir.Block) else owner.operation
 
 
-def _inside(op: ir.Operation, container: ir.Operation) -> bool:
+def inside(op: ir.Operation, container: ir.Operation) -> bool:
+    """Whether ``op`` is ``container`` or nested in it."""
     at: ir.Operation | None = op
     while at is not None:
         if at == container:
@@ -229,7 +230,7 @@ class Lockstep:
         with ir.InsertionPoint(terminator):
             for op in ops:
                 for result in op.results:
-                    if any(not _inside(use.owner.operation, loop.operation) for use in result.uses):
+                    if any(not inside(use.owner.operation, loop.operation) for use in result.uses):
                         self.arrays[result] = self.new_array(result.type)
                         self.store(result, self.arrays[result], lane)
 
@@ -288,6 +289,6 @@ class Lockstep:
     def erase_dead(self) -> None:
         """Erase the replaced collectives and regions, outermost and last first."""
         outermost = [op for op in self.dead
-                     if not any(o != op and _inside(op, o) for o in self.dead)]  # fmt: skip
+                     if not any(o != op and inside(op, o) for o in self.dead)]  # fmt: skip
         for op in reversed(outermost):
             op.erase()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from mlir import ir
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import FormatError
+from sparsecomp.ir.walk import retype_function
 from sparsecomp.transforms.base import SparsecompPass
 
 #: The argument attribute naming a decomposition rule.
@@ -40,18 +42,8 @@ def rule_attr(value: ir.Attribute, location: ir.Location) -> ir.Attribute:
     return value
 
 
-def _values(func: ir.Operation) -> list[ir.Value]:
-    found: list[ir.Value] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        for region in op.regions:
-            for block in region.blocks:
-                found.extend(block.arguments)
-        found.extend(op.results)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
-    return found
+def _replacing(old: ir.Type, new: ir.Type) -> Callable[[ir.Type], ir.Type]:
+    return lambda ty: new if ty == old else ty
 
 
 def _name(func: ir.Operation) -> str:
@@ -137,7 +129,7 @@ class DecomposeFormatsPass(SparsecompPass):
             )
         fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         body = func.regions[0].blocks[0]
-        inputs, results = list(fty.inputs), list(fty.results)
+        inputs = list(fty.inputs)
         for index, rule in rules.items():
             location = body.arguments[index].location
             old = inputs[index]
@@ -152,12 +144,8 @@ class DecomposeFormatsPass(SparsecompPass):
             with location:
                 layout = rule_attr(rule, location)
                 new = ir.RankedTensorType.get(old.shape, old.element_type, layout)
-            for value in _values(func):
-                if value.type == old:
-                    value.set_type(new)
+            retype_function(func, _replacing(old, new))
             inputs = [new if t == old else t for t in inputs]
-            results = [new if t == old else t for t in results]
-        func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
         kept = [{n.name: n.attr for n in ir.DictAttr(d) if n.name != DECOMPOSE} for d in arg_attrs]
         if any(kept):
             func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in kept])

@@ -8,6 +8,8 @@ from mlir import ir
 from mlir.dialects import arith, memref, nvvm, scf
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.ir.walk import preorder
+from sparsecomp.transforms._lockstep import inside
 from sparsecomp.transforms._shared_memory import is_workgroup
 from sparsecomp.transforms.base import SparsecompPass
 
@@ -17,17 +19,6 @@ WARP = 32
 _ENCLOSING = ("scf.for", "scf.if")
 #: Launch body arguments: block ids 0-2, thread ids 3-5, then sizes, then attributions.
 _LANE, _WARP_ROW, _IDS = 3, 4, 12
-
-
-def _ops(root: ir.Operation) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
 
 
 def _owner(value: ir.Value) -> ir.Operation | None:
@@ -44,14 +35,6 @@ def _constant(value: ir.Value) -> int | None:
     return int(ir.IntegerAttr(op.attributes["value"]).value)
 
 
-def _inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
-    while op is not None:
-        if op == ancestor:
-            return True
-        op = op.parent
-    return False
-
-
 class _Launch:
     """What the staging needs to know of one ``gpu.launch``."""
 
@@ -60,7 +43,7 @@ class _Launch:
         self.body = launch.regions[0].blocks[0]
         self.lane = self.body.arguments[_LANE]
         self.warp_row = self.body.arguments[_WARP_ROW]
-        self.ops = _ops(launch)[1:]
+        self.ops = preorder(launch)[1:]
         self._lane_dependent: dict[ir.Value, bool] = {}
 
     def read_only(self, buffer: ir.Value) -> bool:
@@ -69,14 +52,14 @@ class _Launch:
         if not isinstance(ty, ir.MemRefType) or ty.rank != 1 or is_workgroup(ty):
             return False
         owner = _owner(buffer)
-        if owner is not None and _inside(owner, self.launch):
+        if owner is not None and inside(owner, self.launch):
             return False
         if isinstance(buffer, ir.BlockArgument) and buffer.owner == self.body:
             return False
         return all(
             use.owner.operation.name in ("memref.load", "memref.dim")
             for use in buffer.uses
-            if _inside(use.owner.operation, self.launch)
+            if inside(use.owner.operation, self.launch)
         )
 
     def varies(self, value: ir.Value) -> bool:
@@ -94,14 +77,14 @@ class _Launch:
             parent = block.owner.operation if block.owner is not None else None
             if block == self.body:
                 return value == self.lane
-            if parent is None or not _inside(parent, self.launch):
+            if parent is None or not inside(parent, self.launch):
                 return False  # a value from outside the launch
             if parent.name == "scf.for" and value == block.arguments[0]:
                 return not self.uniform_context(parent) or any(
                     self.varies(v) for v in parent.operands[:3]
                 )
             return True
-        if not _inside(op, self.launch):
+        if not inside(op, self.launch):
             return False
         if len(op.regions):
             return True  # results of loops and branches: not followed
@@ -201,7 +184,7 @@ class GpuStageStructurePass(SparsecompPass):
     NAME = "sparse-iter-gpu-stage-structure"
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        for launch in [o for o in _ops(op) if o.name == "gpu.launch"]:
+        for launch in [o for o in preorder(op) if o.name == "gpu.launch"]:
             warps = self._warps(launch)
             if warps is None:
                 continue
@@ -209,7 +192,7 @@ class GpuStageStructurePass(SparsecompPass):
             # All candidates first: staging erases loads that a walk would hold.
             chosen: list[tuple[ir.Operation, list[ir.Operation]]] = []
             for loop in info.ops:
-                if any(_inside(loop, outer) for outer, _ in chosen):
+                if any(inside(loop, outer) for outer, _ in chosen):
                     continue
                 loads = info.staged_loads(loop)
                 if loads:
