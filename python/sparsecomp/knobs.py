@@ -38,3 +38,10 @@ def compile_in_process() -> bool:
     For debuggers and profilers; an assertion in MLIR then aborts the caller.
     """
     return os.environ.get("SPARSECOMP_COMPILE_IN_PROCESS", "") not in ("", "0")
+
+
+def specialize() -> bool:
+    """``SPARSECOMP_SPECIALIZE=0``: calls whose sparse operands have other index
+    widths than the kernel's convert them instead of compiling a variant for
+    them (:mod:`sparsecomp.runtime.specialize`)."""
+    return os.environ.get("SPARSECOMP_SPECIALIZE", "1") != "0"

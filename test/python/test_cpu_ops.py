@@ -213,15 +213,19 @@ def test_large_results_are_right() -> None:
         close(exe(A, B), A @ B, "f32")
 
 
-def test_position_overflow_is_refused_before_the_call() -> None:
-    """More entries than the layout's position width can count: a clear error, no call."""
+def test_position_overflow_is_refused_before_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More entries than the layout's position width can count: a clear error, no call,
+    where the call converts (no variant for the operand's own 32-bit widths)."""
     from sparsecomp.errors import FormatError
 
     narrow = K.spmv("csr").replace("posWidth = 32,", "posWidth = 8,")
     exe = compiled(narrow)
     A = matrix((4, 100), 0.5, np.float32, 26)  # 200 entries > 127
+    x, y = np.ones(100, np.float32), np.zeros(4, np.float32)
+    close(exe(A, x, y), A @ x, "f32")  # the variant for scipy's int32 indices
+    monkeypatch.setenv("SPARSECOMP_SPECIALIZE", "0")
     with pytest.raises(FormatError, match="overflows 8-bit positions"):
-        exe(A, np.zeros(100, np.float32), np.zeros(4, np.float32))
+        exe(A, x, y)
     small = matrix((4, 100), 0.05, np.float32, 27)
     x, y = dense((100,), np.float32, 28), dense((4,), np.float32, 29)
     close(exe(small, x, y), y + small @ x, "f32")

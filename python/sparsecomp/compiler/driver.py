@@ -33,6 +33,7 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -174,13 +175,13 @@ def compile(
 def _with_variants(
     exe: Executable, text: str, target: Any, cache_results: bool, options: dict[str, Any]
 ) -> Executable:
-    """``exe`` able to compile its program with one argument in another layout
-    (``Executable.prepare``)."""
+    """``exe`` able to compile its program with sparse arguments in other layouts
+    (``Executable.prepare``, and calls with other index widths)."""
 
-    def recompile(function: str, argument: int, attr: str) -> Executable:
-        from sparsecomp.compiler.variants import with_layout
+    def recompile(function: str, rules: Mapping[int, str]) -> Executable:
+        from sparsecomp.compiler.variants import with_layouts
 
-        variant = with_layout(text, function, argument, attr)
+        variant = with_layouts(text, function, rules)
         return compile(variant, target, cache_results=cache_results, **options)
 
     exe.recompile = recompile

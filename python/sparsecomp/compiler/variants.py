@@ -1,6 +1,9 @@
-"""A program's variant with one sparse argument in another layout (``Executable.prepare``).
+"""A program's variant with sparse arguments in other layouts.
 
-The variant is the same module with a decomposition rule on the argument
+``Executable.prepare`` asks for one (a layout chosen for a matrix), and so
+does a call whose operands have other index widths than the kernel's
+(:mod:`sparsecomp.runtime.specialize`). The variant is the same module with
+a decomposition rule on each such argument
 (``sparse_iter.decompose``, applied by ``sparse-iter-decompose-formats`` in
 the first stage): the argument, and every value of the function with its
 type (an output that shares its encoding, as SDDMM's does), take the
@@ -8,6 +11,8 @@ layout. The compile cache then keeps it like any program.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from mlir import ir
 
@@ -17,9 +22,10 @@ from sparsecomp.ir.parsing import parse_module
 from sparsecomp.transforms.decompose_formats import DECOMPOSE
 
 
-def with_layout(text: str, function: str, argument: int, attr: str) -> str:
-    """``text`` with the rule ``attr`` (a ``#sparse_iter.layout<...>`` or
-    ``#sparse_iter.composable<...>``) on ``function``'s ``argument``-th argument."""
+def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
+    """``text`` with each rule of ``rules`` (argument position -> a
+    ``#sparse_iter.layout<...>`` or ``#sparse_iter.composable<...>``) on that
+    argument of ``function``."""
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = parse_module(text, "<variant>", ctx)
@@ -37,8 +43,9 @@ def with_layout(text: str, function: str, argument: int, attr: str) -> str:
             arg_attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
         else:
             arg_attrs = [ir.DictAttr.get({}) for _ in range(count)]
-        entries = {n.name: n.attr for n in ir.DictAttr(arg_attrs[argument])}
-        entries[DECOMPOSE] = ir.Attribute.parse(attr)
-        arg_attrs[argument] = ir.DictAttr.get(entries)
+        for argument, attr in rules.items():
+            entries = {n.name: n.attr for n in ir.DictAttr(arg_attrs[argument])}
+            entries[DECOMPOSE] = ir.Attribute.parse(attr)
+            arg_attrs[argument] = ir.DictAttr.get(entries)
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
         return module.operation.get_asm(enable_debug_info=True)

@@ -42,8 +42,22 @@ def check_compressed(what: str, sizes: tuple[int, int], indptr: Any, indices: An
         raise FormatError(f"{what}: indptr/indices lengths are inconsistent")
     if not nondecreasing(indptr):
         raise FormatError(f"{what}: indptr decreases")
-    if nnz and (int(indices.min()) < 0 or int(indices.max()) >= minor):
+    if nnz and not in_range(indices, minor):
         raise FormatError(f"{what}: an index is out of range for size {minor}")
+
+
+def in_range(indices: np.ndarray, size: int) -> bool:
+    """Whether every element of integer array ``indices`` is in ``[0, size)``.
+
+    One pass: seen as unsigned, a negative index is at least ``2**(bits-1)``,
+    beyond any size up to the dtype's maximum (a larger size holds every
+    non-negative index: only the sign is checked).
+    """
+    if indices.dtype.kind == "i":
+        if size > np.iinfo(indices.dtype).max:
+            return int(indices.min()) >= 0
+        indices = indices.view(indices.dtype.str.replace("i", "u"))
+    return int(indices.max()) < size
 
 
 def indptr_of_sorted(major: np.ndarray, size: int, dtype: np.dtype[Any]) -> np.ndarray:
@@ -74,7 +88,7 @@ def compressed_from_coo(
     major, minor = (rows, cols) if kind == "csr" else (cols, rows)
     data = np.asarray(coo.data)
     for idx, size in ((rows, coo.shape[0]), (cols, coo.shape[1])):
-        if idx.shape[0] and (int(idx.min()) < 0 or int(idx.max()) >= size):
+        if idx.shape[0] and not in_range(idx, size):
             raise FormatError(f"invalid scipy matrix: an index is out of range for size {size}")
     if not _lex_sorted(major, minor):
         order = np.lexsort((minor, major))

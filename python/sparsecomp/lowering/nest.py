@@ -55,6 +55,15 @@ def _constant_fill(value: ir.Value) -> tuple[ir.Value, ir.Value] | None:
     return owner.operands[1], scalar
 
 
+def _empty_like(value: ir.Value) -> ir.Value:
+    """A ``tensor.empty`` of ``value``'s type, its dynamic sizes read from ``value``."""
+    ty = ir.RankedTensorType(value.type)
+    sizes = [
+        tensor.dim(value, index(d)) if ty.is_dynamic_dim(d) else ty.shape[d] for d in range(ty.rank)
+    ]
+    return tensor.empty(sizes, ty.element_type)
+
+
 def _fast_addf(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.addf(a, b, fastmath=ir.Attribute.parse(bodies.FASTMATH))
 
@@ -127,6 +136,14 @@ class NestEmitter(OperandAccess):
                 init, self.start = out, zero_of(elt)
             elif (fill := _constant_fill(out)) is not None:
                 init, self.start = fill
+            elif (
+                isinstance(out, ir.BlockArgument) and ir.RankedTensorType(out.type).encoding is None
+            ):
+                # An outs operand the caller passed (upstream syntax's ``outs(%C)``):
+                # read each element from it and write a fresh tensor, instead of
+                # a copy of it (which bufferization makes: arguments are read-only)
+                # read and written again.
+                init, self.source = _empty_like(out), out
             else:
                 init = out
         elif plan.zero == Zero.ZERO:

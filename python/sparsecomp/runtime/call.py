@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from sparsecomp.runtime.abi import ArgSpec, Signature
@@ -88,6 +89,9 @@ class Caller:
         self.sig = sig
         self.cfunc = cfunc
         self.fast = FastArgs(sig)
+        #: before the careful path: the function to call instead (a variant for the
+        #: arguments' index widths, :mod:`.specialize`), or None
+        self.divert: Callable[[tuple[Any, ...]], Any] | None = None
         self.ranks = tuple(item_ranks(sig.args))
         n_words = sum(descriptor_words(r) for r in self.ranks if r is not None)
         self.words_type: Any = ctypes.c_int64 * n_words if n_words else None
@@ -107,6 +111,8 @@ class Caller:
         base = _addressof(buf) if buf is not None else 0
         call = Out(base, results.copy())
         if not self.fast.emit(args, call):
+            if self.divert is not None and (other := self.divert(args)) is not None:
+                return other(*args)
             call = self._careful(args, Out(base, results))
         if buf is not None:
             buf[:] = call.words

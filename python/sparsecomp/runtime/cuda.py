@@ -288,6 +288,8 @@ class CudaCaller(Caller):
             self.bound_to = dev.table
 
     def __call__(self, args: tuple[Any, ...]) -> Any:
+        if self.divert is not None and (other := self.divert(args)) is not None:
+            return other(*args)
         dev = driver()
         with _lock:  # one call at a time: the shim keeps one error slot
             self._bind(dev)

@@ -30,10 +30,15 @@ from sparsecomp.runtime.libs import LIBRARIES, library_path
 from sparsecomp.runtime.plan import Conversion, Plan
 from sparsecomp.runtime.prepared import Prepared, infer_op, prepare
 from sparsecomp.runtime.profile import Profile, profile_call
+from sparsecomp.runtime.specialize import Specializer
 from sparsecomp.targets import CpuTarget, detect_host, target_from_attr
 
 MANIFEST = "manifest.json"
 FORMAT = 1
+
+
+#: ``(function, {argument: layout attribute text}) -> Executable`` (``Executable.recompile``)
+Recompile = Callable[[str, Mapping[int, str]], "Executable"]
 
 
 class UnknownFunctionError(SparsecompError, AttributeError, KeyError):
@@ -53,6 +58,8 @@ class Function:
         self._caller: Caller | None = None
         self._library = library
         self._make_caller = make_caller
+        #: compiles variants for other index widths (:mod:`.specialize`); None: convert
+        self.specializer: Specializer | None = None
 
     @property
     def name(self) -> str:
@@ -76,6 +83,8 @@ class Function:
         caller = self._caller
         if caller is None:
             caller = self._caller = self._make_caller(self._library, self.signature)
+            if self.specializer is not None:
+                caller.divert = self.specializer.pick
         return caller(args)
 
     def profile(self, *args: Any) -> Profile:
@@ -139,10 +148,32 @@ class Executable:
         self.functions = Functions(functions, uncallable or {})
         self.libraries = needed
         self._only = next(iter(functions.values())) if len(functions) == 1 else None
-        #: compiles this program with one argument in another layout: ``(function,
-        #: argument, layout attribute text) -> Executable``; set by ``sparsecomp.compile``,
-        #: None for a loaded directory (no source, perhaps no MLIR)
-        self.recompile: Callable[[str, int, str], Executable] | None = None
+        self._recompile: Recompile | None = None
+
+    @property
+    def recompile(self) -> Recompile | None:
+        """Compiles this program with sparse arguments in other layouts: ``(function,
+        {argument: layout attribute text}) -> Executable``. Set by ``sparsecomp.compile``
+        (which also gives each function its :class:`~.specialize.Specializer`); None for a
+        loaded directory (no source, perhaps no MLIR)."""
+        return self._recompile
+
+    @recompile.setter
+    def recompile(self, recompile: Recompile | None) -> None:
+        self._recompile = recompile
+        for function in self.functions.values():
+            if recompile is None:
+                function.specializer = None
+                continue
+            name = function.name
+
+            def variant(rules: Mapping[int, str], name: str = name) -> Function:
+                assert self._recompile is not None
+                return self._recompile(name, rules).functions[name]
+
+            function.specializer = Specializer(function.signature, variant)
+            if function._caller is not None:
+                function._caller.divert = function.specializer.pick
 
     def __call__(self, *args: Any) -> Any:
         if self._only is None:
@@ -207,7 +238,7 @@ class Executable:
                     hint="compile it with sparsecomp.compile(source) to prepare other layouts",
                 )
             attr = parse_layout(name).attr_text()
-            return self.recompile(own.name, argument, attr).functions[own.name]
+            return self.recompile(own.name, {argument: attr}).functions[own.name]
 
         return prepare(own, A, layout, k, variant_for, self.manifest.get("device") or "host")
 

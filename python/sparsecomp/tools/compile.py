@@ -97,7 +97,7 @@ def _explained(exe: Any, args: argparse.Namespace, options: dict[str, Any]) -> A
     from pathlib import Path
 
     from sparsecomp.compiler.driver import compile as compile_mlir
-    from sparsecomp.compiler.variants import with_layout
+    from sparsecomp.compiler.variants import with_layouts
     from sparsecomp.formats import choose, parse_layout
     from sparsecomp.runtime.prepared import infer_op
 
@@ -112,7 +112,7 @@ def _explained(exe: Any, args: argparse.Namespace, options: dict[str, Any]) -> A
         choice = choose(matrix, op=op, k=args.k)
         print(f"{name} ({op}, k={args.k}): {choice.layout}: {choice.why} "
               f"[decided in {choice.seconds * 1e3:.0f} ms]")  # fmt: skip
-        text = with_layout(text, name, argument, parse_layout(choice.layout).attr_text())
+        text = with_layouts(text, name, {argument: parse_layout(choice.layout).attr_text()})
     return compile_mlir(text, args.target, cache_results=not args.no_cache, **options)
 
 

@@ -69,8 +69,10 @@ class DecomposeFormatsPass(SparsecompPass):
     for a matrix and compiles the function with it.
 
     Runs first in ``sparsecomp-cpu-layouts``, after the import of upstream
-    encodings. Refused at the argument: a rule on a non-tensor or on an
-    argument whose type another argument shares, a rule that does not parse,
+    encodings. Arguments of one type (SpGEMM's two operands) take a rule
+    together: each must carry the same one. Refused at the argument: a rule
+    on a non-tensor or on an argument whose type another argument shares
+    without the same rule, a rule that does not parse,
     a function that other functions call (their calls would not match).
 
     ```mlir
@@ -130,17 +132,22 @@ class DecomposeFormatsPass(SparsecompPass):
         fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         body = func.regions[0].blocks[0]
         inputs = list(fty.inputs)
+        done: set[int] = set()
         for index, rule in rules.items():
+            if index in done:
+                continue
             location = body.arguments[index].location
             old = inputs[index]
             if not isinstance(old, ir.RankedTensorType):
                 raise _Refused(location, f"'{DECOMPOSE}' on an argument of type {old}")
-            if sum(1 for t in inputs if t == old) != 1:
+            sharers = [i for i, t in enumerate(inputs) if t == old]
+            if any(i not in rules or str(rules[i]) != str(rule) for i in sharers):
                 raise _Refused(
                     location,
-                    f"'{DECOMPOSE}' on an argument whose type {old} other arguments share; "
-                    "give it an encoding of its own",
+                    f"'{DECOMPOSE}' on an argument whose type {old} other arguments share "
+                    "without the same rule; give it an encoding of its own",
                 )
+            done.update(sharers)
             with location:
                 layout = rule_attr(rule, location)
                 new = ir.RankedTensorType.get(old.shape, old.element_type, layout)

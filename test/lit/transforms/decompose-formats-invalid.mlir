@@ -14,8 +14,16 @@ func.func @not_a_layout(%a: tensor<?x?xf32> {sparse_iter.decompose = 3}) {
 
 // -----
 
-// expected-error@+1 {{'sparse_iter.decompose' on an argument whose type tensor<?x?xf32> other arguments share}}
+// expected-error@+1 {{'sparse_iter.decompose' on an argument whose type tensor<?x?xf32> other arguments share without the same rule}}
 func.func @shared_type(%a: tensor<?x?xf32> {sparse_iter.decompose = "csr"}, %b: tensor<?x?xf32>) {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{other arguments share without the same rule}}
+func.func @shared_type_other_rule(%a: tensor<?x?xf32> {sparse_iter.decompose = "csr"},
+                                  %b: tensor<?x?xf32> {sparse_iter.decompose = "csc"}) {
   return
 }
 

@@ -34,3 +34,21 @@ func.func @shared_with_the_result(
   %e = tensor.empty(%m, %n) : tensor<?x?xf32, #csr>
   return %e : tensor<?x?xf32, #csr>
 }
+
+// -----
+
+// Two arguments of one type (SpGEMM's operands, upstream syntax) with the same
+// rule, here 32-bit indices: both take it, and so does the result of that type.
+// CHECK-LABEL: func.func @same_rule_on_a_shared_type
+// CHECK-SAME: (%{{.*}}: tensor<?x?xf64, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>, %{{.*}}: tensor<?x?xf64, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>)
+// CHECK-SAME: -> tensor<?x?xf64, #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>>
+// CHECK-NOT: arg_attrs
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func @same_rule_on_a_shared_type(
+    %a: tensor<?x?xf64, #CSR> {sparse_iter.decompose = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>},
+    %b: tensor<?x?xf64, #CSR> {sparse_iter.decompose = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>}
+    ) -> tensor<?x?xf64, #CSR> {
+  %c = linalg.matmul ins(%a, %b : tensor<?x?xf64, #CSR>, tensor<?x?xf64, #CSR>)
+                     outs(%a : tensor<?x?xf64, #CSR>) -> tensor<?x?xf64, #CSR>
+  return %c : tensor<?x?xf64, #CSR>
+}

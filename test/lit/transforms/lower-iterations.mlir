@@ -5,14 +5,17 @@
 #csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
 // SpMV: the row loop runs in parallel; y[i] is read once, accumulated in a
-// register over the row's positions, and written once.
+// register over the row's positions, and written once. y is an argument: its
+// elements are read from it and written to a fresh tensor (no copy of y).
 // CHECK-LABEL: func.func @spmv
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, {{.*}}>, %[[X:.*]]: tensor<?xf32>, %[[Y:.*]]: tensor<?xf32>)
 // CHECK-DAG: %[[POS:.*]] = sparse_iter.positions %[[A]][1]
 // CHECK-DAG: %[[CRD:.*]] = sparse_iter.coordinates %[[A]][1]
 // CHECK-DAG: %[[VAL:.*]] = sparse_iter.values %[[A]]
-// CHECK: %[[R:.*]] = scf.for %[[I:[^ ]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[OUT:[^ ]+]] = %[[Y]])
-// CHECK:   %[[YI:.*]] = tensor.extract %[[OUT]][%[[I]]]
+// CHECK-DAG: %[[M:.*]] = tensor.dim %[[Y]]
+// CHECK: %[[FRESH:.*]] = tensor.empty(%[[M]]) : tensor<?xf32>
+// CHECK: %[[R:.*]] = scf.for %[[I:[^ ]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[OUT:[^ ]+]] = %[[FRESH]])
+// CHECK:   %[[YI:.*]] = tensor.extract %[[Y]][%[[I]]]
 // CHECK:   %[[LO:.*]] = arith.index_cast
 // CHECK:   %[[HI:.*]] = arith.index_cast
 // CHECK:   %[[ACC:.*]] = scf.for %[[Q:[^ ]+]] = %[[LO]] to %[[HI]] step %{{.*}} iter_args(%[[S:[^ ]+]] = %[[YI]]) -> (f32)
