@@ -44,3 +44,8 @@ class FormatError(SparsecompError, ValueError):
 
 class TargetError(SparsecompError, ValueError):
     """A target description is invalid or names an unsupported device."""
+
+
+class ConversionWarning(UserWarning):
+    """A call converted a sparse operand to the kernel's layout; reported once per
+    function, argument and kind of operand (see :mod:`sparsecomp.runtime.conversions`)."""

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sparsecomp.runtime.abi import ArgSpec, Signature
+from sparsecomp.runtime.conversions import Conversions
 from sparsecomp.runtime.fastpath import FastArgs, Out
 from sparsecomp.runtime.marshal import c_signature, flatten
 from sparsecomp.runtime.memref import address, descriptor_words
@@ -89,6 +90,7 @@ class Caller:
         self.sig = sig
         self.cfunc = cfunc
         self.fast = FastArgs(sig)
+        self.conversions = Conversions(sig.name)
         #: before the careful path: the function to call instead (a variant for the
         #: arguments' index widths, :mod:`.specialize`), or None
         self.divert: Callable[[tuple[Any, ...]], Any] | None = None
@@ -127,7 +129,7 @@ class Caller:
 
     def _careful(self, args: tuple[Any, ...], call: Out) -> Out:
         """The careful path: check and convert everything (raises on bad arguments)."""
-        items = flatten(self.sig, args)
+        items = flatten(self.sig, args, convert=self.conversions.convert)
         call.keep = items  # conversions (copies, packed tensors) live until the call returns
         for item, rank in zip(items, self.ranks, strict=True):
             if rank is None:

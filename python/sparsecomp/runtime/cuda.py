@@ -312,7 +312,7 @@ class CudaCaller(Caller):
             first.append(value)
             return holder.shape, [holder]
 
-        items = flatten(self.sig, args, elsewhere)
+        items = flatten(self.sig, args, elsewhere, self.conversions.convert)
         first_gpu = first[0] if first else None
         out = self.result_struct() if self.result_struct is not None else None
         buf = self.words_type() if self.words_type is not None else None

@@ -28,9 +28,11 @@ import numpy as np
 
 from sparsecomp.errors import FormatError, SparsecompError
 from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.names import AnyLayout
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.formats.validate import IndexWidthError
 from sparsecomp.runtime.abi import ArgSpec, Signature
+from sparsecomp.runtime.conversions import needs_conversion
 from sparsecomp.runtime.memref import descriptor_type
 
 SCALAR_CTYPES: dict[str, Any] = {
@@ -98,9 +100,16 @@ def _check_complex(sig: Signature, spec: ArgSpec, what: str) -> None:
 
 #: Takes an argument another way (GPU memory): its shape and flattened items, or None.
 Elsewhere = Callable[[ArgSpec, Any, str], "tuple[tuple[int, ...], list[Any]] | None"]
+#: Converts argument ``i``'s value to a layout (:class:`~.conversions.Conversions`).
+Convert = Callable[[int, Any, AnyLayout], SparseTensor]
 
 
-def flatten(sig: Signature, args: tuple[Any, ...], elsewhere: Elsewhere | None = None) -> list[Any]:
+def flatten(
+    sig: Signature,
+    args: tuple[Any, ...],
+    elsewhere: Elsewhere | None = None,
+    convert: Convert | None = None,
+) -> list[Any]:
     """Check ``args`` against ``sig``; their flattened C parameters, in order.
 
     Each parameter is a C-contiguous aligned array (passed as a descriptor)
@@ -110,6 +119,7 @@ def flatten(sig: Signature, args: tuple[Any, ...], elsewhere: Elsewhere | None =
     :class:`SparsecompError` for the rest. :mod:`.fastpath` takes the
     common cases without it. ``elsewhere`` may take an argument first (the
     CUDA runtime's arrays in GPU memory); its shape is checked like any.
+    ``convert`` makes the layout conversions (else :func:`sparse_tensor`).
     """
     if len(args) != len(sig.args):
         raise SparsecompError(
@@ -133,7 +143,11 @@ def flatten(sig: Signature, args: tuple[Any, ...], elsewhere: Elsewhere | None =
         else:
             check_shape(spec, sparse_shape(spec, value, where), (where, label), sizes)
             try:
-                tensor = sparse_tensor(spec, value)
+                assert spec.layout is not None
+                if convert is not None and needs_conversion(value, spec.layout):
+                    tensor = convert(i, value, spec.layout)
+                else:
+                    tensor = sparse_tensor(spec, value)
             except IndexWidthError as err:
                 raise _too_narrow(spec, err, where) from None
             items += sparse_buffers(spec, tensor, where)

@@ -1,0 +1,242 @@
+"""Layout conversions a call must make: done once per operand, then only its values move.
+
+A sparse operand in another layout than the kernel's (a CSR matrix into a
+kernel compiled for ``bsr:16x16``, a ``SparseTensor`` in ``hyb`` into a CSR
+kernel) is converted at the call. Converting it again at every call costs
+a full repack each time (a sort, a block search: tens of milliseconds at a
+million entries), silently. Instead, :class:`Conversions` (one per
+function) converts each operand's *structure* once: it packs the operand
+with its values replaced by their slot numbers, which gives the target's
+index buffers and, for every target slot, the source slot it takes its
+value from (padding: none). Each later call with the same operand only
+gathers the current values into that structure, O(stored entries), so
+values may change between calls, as everywhere in the runtime.
+
+The first conversion of each kind (function, argument, source layout) is
+reported once with a :class:`ConversionWarning` naming what it took and how
+to avoid it (``exe.prepare(A)``, or an operand in the kernel's layout).
+
+Which operands are remembered (by identity, while they live; at most
+:data:`KEEP` per function, the oldest dropped first):
+
+* a ``SparseTensor`` that is not ``shared``: its index buffers are read-only;
+* a canonical scipy CSR/CSC/COO/BSR matrix, while its ``indptr``/``indices``
+  (``row``/``col``) arrays are the same objects with the same sizes. Editing
+  those arrays in place is not seen (scipy's own cached flags have the same
+  rule); it can never make a kernel read out of bounds, since the cached
+  structure is sparsecomp's own, checked when it was built.
+
+Anything else (duplicates to sum, a composable source the target cannot
+number, DOK/LIL input) is converted at every call.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+import weakref
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sparsecomp.errors import ConversionWarning, SparsecompError
+from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.names import AnyLayout
+from sparsecomp.formats.scipyio import compressed_kind
+from sparsecomp.formats.storage import Storage
+from sparsecomp.formats.tensor import SparseTensor
+from sparsecomp.formats.validate import index_dtype
+
+#: Operands remembered per function, at most (each holds a converted structure).
+KEEP = 8
+_SCIPY_FORMATS = ("csr", "csc", "coo", "bsr")
+
+
+class _Entry:
+    """One remembered operand: the converted structure and where its values come from."""
+
+    __slots__ = ("guard", "ref", "structure", "take")
+
+    def __init__(
+        self,
+        ref: Any,
+        guard: tuple[Any, ...],
+        structure: SparseTensor,
+        take: list[tuple[np.ndarray, np.ndarray | None]],
+    ) -> None:
+        self.ref = ref
+        self.guard = guard  # what must be unchanged for the entry to hold
+        self.structure = structure
+        self.take = take  # per target storage: source slots, padding slots (or None)
+
+
+class Conversions:
+    """Per function: the structures of operands converted to its layouts."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.entries: OrderedDict[tuple[int, int], _Entry] = OrderedDict()
+        self.reported: set[tuple[int, str]] = set()
+
+    def convert(self, argument: int, value: Any, layout: AnyLayout) -> SparseTensor:
+        """``value`` (a SparseTensor or scipy matrix) in ``layout``, from the cache when held."""
+        key = (argument, id(value))
+        entry = self.entries.get(key)
+        if entry is not None and entry.ref() is value and entry.guard == _guard(value):
+            return _gather(entry, _source_values(value))
+        started = time.perf_counter()
+        converted, entry = _convert(value, layout)
+        seconds = time.perf_counter() - started
+        if entry is not None:
+            self._remember(key, value, entry)
+        self._report(argument, value, layout, seconds, entry is not None)
+        return converted
+
+    def _remember(self, key: tuple[int, int], value: Any, entry: _Entry) -> None:
+        entries = self.entries
+        entry.ref = weakref.ref(value, lambda _: entries.pop(key, None))
+        entries[key] = entry
+        while len(entries) > KEEP:
+            entries.popitem(last=False)
+
+    def _report(
+        self, argument: int, value: Any, layout: AnyLayout, seconds: float, cached: bool
+    ) -> None:
+        source = _describe(value)
+        if (argument, source) in self.reported:
+            return
+        self.reported.add((argument, source))
+        again = (
+            "later calls with the same operand only gather its values"
+            if cached
+            else "it is converted again at every call"
+        )
+        warnings.warn(
+            f"'{self.name}' argument {argument}: converting {source} to the kernel's layout "
+            f"{layout} took {seconds * 1e3:.1f} ms; {again}. To avoid it, pass the operand in "
+            "that layout (SparseTensor.from_scipy(A, layout)) or pack it once with "
+            "exe.prepare(A)",
+            ConversionWarning,
+            stacklevel=_caller_level(),
+        )
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` (for a warning raised by our caller) of the first frame outside
+    sparsecomp: the user's call."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    return level
+
+
+def needs_conversion(value: Any, layout: AnyLayout) -> bool:
+    """Whether packing ``value`` for ``layout`` is more than sharing or checking its arrays."""
+    if isinstance(value, SparseTensor):
+        return value.layout != layout
+    kind = compressed_kind(layout)
+    if kind is None or not isinstance(layout, Layout) or getattr(value, "format", None) != kind:
+        return True
+    return value.indptr.dtype != index_dtype(layout.pos_width) or value.indices.dtype != (
+        index_dtype(layout.crd_width)
+    )
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, SparseTensor):
+        return f"a SparseTensor in {value.layout}"
+    fmt = getattr(value, "format", "?")
+    index = getattr(value, "indices", getattr(value, "row", None))
+    width = f" ({index.dtype} indices)" if isinstance(index, np.ndarray) else ""
+    return f"a scipy {fmt} matrix{width}"
+
+
+def _guard(value: Any) -> tuple[Any, ...]:
+    """What identifies ``value``'s structure; () for tensors (immutable structure)."""
+    if isinstance(value, SparseTensor):
+        return ()
+    names = ("indptr", "indices", "row", "col")
+    arrays = [a for n in names if (a := getattr(value, n, None)) is not None]
+    return (value.format, value.shape, *((id(a), a.shape[0]) for a in arrays))
+
+
+def _source_values(value: Any) -> np.ndarray:
+    """The operand's stored values, in the order its slots are numbered."""
+    if isinstance(value, SparseTensor):
+        if value.parts:
+            return np.concatenate([p.values for p in value.parts])
+        return value.values
+    return np.asarray(value.data).reshape(-1)
+
+
+def _numbered(value: Any) -> Any:
+    """``value`` with its stored values replaced by their slot numbers 1, 2, ... (float64),
+    or None where slots cannot be numbered (duplicates, other scipy formats)."""
+    if isinstance(value, SparseTensor):
+        if value.shared or value.summed() is not value:
+            return None
+        return value.with_values(np.arange(1, value.nse + 1, dtype=np.float64))
+    if value.format not in _SCIPY_FORMATS or not value.has_canonical_format:
+        return None
+    data = np.asarray(value.data)
+    if value.format != "bsr" and data.shape[0] != value.nnz:
+        return None
+    numbered = value.copy()
+    numbered.data = np.arange(1, data.size + 1, dtype=np.float64).reshape(data.shape)
+    return numbered
+
+
+def _convert(value: Any, layout: AnyLayout) -> tuple[SparseTensor, _Entry | None]:
+    """``value`` in ``layout``, and the entry that converts it again by a gather (or None)."""
+    numbered = _numbered(value)
+    if numbered is None or _source_values(value).size >= 2**53:
+        return _plain(value, layout), None
+    try:
+        structure = _plain(numbered, layout)
+    except SparsecompError:
+        return _plain(value, layout), None
+    take = []
+    for part in structure.parts or (structure,):
+        slots = part.values.astype(np.int64) - 1
+        padding = np.flatnonzero(slots < 0)
+        if padding.size:
+            slots[padding] = 0
+        take.append((slots, padding if padding.size else None))
+    entry = _Entry(None, _guard(value), structure, take)
+    return _gather(entry, _source_values(value)), entry
+
+
+def _plain(value: Any, layout: AnyLayout) -> SparseTensor:
+    if isinstance(value, SparseTensor):
+        value.recheck()  # index buffers shared with the caller may have changed
+        return value.to(layout).summed()  # kernels assume no repeated coordinates
+    return SparseTensor.from_scipy(value, layout).summed()
+
+
+def _gather(entry: _Entry, values: np.ndarray) -> SparseTensor:
+    """The cached structure holding ``values`` (the operand's, in slot order)."""
+    tensors = []
+    for part, (slots, padding) in zip(
+        entry.structure.parts or (entry.structure,), entry.take, strict=True
+    ):
+        vals = values.take(slots)
+        if padding is not None:
+            vals[padding] = 0
+        st = part._storage
+        assert st is not None
+        tensors.append(
+            SparseTensor(
+                part.shape,
+                part.layout,
+                vals.dtype,
+                Storage(st.positions, st.coordinates, vals),
+            )
+        )
+    whole = entry.structure
+    if not whole.parts:
+        return tensors[0]
+    return SparseTensor(whole.shape, whole.layout, values.dtype, None, tuple(tensors))
