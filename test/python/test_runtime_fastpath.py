@@ -51,13 +51,45 @@ def test_fast_path_takes_exact_arguments(exe: Executable) -> None:
     t = SparseTensor.from_scipy(matrix(), "csr")
     x = np.ones(6, np.float32)
     assert fast_takes(exe, "spmv", t, x)
+    assert fast_takes(exe, "spmv", matrix(), x)  # scipy CSR of the ABI's dtypes
+    assert fast_takes(exe, "spmv", sp.csr_array(matrix()), x)
     assert fast_takes(exe, "twice", 4)
+
+
+def _unsorted() -> sp.csr_matrix:
+    m = matrix()  # rows with several entries: reversed, they are out of order
+    return sp.csr_matrix((m.data, m.indices[::-1].copy(), m.indptr), shape=m.shape)
+
+
+def _widened() -> sp.csr_matrix:
+    m = matrix()
+    m.indices = m.indices.astype(np.int64)
+    return m
+
+
+def _out_of_range() -> sp.csr_matrix:
+    m = matrix()
+    m.indices[0] = 6
+    return m
+
+
+def test_scipy_arrays_are_checked_on_every_call(exe: Executable) -> None:
+    from sparsecomp.errors import FormatError
+
+    m, x = matrix(), np.ones(6, np.float32)
+    np.testing.assert_allclose(exe.spmv(m, x), m @ x, rtol=1e-6)
+    m.indices[0] = 6  # edited in place: out of range
+    with pytest.raises(FormatError, match="out of range"):
+        exe.spmv(m, x)
 
 
 @pytest.mark.parametrize(
     "args",
     [
-        pytest.param(lambda t, x: (matrix(), x), id="scipy-to-pack"),
+        pytest.param(lambda t, x: (matrix().tocsc(), x), id="scipy-to-pack"),
+        pytest.param(lambda t, x: (_widened(), x), id="scipy-other-widths"),
+        pytest.param(lambda t, x: (_unsorted(), x), id="scipy-not-canonical"),
+        pytest.param(lambda t, x: (_out_of_range(), x), id="scipy-invalid"),
         pytest.param(lambda t, x: (t.to("coo"), x), id="layout-to-convert"),
         pytest.param(lambda t, x: (t, np.ones(12, np.float32)[::2]), id="strided-to-copy"),
         pytest.param(lambda t, x: (t, x.astype(np.float64)), id="wrong-dtype"),

@@ -11,6 +11,7 @@ buffer work through it in fixed-size chunks.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -18,10 +19,20 @@ import numpy as np
 from sparsecomp.errors import FormatError
 
 _CHUNK = 1 << 20  # elements per chunk of a check over a positions buffer
+_SHORT = 32  # positions checked in Python, below numpy's per-call costs
+#: signed index dtype -> (its largest value, the unsigned dtype of its size)
+_UNSIGNED = {
+    np.dtype(t): (int(np.iinfo(t).max), np.dtype(u))
+    for t, u in ((np.int8, np.uint8), (np.int16, np.uint16), (np.int32, np.uint32),
+                 (np.int64, np.uint64))
+}  # fmt: skip
 
 
 def nondecreasing(ptr: np.ndarray) -> bool:
     """Whether ``ptr`` never decreases (temporaries of at most ``_CHUNK`` elements)."""
+    if ptr.shape[0] <= _SHORT:  # a few elements: Python beats numpy's per-call costs
+        items = ptr.tolist()
+        return all(a <= b for a, b in itertools.pairwise(items))
     for start in range(0, max(ptr.shape[0] - 1, 0), _CHUNK):
         piece = ptr[start : start + _CHUNK + 1]
         if bool((piece[1:] < piece[:-1]).any()):
@@ -53,11 +64,14 @@ def in_range(indices: np.ndarray, size: int) -> bool:
     beyond any size up to the dtype's maximum (a larger size holds every
     non-negative index: only the sign is checked).
     """
-    if indices.dtype.kind == "i":
-        if size > np.iinfo(indices.dtype).max:
-            return int(indices.min()) >= 0
-        indices = indices.view(indices.dtype.str.replace("i", "u"))
-    return int(indices.max()) < size
+    signed = _UNSIGNED.get(indices.dtype)
+    if signed is None:  # unsigned, or another byte order
+        low = int(indices.min()) if indices.dtype.kind == "i" else 0
+        return low >= 0 and int(indices.max()) < size
+    largest, unsigned = signed
+    if size > largest:
+        return int(indices.min()) >= 0
+    return int(indices.view(unsigned).max()) < size
 
 
 def indptr_of_sorted(major: np.ndarray, size: int, dtype: np.dtype[Any]) -> np.ndarray:

@@ -12,7 +12,9 @@ parameters and descriptor words directly (see :mod:`.call`):
 * scalar: a Python ``float`` (float dtypes), an ``int`` in range (integer
   and float dtypes) or a ``bool`` (bool dtype);
 * sparse: a :class:`SparseTensor` already in the ABI layout, with the ABI's
-  buffer names and dtypes, every buffer C-contiguous and aligned;
+  buffer names and dtypes, every buffer C-contiguous and aligned; or a
+  canonical scipy CSR (CSC) matrix for a csr (csc) layout with the ABI's
+  dtypes, its arrays checked (bounds, O(nnz)) on every call;
 * static sizes and size symbols as the ABI says.
 
 Anything else (a scipy matrix to pack, an array to copy, a layout to
@@ -39,6 +41,9 @@ from typing import Any
 
 import numpy as np
 
+from sparsecomp.errors import FormatError
+from sparsecomp.formats.indptr import check_compressed
+from sparsecomp.formats.scipyio import compressed_kind
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.memref import address, descriptor_words, words_of
@@ -165,6 +170,47 @@ class _Checked:
         self.shape = shape
 
 
+def _scipy_step(spec: ArgSpec) -> Step | None:
+    """The step for a canonical scipy CSR (CSC) matrix into a csr (csc) layout of its exact
+    dtypes: its three arrays go in as they are, checked (O(nnz)) on every call, since
+    the caller may have changed them. None for other layouts."""
+    kind = compressed_kind(spec.layout)
+    names = tuple(name for name, _ in spec.buffers)
+    if kind is None or names != ("pos1", "crd1", "values"):
+        return None
+    pos_dt, crd_dt, val_dt = (dt for _, dt in spec.buffers)
+
+    def scipy(value: Any, out: Out) -> tuple[int, ...] | None:
+        if getattr(value, "format", None) != kind or not hasattr(value, "indptr"):
+            return None
+        indptr, indices, data = value.indptr, value.indices, value.data
+        if type(indptr) is not np.ndarray or type(indices) is not np.ndarray:
+            return None
+        if type(data) is not np.ndarray or data.dtype != val_dt:
+            return None
+        if indptr.dtype != pos_dt or indices.dtype != crd_dt or indptr.ndim != 1:
+            return None
+        nnz = indices.shape[0]
+        if data.shape != (nnz,) or not value.has_canonical_format:
+            return None
+        for array in (indptr, indices, data):
+            flags = array.flags
+            if not (flags.c_contiguous and flags.aligned):
+                return None
+        shape = value.shape
+        major, minor = shape if kind == "csr" else shape[::-1]
+        try:
+            check_compressed("", (major, minor), indptr, indices)
+        except FormatError:
+            return None  # the careful path says what is wrong
+        for array in (indptr, indices, data):
+            out.array(array, address(array))
+        out.params += shape
+        return (int(shape[0]), int(shape[1]))
+
+    return scipy
+
+
 def _sparse_step(spec: ArgSpec) -> Step:
     dtype, rank, layout = spec.dtype, spec.rank, spec.layout
     names = tuple(name for name, _ in spec.buffers)
@@ -205,9 +251,11 @@ def _sparse_step(spec: ArgSpec) -> Step:
         ref = weakref.ref(value, lambda _: checked.pop(key, None))
         return _Checked(ref, [a for _, a in buffers], tuple(value.shape))
 
+    scipy = _scipy_step(spec)
+
     def sparse(value: Any, out: Out) -> tuple[int, ...] | None:
         if type(value) is not SparseTensor:
-            return None
+            return scipy(value, out) if scipy is not None else None
         entry = checked.get(id(value))
         if entry is None or entry.ref() is not value:
             entry = check(value)

@@ -19,6 +19,7 @@ Schedule = Literal["static", "dynamic", "guided", "auto", "runtime"]
 #: omp.wsloop: allocate, allocator, linear, linear_step, private, reduction, chunk;
 #: omp.parallel: allocate, allocator, if_expr, num_threads, private, reduction.
 _CHUNK_SEGMENT = 6
+_IF_SEGMENT = 2
 _THREADS_SEGMENT = 3
 _SEGMENTS = "operandSegmentSizes"
 #: Adaptive chunks: about this many per thread, and at most this many rows each.
@@ -71,6 +72,35 @@ def _adaptive_chunk(loop: ir.Operation) -> ir.Value | None:
         chunk = arith.maxsi(arith.ceildivsi(trips, per), arith.constant(index, 1))
         chunk = arith.minsi(chunk, arith.constant(index, MAX_CHUNK))
         return arith.index_cast(i32, chunk)
+
+
+def _inside(value: ir.Value, region: ir.Operation) -> bool:
+    """Whether ``value`` is defined inside ``region`` (an op with regions)."""
+    owner = value.owner
+    op = owner.owner if isinstance(owner, ir.Block) else owner
+    while op is not None:
+        if op == region:
+            return True
+        op = op.parent
+    return False
+
+
+def _enough_trips(region: ir.Operation, least: int) -> ir.Value | None:
+    """``trips >= least`` (i1) before ``region``, for its one worksharing loop; None when it
+    has several, a nest of several loops, or bounds computed inside it."""
+    loops = _ops_named(region, "omp.wsloop")
+    if len(loops) != 1:
+        return None
+    nest = loops[0].regions[0].blocks[0].operations[0].operation
+    if nest.name != "omp.loop_nest" or len(nest.operands) != 3:
+        return None
+    if "loop_inclusive" in nest.attributes or any(_inside(v, region) for v in nest.operands):
+        return None
+    lower, upper, step = nest.operands
+    index = ir.IndexType.get()
+    with ir.InsertionPoint(region), region.location:
+        trips = arith.ceildivsi(arith.subi(upper, lower), step)
+        return arith.cmpi(arith.CmpIPredicate.sge, trips, arith.constant(index, least))
 
 
 def _declare_team_size(module: ir.Operation) -> None:
@@ -131,9 +161,15 @@ class OmpSchedulePass(SparsecompPass):
     0`` never adds one. Loops and regions that already have a schedule or a
     thread count are left alone, as is everything outside OpenMP.
 
+    An ``omp.parallel`` around one worksharing loop of fewer than
+    ``serial_below`` iterations (default 32) runs on the calling thread: it
+    gets ``if(trips >= serial_below)``, computed before the region. Waking
+    the team and joining it costs microseconds, more than the whole of a
+    10-row SpMM (a 10x10 call: 25 us with two threads, 15 us with one).
+
     Options: ``schedule`` (static, dynamic, guided, auto or runtime; default
     dynamic), ``chunk`` (>= 0; not allowed with auto or runtime),
-    ``threads`` (>= -1).
+    ``threads`` (>= -1), ``serial-below`` (>= 0; 0: never serial).
 
     Error: ``threads = -1`` in a function whose target cannot be told (the
     module names several targets and the function none).
@@ -153,7 +189,9 @@ class OmpSchedulePass(SparsecompPass):
 
     ```mlir
     %nt = arith.constant 2 : i32
-    omp.parallel num_threads(%nt : i32) {
+    %trips = arith.ceildivsi ...
+    %enough = arith.cmpi sge, %trips, %c32 : index
+    omp.parallel if(%enough) num_threads(%nt : i32) {
       %chunk = arith.constant 64 : i32
       omp.wsloop schedule(dynamic = %chunk : i32) {
         omp.loop_nest (%i) : index = (%c0) to (%m) step (%c1) { ... }
@@ -167,6 +205,7 @@ class OmpSchedulePass(SparsecompPass):
     schedule: Schedule = "dynamic"
     chunk: int = 0
     threads: int = -1
+    serial_below: int = 32
 
     def __post_init__(self) -> None:
         if self.chunk < 0:
@@ -175,6 +214,8 @@ class OmpSchedulePass(SparsecompPass):
             raise ValueError(f"schedule {self.schedule} takes no chunk, got chunk={self.chunk}")
         if self.threads < -1:
             raise ValueError(f"threads must be >= -1 (-1: the target's), got {self.threads}")
+        if self.serial_below < 0:
+            raise ValueError(f"serial-below must be >= 0 (0: off), got {self.serial_below}")
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         kind = ir.Attribute.parse(f"#omp<schedulekind {self.schedule}>")
@@ -204,7 +245,11 @@ class OmpSchedulePass(SparsecompPass):
                 pass_.signal_pass_failure()
                 return
             if threads:
-                with_operand(region, _THREADS_SEGMENT, _i32(threads, region))
+                region = with_operand(region, _THREADS_SEGMENT, _i32(threads, region))
+            if self.serial_below > 0 and not _segment_size(region, _IF_SEGMENT):
+                enough = _enough_trips(region, self.serial_below)
+                if enough is not None:
+                    with_operand(region, _IF_SEGMENT, enough)
 
     def _threads(self, region: ir.Operation) -> int:
         """The thread count for ``region`` (0: none)."""
