@@ -118,6 +118,7 @@ def make_peers(args: argparse.Namespace) -> list[Peer]:
     wanted = {p for p in args.peers.split(",") if p}
     factories: list[tuple[str, Callable[[], Peer]]] = [
         ("sparsecomp", SparsecompPeer),
+        ("sparsecomp-up", partial(SparsecompPeer, form="upstream")),
         ("scipy", scipy_peer.ScipyPeer),
         ("dense", DensePeer),
         ("torch", TorchPeer),

@@ -15,7 +15,9 @@ unique column indices; duplicates summed). Sizes (full / ``--quick``):
   smallest magnitudes removed (quick: 256 x 256);
 * ``2:4``: the same weights, 2 of every 4 consecutive row elements kept;
 * ``block16``: the same weights, 90% of its 16 x 16 blocks (smallest L1 norm)
-  removed.
+  removed;
+* ``band``: ``2**18`` rows, the 17 diagonals -8..8 (quick: ``2**12`` rows):
+  short rows whose gathers stay in cache.
 
 The pruned matrices come from :func:`sparsecomp.sparsify` (STen conventions).
 Values of the structural matrices are standard normal.
@@ -78,6 +80,14 @@ def fem(grid: int, seed: int = 2) -> sp.csr_matrix:
     return m
 
 
+def band(n: int, half: int = 8, seed: int = 5) -> sp.csr_matrix:
+    """``n x n`` with the ``2 * half + 1`` diagonals around the main one, standard-normal values."""
+    rng = np.random.default_rng(seed)
+    offsets = list(range(-half, half + 1))
+    diagonals = [rng.standard_normal(n - abs(k), dtype=np.float32) for k in offsets]
+    return canonical(sp.diags(diagonals, offsets, shape=(n, n), format="csr"))
+
+
 def uniform(n: int, density: float, seed: int = 3) -> sp.csr_matrix:
     """``n x n`` with about ``density * n * n`` nonzeros at uniform positions."""
     rng = np.random.default_rng(seed)
@@ -99,6 +109,7 @@ def suite(scale: int = 16, quick: bool = False) -> list[Spec]:
     """The matrices of one run, in table order."""
     s = 10 if quick else scale
     grid, n1, n01, w = (8, 512, 2048, 256) if quick else (48, 8192, 32768, 4096)
+    b = 12 if quick else 18
     return [
         Spec("rmat", f"R-MAT 2^{s}, degree 16", lambda: rmat(s)),
         Spec("fem", f"27-point stencil {grid}^3", lambda: fem(grid)),
@@ -111,4 +122,5 @@ def suite(scale: int = 16, quick: bool = False) -> list[Spec]:
             f"{w}^2 16x16 blocks, 90% zero",
             lambda: pruned(w, "block_fraction:16x16:0.9"),
         ),
+        Spec("band", f"2^{b} rows, 17 diagonals", lambda: band(1 << b)),
     ]

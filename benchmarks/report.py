@@ -102,3 +102,35 @@ def notes(rows: list[Row], peers: list[str]) -> list[str]:
 
 def _line(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+def summary(
+    rows: dict[str, list[Row]], forms: list[str], peers: list[str], bound: str = "bound"
+) -> list[str]:
+    """Per op and program form: geomean (and worst) of each peer's time over the form's.
+
+    Above 1 the form is faster; the worst case is the smallest ratio. The first
+    form's column "form / first" is the other forms' time over the first's.
+    """
+    others = [p for p in peers if p not in forms]
+    head = ["op", "form", *(f"{p} / form" for p in others)]
+    if len(forms) > 1:
+        head.insert(2, f"form / {forms[0]}")
+    lines = [_line(head), _line(["---", "---"] + ["---:"] * (len(head) - 2))]
+    for label, table_rows in rows.items():
+        for form in forms:
+            cells = [label, form]
+            if len(forms) > 1:
+                cells.append(_summary_cell(table_rows, form, forms[0]))
+            cells += [_summary_cell(table_rows, p, form) for p in others]
+            lines.append(_line(cells))
+    return lines
+
+
+def _summary_cell(rows: list[Row], peer: str, base: str) -> str:
+    values = [x for r in rows if (x := ratio(r.cells[peer], r.cells[base])) is not None]
+    if not values or peer == base:
+        return "-"
+    g = geomean(values)
+    assert g is not None
+    return f"{g:.2f} (worst {min(values):.2f})"

@@ -25,7 +25,7 @@
 // CHECK: llvm.call @malloc
 // The row loop runs on the target's threads (the host's cores here), in
 // dynamic chunks sized at run time from the trip count and the team size.
-// CHECK: omp.parallel num_threads(%{{.*}} : i32) {
+// CHECK: omp.parallel if(%{{.*}}) num_threads(%{{.*}} : i32) {
 // CHECK: llvm.call @omp_get_num_threads()
 // CHECK: omp.wsloop schedule(dynamic = %{{.*}} : i32) {
 // CHECK-NEXT: omp.loop_nest
@@ -68,7 +68,7 @@ func.func @spmv(%pos: tensor<?xi32>, %crd: tensor<?xi32>, %vals: tensor<?xf32>, 
 // transfers have out-of-bounds columns and no mask: the lowering masks the
 // tail with llvm.intr.masked.load / masked.store.
 // CHECK-LABEL: llvm.func @spmm(
-// CHECK: omp.parallel num_threads(%{{.*}} : i32) {
+// CHECK: omp.parallel if(%{{.*}}) num_threads(%{{.*}} : i32) {
 // CHECK: omp.loop_nest
 // CHECK: llvm.intr.masked.load %{{.*}} : (!llvm.ptr, vector<8xi1>, vector<8xf32>) -> vector<8xf32>
 // CHECK: llvm.intr.fmuladd(%{{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
@@ -115,7 +115,7 @@ func.func @spmm(%pos: tensor<?xi32>, %crd: tensor<?xi32>, %vals: tensor<?xf32>, 
 // CHECK-LABEL: llvm.func @spmm_acc(
 // CHECK: llvm.call @malloc
 // CHECK: "llvm.intr.memcpy"
-// CHECK: omp.parallel num_threads(%{{.*}} : i32) {
+// CHECK: omp.parallel if(%{{.*}}) num_threads(%{{.*}} : i32) {
 // CHECK: llvm.intr.masked.load
 // CHECK: llvm.intr.masked.load
 // CHECK: llvm.intr.fmuladd
