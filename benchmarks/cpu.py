@@ -57,7 +57,7 @@ from peers.dense import DensePeer
 from peers.sparsecomp_peer import SparsecompPeer
 from peers.torch_cpu import TorchPeer
 from peers.upstream import VARIANTS, UpstreamPeer
-from report import Cell, Row, table
+from report import Cell, Row, summary, table
 
 RTOL = 1e-4
 MAX_CALLS = 200  # timed calls per turn at most (--min-time)
@@ -260,7 +260,12 @@ def _compare(args: argparse.Namespace, ops: list[str], peers: list[Peer]) -> int
                     cell = row.cells[name]
                     log(f"  {case.label:<12} {name:<20} {cell.text():>10} {cell.reason}")
                 rows.setdefault(case.label, []).append(row)
-    text = render(args, peers, rows, about, bw)
+    calls = (
+        call_overhead(args)
+        if "spmm" in ops and any(n.startswith("sparsecomp") for n in names)
+        else None
+    )
+    text = render(args, peers, rows, about, bw, calls)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)
@@ -276,6 +281,7 @@ def render(
     rows: dict[str, list[Row]],
     about: dict[str, str],
     bw: bandwidth.Bandwidth | None,
+    overhead: dict[str, float] | None = None,
 ) -> str:
     """The whole report as markdown."""
     names = [p.name for p in peers]
@@ -296,10 +302,73 @@ def render(
         op, _, k = label.partition(" ")
         title = f"{TITLES[op]}, {k}" if k else TITLES[op]
         out.append(table(title, table_rows, names, args.baseline))
+    forms = [n for n in ("sparsecomp", "sparsecomp-up") if n in names]
+    if forms:
+        out += [
+            "## Summary",
+            "",
+            "Geomean over the matrices of each peer's time over each "
+            "program form's (worst case in parentheses; above 1: the form is faster).",
+            "",
+        ]
+        out += [*summary(rows, forms, names), ""]
+    if overhead:
+        out += overhead_table(overhead)
     out += compile_table(peers)
     out += ["## Peers", ""] + [f"- {p.name}: {p.about}" for p in peers] + [""]
     out += ["## Matrices", ""] + [f"- {k}: {v}" for k, v in about.items()]
     return "\n".join(out) + "\n"
+
+
+OVERHEAD_CALLS = 1000
+
+
+def call_overhead(args: argparse.Namespace) -> dict[str, float]:
+    """Median seconds of one call of a 10x10 SpMM (K=4, 30% dense) over ``OVERHEAD_CALLS``
+    calls: sparsecomp's two forms with a ``SparseTensor`` or the scipy matrix, and scipy."""
+    import sparsecomp
+    from sparsecomp.formats import SparseTensor
+
+    log("# call overhead: 10x10 SpMM")
+    kernels = Path(__file__).resolve().parent / "kernels"
+    ours = sparsecomp.compile(kernels / "spmm.mlir")
+    up = sparsecomp.compile(kernels / "upstream_form" / "spmm.mlir")
+    a = matrices.canonical(sp.random(10, 10, density=0.3, random_state=3))
+    b = np.random.default_rng(3).standard_normal((10, 4), dtype=np.float32)
+    c = np.zeros((10, 4), np.float32)
+    t = SparseTensor.from_scipy(a, "csr")
+    calls: dict[str, Callable[[], object]] = {
+        "sparsecomp, SparseTensor": lambda: ours(t, b),
+        "sparsecomp, scipy matrix": lambda: ours(a, b),
+        "sparsecomp-up, scipy matrix": lambda: up(a, b, c),
+        "scipy (a @ b)": lambda: a @ b,
+    }
+    out = {}
+    for name, call in calls.items():
+        np.testing.assert_allclose(np.asarray(call()), a @ b, rtol=1e-5, atol=1e-6)
+        times = []
+        for _ in range(OVERHEAD_CALLS):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        out[name] = statistics.median(times)
+    return out
+
+
+def overhead_table(overhead: dict[str, float]) -> list[str]:
+    scipy_time = overhead.get("scipy (a @ b)")
+    out = [
+        "## Call overhead",
+        "",
+        f"A 10x10 SpMM (K=4, 30% dense), median of {OVERHEAD_CALLS} calls in a row.",
+        "",
+        "| call | us | / scipy |",
+        "| --- | ---: | ---: |",
+    ]
+    for name, seconds in overhead.items():
+        rel = f"{seconds / scipy_time:.2f}" if scipy_time else "-"
+        out.append(f"| {name} | {seconds * 1e6:.1f} | {rel} |")
+    return [*out, ""]
 
 
 def compile_table(peers: list[Peer]) -> list[str]:

@@ -17,7 +17,12 @@ unique column indices; duplicates summed). Sizes (full / ``--quick``):
 * ``block16``: the same weights, 90% of its 16 x 16 blocks (smallest L1 norm)
   removed;
 * ``band``: ``2**18`` rows, the 17 diagonals -8..8 (quick: ``2**12`` rows):
-  short rows whose gathers stay in cache.
+  short rows whose gathers stay in cache;
+* real matrices (``data/real``, their sources in ``data/real/SOURCES.md``):
+  graphs (email-Enron, ca-HepPh, p2p-Gnutella31, wiki-Vote, the 4elt mesh),
+  FEM (bcsstk16, bcsstk13), circuits (memplus, rajat01) and a chemical
+  process (bayer10), 43k to 368k nonzeros (quick: rajat01 only). Graphs,
+  stored as patterns, get standard-normal values.
 
 The pruned matrices come from :func:`sparsecomp.sparsify` (STen conventions).
 Values of the structural matrices are standard normal.
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +40,20 @@ import scipy.sparse as sp
 from sparsecomp import sparsify
 
 RMAT_ABC = (0.57, 0.19, 0.19)
+REAL = Path(__file__).resolve().parent / "data" / "real"
+#: name -> kind, for the real matrices in ``REAL`` (table order)
+REAL_MATRICES = {
+    "email-Enron": "SNAP e-mail graph",
+    "ca-HepPh": "SNAP co-authorship graph",
+    "p2p-Gnutella31": "SNAP peer-to-peer graph",
+    "wiki-Vote": "SNAP vote graph",
+    "4elt": "2-D FE mesh graph",
+    "bcsstk16": "FEM stiffness (HB)",
+    "bcsstk13": "FEM stiffness (HB)",
+    "memplus": "circuit (Hamm)",
+    "rajat01": "circuit (Rajat)",
+    "bayer10": "chemical process (Grund)",
+}
 
 
 @dataclass(frozen=True)
@@ -88,6 +108,14 @@ def band(n: int, half: int = 8, seed: int = 5) -> sp.csr_matrix:
     return canonical(sp.diags(diagonals, offsets, shape=(n, n), format="csr"))
 
 
+def real(name: str, seed: int = 6) -> sp.csr_matrix:
+    """A real matrix of ``REAL``; a pattern (all values equal) gets standard-normal values."""
+    m = canonical(sp.load_npz(REAL / f"{name}.npz"))
+    if m.nnz and np.all(m.data == m.data[0]):
+        m.data = np.random.default_rng(seed).standard_normal(m.nnz, dtype=np.float32)
+    return m
+
+
 def uniform(n: int, density: float, seed: int = 3) -> sp.csr_matrix:
     """``n x n`` with about ``density * n * n`` nonzeros at uniform positions."""
     rng = np.random.default_rng(seed)
@@ -123,4 +151,9 @@ def suite(scale: int = 16, quick: bool = False) -> list[Spec]:
             lambda: pruned(w, "block_fraction:16x16:0.9"),
         ),
         Spec("band", f"2^{b} rows, 17 diagonals", lambda: band(1 << b)),
+        *(
+            Spec(name, f"real: {kind}", lambda name=name: real(name))
+            for name, kind in REAL_MATRICES.items()
+            if not quick or name == "rajat01"
+        ),
     ]

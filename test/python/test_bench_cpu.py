@@ -28,8 +28,13 @@ def test_cpu_benchmark_quick(repo, tmp_path):
     assert md.read_text().strip() == out.strip()
     # Every peer has a column (or says why it could not run); no peer computes garbage.
     header = next(ln for ln in out.splitlines() if ln.startswith("| matrix"))
-    for peer in ("sparsecomp ms", "scipy ms", "dense ms", "upstream ms"):
+    for peer in ("sparsecomp ms", "sparsecomp-up ms", "scipy ms", "dense ms", "upstream ms"):
         assert peer in header
+    # both program forms in the summary, and the call overhead measured
+    assert "## Summary" in out
+    assert "| spmm K=32 | sparsecomp-up |" in out
+    assert "| sparsecomp, SparseTensor |" in out
+    assert "| scipy (a @ b) |" in out
     assert "WRONG" not in out, out
     if importlib.util.find_spec("torch") is None:
         assert "torch not installed" in out

@@ -104,6 +104,15 @@ def test_duplicates_are_summed_every_call(
     assert counter[0] == 2  # not numbered: repeated coordinates
 
 
+@pytest.mark.parametrize("target", ["bsr:2x2", "ell"])
+def test_empty_operands_into_padded_layouts(private_cache: None, target: str) -> None:
+    """Nothing stored, yet the target has slots (padding): all zeros (fuzz seed 11, case 71)."""
+    exe = _spmv(target)
+    for a in (sp.csr_matrix((4, 6)), SparseTensor.from_scipy(sp.csr_matrix((4, 6)), "coo")):
+        for _ in range(2):
+            np.testing.assert_array_equal(exe(a, np.ones(6), np.ones(4)), np.ones(4))
+
+
 def test_cache_is_bounded(private_cache: None) -> None:
     exe = _spmv("bsr:2x2")
     x, y = np.ones(24), np.zeros(30)

@@ -241,12 +241,25 @@ class NestEmitter(OperandAccess):
         return len(out_dims) == len(plan.output.dims) and sorted(dims) == sorted(out_dims)
 
     def _sparse_init(self) -> ir.Value:
+        """The values tensor a sparse output (the driver's structure) starts from.
+
+        A ``tensor.empty`` output holds zeros. When the nest visits every stored
+        slot once (no padding or gaps: dense, compressed and singleton levels),
+        each slot starts from zero in a register and is written once, so the
+        values need no fill pass and no read.
+        """
         plan = self.plan
         vals = self.values[plan.driver]
         if plan.output.value == plan.driver_access.value:
             return vals
         elt = ir.RankedTensorType(vals.type).element_type
         empty = tensor.empty([tensor.dim(vals, index(0))], elt)
+        owner = plan.output.value.owner
+        fresh = not isinstance(owner, ir.Block) and owner.name == "tensor.empty"
+        slots = {level.name for level in plan.layout.levels}
+        if fresh and slots <= {"dense_fixed", "compressed_varied", "singleton"}:
+            self.start = zero_of(elt)
+            return empty
         return linalg.fill(zero_of(elt), outs=[empty])
 
     # -- steps -------------------------------------------------------------------
@@ -329,7 +342,7 @@ class NestEmitter(OperandAccess):
         plan = self.plan
         vector_out = self.vec is not None and plan.output.uses(self.vec.dim)
         if plan.sparse_output:
-            elems = [tensor.extract(out, [pos])]
+            elems = [self.start if self.start is not None else tensor.extract(out, [pos])]
         elif self.start is not None and vector_out:
             assert self.vec is not None
             vt = ir.VectorType.get([self.vec.lanes], self.start.type)

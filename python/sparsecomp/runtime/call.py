@@ -91,8 +91,8 @@ class Caller:
         self.cfunc = cfunc
         self.fast = FastArgs(sig)
         self.conversions = Conversions(sig.name)
-        #: before the careful path: the function to call instead (a variant for the
-        #: arguments' index widths, :mod:`.specialize`), or None
+        #: before the careful path: ``divert(args)`` gives what to call with the
+        #: arguments instead (a prepared operand's or an index-width variant), or None
         self.divert: Callable[[tuple[Any, ...]], Any] | None = None
         self.ranks = tuple(item_ranks(sig.args))
         n_words = sum(descriptor_words(r) for r in self.ranks if r is not None)

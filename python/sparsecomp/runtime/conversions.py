@@ -223,9 +223,12 @@ def _gather(entry: _Entry, values: np.ndarray) -> SparseTensor:
     for part, (slots, padding) in zip(
         entry.structure.parts or (entry.structure,), entry.take, strict=True
     ):
-        vals = values.take(slots)
-        if padding is not None:
-            vals[padding] = 0
+        if values.size:
+            vals = values.take(slots)
+            if padding is not None:
+                vals[padding] = 0
+        else:  # nothing stored: every slot is padding
+            vals = np.zeros(slots.shape[0], values.dtype)
         st = part._storage
         assert st is not None
         tensors.append(

@@ -207,7 +207,7 @@ def like(array: DeviceArray, first: Any) -> Any:
 
         return cupy.asarray(array)
     if module == "torch":
-        import torch  # type: ignore[import-not-found]
+        import torch  # type: ignore[import-not-found, unused-ignore]
 
         return torch.as_tensor(array, device="cuda")
     return array

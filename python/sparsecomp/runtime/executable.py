@@ -73,19 +73,24 @@ class Function:
         scalar; sparse: a scipy.sparse matrix or a SparseTensor (converted
         to the ABI layout). Returns ``None``, one result, or a tuple.
         """
+        caller = self._caller
+        if caller is None:
+            caller = self._caller = self._make_caller(self._library, self.signature)
+            caller.divert = self._divert
+        return caller(args)
+
+    def _divert(self, args: tuple[Any, ...]) -> Callable[..., Any] | None:
+        """What runs a call the fast path did not take, instead of converting its
+        arguments: a prepared operand's variant, or the variant for the arguments'
+        index widths (:mod:`.specialize`); None: the careful path."""
         for arg in args:
             if type(arg) is Prepared:
                 if arg.function != self.name:
                     raise SparsecompError(
                         f"'{self.name}' was given an operand prepared for '{arg.function}'"
                     )
-                return arg.call(args)
-        caller = self._caller
-        if caller is None:
-            caller = self._caller = self._make_caller(self._library, self.signature)
-            if self.specializer is not None:
-                caller.divert = self.specializer.pick
-        return caller(args)
+                return lambda *given: arg.call(given)
+        return self.specializer.pick(args) if self.specializer is not None else None
 
     def profile(self, *args: Any) -> Profile:
         """Call it and count the global-memory traffic of its emulated GPU kernels.
@@ -172,8 +177,6 @@ class Executable:
                 return self._recompile(name, rules).functions[name]
 
             function.specializer = Specializer(function.signature, variant)
-            if function._caller is not None:
-                function._caller.divert = function.specializer.pick
 
     def __call__(self, *args: Any) -> Any:
         if self._only is None:
