@@ -8,6 +8,7 @@ caller passes. Every result is checked against scipy.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,15 @@ func.func @add(%a: tensor<?x?xf64, #CSR>, %b: tensor<?x?xf64, #CSR>,
 
 @pytest.fixture(scope="module")
 def spmm(private_cache: None) -> Any:
+    """The upstream-syntax SpMM, its index-width variants only (sizes stay dynamic)."""
+    exe = sparsecomp.compile(SPMM)
+    exe.functions["spmm"].sizes = None
+    return exe
+
+
+@pytest.fixture(scope="module")
+def spmm_sized(private_cache: None) -> Any:
+    """The same SpMM with its variants for dense sizes too (as compile() gives it)."""
     return sparsecomp.compile(SPMM)
 
 
@@ -176,3 +186,110 @@ def test_any_widths_match_scipy(
         else a
     )
     np.testing.assert_allclose(spmm(arg, b, c), c + a @ b, rtol=1e-12, atol=1e-12)
+
+
+# -- dense sizes: K made static at the first call (SizeSpecializer) -----------------------------
+
+SDDMM = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func @sddmm(%s: tensor<?x?xf64, #CSR>, %x: tensor<?x?xf64>,
+                 %y: tensor<?x?xf64>) -> tensor<?x?xf64, #CSR> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %s, %c0 : tensor<?x?xf64, #CSR>
+  %n = tensor.dim %s, %c1 : tensor<?x?xf64, #CSR>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf64, #CSR>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j)>,
+                                        affine_map<(i, j, k) -> (i, k)>,
+                                        affine_map<(i, j, k) -> (j, k)>,
+                                        affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%s, %x, %y : tensor<?x?xf64, #CSR>, tensor<?x?xf64>, tensor<?x?xf64>)
+      outs(%e : tensor<?x?xf64, #CSR>) {
+  ^bb0(%a: f64, %b: f64, %c: f64, %o: f64):
+    %p = arith.mulf %b, %c : f64
+    %q = arith.mulf %a, %p : f64
+    %t = arith.addf %o, %q : f64
+    linalg.yield %t : f64
+  } -> tensor<?x?xf64, #CSR>
+  return %r : tensor<?x?xf64, #CSR>
+}
+"""
+
+
+def test_sizes_that_can_be_static() -> None:
+    from sparsecomp.runtime.specialize import static_candidates
+
+    spmm = sparsecomp.compile(SPMM)
+    # B's and C's K; not A's dimensions, which every matrix changes
+    assert static_candidates(spmm.functions["spmm"].signature) == ((1, 1), (2, 1))
+
+
+def test_first_call_makes_k_static(spmm_sized: Any, caplog: pytest.LogCaptureFixture) -> None:
+    spmm = spmm_sized
+    a = _matrix(11, np.int64)  # no width variant: only the sizes
+    b, c = np.random.default_rng(4).random((30, 16)), np.random.default_rng(5).random((40, 16))
+    sizes = spmm.functions["spmm"].sizes
+    with caplog.at_level(logging.INFO, logger="sparsecomp"):
+        np.testing.assert_allclose(spmm(a, b, c), c + a @ b, rtol=1e-12)
+    variant = sizes.variants[(16, 16)]
+    assert [spec.shape[1] for spec in variant.signature.args[1:]] == [16, 16]
+    assert any("sizes" in r.getMessage() for r in caplog.records)
+    assert "vector.create_mask" not in _stage(variant, "loops.mlir")  # lengths known
+    assert "memcpy" not in _stage(variant, "llvm.mlir")  # C read in place, through its cast
+    # another K: another variant; a K past MAX_STATIC: the dynamic kernel
+    b2, c2 = np.ones((30, 3)), np.zeros((40, 3))
+    np.testing.assert_allclose(spmm(a, b2, c2), a @ b2, rtol=1e-12)
+    assert (3, 3) in sizes.variants
+
+
+def _stage(function: Any, name: str) -> str:
+    """A stage's IR of the executable a (variant) function belongs to."""
+    library = function._library._name  # the kernel.so it was loaded from
+    return (Path(library).parent / name).read_text()
+
+
+def test_big_or_mismatched_sizes_stay_dynamic(
+    spmm_sized: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spmm = spmm_sized
+    from sparsecomp.runtime import specialize
+
+    monkeypatch.setattr(specialize, "MAX_STATIC", 4)
+    sizes = spmm.functions["spmm"].sizes
+    before = dict(sizes.variants)
+    a, b, c = _matrix(12, np.int64), np.ones((30, 5)), np.zeros((40, 5))
+    np.testing.assert_allclose(spmm(a, b, c), a @ b, rtol=1e-12)
+    assert sizes.variants == before
+    with pytest.raises(sparsecomp.SparsecompError, match="size symbol"):
+        spmm(a, np.ones((30, 2)), np.zeros((40, 3)))  # the careful path's error, unchanged
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rows=st.integers(0, 9),
+    cols=st.integers(1, 8),
+    k=st.sampled_from([1, 3, 8, 9, 16, 33]),
+    density=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**16),
+)
+def test_static_k_sddmm_matches_scipy(
+    private_cache: None, rows: int, cols: int, k: int, density: float, seed: int
+) -> None:
+    exe = _sddmm()
+    rng = np.random.default_rng(seed)
+    s = sp.random(rows, cols, density=density, format="csr", random_state=seed)
+    x, y = rng.random((rows, k)), rng.random((cols, k))
+    got = exe(s, x, y).to_scipy().toarray()
+    np.testing.assert_allclose(got, s.multiply(x @ y.T).toarray(), rtol=1e-12, atol=1e-12)
+
+
+_SDDMM: list[Any] = []
+
+
+def _sddmm() -> Any:
+    if not _SDDMM:
+        _SDDMM.append(sparsecomp.compile(SDDMM))
+    return _SDDMM[0]

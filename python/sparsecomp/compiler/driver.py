@@ -176,12 +176,18 @@ def _with_variants(
     exe: Executable, text: str, target: Any, cache_results: bool, options: dict[str, Any]
 ) -> Executable:
     """``exe`` able to compile its program with sparse arguments in other layouts
-    (``Executable.prepare``, and calls with other index widths)."""
+    (``Executable.prepare``, and calls with other index widths) and dense sizes
+    static (calls with a new ``K``)."""
 
-    def recompile(function: str, rules: Mapping[int, str]) -> Executable:
-        from sparsecomp.compiler.variants import with_layouts
+    def recompile(
+        function: str,
+        rules: Mapping[int, str],
+        sizes: Mapping[int, Mapping[int, int]] | None = None,
+    ) -> Executable:
+        from sparsecomp.compiler.variants import with_layouts, with_static_sizes
 
-        variant = with_layouts(text, function, rules)
+        variant = with_layouts(text, function, rules) if rules else text
+        variant = with_static_sizes(variant, function, sizes) if sizes else variant
         return compile(variant, target, cache_results=cache_results, **options)
 
     exe.recompile = recompile

@@ -1,9 +1,10 @@
-"""A program's variant with sparse arguments in other layouts.
+"""A program's variants: sparse arguments in other layouts, dense sizes made static.
 
 ``Executable.prepare`` asks for one (a layout chosen for a matrix), and so
 does a call whose operands have other index widths than the kernel's
-(:mod:`sparsecomp.runtime.specialize`). The variant is the same module with
-a decomposition rule on each such argument
+(:mod:`sparsecomp.runtime.specialize`); :func:`with_static_sizes` makes the
+dense sizes of a call static (SpMM's ``K``). A layout variant is the same
+module with a decomposition rule on each such argument
 (``sparse_iter.decompose``, applied by ``sparse-iter-decompose-formats`` in
 the first stage): the argument, and every value of the function with its
 type (an output that shares its encoding, as SDDMM's does), take the
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from mlir import ir
+from mlir.dialects import tensor
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.context import make_context
@@ -29,15 +31,7 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = parse_module(text, "<variant>", ctx)
-        funcs = [
-            o.operation
-            for o in module.body.operations
-            if o.operation.name == "func.func"
-            and ir.StringAttr(o.operation.attributes["sym_name"]).value == function
-        ]
-        if not funcs:
-            raise SparsecompError(f"no function '{function}' in the program")
-        func = funcs[0]
+        func = _function(module, function)
         count = len(func.regions[0].blocks[0].arguments)
         if "arg_attrs" in func.attributes:
             arg_attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
@@ -49,3 +43,66 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
             arg_attrs[argument] = ir.DictAttr.get(entries)
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
         return module.operation.get_asm(enable_debug_info=True)
+
+
+#: Ops that read any shape of a dense argument: the static type can go to them as it is.
+_SHAPE_AGNOSTIC = ("tensor.dim", "tensor.extract", "vector.transfer_read")
+
+
+def with_static_sizes(text: str, function: str, sizes: Mapping[int, Mapping[int, int]]) -> str:
+    """``text`` with ``function``'s dense arguments given static sizes: ``sizes`` maps an
+    argument to ``{dimension: size}``. Calls must pass exactly those sizes (the
+    signature says so, and the runtime checks it).
+
+    The argument takes the static type, and so do the ops that read it as an input
+    (``ins`` of linalg ops, ``tensor.dim``, element reads); other uses (an ``outs``
+    operand, a return) read a ``tensor.cast`` back to the declared type. Stage II
+    then sizes vector loops from the static input: no masks, exact vector counts.
+    """
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = parse_module(text, "<variant>", ctx)
+        func = _function(module, function)
+        block = func.regions[0].blocks[0]
+        fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        inputs = list(fty.inputs)
+        for argument, dims in sizes.items():
+            arg = block.arguments[argument]
+            old = ir.RankedTensorType(arg.type)
+            shape = [dims.get(d, old.shape[d]) for d in range(old.rank)]
+            new = ir.RankedTensorType.get(shape, old.element_type, old.encoding)
+            uses = [(u.owner, u.operand_number) for u in arg.uses]
+            arg.set_type(new)
+            inputs[argument] = new
+            others = [(op, n) for op, n in uses if not _reads_any_shape(op, n)]
+            if others:
+                with ir.InsertionPoint.at_block_begin(block), arg.location:
+                    back = tensor.CastOp(old, arg).result
+                for op, n in others:
+                    op.operands[n] = back
+        func.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(inputs, list(fty.results))
+        )
+        return module.operation.get_asm(enable_debug_info=True)
+
+
+def _reads_any_shape(op: ir.Operation, operand: int) -> bool:
+    """Whether ``op`` takes its ``operand``-th operand with any static sizes as an input."""
+    if op.name in _SHAPE_AGNOSTIC:
+        return operand == 0
+    if op.name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
+        ins = next(iter(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])))
+        return operand < ins
+    return False
+
+
+def _function(module: ir.Module, function: str) -> ir.Operation:
+    funcs = [
+        o.operation
+        for o in module.body.operations
+        if o.operation.name == "func.func"
+        and ir.StringAttr(o.operation.attributes["sym_name"]).value == function
+    ]
+    if not funcs:
+        raise SparsecompError(f"no function '{function}' in the program")
+    return funcs[0]

@@ -55,6 +55,17 @@ def _constant_fill(value: ir.Value) -> tuple[ir.Value, ir.Value] | None:
     return owner.operands[1], scalar
 
 
+def _argument(value: ir.Value) -> bool:
+    """Whether ``value`` is a function argument, perhaps through ``tensor.cast``s."""
+    while not isinstance(value, ir.BlockArgument):
+        owner = value.owner
+        if owner.name != "tensor.cast":
+            return False
+        value = owner.operands[0]
+    parent = value.owner.owner
+    return getattr(parent, "operation", parent).name == "func.func"
+
+
 def _empty_like(value: ir.Value) -> ir.Value:
     """A ``tensor.empty`` of ``value``'s type, its dynamic sizes read from ``value``."""
     ty = ir.RankedTensorType(value.type)
@@ -136,9 +147,7 @@ class NestEmitter(OperandAccess):
                 init, self.start = out, zero_of(elt)
             elif (fill := _constant_fill(out)) is not None:
                 init, self.start = fill
-            elif (
-                isinstance(out, ir.BlockArgument) and ir.RankedTensorType(out.type).encoding is None
-            ):
+            elif _argument(out) and ir.RankedTensorType(out.type).encoding is None:
                 # An outs operand the caller passed (upstream syntax's ``outs(%C)``):
                 # read each element from it and write a fresh tensor, instead of
                 # a copy of it (which bufferization makes: arguments are read-only)

@@ -30,15 +30,16 @@ from sparsecomp.runtime.libs import LIBRARIES, library_path
 from sparsecomp.runtime.plan import Conversion, Plan
 from sparsecomp.runtime.prepared import Prepared, infer_op, prepare
 from sparsecomp.runtime.profile import Profile, profile_call
-from sparsecomp.runtime.specialize import Specializer
+from sparsecomp.runtime.specialize import SizeSpecializer, Specializer, static_candidates
 from sparsecomp.targets import CpuTarget, detect_host, target_from_attr
 
 MANIFEST = "manifest.json"
 FORMAT = 1
 
 
-#: ``(function, {argument: layout attribute text}) -> Executable`` (``Executable.recompile``)
-Recompile = Callable[[str, Mapping[int, str]], "Executable"]
+#: ``(function, {argument: layout attribute text}[, {argument: {dimension: size}}])
+#: -> Executable`` (``Executable.recompile``)
+Recompile = Callable[..., "Executable"]
 
 
 class UnknownFunctionError(SparsecompError, AttributeError, KeyError):
@@ -60,6 +61,8 @@ class Function:
         self._make_caller = make_caller
         #: compiles variants for other index widths (:mod:`.specialize`); None: convert
         self.specializer: Specializer | None = None
+        #: compiles variants for a call's dense sizes (:mod:`.specialize`); None: never
+        self.sizes: SizeSpecializer | None = None
 
     @property
     def name(self) -> str:
@@ -73,6 +76,9 @@ class Function:
         scalar; sparse: a scipy.sparse matrix or a SparseTensor (converted
         to the ABI layout). Returns ``None``, one result, or a tuple.
         """
+        sizes = self.sizes
+        if sizes is not None and (variant := sizes.pick(args)) is not None:
+            return variant(*args)
         caller = self._caller
         if caller is None:
             caller = self._caller = self._make_caller(self._library, self.signature)
@@ -157,18 +163,21 @@ class Executable:
 
     @property
     def recompile(self) -> Recompile | None:
-        """Compiles this program with sparse arguments in other layouts: ``(function,
-        {argument: layout attribute text}) -> Executable``. Set by ``sparsecomp.compile``
-        (which also gives each function its :class:`~.specialize.Specializer`); None for a
-        loaded directory (no source, perhaps no MLIR)."""
+        """Compiles this program with sparse arguments in other layouts, and dense sizes
+        static: ``(function, {argument: layout attribute text}[, {argument: {dimension:
+        size}}]) -> Executable``. Set by ``sparsecomp.compile`` (which also gives each
+        function its :class:`~.specialize.Specializer` and, on the CPU, its
+        :class:`~.specialize.SizeSpecializer`); None for a loaded directory (no source,
+        perhaps no MLIR)."""
         return self._recompile
 
     @recompile.setter
     def recompile(self, recompile: Recompile | None) -> None:
         self._recompile = recompile
+        host = self.manifest.get("device", "host") in ("", "host")
         for function in self.functions.values():
+            function.specializer = function.sizes = None
             if recompile is None:
-                function.specializer = None
                 continue
             name = function.name
 
@@ -176,7 +185,13 @@ class Executable:
                 assert self._recompile is not None
                 return self._recompile(name, rules).functions[name]
 
+            def resized(sizes: Mapping[int, Mapping[int, int]], name: str = name) -> Function:
+                assert self._recompile is not None
+                return self._recompile(name, {}, sizes).functions[name]
+
             function.specializer = Specializer(function.signature, variant)
+            if host and static_candidates(function.signature):
+                function.sizes = SizeSpecializer(function.signature, resized)
 
     def __call__(self, *args: Any) -> Any:
         if self._only is None:

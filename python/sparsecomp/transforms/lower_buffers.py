@@ -29,9 +29,20 @@ def _is_public(func: ir.Operation) -> bool:
 
 def _abi(func: ir.Operation, fty: ir.FunctionType) -> str:
     symbols = sizes.size_symbols(func, len(fty.inputs))
+    shapes = [static_shape(ty) for ty in fty.inputs]
+    # a symbol some argument has statically: every dimension it names has that size
+    known = {
+        symbols[(n, d)]: size
+        for n, shape in enumerate(shapes)
+        for d, size in enumerate(shape)
+        if isinstance(size, int) and (n, d) in symbols
+    }
     args = []
     for n, ty in enumerate(fty.inputs):
-        shape = [symbols.get((n, d), s) for d, s in enumerate(static_shape(ty))]
+        shape = [
+            known.get(symbols[(n, d)], symbols[(n, d)]) if (n, d) in symbols else s
+            for d, s in enumerate(shapes[n])
+        ]
         args.append(describe(ty, layout_of(ty), shape))
     results = [describe(ty, layout_of(ty), static_shape(ty)) for ty in fty.results]
     return abi_json(args, results)

@@ -102,15 +102,41 @@ func.func @spmm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf
 
 #csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
+// An outs operand that is an argument seen through a tensor.cast (a variant
+// with static sizes): still read from the argument, written to a fresh tensor.
+// CHECK-LABEL: func.func @spmv_cast_outs
+// CHECK-SAME: %[[Y:[^:]+]]: tensor<8xf32>)
+// CHECK: %[[FRESH:.*]] = tensor.empty() : tensor<8xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[FRESH]])
+// CHECK:   tensor.extract %[[Y]]
+func.func @spmv_cast_outs(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %y: tensor<8xf32>) -> tensor<?xf32> {
+  %c = tensor.cast %y : tensor<8xf32> to tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+    ins(%A, %x : tensor<?x?xf32, #csr>, tensor<?xf32>) outs(%c : tensor<?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+
 // SDDMM with a sparse output of S's structure: values are computed per
-// position of S; the k reduction is vectorized into partial sums.
+// position of S, each from zero in a register (the output is a tensor.empty
+// and every position is visited once: no fill, no read); the k reduction is
+// vectorized into partial sums.
 // CHECK-LABEL: func.func @sddmm
 // CHECK-SAME: (%[[S:.*]]: tensor<?x?xf32, {{.*}}>,
 // CHECK: %[[VAL:.*]] = sparse_iter.values %[[S]]
 // CHECK: %[[DIM:.*]] = tensor.dim %[[VAL]]
 // CHECK: %[[E:.*]] = tensor.empty(%[[DIM]]) : tensor<?xf32>
-// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<?xf32>)
-// CHECK: %[[R:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[Z]])
+// CHECK-NOT: linalg.fill
+// CHECK: %[[R:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[E]])
 // CHECK: } {sparse_iter.parallel}
 // CHECK: %[[W:.*]] = sparse_iter.with_values %[[S]], %[[R]]
 // CHECK: return %[[W]]
