@@ -54,3 +54,31 @@ def test_cuda_stages_doc_is_fresh(repo):
     spec.loader.exec_module(module)
     doc = (repo / "docs" / "cuda-stages.md").read_text()
     assert module.render() == doc, "stale: python docs/figures/cuda_stages.py --write"
+
+
+def test_cpu_figure_is_fresh(repo, tmp_path):
+    """docs/figures/cpu_ratios.png was drawn from the run docs/benchmarks.md holds."""
+    import importlib.util
+
+    from PIL import Image
+
+    path = repo / "docs" / "figures" / "make_cpu_figure.py"
+    spec = importlib.util.spec_from_file_location("make_cpu_figure", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tables = module.cpu_tables((repo / "docs" / "benchmarks.md").read_text())
+    assert {t.split(",")[0] for t in tables} >= {
+        "SpMV y = A x",
+        "SpMM C = A B",
+        "SDDMM S .* (X Y^T)",
+    }
+    with Image.open(repo / "docs" / "figures" / "cpu_ratios.png") as image:
+        drawn = image.info.get("Description")
+    assert drawn == module.fingerprint(tables), "run make_cpu_figure.py after a new CPU run"
+    out = tmp_path / "cpu.png"
+    proc = run(str(path), str(repo / "docs" / "benchmarks.md"), str(out))
+    assert proc.returncode == 0, proc.stderr
+    with Image.open(out) as image:
+        assert image.info.get("Description") == drawn

@@ -101,6 +101,8 @@ class Specializer:
         self.compile_variant = compile_variant
         #: rules (argument -> layout text) -> the variant's function, or None (not compilable)
         self.variants: dict[tuple[tuple[int, str], ...], Any] = {}
+        #: (argument, kind of operand) -> the layout text it needs, or None
+        self.rules: dict[tuple[int, Any], str | None] = {}
 
     def pick(self, args: tuple[Any, ...]) -> Any:
         """The variant function for ``args``' index widths, or None (call this one)."""
@@ -108,14 +110,30 @@ class Specializer:
             return None
         rules = {}
         for i, layout in self.sparse:
-            if i < len(args) and (got := operand_layout(layout, args[i])) is not None:
-                rules[i] = got.attr_text()
+            if i < len(args) and (text := self._rule(i, layout, args[i])) is not None:
+                rules[i] = text
         if not rules:
             return None
         key = tuple(sorted(rules.items()))
         if key not in self.variants:
             self.variants[key] = self._compile(rules)
         return self.variants[key]
+
+    def _rule(self, argument: int, layout: Layout, value: Any) -> str | None:
+        """The layout text ``value`` needs at ``argument`` (None: none), remembered per
+        kind of operand: the scipy format and index dtypes, or the tensor's layout."""
+        if type(value) is SparseTensor:
+            kind: Any = value.layout
+        else:
+            pos, crd = getattr(value, "indptr", None), getattr(value, "indices", None)
+            if not (isinstance(pos, np.ndarray) and isinstance(crd, np.ndarray)):
+                return None
+            kind = (getattr(value, "format", None), pos.dtype, crd.dtype)
+        key = (argument, kind)
+        if key not in self.rules:
+            got = operand_layout(layout, value)
+            self.rules[key] = None if got is None else got.attr_text()
+        return self.rules[key]
 
     def _compile(self, rules: dict[int, str]) -> Any:
         what = ", ".join(f"argument {i}: {text}" for i, text in rules.items())
