@@ -137,27 +137,27 @@ class Specializer:
 
     def _compile(self, rules: dict[int, str]) -> Any:
         what = ", ".join(f"argument {i}: {text}" for i, text in rules.items())
-        started = time.perf_counter()
-        try:
-            variant = self.compile_variant(rules)
-        except SparsecompError as err:
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            _log.warning(
-                "'%s': no variant for the operands' index widths (%s): %s; such calls convert "
-                "their operands at every call",
-                self.name,
-                what,
-                first,
-            )
-            return None
-        _log.info(
-            "'%s': compiled its variant for the operands' index widths (%s) in %.2f s; "
-            "calls with them convert nothing",
+        return compiled(
             self.name,
-            what,
-            time.perf_counter() - started,
+            f"the operands' index widths ({what})",
+            lambda: self.compile_variant(rules),
+            ("calls with them convert nothing", "such calls convert their operands every call"),
         )
-        return variant
+
+
+def compiled(name: str, what: str, build: Callable[[], Any], then: tuple[str, str]) -> Any:
+    """``build()``'s variant of function ``name``, logged with ``what`` it is for and
+    ``then`` (what calls do with it, without it); None where it cannot be compiled."""
+    started = time.perf_counter()
+    try:
+        variant = build()
+    except SparsecompError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        _log.warning("'%s': no variant for %s: %s; %s", name, what, first, then[1])
+        return None
+    seconds = time.perf_counter() - started
+    _log.info("'%s': compiled its variant for %s in %.2f s; %s", name, what, seconds, then[0])
+    return variant
 
 
 #: Sizes above this stay dynamic (a variant per size would not pay).
@@ -232,18 +232,12 @@ class SizeSpecializer:
         for (i, dim), size in zip(self.dims, key, strict=True):
             sizes.setdefault(i, {})[dim] = size
         what = ", ".join(f"argument {i}: {dims}" for i, dims in sizes.items())
-        started = time.perf_counter()
-        try:
-            variant = self.compile_variant(sizes)
-        except SparsecompError as err:
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            _log.warning("'%s': no variant for the sizes %s: %s", self.name, what, first)
-            return None
-        variant.sizes = None  # sized already: its calls go straight to it
-        _log.info(
-            "'%s': compiled its variant for the sizes %s in %.2f s",
+        variant = compiled(
             self.name,
-            what,
-            time.perf_counter() - started,
+            f"the sizes {what}",
+            lambda: self.compile_variant(sizes),
+            ("calls with them go to it", "such calls run the dynamic kernel"),
         )
+        if variant is not None:
+            variant.sizes = None  # sized already: its calls go straight to it
         return variant
