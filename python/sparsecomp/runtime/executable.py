@@ -167,7 +167,8 @@ class Executable:
         static: ``(function, {argument: layout attribute text}[, {argument: {dimension:
         size}}]) -> Executable``. Set by ``sparsecomp.compile`` (which also gives each
         function its :class:`~.specialize.Specializer` and, on the CPU, its
-        :class:`~.specialize.SizeSpecializer`); None for a loaded directory (no source,
+        :class:`~.specialize.SizeSpecializer`; not for ``profile=True`` builds, whose
+        counters are the library's own); None for a loaded directory (no source,
         perhaps no MLIR)."""
         return self._recompile
 
@@ -177,8 +178,8 @@ class Executable:
         host = self.manifest.get("device", "host") in ("", "host")
         for function in self.functions.values():
             function.specializer = function.sizes = None
-            if recompile is None:
-                continue
+            if recompile is None or self.manifest.get("profile"):
+                continue  # a variant would run outside the library profile() counts in
             name = function.name
 
             def variant(rules: Mapping[int, str], name: str = name) -> Function:

@@ -19,7 +19,8 @@ variant: a ``SparseTensor`` through its fast path, a scipy matrix with its
 arrays shared, nothing copied. The ``sparsecomp`` logger says when a
 variant is compiled and what it took. Only executables that
 ``sparsecomp.compile`` returned can compile variants (a loaded directory
-converts, as before); ``SPARSECOMP_SPECIALIZE=0`` turns variants off. A
+converts, as before); ``SPARSECOMP_SPECIALIZE=0`` turns variants off, and ``profile=True``
+builds have none (their counters are their own library's). A
 variant that cannot be compiled (arguments of one type given different
 widths, say) is remembered, and its calls convert.
 
