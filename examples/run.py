@@ -70,7 +70,7 @@ def run(path: Path) -> bool:
     print(
         f"{path.name:12s} {name}: {'matches scipy' if ok else 'DIFFERS FROM SCIPY'}; "
         f"compile {compiled * 1e3:.0f} ms; run {ours * 1e3:.2f} ms, scipy {theirs * 1e3:.2f} ms "
-        f"({theirs / ours:.2f}x)"
+        f"(scipy's time / ours: {theirs / ours:.2f}x)"
     )
     return ok
 
