@@ -6,6 +6,17 @@ import subprocess
 import sys
 
 
+def script(path):  # -> the module a script file defines, imported from its path
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, check=False)
 
@@ -29,14 +40,7 @@ def test_hyb_figure_is_drawn(repo, tmp_path):
 
 
 def test_formats_doc_examples_are_fresh(repo):
-    import importlib.util
-
-    path = repo / "docs" / "figures" / "layout_examples.py"
-    spec = importlib.util.spec_from_file_location("layout_examples", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = script(repo / "docs" / "figures" / "layout_examples.py")
     doc = (repo / "docs" / "formats.md").read_text()
     assert module.render() in doc, "stale: python docs/figures/layout_examples.py --write"
     assert "figures/hyb.png" in doc
@@ -58,16 +62,10 @@ def test_cuda_stages_doc_is_fresh(repo):
 
 def test_cpu_figure_is_fresh(repo, tmp_path):
     """docs/figures/cpu_ratios.png was drawn from the run docs/benchmarks.md holds."""
-    import importlib.util
-
     from PIL import Image
 
     path = repo / "docs" / "figures" / "make_cpu_figure.py"
-    spec = importlib.util.spec_from_file_location("make_cpu_figure", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = script(path)
     tables = module.cpu_tables((repo / "docs" / "benchmarks.md").read_text())
     assert {t.split(",")[0] for t in tables} >= {
         "SpMV y = A x",
