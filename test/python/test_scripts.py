@@ -48,14 +48,7 @@ def test_formats_doc_examples_are_fresh(repo):
 
 def test_cuda_stages_doc_is_fresh(repo):
     """docs/cuda-stages.md is what the compiler prints today, stage by stage."""
-    import importlib.util
-
-    path = repo / "docs" / "figures" / "cuda_stages.py"
-    spec = importlib.util.spec_from_file_location("cuda_stages", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = script(repo / "docs" / "figures" / "cuda_stages.py")
     doc = (repo / "docs" / "cuda-stages.md").read_text()
     assert module.render() == doc, "stale: python docs/figures/cuda_stages.py --write"
 
