@@ -10,9 +10,10 @@ emulator's H100 roofline estimate of the traffic it counts (SpMM and SDDMM
 at K = 16, SpMV), after ``python -m sparsecomp.tools.calibrate --target
 cuda:sm_80``.
 
-For each matrix of :mod:`matrices` (``--quick``: the small sizes) plus an
-8x8-block matrix, a circuit-like one (a diagonal, short random rows and a
-few dense rows) and a 2^18-row band of 17 diagonals, and for SpMM (K = 32
+For each matrix of :mod:`matrices` (``--quick``: the small sizes; the
+CPU benchmark's synthetic set, a 2^18-row band and ten real matrices) plus
+an 8x8-block matrix and a circuit-like one (a diagonal, short random rows
+and a few dense rows), and for SpMM (K = 32
 and 128), SpMV and SDDMM (K = 32), it times the op's kernel over every
 candidate layout (:func:`sparsecomp.formats.choice.candidates`; each packed
 once, best of ``--reps`` calls after a warm-up, results checked against
@@ -79,18 +80,11 @@ def circuit(n: int, seed: int = 6) -> sp.csr_matrix:
     return matrices.canonical(sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), (n, n)))
 
 
-def band(n: int, width: int = 17) -> sp.csr_matrix:
-    half = width // 2
-    diagonals = [np.ones(n - abs(d)) for d in range(-half, half + 1)]
-    return matrices.canonical(sp.diags(diagonals, list(range(-half, half + 1)), shape=(n, n)))
-
-
 def suite(quick: bool) -> list[matrices.Spec]:
     n = 1024 if quick else 16384
     extra = [
         matrices.Spec("blocks8", f"{n}^2, 8x8 blocks 70% full", lambda: blocks8(n)),
         matrices.Spec("circuit", f"{4 * n}^2 circuit-like", lambda: circuit(4 * n)),
-        matrices.Spec("band", "2^18 rows, 17 diagonals", lambda: band(1 << (12 if quick else 18))),
     ]
     return matrices.suite(quick=quick) + extra
 

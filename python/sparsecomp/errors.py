@@ -21,13 +21,15 @@ class SparsecompError(Exception):
         head = f"{self.location}: error: {self.message}" if self.location else self.message
         return f"{head}\n  hint: {self.hint}" if self.hint else head
 
+    def for_tool(self, prog: str) -> str:
+        """What command-line tool ``prog`` prints: a located error as it is, any other
+        as ``prog: error: message`` (as ``mlir-opt`` does)."""
+        text = self.render()
+        return text if self.location else f"{prog}: error: {text}"
+
 
 class ToolchainError(SparsecompError):
     """The MLIR/LLVM tools sparsecomp depends on are missing or failed."""
-
-
-class ParseError(SparsecompError):
-    """MLIR text could not be parsed or verified."""
 
 
 class PipelineError(SparsecompError):
@@ -38,12 +40,22 @@ class CompileError(PipelineError):
     """A program failed to compile; the message lists the located diagnostics."""
 
 
+class ParseError(CompileError):
+    """The program's MLIR could not be parsed or is not valid; the message lists the
+    parser's or verifier's located diagnostics."""
+
+
 class FormatError(SparsecompError, ValueError):
     """A layout description or array data is invalid (host side, before any native call)."""
 
 
 class TargetError(SparsecompError, ValueError):
     """A target description is invalid or names an unsupported device."""
+
+
+class ArgumentError(SparsecompError, ValueError):
+    """A call's arguments do not fit the function's signature (count, kind, dtype, rank,
+    sizes that must agree, index widths); raised before any native code runs."""
 
 
 class ConversionWarning(UserWarning):

@@ -15,7 +15,7 @@ import pytest
 from sparsecomp.tools.opt import main
 from sparsecomp.transforms import get_all_passes
 from sparsecomp.transforms.base import kebab
-from sparsecomp.transforms.pipeline import named_pipelines
+from sparsecomp.transforms.pipeline import build_pass_manager, named_pipelines
 
 LIT = Path(__file__).resolve().parents[1] / "lit"
 ROUNDTRIP = LIT / "dialect" / "roundtrip.mlir"
@@ -384,6 +384,14 @@ def test_verify_diagnostics_of_a_pass(capsys, tmp_path) -> None:
 
 
 # -- listings --------------------------------------------------------------------
+
+
+def test_list_upstream_passes_names_passes_the_pipeline_parser_takes(capsys, ctx) -> None:
+    result = opt(capsys, "--list-upstream-passes")
+    assert (result.rc, result.err) == (0, "")
+    listed = dict(re.findall(r"^  ([\w.-]+): (.*)$", result.out, re.M))
+    assert {"canonicalize", "cse", "sparsifier", "sparse-reinterpret-map"} <= set(listed)
+    build_pass_manager("builtin.module(canonicalize,cse)", ctx)  # names as listed
 
 
 def test_list_passes_matches_the_registry(capsys) -> None:

@@ -165,6 +165,14 @@ def _run(command: Sequence[str | Path], stdin: str | None = None) -> str:
     args = [str(c) for c in command]
     try:
         proc = subprocess.run(args, input=stdin, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        if args[0] == "cc":
+            raise ToolchainError(
+                "no C compiler: 'cc' is not on PATH, and every kernel is linked with cc -shared",
+                hint="install one (gcc or clang: apt install gcc, xcode-select --install) or "
+                "put a link named cc to it on PATH",
+            ) from None
+        raise ToolchainError(f"cannot run {args[0]}: not found", hint=shlex.join(args)) from None
     except OSError as exc:
         raise ToolchainError(f"cannot run {shlex.join(args)}: {exc}") from None
     if proc.returncode != 0:

@@ -14,7 +14,7 @@ from sparsecomp import knobs
 from sparsecomp.compiler import aot
 from sparsecomp.compiler.cuda import device_pipeline, write_kernels
 from sparsecomp.compiler.driver import EMULATION_STAGES, STAGES, write_manifest
-from sparsecomp.errors import CompileError
+from sparsecomp.errors import CompileError, ParseError
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.conversions import find_conversions
 from sparsecomp.ir.parsing import DiagnosticLog, convert, location_text, parse_module
@@ -63,10 +63,13 @@ def _add_device(out: Path, device: CudaTarget, kernels: list[dict[str, Any]]) ->
     path.write_text(json.dumps(manifest, indent=1))
 
 
-def _fail(log: DiagnosticLog, what: str, reproducer: str | None = None) -> CompileError:
+def _fail(
+    log: DiagnosticLog, what: str, reproducer: str | None = None, kind: type = CompileError
+) -> CompileError:
     lines = [format_diagnostic(d) for d in log.diagnostics]
     message = "\n".join([what, *lines]) if lines else what
-    return CompileError(message, hint=reproducer)
+    error: CompileError = kind(message, hint=reproducer)
+    return error
 
 
 def _reproducer(text: str, pipeline: str) -> str:
@@ -186,9 +189,9 @@ def build(
             module = parse_module(text, filename, ctx)
         except ir.MLIRError as exc:
             log.diagnostics += [d for e in exc.error_diagnostics for d in convert(e, filename)]
-            raise _fail(log, f"{filename}: could not parse the program") from None
+            raise _fail(log, f"{filename}: could not parse the program", kind=ParseError) from None
         if not verify(module.operation):
-            raise _fail(log, f"{filename}: the program is not valid")
+            raise _fail(log, f"{filename}: the program is not valid", kind=ParseError)
         if gpu is not None:
             _set_gpu_target(module, gpu, filename, "cuda-emu" if emulate else "cuda")
         else:

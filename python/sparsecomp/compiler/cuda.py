@@ -29,7 +29,7 @@ from pathlib import Path
 
 from mlir import ir
 
-from sparsecomp.errors import CompileError, SparsecompError, ToolchainError
+from sparsecomp.errors import CompileError, ParseError, SparsecompError, ToolchainError
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.parsing import convert, parse_module
 from sparsecomp.targets import CudaTarget
@@ -120,7 +120,7 @@ def _with_target(text: str, filename: str, device: CudaTarget) -> str:
             lines = [
                 format_diagnostic(d) for e in exc.error_diagnostics for d in convert(e, filename)
             ]
-            raise CompileError(
+            raise ParseError(
                 "\n".join([f"{filename}: could not parse the program", *lines])
             ) from None
         attrs = module.operation.attributes

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from sparsecomp.compiler import cache
-from sparsecomp.errors import SparsecompError
+from sparsecomp.errors import SparsecompError, TargetError
 from sparsecomp.runtime import Executable, load
 from sparsecomp.targets import CpuTarget, CudaTarget, detect_host
 
@@ -82,6 +82,14 @@ def _source_text(source: Any) -> tuple[str, str]:
     )
 
 
+#: What ``target`` may be (the hint of an unknown one).
+TARGETS = (
+    "targets are 'host', 'cuda:sm_80' / 'cuda:sm_90' (a GPU), 'cuda-emu:sm_80' / "
+    "'cuda-emu:sm_90' (the GPU's schedule run on this CPU), a CpuTarget, or "
+    "#sparse_iter.cpu<...> text"
+)
+
+
 def _emulated(target: str | CpuTarget) -> CudaTarget | None:
     """The CUDA target of ``"cuda-emu:sm_80"`` / ``"cuda-emu:sm_90"``, else None."""
     return _gpu(target, EMULATION_PREFIX)
@@ -93,7 +101,7 @@ def _gpu(target: str | CpuTarget, prefix: str = CUDA_PREFIX) -> CudaTarget | Non
         return None
     chip = target.removeprefix(prefix)
     if not chip.startswith("sm_") or not chip[3:].isdigit():
-        raise SparsecompError(f"expected {prefix}sm_80 or {prefix}sm_90, got '{target}'")
+        raise TargetError(f"expected {prefix}sm_80 or {prefix}sm_90, got '{target}'")
     return CudaTarget.for_sm(int(chip[3:]))
 
 
@@ -104,9 +112,11 @@ def _target(target: str | CpuTarget) -> CpuTarget:
         return detect_host()
     from sparsecomp.targets import target_from_attr
 
+    if not target.lstrip().startswith("#"):
+        raise TargetError(f"unknown target '{target}'", hint=TARGETS)
     parsed = target_from_attr(target)
     if not isinstance(parsed, CpuTarget):
-        raise SparsecompError(f"compile() builds CPU executables; {target} is not a CPU target")
+        raise TargetError(f"compile() builds CPU executables; {target} is not a CPU target")
     return parsed
 
 

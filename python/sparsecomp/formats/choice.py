@@ -314,7 +314,16 @@ def choose(
     stats: MatrixStats | None = None,
     coefficients: Coefficients | None = None,
 ) -> Choice:
-    """The layout predicted fastest for ``op`` on ``A`` (a scipy.sparse matrix); see the module."""
+    """The layout predicted fastest for ``op`` on ``A``, a scipy.sparse matrix.
+
+    ``op`` is ``"spmm"`` or ``"sddmm"`` with ``k`` dense columns, or
+    ``"spmv"``; ``target`` is ``"host"`` (this machine's calibrated model) or
+    a CUDA target (``"cuda:sm_80"``: the GPU's model). ``stats`` and
+    ``coefficients`` override what is measured and loaded (for tests and
+    benchmarks). The model, its calibration and the margin that keeps the
+    choice from being worse than CSR are described in
+    :mod:`sparsecomp.formats.choice`.
+    """
     start = time.perf_counter()
     if op not in ("spmm", "spmv", "sddmm"):
         raise SparsecompError(f"choose() knows spmm, spmv and sddmm, not '{op}'")

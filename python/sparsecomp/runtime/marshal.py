@@ -2,7 +2,7 @@
 
 Every check happens before any native call: argument count, exact
 dtypes, ranks, static sizes and size symbols (equal symbols, equal sizes,
-across all arguments). Failures raise :class:`SparsecompError` naming the
+across all arguments). Failures raise :class:`~sparsecomp.errors.ArgumentError` naming the
 function, the argument's position, and what was expected versus given.
 This module is the careful path, which also converts (copies, packs);
 :mod:`.fastpath` makes the same checks on arguments that need no
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from sparsecomp.errors import FormatError, SparsecompError
+from sparsecomp.errors import ArgumentError, FormatError
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.names import AnyLayout
 from sparsecomp.formats.tensor import SparseTensor
@@ -82,7 +82,7 @@ def _by_pointer(ctype: Any) -> Any:
 
 def _check_by_value(sig: Signature, spec: ArgSpec, what: str) -> None:
     if spec.kind == "scalar" and spec.dtype == np.float16:
-        raise SparsecompError(
+        raise ArgumentError(
             f"{sig.name}: {what} is a float16 scalar, which ctypes cannot pass by value",
             hint="use a rank-0 or rank-1 float16 tensor instead of a scalar",
         )
@@ -92,7 +92,7 @@ def _check_by_value(sig: Signature, spec: ArgSpec, what: str) -> None:
 def _check_complex(sig: Signature, spec: ArgSpec, what: str) -> None:
     if spec.kind == "scalar" and spec.dtype.kind == "c":
         # LLVM passes {float, float} as two registers, C packs complex64 into one.
-        raise SparsecompError(
+        raise ArgumentError(
             f"{sig.name}: {what} is a {spec.dtype} scalar, which has no portable C form by value",
             hint=f"use a rank-0 tensor<complex<...>> ({spec.dtype} array) instead of a scalar",
         )
@@ -116,13 +116,13 @@ def flatten(
     or a Python scalar (passed by value). This is the careful path: it
     converts what it can (non-contiguous arrays are copied, scipy matrices
     packed, tensors converted to the ABI layout) and raises
-    :class:`SparsecompError` for the rest. :mod:`.fastpath` takes the
+    :class:`~sparsecomp.errors.ArgumentError` for the rest. :mod:`.fastpath` takes the
     common cases without it. ``elsewhere`` may take an argument first (the
     CUDA runtime's arrays in GPU memory); its shape is checked like any.
     ``convert`` makes the layout conversions (else :func:`sparse_tensor`).
     """
     if len(args) != len(sig.args):
-        raise SparsecompError(
+        raise ArgumentError(
             f"{sig.name} takes {len(sig.args)} arguments, got {len(args)}",
             hint=f"signature: {sig.describe()}",
         )
@@ -160,7 +160,7 @@ def scalar_value(spec: ArgSpec, value: Any, where: str) -> Any:
     dtype = spec.dtype
     if isinstance(value, np.generic | np.ndarray) and np.ndim(value) == 0:
         if value.dtype != dtype:
-            raise SparsecompError(f"{where}: expected dtype {dtype}, got {value.dtype}")
+            raise ArgumentError(f"{where}: expected dtype {dtype}, got {value.dtype}")
         return int(value.item()) if dtype == np.bool_ else value.item()
     if isinstance(value, bool | np.bool_):
         ok = dtype.kind == "b"
@@ -171,7 +171,7 @@ def scalar_value(spec: ArgSpec, value: Any, where: str) -> Any:
     else:
         ok = isinstance(value, float) and dtype.kind == "f"
     if not ok:
-        raise SparsecompError(f"{where}: expected a {dtype} scalar, got {value!r}")
+        raise ArgumentError(f"{where}: expected a {dtype} scalar, got {value!r}")
     return int(value) if dtype.kind == "b" else value
 
 
@@ -179,16 +179,16 @@ def dense_array(spec: ArgSpec, value: Any, where: str) -> np.ndarray:
     """The array to pass: ``value`` itself, or a C-contiguous aligned copy of it."""
     if not isinstance(value, np.ndarray):
         hint = "use .to_dense()/.toarray()" if _is_sparse(value) else "use np.asarray(x, dtype)"
-        raise SparsecompError(
+        raise ArgumentError(
             f"{where}: expected a numpy array, got {type(value).__name__}", hint=hint
         )
     if value.dtype != spec.dtype:
-        raise SparsecompError(
+        raise ArgumentError(
             f"{where}: expected dtype {spec.dtype}, got {value.dtype}",
             hint=f"convert with .astype(np.{spec.dtype})",
         )
     if value.ndim != spec.rank:
-        raise SparsecompError(f"{where}: expected rank {spec.rank}, got rank {value.ndim}")
+        raise ArgumentError(f"{where}: expected rank {spec.rank}, got rank {value.ndim}")
     return _contiguous(value)
 
 
@@ -203,13 +203,13 @@ def _contiguous(array: np.ndarray) -> np.ndarray:
 def sparse_shape(spec: ArgSpec, value: Any, where: str) -> tuple[int, ...]:
     """The shape of a sparse argument, after checking its type, dtype and rank."""
     if not (_is_sparse(value) or isinstance(value, SparseTensor)):
-        raise SparsecompError(
+        raise ArgumentError(
             f"{where}: expected a SparseTensor or scipy.sparse matrix, got {type(value).__name__}",
             hint="pack arrays with SparseTensor.from_dense(x, layout)",
         )
     _check_dtype(spec, value.dtype, where)
     if len(value.shape) != spec.rank:
-        raise SparsecompError(f"{where}: expected rank {spec.rank}, got rank {len(value.shape)}")
+        raise ArgumentError(f"{where}: expected rank {spec.rank}, got rank {len(value.shape)}")
     return tuple(int(d) for d in value.shape)
 
 
@@ -237,7 +237,7 @@ def _too_narrow(spec: ArgSpec, err: IndexWidthError, where: str) -> FormatError:
 
 def _check_dtype(spec: ArgSpec, dtype: np.dtype[Any], where: str) -> None:
     if dtype != spec.dtype:
-        raise SparsecompError(
+        raise ArgumentError(
             f"{where}: expected dtype {spec.dtype}, got {dtype}",
             hint=f"convert the values with .astype(np.{spec.dtype}) first",
         )
@@ -248,7 +248,7 @@ def sparse_buffers(spec: ArgSpec, tensor: SparseTensor, where: str) -> list[np.n
     got = tensor.buffers()
     names = [(n, a.dtype) for n, a in got]
     if names != list(spec.buffers):
-        raise SparsecompError(
+        raise ArgumentError(
             f"{where}: the tensor's buffers {_words(names)} differ from the ABI's "
             f"{_words(list(spec.buffers))}"
         )
@@ -273,7 +273,7 @@ def check_shape(
     prefix, label = where
     for axis, (want, got) in enumerate(zip(spec.shape, shape, strict=True)):
         if isinstance(want, int) and want != got:
-            raise SparsecompError(
+            raise ArgumentError(
                 f"{prefix}: expected size {want} in dimension {axis}, got shape {tuple(shape)}"
             )
         if not isinstance(want, str):
@@ -282,7 +282,7 @@ def check_shape(
             sizes[want] = (got, f"{label} dimension {axis}")
         elif sizes[want][0] != got:
             size, origin = sizes[want]
-            raise SparsecompError(
+            raise ArgumentError(
                 f"{prefix}: size {got} in dimension {axis} does not match size symbol "
                 f"'{want}' = {size} (from {origin})"
             )

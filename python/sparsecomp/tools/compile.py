@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             exe = _explained(exe, args, options)
         exe.save(args.output)
     except SparsecompError as exc:
-        print(exc, file=sys.stderr)
+        print(exc.for_tool("sparsecomp-compile"), file=sys.stderr)
         return 1
     kernels = [k["ptx"] for k in exe.manifest.get("kernels", [])]
     kernels += [k["cubin"] for k in exe.manifest.get("kernels", []) if k["cubin"]]

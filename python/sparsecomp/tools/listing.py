@@ -47,7 +47,29 @@ def list_passes() -> str:
         lines += [f"      --{opt}" for opt in option_lines(cls)]
     lines.append("Pipelines:")
     lines += [f"  {name}: {pipeline_summary(p)}" for name, p in named_pipelines().items()]
-    lines.append("Upstream MLIR passes are available by name as well (see mlir-opt --help).")
+    lines.append(
+        "Upstream MLIR passes are available by name as well "
+        "(sparsecomp-opt --list-upstream-passes)."
+    )
+    return "\n".join(lines)
+
+
+def list_upstream_passes() -> str:
+    """MLIR's own passes and pipelines, as the pinned ``mlir-opt --help`` lists them."""
+    help_text = subprocess.run(
+        [odsgen.tool("mlir-opt"), "--help"], capture_output=True, text=True, check=False
+    ).stdout
+    lines: list[str] = []
+    section = False
+    for line in help_text.splitlines():
+        if line.strip() in ("Passes:", "Pass Pipelines:"):
+            section = True
+            lines.append("Upstream " + line.strip().lower())
+        elif section and line.startswith("  --"):
+            section = False  # the next top-level option ends the section
+        elif section and line.startswith("      --"):
+            name, _, summary = line.strip()[2:].partition(" - ")
+            lines.append(f"  {name.strip()}: {summary.strip()}")
     return "\n".join(lines)
 
 

@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
     p.add_argument("--mlir-print-op-generic", action="store_true", help="print generic op form")
     p.add_argument("--list-passes", action="store_true", help="list passes and pipelines")
+    p.add_argument(
+        "--list-upstream-passes",
+        action="store_true",
+        help="list MLIR's own passes and pipelines (usable in --pass-pipeline)",
+    )
     p.add_argument("--show-dialects", action="store_true", help="list the available dialects")
     return p
 
@@ -219,6 +224,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.list_passes:
         print(listing.list_passes())
         return 0
+    if args.list_upstream_passes:
+        print(listing.list_upstream_passes())
+        return 0
     if args.show_dialects:
         print(listing.show_dialects())
         return 0
@@ -246,8 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     except SparsecompError as exc:
-        text = exc.render()
-        print(text if exc.location else f"{PROG}: error: {text}", file=sys.stderr)
+        print(exc.for_tool(PROG), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         result = exe.functions[args.entry]()
     except SparsecompError as exc:
-        print(exc, file=sys.stderr)
+        print(exc.for_tool("sparsecomp-run"), file=sys.stderr)
         return 1
     if result is not None:
         print(result)

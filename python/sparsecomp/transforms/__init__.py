@@ -78,7 +78,7 @@ def unknown_pass_message(name: str) -> str:
     valid = ", ".join(sorted(_REGISTRY))
     return (
         f"unknown pass '{name}'{hint}; sparsecomp passes: {valid}"
-        "; upstream passes: see mlir-opt --help"
+        "; upstream passes: sparsecomp-opt --list-upstream-passes"
     )
 
 
