@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def script(path):  # -> the module a script file defines, imported from its path
     import importlib.util
@@ -73,3 +75,25 @@ def test_cpu_figure_is_fresh(repo, tmp_path):
     assert proc.returncode == 0, proc.stderr
     with Image.open(out) as image:
         assert image.info.get("Description") == drawn
+
+
+def test_stages_figure_is_fresh(repo):
+    """docs/design.md's table of stages matches a fresh compile (operation counts, lines,
+    library size) and docs/figures/stages.png was drawn from that table."""
+    from PIL import Image
+
+    from sparsecomp.targets import detect_host, target_from_attr
+
+    module = script(repo / "docs" / "figures" / "make_stages_figure.py")
+    recorded = module.read_table((repo / "docs" / "design.md").read_text())
+    with Image.open(repo / "docs" / "figures" / "stages.png") as image:
+        assert image.info.get("Description") == module.fingerprint(recorded), (
+            "run docs/figures/make_stages_figure.py --write"
+        )
+    if target_from_attr(module.TARGET).missing_on(detect_host()):
+        pytest.skip("the table's counts are for an AVX2 CPU")
+    fresh = module.measure()
+    assert [(r["stage"], r["operations"], r["lines"]) for r in fresh] == [
+        (r["stage"], r["operations"], r["lines"]) for r in recorded
+    ], "stale: docs/figures/make_stages_figure.py --write"
+    assert fresh[-1]["IR"] == recorded[-1]["IR"]  # the library's size
