@@ -408,7 +408,11 @@ def test_list_passes_matches_the_registry(capsys) -> None:
             assert f"--{kebab(field.name)}:" in result.out
     for name, path in pipelines.items():
         assert summaries[name]
-        assert summaries[name] in path.read_text()
+        comment = " ".join(
+            w for ln in path.read_text().splitlines() if ln.startswith("#") for w in ln[1:].split()
+        )
+        assert summaries[name] in comment
+        assert summaries[name].endswith(".")  # whole sentences, never cut mid-way
 
 
 def test_show_dialects(capsys) -> None:

@@ -7,6 +7,7 @@ the listings and the generated documentation never drift from the code.
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import typing
 
@@ -32,11 +33,20 @@ def option_lines(cls: type[SparsecompPass]) -> list[str]:
 
 
 def pipeline_summary(path) -> str:
-    """First comment line of a named pipeline file, without the name prefix."""
+    """The first sentence (or two, if the first is short) of a named pipeline file's
+    leading comment, without the name prefix (``# name: ...``)."""
+    words: list[str] = []
     for line in path.read_text().splitlines():
-        if line.startswith("#"):
-            return line.lstrip("# ").split(": ", 1)[-1]
-    return ""
+        if not line.startswith("#"):
+            break
+        words += line.lstrip("# ").split()
+    text = " ".join(words).split(": ", 1)[-1]
+    summary = ""
+    for sentence in re.split(r"(?<=\.)\s+", text):  # "stage III." alone says too little
+        summary = f"{summary} {sentence}".strip()
+        if len(summary) >= 30:
+            break
+    return summary
 
 
 def list_passes() -> str:
