@@ -97,3 +97,15 @@ def test_stages_figure_is_fresh(repo):
         (r["stage"], r["operations"], r["lines"]) for r in recorded
     ], "stale: docs/figures/make_stages_figure.py --write"
     assert fresh[-1]["IR"] == recorded[-1]["IR"]  # the library's size
+
+
+def test_choice_figure_is_fresh(repo):
+    """docs/figures/choices.png shows what ``choose`` picks today for its three matrices."""
+    from PIL import Image
+
+    module = script(repo / "docs" / "figures" / "make_choice_figure.py")
+    with Image.open(repo / "docs" / "figures" / "choices.png") as image:
+        drawn = image.info.get("Description")
+    assert drawn == module.description(module.choices(module.matrices())), (
+        "stale: python docs/figures/make_choice_figure.py"
+    )
