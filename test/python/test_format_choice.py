@@ -296,11 +296,12 @@ def test_compile_explain(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
         main([str(source), "-o", str(out), "--explain", str(tmp_path / "a.npz"), "--k", "16"]) == 0
     )
     printed = capsys.readouterr().out
-    choice = choose(a, "spmm", 16)
-    assert f"spmm (spmm, k=16): {choice.layout}: " in printed
+    chosen = printed.split("spmm (spmm, k=16): ", 1)[1].split(": ", 1)[0]
+    assert chosen in candidates(matrix_stats(a), "spmm")
+    assert f"timed on {a.nnz} nonzeros: csr " in printed  # the same decision as exe.prepare
     exe = sparsecomp.load(out)
     layout = exe.spmm.signature.args[0].layout
-    assert layout.attr_text() == parse_layout(choice.layout).attr_text()
+    assert layout.attr_text() == parse_layout(chosen).attr_text()
     b = np.ones((128, 16), np.float32)
     np.testing.assert_allclose(exe(a, b), a @ b, rtol=1e-4, atol=1e-4)
     assert main([str(source), "-o", str(out), "--explain", str(tmp_path / "missing.npz")]) == 1

@@ -71,8 +71,9 @@ HYB_WIDTHS = (8, 32)
 DENSE_FROM = 0.10
 #: Cache a kernel's gathered dense rows may stay in (a core's L2, about).
 CACHE_BYTES = 1 << 20
-#: The version of the features; calibrations of another version are not used.
-MODEL = 3
+#: The version of the features; calibrations of another version are not used
+#: (``calibrate --refit`` refits one from its measurements).
+MODEL = 4
 #: What a calibration stores per op: feature -> [a, b] (seconds per unit: a + b * k).
 Coefficients = dict[str, dict[str, list[float]]]
 
@@ -91,6 +92,9 @@ class Choice:
     estimates: dict[str, float] = field(default_factory=dict)
     op: str = "spmm"
     k: int = 1
+    #: seconds per call measured on a sample of the matrix, for the layouts timed
+    #: (``exe.prepare`` on a CPU: :mod:`sparsecomp.runtime.tournament`); empty: none
+    measured: dict[str, float] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return f"{self.layout}: {self.why}"
@@ -244,14 +248,17 @@ def _work(layout: str, stats: MatrixStats) -> dict[str, float]:
         size = int(rest.split("x")[0])
         block = stats.blocks[size]
         left = max(0.0, nnz - block.dense_entries)
-        mean = left / m if m else 0.0  # the rest's rows, taken as of even length
-        return {
-            f"bsr{size}.values": block.dense_blocks * size * size,
-            f"bsr{size}.blocks": block.dense_blocks,
-            f"csr.entries.{_length_class(math.ceil(mean))}": left,
-            "csr.rows": m,
-            "parts": 2.0,
-        }
+        # The rest keeps each row's share of what the blocks leave: CSR's row-length
+        # classes, scaled (taking its rows as of even length made a power-law graph's
+        # rest look like long rows, cheaper per entry than its CSR: 0.4x CSR measured).
+        _csr(stats, 0, stats.max_row, found)
+        share = left / nnz if nnz else 0.0
+        for name in [f for f in found if f.startswith("csr.entries")]:
+            found[name] *= share
+        found[f"bsr{size}.values"] = block.dense_blocks * size * size
+        found[f"bsr{size}.blocks"] = block.dense_blocks
+        found["parts"] = 2.0
+        return found
     raise SparsecompError(f"no cost model for layout '{layout}'")
 
 
@@ -368,70 +375,70 @@ def _why(best: str, stats: MatrixStats, estimates: dict[str, float]) -> str:
 #: sparsecomp.tools.calibrate --print`), used until this machine is calibrated.
 DEFAULT: Coefficients = {
     "sddmm": {
-        "bsr16.blocks": [4.825e-07, 2.429e-08],
-        "bsr16.values": [0, 0],
-        "bsr2.blocks": [8.819e-09, 0],
-        "bsr2.values": [0, 1.021e-10],
-        "bsr4.blocks": [2.672e-08, 1.599e-09],
+        "bsr16.blocks": [0, 0],
+        "bsr16.values": [8.963e-10, 3.198e-11],
+        "bsr2.blocks": [3.954e-09, 1.481e-10],
+        "bsr2.values": [0, 0],
+        "bsr4.blocks": [1.19e-08, 5.359e-10],
         "bsr4.values": [0, 0],
-        "bsr8.blocks": [7.869e-08, 6.874e-09],
+        "bsr8.blocks": [5.491e-08, 2.166e-09],
         "bsr8.values": [0, 0],
-        "call": [0.0004199, 1.149e-05],
-        "csr.entries.long": [1.439e-09, 1.041e-10],
-        "csr.entries.mid": [1.548e-09, 0],
-        "csr.entries.short": [0, 1.23e-10],
-        "csr.rows": [0, 4.785e-10],
-        "ell.rows": [4.066e-09, 2.046e-10],
-        "ell.slots.long": [2.104e-09, 3.312e-11],
-        "ell.slots.mid": [1.749e-09, 0],
-        "gather.miss": [0, 4.004e-10],
-        "stream.bytes": [1.127e-09, 3.771e-11],
+        "call": [0.0003647, 0],
+        "csr.entries.long": [5.209e-10, 5.336e-11],
+        "csr.entries.mid": [1.007e-09, 0],
+        "csr.entries.short": [0, 0],
+        "csr.rows": [6.69e-09, 0],
+        "ell.rows": [6.665e-09, 0],
+        "ell.slots.long": [1.178e-09, 2.093e-11],
+        "ell.slots.mid": [8.941e-10, 0],
+        "gather.miss": [0, 1.699e-10],
+        "stream.bytes": [1.047e-09, 7.186e-12],
     },
     "spmm": {
-        "bsr16.blocks": [0, 1.008e-08],
-        "bsr16.values": [4.759e-12, 0],
-        "bsr2.blocks": [0, 9.205e-10],
+        "bsr16.blocks": [0, 0],
+        "bsr16.values": [0, 1.925e-11],
+        "bsr2.blocks": [0, 1.593e-10],
         "bsr2.values": [0, 0],
-        "bsr4.blocks": [0, 1.706e-09],
+        "bsr4.blocks": [0, 3.718e-10],
         "bsr4.values": [0, 0],
-        "bsr8.blocks": [0, 4.101e-09],
+        "bsr8.blocks": [0, 1.474e-09],
         "bsr8.values": [0, 0],
-        "call": [0, 0],
-        "csr.entries.long": [0, 3.546e-11],
-        "csr.entries.mid": [2.245e-10, 0],
-        "csr.entries.short": [0, 2.344e-10],
-        "csr.rows": [0, 8.604e-10],
-        "dense.cells": [0, 1.177e-09],
-        "ell.rows": [0, 6.021e-10],
-        "ell.slots.long": [0, 2.655e-11],
-        "ell.slots.mid": [0, 8.67e-12],
-        "ell.slots.short": [0, 1.104e-09],
-        "gather.miss": [0, 7.026e-11],
-        "parts": [0, 0],
-        "stream.bytes": [0, 1.95e-11],
+        "call": [0, 3.469e-06],
+        "csr.entries.long": [0, 3.079e-11],
+        "csr.entries.mid": [0, 0],
+        "csr.entries.short": [0, 6.825e-10],
+        "csr.rows": [0, 1.976e-10],
+        "dense.cells": [0, 1.138e-09],
+        "ell.rows": [0, 1.077e-10],
+        "ell.slots.long": [0, 1.866e-11],
+        "ell.slots.mid": [0, 6.346e-12],
+        "ell.slots.short": [0, 1.58e-09],
+        "gather.miss": [0, 5.11e-11],
+        "parts": [0, 1.097e-07],
+        "stream.bytes": [0, 1.312e-11],
     },
     "spmv": {
-        "bsr16.blocks": [2.037e-08, 0],
-        "bsr16.values": [0, 0],
-        "bsr2.blocks": [3.1e-09, 0],
+        "bsr16.blocks": [0, 0],
+        "bsr16.values": [8.836e-11, 0],
+        "bsr2.blocks": [3.425e-09, 0],
         "bsr2.values": [0, 0],
-        "bsr4.blocks": [4.404e-09, 0],
+        "bsr4.blocks": [5.174e-09, 0],
         "bsr4.values": [0, 0],
         "bsr8.blocks": [0, 0],
-        "bsr8.values": [1.241e-10, 0],
-        "call": [3.169e-05, 0],
-        "csr.entries.long": [2.122e-10, 0],
-        "csr.entries.mid": [1.523e-10, 0],
-        "csr.entries.short": [1.662e-10, 0],
-        "csr.rows": [1.917e-09, 0],
-        "dense.cells": [9.037e-10, 0],
-        "ell.rows": [2.214e-10, 0],
-        "ell.slots.long": [4.965e-10, 0],
-        "ell.slots.mid": [2.813e-10, 0],
-        "ell.slots.short": [1.764e-09, 0],
-        "gather.miss": [1.258e-09, 0],
-        "parts": [9.517e-06, 0],
-        "stream.bytes": [8.884e-11, 0],
+        "bsr8.values": [1.362e-10, 0],
+        "call": [2.89e-05, 0],
+        "csr.entries.long": [2.064e-10, 0],
+        "csr.entries.mid": [3.328e-10, 0],
+        "csr.entries.short": [4.353e-09, 0],
+        "csr.rows": [2.116e-09, 0],
+        "dense.cells": [9.236e-10, 0],
+        "ell.rows": [1.716e-09, 0],
+        "ell.slots.long": [4.583e-10, 0],
+        "ell.slots.mid": [3.555e-10, 0],
+        "ell.slots.short": [6.211e-10, 0],
+        "gather.miss": [0, 0],
+        "parts": [3.263e-06, 0],
+        "stream.bytes": [6.861e-11, 0],
     },
 }
 
@@ -439,64 +446,64 @@ DEFAULT: Coefficients = {
 #: (`python -m sparsecomp.tools.calibrate --target cuda:sm_80`).
 DEFAULT_CUDA: Coefficients = {
     "sddmm": {
-        "bsr16.blocks": [0, 6.528e-09],
-        "bsr16.values": [2.007e-11, 0],
-        "bsr2.blocks": [9.449e-11, 1.002e-10],
-        "bsr2.values": [0, 0],
-        "bsr4.blocks": [0, 3.735e-10],
-        "bsr4.values": [2.172e-11, 0],
-        "bsr8.blocks": [0, 1.628e-09],
-        "bsr8.values": [2.03e-11, 0],
+        "bsr16.blocks": [2.569e-09, 3.264e-09],
+        "bsr16.values": [0, 0],
+        "bsr2.blocks": [0, 4.973e-11],
+        "bsr2.values": [1.184e-11, 0],
+        "bsr4.blocks": [0, 1.967e-10],
+        "bsr4.values": [1.151e-11, 0],
+        "bsr8.blocks": [0, 8.41e-10],
+        "bsr8.values": [1.06e-11, 0],
         "call": [0, 0],
-        "csr.entries.long": [3.534e-11, 1.643e-12],
-        "csr.entries.mid": [3.491e-11, 1.611e-12],
-        "csr.entries.short": [3.113e-11, 1.318e-12],
-        "csr.rows": [4.231e-11, 0],
-        "ell.rows": [0, 1.238e-10],
-        "ell.slots.long": [6.424e-12, 9.239e-12],
-        "ell.slots.mid": [4.17e-12, 1.117e-11],
+        "csr.entries.long": [1.458e-11, 7.199e-13],
+        "csr.entries.mid": [2.144e-11, 8.786e-13],
+        "csr.entries.short": [2.701e-11, 3.998e-13],
+        "csr.rows": [0, 0],
+        "ell.rows": [0, 6.144e-11],
+        "ell.slots.long": [3.184e-12, 4.622e-12],
+        "ell.slots.mid": [3.428e-12, 5.273e-12],
     },
     "spmm": {
-        "bsr16.blocks": [3.936e-10, 0],
-        "bsr16.values": [0, 1.795e-13],
-        "bsr2.blocks": [0, 1.093e-10],
+        "bsr16.blocks": [4.34e-10, 0],
+        "bsr16.values": [0, 5.336e-14],
+        "bsr2.blocks": [0, 5.706e-11],
         "bsr2.values": [0, 0],
-        "bsr4.blocks": [0, 2.658e-10],
+        "bsr4.blocks": [3.578e-11, 1.412e-10],
         "bsr4.values": [0, 0],
-        "bsr8.blocks": [0, 1.011e-09],
-        "bsr8.values": [0, 0],
-        "call": [4.608e-09, 0],
-        "csr.entries.long": [1.312e-11, 4.849e-13],
-        "csr.entries.mid": [1.202e-11, 1.294e-13],
-        "csr.entries.short": [2.54e-13, 0],
-        "csr.rows": [2.022e-11, 6.683e-12],
-        "ell.rows": [2.428e-11, 7.892e-14],
-        "ell.slots.long": [1.765e-11, 3.843e-13],
-        "ell.slots.mid": [1.6e-11, 9.569e-13],
-        "ell.slots.short": [0, 7.776e-12],
-        "nm.rows": [3.654e-09, 0],
-        "nm.slots": [0, 0],
-        "parts": [7.956e-09, 4.364e-09],
-    },
-    "spmv": {
-        "bsr16.blocks": [4.371e-09, 0],
-        "bsr16.values": [0, 0],
-        "bsr2.blocks": [7.481e-11, 0],
-        "bsr2.values": [0, 0],
-        "bsr4.blocks": [2.41e-10, 0],
-        "bsr4.values": [0, 0],
-        "bsr8.blocks": [1.069e-09, 0],
+        "bsr8.blocks": [6.653e-11, 5.684e-10],
         "bsr8.values": [0, 0],
         "call": [0, 0],
-        "csr.entries.long": [4.92e-12, 0],
-        "csr.entries.mid": [5.594e-12, 0],
-        "csr.entries.short": [2.772e-11, 0],
-        "csr.rows": [1.913e-11, 0],
-        "ell.rows": [3.784e-12, 0],
-        "ell.slots.long": [3.661e-12, 0],
-        "ell.slots.mid": [5.984e-12, 0],
-        "ell.slots.short": [4.94e-11, 0],
-        "parts": [0, 0],
+        "csr.entries.long": [8.537e-12, 2.983e-13],
+        "csr.entries.mid": [7.464e-12, 9.844e-14],
+        "csr.entries.short": [0, 0],
+        "csr.rows": [0, 2.56e-12],
+        "ell.rows": [3.765e-12, 0],
+        "ell.slots.long": [9.097e-12, 1.85e-13],
+        "ell.slots.mid": [9.294e-12, 4.63e-13],
+        "ell.slots.short": [0, 4.696e-12],
+        "nm.rows": [3.672e-09, 0],
+        "nm.slots": [0, 0],
+        "parts": [7.72e-09, 4.335e-09],
+    },
+    "spmv": {
+        "bsr16.blocks": [2.494e-09, 0],
+        "bsr16.values": [0, 0],
+        "bsr2.blocks": [3.794e-11, 0],
+        "bsr2.values": [0, 0],
+        "bsr4.blocks": [1.296e-10, 0],
+        "bsr4.values": [0, 0],
+        "bsr8.blocks": [5.746e-10, 0],
+        "bsr8.values": [0, 0],
+        "call": [0, 0],
+        "csr.entries.long": [1.945e-12, 0],
+        "csr.entries.mid": [3.84e-12, 0],
+        "csr.entries.short": [2.761e-11, 0],
+        "csr.rows": [9.225e-13, 0],
+        "ell.rows": [0, 0],
+        "ell.slots.long": [1.865e-12, 0],
+        "ell.slots.mid": [3.733e-12, 0],
+        "ell.slots.short": [3.231e-11, 0],
+        "parts": [1.471e-10, 0],
     },
 }
 

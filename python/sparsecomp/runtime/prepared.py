@@ -1,12 +1,13 @@
 """Prepared operands: a matrix packed once in the layout chosen for a function.
 
 ``exe.prepare(A)`` (:meth:`Executable.prepare`) chooses the layout of
-``A`` for the function's op with :func:`sparsecomp.formats.choice.choose`,
-packs ``A`` in it once, and readies the function's variant for that layout
-(compiled on first need from the executable's source, then kept by the
-compile cache). ``exe(prepared, B)`` then calls the variant with the packed
-tensor: no conversion per call. ``exe.prepare(A, layout="bsr:4x4")``
-forces a layout.
+``A`` for the function's op with :func:`sparsecomp.formats.choice.choose`
+(on a CPU, the model's best few and CSR are then timed on a sample of
+``A``: :mod:`.tournament`), packs ``A`` in it once, and readies the
+function's variant for that layout (compiled on first need from the
+executable's source, then kept by the compile cache). ``exe(prepared, B)``
+then calls the variant with the packed tensor: no conversion per call.
+``exe.prepare(A, layout="bsr:4x4")`` forces a layout.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sparsecomp.formats.choice import Choice, choose
 from sparsecomp.formats.names import parse_layout
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import Signature
+from sparsecomp.runtime.tournament import tournament
 
 LOG = logging.getLogger("sparsecomp")
 
@@ -90,6 +92,8 @@ def prepare(
     choice = None
     if layout is None:
         choice = choose(A, op=op, k=k, target=target)
+        if target == "host":
+            choice = tournament(signature, argument, A, choice, k, variant_for)
         layout = choice.layout
         LOG.info("sparsecomp: %s(%s): %s", signature.name, op, choice)
     name = str(parse_layout(layout))

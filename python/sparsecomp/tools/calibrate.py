@@ -11,8 +11,11 @@ squares, one op at a
 time (SpMM and SDDMM at k = 32 and 128 to separate the per-unit cost from
 its growth with ``k``). The result is written to
 ``$SPARSECOMP_CACHE_DIR/calibration/host.json``, where
-``sparsecomp.formats.choose`` finds it. About three minutes on two cores,
-compiles included; ``--quick`` uses smaller matrices.
+``sparsecomp.formats.choose`` finds it, with every measurement. About
+three minutes on two cores, compiles included; ``--quick`` uses smaller
+matrices. ``--refit`` times nothing: after a change of the model's
+features it computes them again for the stored measurements and fits anew
+(candidates the new model adds stay unmeasured until the next calibration).
 """
 
 from __future__ import annotations
@@ -149,9 +152,9 @@ class EmulatedGpu(Runner):
 
 
 def measure(
-    mats: dict[str, sp.csr_matrix], runner: Runner, log: Callable[[str], None]
+    mats: dict[str, sp.csr_matrix], runner: Runner, log: Callable[[str], None], scale: float = 1.0
 ) -> list[dict[str, Any]]:
-    """One record per (op, k, matrix, layout): its features and its time."""
+    """One record per (op, k, matrix, layout, at ``scale``): its features and its time."""
     from sparsecomp.errors import SparsecompError
 
     rng = np.random.default_rng(7)
@@ -182,10 +185,31 @@ def measure(
                     xs = rng.standard_normal((m, k)).astype(np.float32)
                     args = (packed, xs, rng.standard_normal((n, k)).astype(np.float32))
                 seconds = runner.seconds(exe, args)
-                record = {"op": op, "k": k, "matrix": name, "layout": layout, "seconds": seconds}
+                record = {"op": op, "k": k, "matrix": name, "layout": layout,
+                          "seconds": seconds, "scale": scale}  # fmt: skip
                 records.append({**record, "features": features(layout, stats, k, runner.device)})
                 log(f"{op:5} k={k:<3} {name:8} {layout:12} {seconds * 1e3:.4g} ms")
     return records
+
+
+def refeature(
+    records: list[dict[str, Any]], mats: dict[str, sp.csr_matrix], device: str
+) -> list[dict[str, Any]]:
+    """``records`` with their features computed again by the current model (the same
+    matrices: :func:`matrices` is deterministic for a scale)."""
+    stats = {name: matrix_stats(a) for name, a in mats.items()}
+    return [
+        {**r, "features": features(r["layout"], stats[r["matrix"]], r["k"], device)}
+        for r in records
+    ]
+
+
+def _scale_of(records: list[dict[str, Any]], device: str) -> float:
+    """The scale the records were measured at (each kept with them since model 4; before,
+    the full size of ``device``)."""
+    found = {r.get("scale") for r in records}
+    scale = found.pop() if len(found) == 1 else None
+    return float(scale) if scale is not None else 1.0 if device == "host" else 0.04
 
 
 def fit(records: list[dict[str, Any]]) -> Coefficients:
@@ -238,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5, help="timed calls per case (best)")
     parser.add_argument("--print", action="store_true", help="print the coefficients as Python")
     parser.add_argument(
+        "--refit",
+        action="store_true",
+        help="time nothing: recompute the features of the last calibration's measurements "
+        "with the current model and fit again (after a change of the features)",
+    )
+    parser.add_argument(
         "--target",
         default="host",
         help="'host' (default), or cuda:sm_80 / cuda:sm_90: the GPU's model, measured as "
@@ -251,15 +281,23 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     if args.target == "host":
         runner = Runner(args.reps)
-        mats = matrices(0.25 if args.quick else 1.0, np.random.default_rng(0))
+        scale = 0.25 if args.quick else 1.0
     else:
         runner = EmulatedGpu(args.target)
-        mats = matrices(0.02 if args.quick else 0.04, np.random.default_rng(0))
+        scale = 0.02 if args.quick else 0.04
+    path = calibration_path(runner.device)
+    if args.refit:
+        records = json.loads(path.read_text())["records"]
+        scale = _scale_of(records, runner.device)
+    mats = matrices(scale, np.random.default_rng(0))
+    if runner.device == "cuda":
         for big in ("uniform_big", "halfdense", "dense30"):  # no caches, no dense
             mats.pop(big)
-    records = measure(mats, runner, log)
+    if args.refit:
+        records = refeature(records, mats, runner.device)
+    else:
+        records = measure(mats, runner, log, scale)
     coefficients = fit(records)
-    path = calibration_path(runner.device)
     path.parent.mkdir(parents=True, exist_ok=True)
     found = {"model": MODEL, "coefficients": coefficients, "records": records}
     path.write_text(json.dumps(found, indent=1))

@@ -9,7 +9,8 @@ this CPU; ``--target cuda:sm_90`` builds it for the GPU: the directory also
 holds each kernel's PTX (``<kernel>.ptx``) and, where ``ptxas`` is
 installed, its cubin, and runs where ``cuda-bindings`` finds a driver.
 ``--explain A.mtx`` chooses the layout of each function's sparse matrix
-argument for that matrix (:func:`sparsecomp.formats.choose`), prints the
+argument for that matrix as ``exe.prepare`` does (the cost model's
+shortlist timed on a sample, :mod:`sparsecomp.runtime.tournament`), prints the
 choice and why, and compiles the functions with it (a
 ``sparse_iter.decompose`` rule on the argument).
 Errors print as ``file:line:col: error: ...`` (exit code 1).
@@ -98,7 +99,7 @@ def _explained(exe: Any, args: argparse.Namespace, options: dict[str, Any]) -> A
 
     from sparsecomp.compiler.driver import compile as compile_mlir
     from sparsecomp.compiler.variants import with_layouts
-    from sparsecomp.formats import choose, parse_layout
+    from sparsecomp.formats import parse_layout
     from sparsecomp.runtime.prepared import infer_op
 
     matrix = read_matrix(args.explain)
@@ -109,7 +110,7 @@ def _explained(exe: Any, args: argparse.Namespace, options: dict[str, Any]) -> A
         except SparsecompError as why:
             print(f"{name}: kept as written ({why})")
             continue
-        choice = choose(matrix, op=op, k=args.k)
+        choice = exe.prepare(matrix, function=name, k=args.k).choice  # as exe.prepare chooses
         print(f"{name} ({op}, k={args.k}): {choice.layout}: {choice.why} "
               f"[decided in {choice.seconds * 1e3:.0f} ms]")  # fmt: skip
         text = with_layouts(text, name, {argument: parse_layout(choice.layout).attr_text()})
