@@ -64,12 +64,14 @@ def _add_device(out: Path, device: CudaTarget, kernels: list[dict[str, Any]]) ->
 
 
 def _fail(
-    log: DiagnosticLog, what: str, reproducer: str | None = None, kind: type = CompileError
+    log: DiagnosticLog,
+    what: str,
+    reproducer: str | None = None,
+    kind: type[CompileError] = CompileError,
 ) -> CompileError:
     lines = [format_diagnostic(d) for d in log.diagnostics]
     message = "\n".join([what, *lines]) if lines else what
-    error: CompileError = kind(message, hint=reproducer)
-    return error
+    return kind(message, hint=reproducer)
 
 
 def _reproducer(text: str, pipeline: str) -> str:
