@@ -39,8 +39,8 @@ from sparsecomp.formats.choice import Choice
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import Signature
 
-#: Nonzeros of the sample the shortlist is timed on, at most.
-SAMPLE_NNZ = 200_000
+#: Nonzeros of the sample the shortlist is timed on (about; whole rows).
+SAMPLE_NNZ = 120_000
 #: Multiply-adds of one call on the sample, at most (``nonzeros * k``): SpMM's and
 #: SDDMM's samples shrink as ``k`` grows, so that a call stays near a millisecond.
 SAMPLE_WORK = 8_000_000
@@ -73,9 +73,9 @@ def sample_rows(
     """``A`` (CSR) itself if it has at most ``budget`` nonzeros, else ``blocks`` runs of
     consecutive rows, stacked: each starts at a multiple of ``align`` rows, evenly spread
     over the matrix, and takes whole ``align``-row groups until it holds ``budget /
-    blocks`` nonzeros and :data:`MIN_RUN` rows (or a ``blocks``-th of the matrix; or
-    twice the nonzeros, for long rows). Local structure (blocks, bands, row lengths)
-    is kept, and every column."""
+    blocks`` nonzeros, then more, up to :data:`MIN_RUN` rows (or a ``blocks``-th of
+    the matrix) as long as it holds at most twice that. Local structure (blocks, bands,
+    row lengths) is kept, and every column."""
     import scipy.sparse as sp  # type: ignore[import-untyped]
 
     A = sp.csr_matrix(A)
@@ -86,11 +86,13 @@ def sample_rows(
     share = budget // blocks
     pieces = []
     for start in np.linspace(0, m, blocks, endpoint=False).astype(np.int64) // align * align:
-        end = int(np.searchsorted(indptr, indptr[start] + share))
-        longest = int(np.searchsorted(indptr, indptr[start] + 2 * share))  # long rows: 2x
-        end = max(end, min(int(start) + min(MIN_RUN, m // blocks), longest), int(start) + 1)
-        end = min(m, end + (int(start) - end) % align)  # whole groups of align rows
-        pieces.append(A[int(start) : end])
+        start = int(start)
+        end = max(int(np.searchsorted(indptr, indptr[start] + share)), start + 1)
+        end += (start - end) % align  # whole groups of align rows
+        if end - start < MIN_RUN:  # longer, up to twice the share (in whole groups)
+            longest = int(np.searchsorted(indptr, indptr[start] + 2 * share, side="right"))
+            end = max(end, start + min(MIN_RUN, m // blocks, longest - start) // align * align)
+        pieces.append(A[start : min(m, end)])
     return sp.vstack(pieces, format="csr")
 
 
