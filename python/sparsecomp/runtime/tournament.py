@@ -12,9 +12,8 @@ blocks spread over the whole matrix, :data:`SAMPLE_NNZ` nonzeros in all, or
 the matrix itself when smaller) in each, calls each layout's variant on it
 with operands of the call's shape (:data:`REPS` rounds of one call per
 layout in turn, after a warm-up round) and keeps the fastest in median
-time; another layout must beat
-CSR's median by :data:`MARGIN`, so that one noisy call does not make the
-choice. Where the call's dense operands would exceed
+time; another layout must beat CSR's median by :data:`MARGIN`, so that one
+noisy call does not make the choice. Where the call's dense operands would exceed
 :data:`OPERAND_BYTES` (a sample keeps every column, so SpMM's dense operand
 is the call's own), building them would take the decision's whole budget:
 the model decides alone, and ``why`` says so.
@@ -53,8 +52,9 @@ OPERAND_BYTES = 32 << 20
 #: a BSR layout would store are whole in the sample.
 SAMPLE_BLOCKS = 4
 ALIGN = 16
-#: Rows of each run, at least: a run of a few rows would leave a BSR layout a handful
-#: of block rows to share between threads, unlike the whole matrix.
+#: Rows a run grows to while it holds at most twice its share of the nonzeros: a run
+#: of a few rows would leave a BSR layout a handful of block rows to share between
+#: threads, unlike the whole matrix.
 MIN_RUN = 4 * ALIGN
 #: Candidates besides CSR that are timed: the model's best.
 SHORTLIST = 3
