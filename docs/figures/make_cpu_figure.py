@@ -18,6 +18,10 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import mdtable
+
 DOCS = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent / "cpu_ratios.png"
 #: the tables drawn: the CPU benchmark's op tables (their "## " titles start so)
@@ -34,12 +38,9 @@ def cpu_tables(markdown: str) -> dict[str, list[dict[str, str]]]:
         title, _, body = block.partition("\n")
         if not title.startswith(TITLES):
             continue
-        lines = [ln for ln in body.splitlines() if ln.startswith("|")]
-        if len(lines) < 3:
+        rows = mdtable.parse(body.splitlines())
+        if not rows:
             continue
-        head = [c.strip() for c in lines[0].strip("|").split("|")]
-        rows = [dict(zip(head, (c.strip() for c in ln.strip("|").split("|")), strict=False))
-                for ln in lines[2:]]  # fmt: skip
         tables[title] = [r for r in rows if r.get("matrix") not in ("geomean", None)]
     return tables
 

@@ -22,6 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import mdtable
+
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "design.md"
 OUT = Path(__file__).resolve().parent / "stages.png"
@@ -91,24 +95,13 @@ def measure() -> list[dict[str, str]]:
     return rows
 
 
-def table(rows: list[dict[str, str]]) -> str:
-    head = list(rows[0])
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-    lines += ["| " + " | ".join(r[h] for h in head) + " |" for r in rows]
-    return "\n".join(lines)
-
-
 def read_table(markdown: str) -> list[dict[str, str]]:
     """The rows of the table between the markers of ``markdown``."""
-    section = markdown.split(BEGIN, 1)[1].split(END, 1)[0]
-    lines = [ln for ln in section.splitlines() if ln.startswith("|")]
-    head = [c.strip() for c in lines[0].strip("|").split("|")]
-    return [dict(zip(head, (c.strip() for c in ln.strip("|").split("|")), strict=True))
-            for ln in lines[2:]]  # fmt: skip
+    return mdtable.parse(markdown.split(BEGIN, 1)[1].split(END, 1)[0].splitlines())
 
 
 def fingerprint(rows: list[dict[str, str]]) -> str:
-    return hashlib.sha256(table(rows).encode()).hexdigest()
+    return hashlib.sha256(mdtable.render(rows).encode()).hexdigest()
 
 
 def draw(rows: list[dict[str, str]], out: Path) -> None:
@@ -135,12 +128,12 @@ def draw(rows: list[dict[str, str]], out: Path) -> None:
 
 def main(argv: list[str]) -> int:
     rows = measure()
-    print(table(rows))
+    print(mdtable.render(rows))
     if "--write" in argv:
         text = DESIGN.read_text()
         before, rest = text.split(BEGIN, 1)
         after = rest.split(END, 1)[1]
-        DESIGN.write_text(f"{before}{BEGIN}\n{table(rows)}\n{END}{after}")
+        DESIGN.write_text(f"{before}{BEGIN}\n{mdtable.render(rows)}\n{END}{after}")
         draw(rows, OUT)
         print(OUT)
     return 0

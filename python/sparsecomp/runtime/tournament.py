@@ -166,21 +166,22 @@ def tournament(
     start += time.perf_counter() - compiling
     tensors = {name: SparseTensor.from_scipy(sample, name) for name in shortlist}
     args = call_args(signature, argument, sample.shape, k)
+
+    def call(name: str) -> float:
+        """Seconds of one call of ``name``'s variant on the sample."""
+        args[argument] = tensors[name]
+        return _time(variants[name], args)
+
     readying = time.perf_counter()
     for name in shortlist:  # a first call may load the variant for this k: not timed
-        args[argument] = tensors[name]
-        variants[name](*args)
+        call(name)
     start += time.perf_counter() - readying
-    warm = {}
-    for name in shortlist:  # the warm-up round
-        args[argument] = tensors[name]
-        warm[name] = _time(variants[name], args)
+    warm = {name: call(name) for name in shortlist}  # the warm-up round
     alive = [name for name in shortlist if warm[name] <= LOSING * warm["csr"]]
     times: dict[str, list[float]] = {name: [] for name in alive}
     for _ in range(REPS):  # round-robin, so that the machine's drift hits all alike
         for name in alive:
-            args[argument] = tensors[name]
-            times[name].append(_time(variants[name], args))
+            times[name].append(call(name))
     measured = {name: float(np.median(times[name])) if name in times else warm[name]
                 for name in shortlist}  # fmt: skip
     fastest = min(measured, key=measured.__getitem__)
