@@ -40,6 +40,13 @@ def compile_in_process() -> bool:
     return os.environ.get("SPARSECOMP_COMPILE_IN_PROCESS", "") not in ("", "0")
 
 
+def native_calls() -> bool:
+    """``SPARSECOMP_NATIVE_CALLS=0``: calls take the Python path even where the C
+    call path (:mod:`sparsecomp.runtime.fastcall`) could serve them; read when a
+    function is first called."""
+    return os.environ.get("SPARSECOMP_NATIVE_CALLS", "1") != "0"
+
+
 def specialize() -> bool:
     """``SPARSECOMP_SPECIALIZE=0``: calls whose sparse operands have other index
     widths than the kernel's convert them instead of compiling a variant for

@@ -2,7 +2,9 @@
 
 A stand-in for the real back end: bufferize with function boundaries and
 identity layouts, lower to LLVM with C interface wrappers on every function
-(``llvm.emit_c_interface``), then mlir-translate, llc and cc.
+(``llvm.emit_c_interface``), give each wrapper its packed form
+(``sparse-iter-pack-entry-points``, for the runtime's C call path), then
+mlir-translate, llc and cc.
 """
 
 from __future__ import annotations
@@ -42,4 +44,26 @@ def build_so(mlir_text: str, out_dir: Path) -> Path:
         proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"{Path(cmd[0]).name} failed:\n{proc.stderr}")
+        if cmd[0] == tool("mlir-opt"):
+            pack(llvm)
     return so
+
+
+def pack(llvm: Path) -> None:
+    """Mark every ``_mlir_ciface_`` wrapper in ``llvm`` as an entry point with an ABI
+    (the manifest holds the real one) and add its packed form."""
+    from mlir import ir
+
+    from sparsecomp.ir.context import make_context
+    from sparsecomp.transforms.pipeline import build_pass_manager
+
+    with make_context() as ctx:
+        module = ir.Module.parse(llvm.read_text())
+        for op in module.body.operations:
+            name = ir.StringAttr(op.operation.attributes["sym_name"]).value
+            if name.startswith("_mlir_ciface_"):
+                op.operation.attributes["sparse_iter.abi"] = ir.StringAttr.get("{}")
+        build_pass_manager("builtin.module(sparse-iter-pack-entry-points)", ctx).run(
+            module.operation
+        )
+        llvm.write_text(str(module))

@@ -12,6 +12,7 @@ import ctypes
 import gc
 import os
 import re
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -26,14 +27,34 @@ from sparsecomp.runtime.marshal import c_signature
 from sparsecomp.runtime.memref import Malloced
 
 
+@pytest.fixture(scope="module", params=["c", "python"])
+def call_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs twice: calls through the C call path (runtime/fastcall.py)
+    where it takes them, and every call through the Python path."""
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "python":
+            patch.setenv("SPARSECOMP_NATIVE_CALLS", "0")
+        yield request.param
+
+
 @pytest.fixture(scope="module")
-def exe(tmp_path_factory: pytest.TempPathFactory) -> Executable:
+def exe(tmp_path_factory: pytest.TempPathFactory, call_path: str) -> Executable:
     return load(kernel_dir(tmp_path_factory.mktemp("kernels"), KERNELS, KERNEL_ABIS))
 
 
 @pytest.fixture(scope="module")
-def add(tmp_path_factory: pytest.TempPathFactory) -> Executable:
+def add(tmp_path_factory: pytest.TempPathFactory, call_path: str) -> Executable:
     return load(kernel_dir(tmp_path_factory.mktemp("add"), ADD, ADD_ABIS))
+
+
+def test_each_call_path_is_taken(exe: Executable, call_path: str) -> None:
+    x = np.arange(4.0)
+    assert exe.total(x) == 6.0
+    native = exe.functions["total"]._caller.native
+    assert (native is not None) == (call_path == "c")
+    if native is not None:
+        assert native.accepts((x,))
+        assert not native.accepts((x.astype(np.float32),))
 
 
 def matrix(rows: int = 7, cols: int = 5, seed: int = 0) -> sp.csr_matrix:

@@ -27,6 +27,17 @@ import numpy as np
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import AnyLayout, layout_from_attr
 
+#: Prefix of the C-interface wrapper of each public function (``convert-func-to-llvm``).
+CIFACE = "_mlir_ciface_"
+#: Prefix of its packed form ``void f(void **args)`` (``sparse-iter-pack-entry-points``).
+PACKED = "_sparsecomp_packed_"
+
+
+def packed_symbol(symbol: str) -> str:
+    """The packed form's name for C-interface symbol ``symbol`` (``_mlir_ciface_f``)."""
+    return PACKED + symbol.removeprefix(CIFACE)
+
+
 DTYPES = (
     "bool", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
     "complex64", "complex128",

@@ -15,6 +15,10 @@ array's descriptor goes in the call's int64 word buffer, and the
 4. reads the result struct in one ``struct.unpack_from`` and builds arrays
    and tensors (:func:`~sparsecomp.runtime.results.unflatten`).
 
+Where the C extension is built, :attr:`Caller.native` does all of this in
+C for the calls the fast path takes (:mod:`.fastcall`), and
+:meth:`Caller.__call__` tries it first.
+
 Nothing is shared between calls, so concurrent calls from several threads
 are safe.
 """
@@ -28,6 +32,7 @@ from typing import Any
 
 from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.conversions import Conversions
+from sparsecomp.runtime.fastcall import MISS, native_kernel, scalar_reader
 from sparsecomp.runtime.fastpath import FastArgs, Out
 from sparsecomp.runtime.marshal import c_signature, flatten
 from sparsecomp.runtime.memref import address, descriptor_words
@@ -82,6 +87,9 @@ def _item_specs(specs: tuple[ArgSpec, ...]) -> list[ArgSpec]:
 class Caller:
     """Calls one kernel function: ``caller(args)`` -> ``None``, one result or a tuple."""
 
+    #: whether calls may take the C path (a subclass that calls otherwise says False)
+    NATIVE = True
+
     def __init__(self, library: ctypes.CDLL, sig: Signature) -> None:
         argtypes, restype, result_struct = c_signature(sig)  # rejects float16 scalars
         cfunc = library[sig.symbol]
@@ -105,8 +113,30 @@ class Caller:
             layout = struct.Struct(result_format(sig.results))
             assert layout.size <= ctypes.sizeof(result_struct), "result struct layout"
             self.unpack = layout.unpack_from
+        elif len(sig.results) == 1:  # one scalar, returned by value
+            self.unpack = scalar_reader(_CODES[sig.results[0].dtype.name])
+        #: the C call path of this function (:mod:`.fastcall`), or None
+        self.native = (
+            native_kernel(library, sig, self.fast, result_struct, self._finish)
+            if self.NATIVE
+            else None
+        )
+
+    def _finish(self, raw: bytes, inputs: dict[int, Any]) -> Any:
+        """The results of a C-path call from its raw result bytes (see :mod:`.fastcall`)."""
+        assert self.unpack is not None
+        values = self.unpack(raw)
+        if self.result_struct is None:
+            return scalar(self.sig.results[0], values[0])
+        if self.one_array is not None:
+            rank, dtype = self.one_array
+            return result_array(values, rank, dtype, inputs, {})
+        return unflatten(self.sig, values, inputs)
 
     def __call__(self, args: tuple[Any, ...]) -> Any:
+        native = self.native
+        if native is not None and (got := native(args)) is not MISS:
+            return got
         out = self.result_struct() if self.result_struct is not None else None
         results = [] if out is None else [_addressof(out)]
         buf = self.words_type() if self.words_type is not None else None

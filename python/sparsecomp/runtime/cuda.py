@@ -267,6 +267,8 @@ def read_cubins(directory: Path, manifest: dict[str, Any], sm: int) -> dict[byte
 class CudaCaller(Caller):
     """Calls one function of a CUDA executable (see the module docstring)."""
 
+    NATIVE = False  # arguments go to the GPU first
+
     def __init__(
         self, library: ctypes.CDLL, sig: Signature, directory: Path, manifest: Any
     ) -> None:

@@ -26,6 +26,7 @@ from sparsecomp.errors import SparsecompError, TargetError
 from sparsecomp.formats.names import parse_layout
 from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
 from sparsecomp.runtime.call import Caller
+from sparsecomp.runtime.fastcall import MISS, native_router
 from sparsecomp.runtime.libs import LIBRARIES, library_path
 from sparsecomp.runtime.plan import Conversion, Plan
 from sparsecomp.runtime.prepared import Prepared, infer_op, prepare
@@ -63,6 +64,9 @@ class Function:
         self.specializer: Specializer | None = None
         #: compiles variants for a call's dense sizes (:mod:`.specialize`); None: never
         self.sizes: SizeSpecializer | None = None
+        #: which C kernel takes a call (:mod:`.fastcall`); made at the first call
+        self._router: Any = None
+        self._routed = False
 
     @property
     def name(self) -> str:
@@ -76,14 +80,55 @@ class Function:
         scalar; sparse: a scipy.sparse matrix or a SparseTensor (converted
         to the ABI layout). Returns ``None``, one result, or a tuple.
         """
+        router = self._router
+        if router is not None and (got := router(args)) is not MISS:
+            return got  # the C path took it
+        return self._call(args)
+
+    def _call(self, args: tuple[Any, ...]) -> Any:
+        """The Python path: pick a variant, then call; routes calls like these to C."""
+        caller = self._get_caller()
+        if not self._routed:
+            self._routed = True
+            if caller.native is not None:
+                self._router = native_router(self.sizes.dims if self.sizes else ())
         sizes = self.sizes
         if sizes is not None and (variant := sizes.pick(args)) is not None:
+            self._learn(args, variant, True)
             return variant(*args)
+        self._learn(args, self, False)
+        return caller(args)
+
+    def _get_caller(self) -> Caller:
         caller = self._caller
         if caller is None:
             caller = self._caller = self._make_caller(self._library, self.signature)
             caller.divert = self._divert
-        return caller(args)
+        return caller
+
+    def _learn(self, args: tuple[Any, ...], target: Function, variant: bool) -> None:
+        """Route calls like ``args`` to the C kernel that takes them in ``target``
+        (itself or its variant for the operands' index widths), if one does."""
+        if self._router is None:
+            return
+        kernel, via_variant = target._native_for(args)
+        if kernel is not None:
+            self._router.add(args, kernel, variant or via_variant)
+
+    def _native_for(self, args: tuple[Any, ...]) -> tuple[Any, bool]:
+        """The C kernel that takes ``args`` here, and whether it is an index-width variant's."""
+        native = self._get_caller().native
+        if native is None:
+            return None, False
+        if native.accepts(args):
+            return native, False
+        if self.specializer is None or any(type(a) is Prepared for a in args):
+            return None, False
+        other = self.specializer.pick(args)
+        if other is None:
+            return None, False
+        kernel, _ = other._native_for(args)
+        return kernel, True
 
     def _divert(self, args: tuple[Any, ...]) -> Callable[..., Any] | None:
         """What runs a call the fast path did not take, instead of converting its

@@ -35,6 +35,7 @@ and the words stay valid for as long as the tensor lives.
 
 from __future__ import annotations
 
+import struct
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -78,7 +79,14 @@ class FastArgs:
 
     def __init__(self, sig: Signature) -> None:
         self.n_args = len(sig.args)
-        self.steps = tuple(_step(spec) for spec in sig.args)
+        #: per argument: the SparseTensors that passed (id -> entry), shared with
+        #: the C call path (:mod:`.fastcall`); None for other arguments
+        self.checked: tuple[dict[int, _Checked] | None, ...] = tuple(
+            {} if spec.kind == "sparse" else None for spec in sig.args
+        )
+        self.steps = tuple(
+            _step(spec, checked) for spec, checked in zip(sig.args, self.checked, strict=True)
+        )
         static: list[tuple[int, int, int]] = []
         symbols: dict[str, list[tuple[int, int]]] = {}
         for i, spec in enumerate(sig.args):
@@ -112,12 +120,13 @@ class FastArgs:
         return True
 
 
-def _step(spec: ArgSpec) -> Step:
+def _step(spec: ArgSpec, checked: dict[int, _Checked] | None) -> Step:
     if spec.kind == "scalar":
         return _scalar_step(spec)
     if spec.kind == "dense":
         return _dense_step(spec)
-    return _sparse_step(spec)
+    assert checked is not None
+    return _sparse_step(spec, checked)
 
 
 def _scalar_step(spec: ArgSpec) -> Step:
@@ -157,9 +166,10 @@ def _dense_step(spec: ArgSpec) -> Step:
 
 
 class _Checked:
-    """A tensor that passed: its descriptor words, buffers by address, and sizes."""
+    """A tensor that passed: its descriptor words (also packed, ``blob``), buffers by
+    address, and sizes."""
 
-    __slots__ = ("inputs", "ref", "shape", "words")
+    __slots__ = ("blob", "inputs", "ref", "shape", "words")
 
     def __init__(
         self, ref: weakref.ref[SparseTensor], buffers: list[np.ndarray], shape: tuple[int, ...]
@@ -167,6 +177,7 @@ class _Checked:
         self.ref = ref
         self.inputs = [(address(a), a) for a in buffers]  # holds the buffers
         self.words = tuple(w for addr, a in self.inputs for w in words_of(a, addr))
+        self.blob = struct.pack(f"={len(self.words)}q", *self.words)
         self.shape = shape
 
 
@@ -211,13 +222,12 @@ def _scipy_step(spec: ArgSpec) -> Step | None:
     return scipy
 
 
-def _sparse_step(spec: ArgSpec) -> Step:
+def _sparse_step(spec: ArgSpec, checked: dict[int, _Checked]) -> Step:
     dtype, rank, layout = spec.dtype, spec.rank, spec.layout
     names = tuple(name for name, _ in spec.buffers)
     dtypes = tuple(dt for _, dt in spec.buffers)
     offsets = tuple(8 * descriptor_words(1) * k for k in range(len(names)))
     known: list[Any] = [layout]  # strong references: their ids cannot be reused
-    checked: dict[int, _Checked] = {}
 
     def same_layout(other: Any) -> bool:
         for lay in known:

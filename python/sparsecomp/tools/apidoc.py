@@ -110,6 +110,7 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.knobs:reproducer_dir",
             "sparsecomp.knobs:compile_in_process",
             "sparsecomp.knobs:specialize",
+            "sparsecomp.knobs:native_calls",
         ),
     ),
 )

@@ -38,6 +38,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-mark-upstream": "mark_upstream:MarkUpstreamPass",
     "sparse-iter-omp-schedule": "omp_schedule:OmpSchedulePass",
     "sparse-iter-order-levels": "order_levels:OrderLevelsPass",
+    "sparse-iter-pack-entry-points": "pack_entry_points:PackEntryPointsPass",
     "sparse-iter-parallelize": "parallelize:ParallelizePass",
     "sparse-iter-privatize-allocas": "privatize_allocas:PrivatizeAllocasPass",
     "sparse-iter-report-conversions": "report_conversions:ReportConversionsPass",
