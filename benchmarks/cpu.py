@@ -1,4 +1,4 @@
-"""SpMV, SpMM and SDDMM on the CPU: sparsecomp beside its peers, in one run.
+"""SpMV, SpMM, SDDMM and SpGEMM on the CPU: sparsecomp beside its peers, in one run.
 
 Run: ``.venv/bin/python benchmarks/cpu.py [--scale 16] [--rounds 3] [--repeat 3]
 [--markdown docs/benchmarks-cpu.md]``; ``--quick`` uses tiny matrices (the
@@ -9,7 +9,10 @@ Operations (float32, CSR with int32 indices):
 * SpMV ``y = A x``;
 * SpMM ``C = A B`` with K = 32 and 128 (B, C dense row-major);
 * SDDMM ``out = S .* (X Y^T)`` at S's stored entries, X: M x K, Y: N x K
-  (``--sddmm-k``, 32), the output a vector of values aligned with ``S.data``.
+  (``--sddmm-k``, 32), the output a vector of values aligned with ``S.data``;
+* SpGEMM ``C = A A`` of the (square) matrix with itself, C in CSR; on the
+  matrices where it takes at most ``SPGEMM_WORK`` multiply-adds (else n/a).
+  Results are compared with scipy's as sparse matrices, the same way.
 
 Matrices: :mod:`matrices` (its docstring has the sizes). Peers: :mod:`peers`
 (sparsecomp, scipy, dense numpy, torch CPU, the upstream MLIR sparsifier);
@@ -49,6 +52,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import bandwidth
 import matrices
@@ -62,6 +66,8 @@ from peers.upstream import VARIANTS, UpstreamPeer
 from report import Cell, Row, summary, table
 
 RTOL = 1e-4
+#: SpGEMM runs where A @ A takes at most this many multiply-adds (scipy: about 1 s)
+SPGEMM_WORK = 60_000_000
 FLOOR = float(np.finfo(np.float32).tiny)  # absolute slack: float32's smallest normal
 MAX_CALLS = 200  # timed calls per turn at most (--min-time)
 
@@ -140,20 +146,47 @@ def cases(op: str, a: sp.csr_matrix, name: str, args: argparse.Namespace) -> lis
     if op == "spmm":
         ks = [int(k) for k in args.spmm_k.split(",")]
         return [Case(op, name, a, (rng.standard_normal((n, k), dtype=np.float32),)) for k in ks]
+    if op == "spgemm":
+        work = spgemm_work(a)
+        if m != n or work > SPGEMM_WORK:
+            why = f"A @ A takes {work:.2g} multiply-adds, more than the {SPGEMM_WORK:.0g} run"
+            return [Case(op, name, a, (), skip=why if m == n else "not square")]
+        return [Case(op, name, a, ())]
     k = args.sddmm_k
     x = rng.standard_normal((m, k), dtype=np.float32)
     y = rng.standard_normal((n, k), dtype=np.float32)
     return [Case(op, name, a, (x, y))]
 
 
+def spgemm_work(a: sp.csr_matrix) -> int:
+    """Multiply-adds of ``A @ A``: column counts times row lengths."""
+    cols = np.bincount(a.indices, minlength=a.shape[1]).astype(np.int64)
+    rows = np.diff(a.indptr).astype(np.int64)
+    return int(cols[: rows.shape[0]] @ rows[: cols.shape[0]])
+
+
+def as_csr(result: object) -> sp.csr_matrix:
+    """A peer's SpGEMM result (scipy, ``SparseTensor``, torch CSR) as scipy CSR."""
+    if sp.issparse(result):
+        return sp.csr_matrix(result)
+    if hasattr(result, "to_scipy"):
+        return sp.csr_matrix(result.to_scipy())
+    if hasattr(result, "crow_indices"):
+        parts = (result.values(), result.col_indices(), result.crow_indices())  # type: ignore[attr-defined]
+        return sp.csr_matrix(tuple(p.numpy() for p in parts), shape=tuple(result.shape))  # type: ignore[attr-defined]
+    raise TypeError(f"not a sparse result: {type(result).__name__}")
+
+
 def abs_case(case: Case) -> Case:
     return Case(case.op, case.matrix, abs(case.a), tuple(np.abs(d) for d in case.dense))
 
 
-def check(peer: Peer, case: Case, ref: np.ndarray, bound: np.ndarray) -> Run | Cell:
+def check(peer: Peer, case: Case, ref: Any, bound: Any) -> Run | Cell:
     """Prepare ``peer`` and check its result against ``ref``: the run, or why not."""
     try:
         run = peer.prepare(case)
+        if sp.issparse(ref):
+            return check_sparse(run, as_csr(run()), ref, bound)
         got = np.asarray(run())
     except Unavailable as err:
         return Cell(status="n/a", reason=str(err))
@@ -168,6 +201,18 @@ def check(peer: Peer, case: Case, ref: np.ndarray, bound: np.ndarray) -> Run | C
     if not np.all(err <= RTOL * bound + FLOOR):  # also false for NaN
         worst = float(np.nanmax(err / np.maximum(bound, 1e-30))) if err.size else 0.0
         return Cell(status="WRONG", reason=f"error up to {worst:.2e} x bound (allowed {RTOL:g})")
+    return run
+
+
+def check_sparse(run: Run, got: sp.csr_matrix, ref: Any, bound: Any) -> Run | Cell:
+    """``check`` of a sparse result: the same elementwise rule, on sparse matrices."""
+    if got.shape != ref.shape:
+        return Cell(status="WRONG", reason=f"shape {got.shape}, expected {ref.shape}")
+    err = abs(got.astype(np.float64) - ref)
+    excess = err - RTOL * bound
+    worst = float(excess.max()) if excess.nnz else 0.0
+    if not worst <= FLOOR:  # also true for NaN
+        return Cell(status="WRONG", reason=f"error above {RTOL:g} x bound by {worst:.2e}")
     return run
 
 
@@ -246,9 +291,13 @@ def _compare(args: argparse.Namespace, ops: list[str], peers: list[Peer]) -> int
         log(f"# {spec.name}: {a.shape}, nnz {a.nnz} ({time.perf_counter() - start:.1f} s)")
         for op in ops:
             for case in cases(op, a, spec.name, args):
+                row = Row(spec.name, a.shape[0], a.nnz)
+                if case.skip is not None:
+                    row.cells = {name: Cell(status="n/a", reason=case.skip) for name in names}
+                    rows.setdefault(case.label, []).append(row)
+                    continue
                 ref = scipy_peer.compute(case).astype(np.float64)
                 bound = scipy_peer.compute(abs_case(case)).astype(np.float64)
-                row = Row(spec.name, a.shape[0], a.nnz)
                 if op == "spmv" and bw is not None:
                     row.bound = bandwidth.spmv_bytes(a) / bw.read
                 runs: dict[str, Run] = {}
@@ -276,7 +325,12 @@ def _compare(args: argparse.Namespace, ops: list[str], peers: list[Peer]) -> int
     return 0
 
 
-TITLES = {"spmv": "SpMV y = A x", "spmm": "SpMM C = A B", "sddmm": "SDDMM S .* (X Y^T)"}
+TITLES = {
+    "spmv": "SpMV y = A x",
+    "spmm": "SpMM C = A B",
+    "sddmm": "SDDMM S .* (X Y^T)",
+    "spgemm": "SpGEMM C = A A",
+}
 
 
 def render(
@@ -291,7 +345,7 @@ def render(
     names = [p.name for p in peers]
     stat = "best" if args.stat == "best" else "median"
     out = [
-        "# CPU benchmark: SpMV, SpMM, SDDMM",
+        "# CPU benchmark: SpMV, SpMM, SDDMM, SpGEMM",
         "",
         f"`benchmarks/cpu.py {args.command}` on {platform.machine()}, {os.cpu_count()} cores"
         f" ({_cpu_name()}); {stat} of {args.rounds} rounds x at least {args.repeat} calls"

@@ -3,7 +3,9 @@
 A peer's ``prepare(case)`` does everything that is not part of the timed
 operation (packing the matrix into its own format, compiling a kernel for
 the shape) and returns a closure computing the result as a numpy array:
-``y`` for SpMV, ``C`` for SpMM, the values aligned with ``S.data`` for SDDMM.
+``y`` for SpMV, ``C`` for SpMM, the values aligned with ``S.data`` for SDDMM;
+for SpGEMM its own sparse result (a scipy matrix, a ``SparseTensor``, a torch
+CSR tensor), which ``cpu.py`` reads back as scipy CSR outside the timing.
 It raises :class:`Unavailable` (shown as ``n/a``) with a one-line reason when
 it cannot run that case, and :class:`Aborted` when its compiler killed the
 process it ran in.
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-OPS = ("spmv", "spmm", "sddmm")
+OPS = ("spmv", "spmm", "sddmm", "spgemm")
 Run = Callable[[], np.ndarray]
 
 
@@ -36,11 +38,13 @@ class Case:
     op: str
     matrix: str
     a: sp.csr_matrix  # float32, int32 indices, canonical
-    dense: tuple[np.ndarray, ...]  # spmv: (x,); spmm: (B,); sddmm: (X, Y)
+    dense: tuple[np.ndarray, ...]  # spmv: (x,); spmm: (B,); sddmm: (X, Y); spgemm: ()
+    #: why the case is not run (every peer shows n/a), or None
+    skip: str | None = None
 
     @property
     def k(self) -> int | None:
-        return None if self.op == "spmv" else self.dense[0].shape[1]
+        return None if self.op in ("spmv", "spgemm") else self.dense[0].shape[1]
 
     @property
     def label(self) -> str:

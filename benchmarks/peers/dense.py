@@ -36,6 +36,8 @@ class DensePeer(Peer):
         m, n = case.a.shape
         if m * n > MAX_ENTRIES:
             raise Unavailable(f"{m}x{n} is larger than 4096^2 entries")
+        if case.op == "spgemm":
+            raise Unavailable("SpGEMM has no dense counterpart here")
         if case.op != "sddmm":
             d, operand = case.a.toarray(), case.dense[0]
             return lambda: d @ operand

@@ -33,7 +33,7 @@ from peers import Case, Peer, Run, Unavailable
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 #: form -> (peer name, kernel directory)
 FORMS = {"ours": ("sparsecomp", KERNELS), "upstream": ("sparsecomp-up", KERNELS / "upstream_form")}
-_LAYOUT = re.compile(r"#csr = (#sparse_iter\.layout<.*?\{\}>)", re.S)
+_LAYOUT = re.compile(r"#csr = (#sparse_iter\.layout<\{.*?\}>)", re.S)
 
 
 def _why(err: BaseException) -> str:
@@ -87,11 +87,9 @@ class SparsecompPeer(Peer):
         from sparsecomp.formats import SparseTensor, parse_layout
 
         text = _LAYOUT.search((KERNELS / f"{op}.mlir").read_text())
-        try:
-            assert text is not None
-            return SparseTensor.from_scipy(case.a, parse_layout(text.group(1)))
-        except Exception:  # let the runtime pack the scipy matrix itself
-            return case.a
+        if text is None:
+            raise Unavailable(f"kernels/{op}.mlir declares no '#csr = #sparse_iter.layout<...>'")
+        return SparseTensor.from_scipy(case.a, parse_layout(text.group(1)))
 
     def prepare(self, case: Case) -> Run:
         if self.missing:
@@ -100,15 +98,15 @@ class SparsecompPeer(Peer):
         if self.form == "upstream":
             a: Any = case.a
             m = case.a.shape[0]
-            outs = {"spmv": (np.zeros(m, np.float32),), "sddmm": ()}
+            outs = {"spmv": (np.zeros(m, np.float32),), "sddmm": (), "spgemm": ()}
             dense = case.dense + outs.get(case.op, (np.zeros((m, case.k or 0), np.float32),))
         else:
             a = self._pack(case, case.op)
             dense = case.dense
 
-        def run() -> np.ndarray:
-            out = exe(a, *dense)
-            return np.asarray(getattr(out, "values", out))
+        def run() -> Any:
+            out = exe(a, a, *dense) if case.op == "spgemm" else exe(a, *dense)
+            return out if case.op == "spgemm" else np.asarray(getattr(out, "values", out))
 
         try:
             start = time.perf_counter()

@@ -30,7 +30,7 @@ class TorchPeer(Peer):
         self.torch = torch
         self.about = (
             f"torch {torch.__version__} sparse CSR, {torch.get_num_threads()} threads; "
-            "SDDMM: sampled_addmm(beta=0) then values * S.values"
+            "SDDMM: sampled_addmm(beta=0) then values * S.values; SpGEMM: CSR @ CSR"
         )
 
     def prepare(self, case: Case) -> Run:
@@ -48,6 +48,8 @@ class TorchPeer(Peer):
                 check_invariants=False,
             )
         dense = [torch.from_numpy(np.ascontiguousarray(d)) for d in case.dense]
+        if case.op == "spgemm":
+            return lambda: t @ t
         if case.op in ("spmv", "spmm"):
             operand = dense[0]
             return lambda: (t @ operand).numpy()

@@ -268,6 +268,10 @@ class UpstreamPeer(Peer):
     def prepare(self, case: Case) -> Run:
         from mlir import runtime as rt
 
+        if case.op == "spgemm":
+            # The sparsifier compiles SpGEMM, but its sparse result comes back as
+            # storage this harness does not read yet.
+            raise Unavailable("sparse results are not read back by this harness")
         a = case.a
         engine = self._kernel(case.op, *a.shape)
         args = [a.indptr, a.indices, a.data, *(np.ascontiguousarray(d) for d in case.dense)]

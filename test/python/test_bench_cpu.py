@@ -22,7 +22,8 @@ def test_cpu_benchmark_quick(repo, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = proc.stdout
-    for title in ("## SpMV", "## SpMM C = A B, K=32", "## SpMM C = A B, K=128", "## SDDMM"):
+    titles = ("## SpMV", "## SpMM C = A B, K=32", "## SpMM C = A B, K=128", "## SDDMM", "## SpGEMM")
+    for title in titles:
         assert title in out, title
     assert "## Compile times" in out
     assert md.read_text().strip() == out.strip()
@@ -33,6 +34,7 @@ def test_cpu_benchmark_quick(repo, tmp_path):
     # both program forms in the summary, and the call overhead measured
     assert "## Summary" in out
     assert "| spmm K=32 | sparsecomp-up |" in out
+    assert "| spgemm | sparsecomp-up |" in out
     assert "| sparsecomp, SparseTensor |" in out
     assert "| scipy (a @ b) |" in out
     assert "WRONG" not in out, out
@@ -41,7 +43,7 @@ def test_cpu_benchmark_quick(repo, tmp_path):
     else:
         assert "torch ms" in header
     rows = [ln for ln in out.splitlines() if ln.startswith("| rmat")]
-    assert len(rows) == 4  # one per table
+    assert len(rows) == 5  # one per table
 
 
 def test_cpu_benchmark_without_torch(repo, tmp_path):

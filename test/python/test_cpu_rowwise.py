@@ -62,16 +62,58 @@ def test_spgemm_sparse_output(shape: tuple[int, int, int], elt: str) -> None:
     want = (A @ B).astype(dtype)
     check_csr(got, want, 1e-4 if elt == "f32" else 1e-10)
     # The output stores exactly the structural nonzeros of A @ B (cancellation kept).
-    pattern = (abs(A).astype(bool).astype(np.int64) @ abs(B).astype(bool).astype(np.int64))
+    pattern = abs(A).astype(bool).astype(np.int64) @ abs(B).astype(bool).astype(np.int64)
     assert got.to_scipy().nnz == pattern.nnz
 
 
-def test_spgemm_long_rows_use_heapsort() -> None:
-    """Rows of more than 32 entries are sorted by the heapsort path."""
-    A, B = matrix((40, 60), 0.5, np.float64, 3), matrix((60, 300), 0.5, np.float64, 4)
+def _order_paths(c: sp.csr_matrix) -> set[str]:
+    """How ``lowering.sort.order_marked`` orders each row of ``c``: insertion sort (at
+    most 32 entries), a walk over the row's bitmap (its columns span at most 16
+    words of 64 per entry) or heapsort."""
+    from sparsecomp.lowering.sort import INSERTION_MAX, WORDS_PER_ENTRY
+
+    paths = set()
+    for r in range(c.shape[0]):
+        row = c.indices[c.indptr[r] : c.indptr[r + 1]]
+        if len(row) <= INSERTION_MAX:
+            paths.add("insertion")
+            continue
+        words = row.max() // 64 - row.min() // 64 + 1
+        paths.add("bitmap" if words <= WORDS_PER_ENTRY * len(row) else "heapsort")
+    return paths
+
+
+def _rows(lengths: list[int], cols: int, seed: int) -> sp.csr_matrix:
+    """Rows of the given lengths, at random distinct columns, values in [0.5, 1.5)."""
+    rng = np.random.default_rng(seed)
+    idx = [np.sort(rng.choice(cols, size=n, replace=False)) for n in lengths]
+    ptr = np.concatenate([[0], np.cumsum(lengths)])
+    data = rng.random(int(ptr[-1])) + 0.5
+    flat = np.concatenate(idx) if idx else np.zeros(0, np.int64)
+    return sp.csr_matrix((data, flat, ptr), shape=(len(lengths), cols))
+
+
+@pytest.mark.parametrize(
+    ("lengths", "cols", "paths"),
+    [
+        # rows of about 80-150 entries over 300 columns: the bitmap
+        ([100, 150, 200] * 5, 300, {"bitmap"}),
+        # rows of 33-60 entries spread over 100000 columns: heapsort; short ones: insertion
+        ([5, 33, 40, 60] * 5, 100_000, {"insertion", "heapsort"}),
+        # all three in one output
+        ([3, 40, 180, 0, 1, 32, 33, 200] * 3, 100_000, {"insertion", "bitmap", "heapsort"}),
+    ],
+)
+def test_spgemm_long_rows_are_ordered(lengths: list[int], cols: int, paths: set[str]) -> None:
+    """Each way of ordering a row gives sorted, complete rows. ``B`` has one entry per
+    row, so row ``i`` of ``A @ B`` has up to ``lengths[i]`` entries spread over
+    ``cols`` columns; the test checks that the paths named are taken."""
+    A = _rows(lengths, 200, 3)
+    B = _rows([1] * 200, cols, 4)
+    want = sp.csr_matrix(A @ B)
+    assert _order_paths(want) >= paths
     got = compiled(K.spgemm("f64"))(A, B)
-    assert np.diff(got.to_scipy().indptr).max() > 32
-    check_csr(got, A @ B, 1e-10)
+    check_csr(got, want, 1e-10)
 
 
 def test_spgemm_nonordered_output() -> None:

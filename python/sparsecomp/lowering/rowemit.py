@@ -15,7 +15,9 @@ between rows:
 A dense output is updated in place at the recorded columns. A sparse
 output takes three passes over the rows: count each row's columns, a
 prefix sum into positions, then fill: record the columns at the row's
-positions, sort them (:mod:`.sort`), and compute the values.
+positions (and set their bits in a bitmap), order them (:mod:`.sort`:
+short rows sorted, long ones read back from the bitmap), and compute the
+values.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from sparsecomp.lowering.loops import State, add, for_state, if_state, index, lo
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.reader import Reader, int_type
 from sparsecomp.lowering.rowplan import RowOperand, RowPlan
-from sparsecomp.lowering.sort import sort_segment
+from sparsecomp.lowering.sort import mark, order_marked, sort_segment
 from sparsecomp.lowering.zeros import Zero, reads_output
 
 #: How many blocks of rows run in parallel (each with its own workspaces).
@@ -142,7 +144,17 @@ class RowEmitter(OperandAccess):
                 ws |= {f"ws{s.number}": array(self._element(s)) for s in plan.sparse}
         if self.mode == "dense":
             ws["list"] = array(idx_t)
+        if self.mode == "fill" and self._ordered():
+            # one bit per column: orders a long row without sorting it (.sort.order_marked)
+            words = arith.ceildivui(self.ncols, index(64))
+            i64 = ir.IntegerType.get_signless(64)
+            ws["bits"] = linalg.fill(zero_of(i64), outs=[tensor.empty([words], i64)])
         return ws
+
+    def _ordered(self) -> bool:
+        """Whether the sparse output's columns must be in order within a row."""
+        layout = self.plan.output.layout
+        return layout is not None and not layout.levels[1].nonordered
 
     def _element(self, s: RowOperand) -> ir.Type:
         return self.readers[s.number].element
@@ -161,9 +173,12 @@ class RowEmitter(OperandAccess):
             hi = add(self.lo, n)
             layout = self.plan.output.layout
             assert layout is not None
-            if not layout.levels[1].nonordered:
+            if "bits" in s:
+                s["crd"], s["bits"] = order_marked(s["crd"], self.lo, hi, s["bits"])
+            elif not layout.levels[1].nonordered:
                 s["crd"] = sort_segment(s["crd"], self.lo, hi)
             return for_state(self.lo, hi, s, lambda p, st: self._combine(_load_crd(st, p), p, st))
+
         def listed(t: ir.Value, st: State) -> State:
             return self._combine(load_index(st["list"], t), t, st)
 
@@ -185,6 +200,8 @@ class RowEmitter(OperandAccess):
         if self.mode == "fill":
             crd_t = ir.RankedTensorType(s["crd"].type).element_type
             s = {**s, "crd": _put(s["crd"], add(self.lo, n), cast(j, crd_t))}
+            if "bits" in s:
+                s = {**s, "bits": mark(s["bits"], j)}
         elif self.mode == "dense":
             s = {**s, "list": _put(s["list"], n, j)}
         return {**s, "n": add(n, index(1))}
@@ -262,9 +279,7 @@ class RowEmitter(OperandAccess):
             value = _get(s["w"], j)
         else:
             current = (
-                zero_of(self.elt)
-                if plan.sparse_output
-                else _get2(self.source or s["out"], row, j)
+                zero_of(self.elt) if plan.sparse_output else _get2(self.source or s["out"], row, j)
             )
             sparse = {op.number: _get(s[f"ws{op.number}"], j) for op in plan.sparse}
             value = bodies.emit_scalar(self.block, self._args(sparse, current), self.idx)
@@ -293,4 +308,3 @@ def _load_crd(s: State, p: ir.Value) -> ir.Value:
 def emit_rows(plan: RowPlan) -> ir.Value:
     """The kernel's result (the new output tensor), emitted at the insertion point."""
     return RowEmitter(plan).emit()
-

@@ -7,6 +7,14 @@ insertion sort; longer ones heapsort, so a dense-ish row costs
 ``O(n log n)`` and no recursion or extra memory is needed. Both are
 ``scf.while``/``scf.for`` loops carrying the tensor, which bufferization
 turns into in-place updates of the buffer.
+
+Where the row also set one bit per column in a bitmap (:func:`mark`),
+:func:`order_marked` orders a long segment whose columns span at most
+:data:`WORDS_PER_ENTRY` words of 64 columns per entry by walking the set
+bits over that span instead (a count-trailing-zeros per entry, one load
+per 64 columns), and zeroes those words for the next row. On SpGEMM's
+long rows it is much faster than heapsort: a circuit matrix's ``A @ A``
+spent 275 of its 303 ms sorting.
 """
 
 from __future__ import annotations
@@ -14,11 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mlir import ir
-from mlir.dialects import arith, scf, tensor
+from mlir.dialects import arith, math, scf, tensor
 
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index
 
 INSERTION_MAX = 32
+#: A long segment whose columns span at most this many bitmap words (64 columns
+#: each) per entry is ordered by walking the bitmap (well under 1 ns a word, a few
+#: ns per entry) instead of by heapsort (about 5 ns per entry and heap level).
+WORDS_PER_ENTRY = 16
 
 Pred = arith.CmpIPredicate
 
@@ -56,9 +68,7 @@ def _insertion(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
         def cond(args: Carried) -> tuple[ir.Value, Carried]:
             q, cur = args
             prev = _get(cur, arith.maxsi(arith.subi(q, index(1)), lo))  # in bounds at q = lo
-            keep = arith.andi(
-                arith.cmpi(Pred.sgt, q, lo), arith.cmpi(Pred.sgt, prev, key)
-            )
+            keep = arith.andi(arith.cmpi(Pred.sgt, q, lo), arith.cmpi(Pred.sgt, prev, key))
             return keep, [q, cur]
 
         def shift(args: Carried) -> Carried:
@@ -132,3 +142,91 @@ def sort_segment(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
     with ir.InsertionPoint(op.else_block):
         scf.YieldOp([_heapsort(t, lo, hi)])
     return op.results[0]
+
+
+def _words(bits: ir.Value, j: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Column ``j``'s word in a bitmap of i64 words, and its bit in it."""
+    i64 = ir.IntegerType.get_signless(64)
+    word = arith.shrui(j, index(6))
+    bit = arith.shli(arith.constant(i64, 1), arith.index_cast(i64, arith.andi(j, index(63))))
+    return word, bit
+
+
+def mark(bits: ir.Value, j: ir.Value) -> ir.Value:
+    """``bits`` with column ``j``'s bit set."""
+    word, bit = _words(bits, j)
+    return _put(bits, word, arith.ori(_get(bits, word), bit))
+
+
+def _clear_each(bits: ir.Value, t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """``bits`` with the words of the columns ``t[lo:hi]`` zeroed."""
+
+    def body(p: ir.Value, vals: Carried) -> Carried:
+        word = arith.shrui(arith.index_cast(ir.IndexType.get(), _get(t, p)), index(6))
+        return [_put(vals[0], word, arith.constant(ir.IntegerType.get_signless(64), 0))]
+
+    return for_loop(lo, hi, index(1), [bits], body)[0]
+
+
+def _walk_bits(
+    t: ir.Value, lo: ir.Value, first: ir.Value, last: ir.Value, bits: ir.Value
+) -> Carried:
+    """``t[lo:...]`` := the columns whose bits are set in words ``first..last``, ascending;
+    those words are zeroed. Returns ``[t, bits]``."""
+    elt = ir.RankedTensorType(t.type).element_type
+    i64 = ir.IntegerType.get_signless(64)
+    zero = arith.constant(i64, 0)
+
+    def word_body(w: ir.Value, vals: Carried) -> Carried:
+        cur, at, bitmap = vals
+        base = arith.muli(w, index(64))
+
+        def cond(args: Carried) -> tuple[ir.Value, Carried]:
+            return arith.cmpi(Pred.ne, args[0], zero), args
+
+        def step(args: Carried) -> Carried:
+            word, cur, at = args
+            low = arith.index_cast(ir.IndexType.get(), math.cttz(word))
+            cur = _put(cur, at, arith.index_cast(elt, add(base, low)))
+            rest = arith.andi(word, arith.subi(word, arith.constant(i64, 1)))
+            return [rest, cur, add(at, index(1))]
+
+        _, cur, at = _while([_get(bitmap, w), cur, at], cond, step)
+        return [cur, at, _put(bitmap, w, zero)]
+
+    cur, _, bitmap = for_loop(first, add(last, index(1)), index(1), [t, lo, bits], word_body)
+    return [cur, bitmap]
+
+
+def order_marked(t: ir.Value, lo: ir.Value, hi: ir.Value, bits: ir.Value) -> Carried:
+    """``[t, bits]``: ``t[lo:hi]`` ascending, where those are exactly the columns whose
+    bits are set in the bitmap ``bits`` (i64 words, 64 columns each), and ``bits``
+    zeroed again. Insertion sort when short; else a walk over the set bits when the
+    columns span at most :data:`WORDS_PER_ENTRY` words per entry; else heapsort."""
+    n = arith.subi(hi, lo)
+    short = arith.cmpi(Pred.sle, n, index(INSERTION_MAX))
+    types = [t.type, bits.type]
+    op = scf.IfOp(short, types, has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        ordered = _insertion(t, lo, hi)
+        scf.YieldOp([ordered, _clear_each(bits, ordered, lo, hi)])
+    with ir.InsertionPoint(op.else_block):
+        head = _get(t, lo)
+
+        def bounds(p: ir.Value, vals: Carried) -> Carried:
+            x = _get(t, p)
+            return [arith.minsi(vals[0], x), arith.maxsi(vals[1], x)]
+
+        low, high = for_loop(add(lo, index(1)), hi, index(1), [head, head], bounds)
+        first = arith.shrui(arith.index_cast(ir.IndexType.get(), low), index(6))
+        last = arith.shrui(arith.index_cast(ir.IndexType.get(), high), index(6))
+        span = add(arith.subi(last, first), index(1))
+        few = arith.cmpi(Pred.sle, span, arith.muli(n, index(WORDS_PER_ENTRY)))
+        inner = scf.IfOp(few, types, has_else=True)
+        with ir.InsertionPoint(inner.then_block):
+            scf.YieldOp(_walk_bits(t, lo, first, last, bits))
+        with ir.InsertionPoint(inner.else_block):
+            ordered = _heapsort(t, lo, hi)
+            scf.YieldOp([ordered, _clear_each(bits, ordered, lo, hi)])
+        scf.YieldOp(list(inner.results))
+    return list(op.results)
