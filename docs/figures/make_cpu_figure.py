@@ -1,6 +1,6 @@
 """Draw docs/figures/cpu_ratios.png from the CPU benchmark run in docs/benchmarks.md.
 
-One panel per table of that run (SpMV, SpMM K=32 and K=128, SDDMM): per
+One panel per table of that run (SpMV, SpMM K=32 and K=128, SDDMM, SpGEMM): per
 matrix, each peer's time over sparsecomp's (``P ratio`` columns; above 1,
 sparsecomp is faster), on a log scale, with the upstream-syntax form of
 sparsecomp (``sparsecomp-up``) among them. The PNG's ``Description`` holds
@@ -25,7 +25,7 @@ import mdtable
 DOCS = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent / "cpu_ratios.png"
 #: the tables drawn: the CPU benchmark's op tables (their "## " titles start so)
-TITLES = ("SpMV", "SpMM", "SDDMM")
+TITLES = ("SpMV", "SpMM", "SDDMM", "SpGEMM")
 PEERS = ("sparsecomp-up", "scipy", "torch", "upstream")
 
 
@@ -45,6 +45,11 @@ def cpu_tables(markdown: str) -> dict[str, list[dict[str, str]]]:
     return tables
 
 
+def _number(cell: str | None) -> bool:
+    """Whether a ratio cell holds a number (not ``-`` or empty)."""
+    return cell is not None and cell.strip("*") not in ("-", "")
+
+
 def fingerprint(tables: dict[str, list[dict[str, str]]]) -> str:
     text = repr(sorted((t, [sorted(r.items()) for r in rows]) for t, rows in tables.items()))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -59,15 +64,15 @@ def draw(tables: dict[str, list[dict[str, str]]], out: Path) -> None:
     fig, axes = plt.subplots(len(tables), 1, figsize=(13, 3.2 * len(tables)), squeeze=False)
     for ax, (title, rows) in zip(axes[:, 0], tables.items(), strict=True):
         names = [r["matrix"] for r in rows]
-        peers = [p for p in PEERS if f"{p} ratio" in rows[0]]
+        peers = [p for p in PEERS if any(_number(r.get(f"{p} ratio")) for r in rows)]
         width = 0.8 / max(len(peers), 1)
         for k, peer in enumerate(peers):
             xs, ys = [], []
             for i, r in enumerate(rows):
-                cell = r.get(f"{peer} ratio", "-").strip("*")
-                if cell not in ("-", ""):
+                cell = r.get(f"{peer} ratio")
+                if _number(cell):
                     xs.append(i + (k - (len(peers) - 1) / 2) * width)
-                    ys.append(float(cell))
+                    ys.append(float(cell.strip("*")))  # type: ignore[union-attr]
             ax.bar(xs, ys, width, label=peer)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")

@@ -273,7 +273,7 @@ static int tensor_arg(Call *c, const ArgPlan *p, PyObject *v, int64_t *shape, in
     PyObject *shp = blob ? PyObject_GetAttr(entry, S_shape) : NULL;
     if (shp == NULL || !PyWeakref_Check(ref) || !PyBytes_Check(blob) || !PyTuple_Check(shp))
         goto done;
-    if (PyWeakref_GET_OBJECT(ref) != v || PyTuple_GET_SIZE(shp) > MAX_RANK)
+    if (PyWeakref_GET_OBJECT(ref) != v || PyTuple_GET_SIZE(shp) != p->rank)
         goto done;
     Py_ssize_t nwords = PyBytes_GET_SIZE(blob) / 8;
     if (nwords != 5 * p->nbuf || c->nwords + nwords > MAX_WORDS)
