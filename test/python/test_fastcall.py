@@ -230,3 +230,19 @@ def test_routes_to_variants_follow_the_knob(form: str, monkeypatch: pytest.Monke
     monkeypatch.setenv("SPARSECOMP_SPECIALIZE", "0")
     assert function._router(args) is fastcall.MISS  # every route here goes to a variant
     np.testing.assert_allclose(call(native, form, a, b), a @ b, rtol=1e-12)
+
+
+def test_signatures_beyond_the_c_path_take_the_python_path(private_cache: None) -> None:
+    """A function with more arguments than the extension's plans hold is still called,
+    the Python way."""
+    n = 40
+    params = ", ".join(f"%x{i}: tensor<?xf64>" for i in range(n))
+    text = f"""
+    func.func @last({params}) -> tensor<?xf64> {{
+      return %x{n - 1} : tensor<?xf64>
+    }}
+    """
+    exe = sparsecomp.compile(text)
+    args = [np.full(3, float(i)) for i in range(n)]
+    np.testing.assert_array_equal(exe(*args), args[-1])
+    assert exe.functions["last"]._caller.native is None

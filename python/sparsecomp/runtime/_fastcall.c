@@ -564,6 +564,10 @@ static int parse_pairs(PyObject *list, int (*out)[4], int *n, int width) {
     return 1;
 }
 
+static int slot_ok(const Kernel *k, int argument, int axis) {
+    return argument >= 0 && argument < k->nargs && axis >= 0 && axis < k->args[argument].rank;
+}
+
 /* Kernel(address, owner, args, statics, symbols, result, finish, malloced) */
 static int kernel_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     Kernel *k = (Kernel *)self;
@@ -586,6 +590,13 @@ static int kernel_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     for (int s = 0; s < k->nstatic; s++)
         for (int j = 0; j < 3; j++)
             k->statics[s][j] = triples[s][j];
+    for (int s = 0; s < k->nstatic; s++) /* every (argument, axis) names a shape slot */
+        if (!slot_ok(k, k->statics[s][0], k->statics[s][1]))
+            goto bad;
+    for (int s = 0; s < k->nsym; s++)
+        if (!slot_ok(k, k->symbols[s][0], k->symbols[s][1]) ||
+            !slot_ok(k, k->symbols[s][2], k->symbols[s][3]))
+            goto bad;
     if (PyTuple_GET_SIZE(result) != 5 || !int_item(result, 0, &k->result) ||
         !int_item(result, 1, &k->result_bytes) || !int_item(result, 2, &k->result_rank) ||
         !int_item(result, 3, &k->result_typenum) || !int_item(result, 4, &k->result_item) ||

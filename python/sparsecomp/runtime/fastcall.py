@@ -108,9 +108,12 @@ def native_kernel(
     result = _result_plan(sig, result_struct)
     if result is None:
         return None
-    return _fastcall.Kernel(
-        address, library, tuple(plan), fast.static, symbols, result, finish, Malloced
-    )
+    try:
+        return _fastcall.Kernel(
+            address, library, tuple(plan), fast.static, symbols, result, finish, Malloced
+        )
+    except ValueError:  # beyond the extension's fixed limits (arguments, sizes, result bytes)
+        return None
 
 
 def _result_plan(
