@@ -40,6 +40,7 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.runtime.prepared:Prepared",
             "sparsecomp.runtime.plan:Plan",
             "sparsecomp.runtime.profile:Profile",
+            "sparsecomp.runtime.fastcall:available",
         ),
     ),
     (
