@@ -35,7 +35,7 @@ from sparsecomp.lowering.loops import State, add, for_state, if_state, index, lo
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.reader import Reader, int_type
 from sparsecomp.lowering.rowplan import RowOperand, RowPlan
-from sparsecomp.lowering.sort import mark, order_marked, sort_segment
+from sparsecomp.lowering.sort import mark, order_marked
 from sparsecomp.lowering.zeros import Zero, reads_output
 
 #: How many blocks of rows run in parallel (each with its own workspaces).
@@ -171,12 +171,8 @@ class RowEmitter(OperandAccess):
             return {**s, "counts": _put(s["counts"], r, n)}
         if self.mode == "fill":
             hi = add(self.lo, n)
-            layout = self.plan.output.layout
-            assert layout is not None
-            if "bits" in s:
+            if "bits" in s:  # an ordered level (a nonordered one keeps the order found)
                 s["crd"], s["bits"] = order_marked(s["crd"], self.lo, hi, s["bits"])
-            elif not layout.levels[1].nonordered:
-                s["crd"] = sort_segment(s["crd"], self.lo, hi)
             return for_state(self.lo, hi, s, lambda p, st: self._combine(_load_crd(st, p), p, st))
 
         def listed(t: ir.Value, st: State) -> State:

@@ -1,20 +1,18 @@
-"""Sort a segment of a rank-1 integer tensor in place, in stage II IR (scf on tensors).
+"""Order a segment of a rank-1 integer tensor in place, in stage II IR (scf on tensors).
 
 Used for the coordinates of one row of a computed sparse output, which a
-row workspace discovers out of order. Short segments (at most
-:data:`INSERTION_MAX` entries, the common case for sparse rows) use
-insertion sort; longer ones heapsort, so a dense-ish row costs
-``O(n log n)`` and no recursion or extra memory is needed. Both are
-``scf.while``/``scf.for`` loops carrying the tensor, which bufferization
-turns into in-place updates of the buffer.
-
-Where the row also set one bit per column in a bitmap (:func:`mark`),
-:func:`order_marked` orders a long segment whose columns span at most
+row workspace discovers out of order, while the row sets one bit per
+column in a bitmap (:func:`mark`). :func:`order_marked` orders a short
+segment (at most :data:`INSERTION_MAX` entries, the common case for
+sparse rows) by insertion sort; a longer one whose columns span at most
 :data:`WORDS_PER_ENTRY` words of 64 columns per entry by walking the set
-bits over that span instead (a count-trailing-zeros per entry, one load
-per 64 columns), and zeroes those words for the next row. On SpGEMM's
-long rows it is much faster than heapsort: a circuit matrix's ``A @ A``
-spent 275 of its 303 ms sorting.
+bits over that span (a count-trailing-zeros per entry, one load per 64
+columns); else, a row spread thin over very many columns, by heapsort
+(``O(n log n)``, no recursion or extra memory). It zeroes the bits it set
+for the next row. All are ``scf.while``/``scf.for`` loops carrying the
+tensors, which bufferization turns into in-place updates of the buffers.
+On SpGEMM's long rows the walk is much faster than heapsort: a circuit
+matrix's ``A @ A`` spent 275 of its 303 ms sorting.
 """
 
 from __future__ import annotations
@@ -131,17 +129,6 @@ def _heapsort(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
         return [_sift_down(cur, lo, index(0), end)]
 
     return for_loop(index(0), arith.subi(n, index(1)), index(1), [heap], extract)[0]
-
-
-def sort_segment(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
-    """``t`` with ``t[lo:hi]`` sorted ascending (signed); emitted at the insertion point."""
-    short = arith.cmpi(Pred.sle, arith.subi(hi, lo), index(INSERTION_MAX))
-    op = scf.IfOp(short, [t.type], has_else=True)
-    with ir.InsertionPoint(op.then_block):
-        scf.YieldOp([_insertion(t, lo, hi)])
-    with ir.InsertionPoint(op.else_block):
-        scf.YieldOp([_heapsort(t, lo, hi)])
-    return op.results[0]
 
 
 def _words(bits: ir.Value, j: ir.Value) -> tuple[ir.Value, ir.Value]:
