@@ -144,13 +144,10 @@ static int descriptor(Call *c, PyArrayObject *a) {
     return param(c, (uint64_t)(uintptr_t)w) && input(c, data);
 }
 
-/* int32 or int64 index arrays only (what scipy holds); `i` reads element i. */
+/* Element i of an int32 or int64 index array (the plan takes scipy matrices whose
+ * index dtypes are those, exactly: fastcall.py). */
 static int64_t load_index(const char *base, int item, npy_intp i) {
     return item == 4 ? ((const int32_t *)base)[i] : ((const int64_t *)base)[i];
-}
-
-static int index_array(PyArrayObject *a) {
-    return PyArray_DESCR(a)->kind == 'i' && (PyArray_ITEMSIZE(a) == 4 || PyArray_ITEMSIZE(a) == 8);
 }
 
 /* One pass each, written so that the compiler vectorizes them (what scipy's arrays
@@ -224,8 +221,6 @@ static int scipy_arg(Call *c, const ArgPlan *p, PyObject *v, int64_t *shape) {
     data = idx ? PyObject_GetAttr(v, S_data) : NULL;
     if (data == NULL || !usable(ptr, p->pos, 1) || !usable(idx, p->crd, 1) ||
         !usable(data, p->val, 1))
-        goto done;
-    if (!index_array((PyArrayObject *)ptr) || !index_array((PyArrayObject *)idx))
         goto done;
     if (PyArray_DIM((PyArrayObject *)data, 0) != PyArray_DIM((PyArrayObject *)idx, 0))
         goto done;

@@ -32,7 +32,7 @@ from typing import Any
 
 from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.conversions import Conversions
-from sparsecomp.runtime.fastcall import MISS, native_kernel, scalar_reader
+from sparsecomp.runtime.fastcall import MISS, native_kernel
 from sparsecomp.runtime.fastpath import FastArgs, Out
 from sparsecomp.runtime.marshal import c_signature, flatten
 from sparsecomp.runtime.memref import address, descriptor_words
@@ -114,7 +114,7 @@ class Caller:
             assert layout.size <= ctypes.sizeof(result_struct), "result struct layout"
             self.unpack = layout.unpack_from
         elif len(sig.results) == 1:  # one scalar, returned by value
-            self.unpack = scalar_reader(_CODES[sig.results[0].dtype.name])
+            self.unpack = struct.Struct("@" + _CODES[sig.results[0].dtype.name]).unpack_from
         #: the C call path of this function (:mod:`.fastcall`), or None
         self.native = (
             native_kernel(library, sig, self.fast, result_struct, self._finish)

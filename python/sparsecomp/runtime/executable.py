@@ -122,10 +122,8 @@ class Function:
             return None, False
         if native.accepts(args):
             return native, False
-        if self.specializer is None or any(type(a) is Prepared for a in args):
-            return None, False
-        other = self.specializer.pick(args)
-        if other is None:
+        other = self._divert(args)  # a prepared operand's call is no Function: not routed
+        if not isinstance(other, Function):
             return None, False
         kernel, _ = other._native_for(args)
         return kernel, True

@@ -29,7 +29,6 @@ Calls then take the Python path, with the same results.
 from __future__ import annotations
 
 import ctypes
-import struct
 from typing import Any
 
 from sparsecomp import knobs
@@ -72,6 +71,8 @@ def _arg_plan(spec: ArgSpec, checked: dict[int, Any] | None) -> tuple[Any, ...] 
         return None if code is None else (_SCALAR, code)
     names = tuple(name for name, _ in spec.buffers)
     kind = compressed_kind(spec.layout) if names == ("pos1", "crd1", "values") else None
+    if kind is not None and not all(dt.itemsize in (4, 8) for _, dt in spec.buffers[:2]):
+        kind = None  # scipy's index arrays are 32- or 64-bit: its checks assume so
     nums = tuple(dt.num for _, dt in spec.buffers) if kind is not None else (0, 0, 0)
     return (_SPARSE, checked, SparseTensor, len(spec.buffers), spec.rank, kind, *nums)
 
@@ -132,11 +133,6 @@ def _result_plan(
     if len(sig.results) == 1 and one.kind == "dense" and one.rank <= _MAX_RANK:
         return (_ONE_DENSE, size, one.rank, one.dtype.num, one.dtype.itemsize)
     return (_STRUCT, size, 0, 0, 0)
-
-
-def scalar_reader(code: str) -> Any:
-    """Reads a scalar result's raw bytes (``struct`` code ``code``)."""
-    return struct.Struct("@" + code).unpack_from
 
 
 def native_router(dims: tuple[tuple[int, int], ...]) -> Any:
