@@ -165,6 +165,18 @@ def _functions(module: ir.Module) -> dict[str, Any]:
     return out
 
 
+def _refresh_guarded(functions: dict[str, Any], module: ir.Module) -> None:
+    """The ABI of each function that ``sparse-iter-guard-coordinates`` changed, as it now is."""
+    for op in module.body.operations:
+        op = op.operation
+        if op.name in ("func.func", "llvm.func") and "sparse_iter.abi" in op.attributes:
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            abi = json.loads(ir.StringAttr(op.attributes["sparse_iter.abi"]).value)
+            guarded = any("guarded" in arg for arg in abi.get("args", []))
+            if guarded and name in functions:
+                functions[name]["abi"] = abi
+
+
 def build(
     text: str,
     filename: str,
@@ -232,6 +244,8 @@ def build(
                 conversions = [c.to_json() for _, c in find_conversions(module.operation, filename)]
             if stage == "buffers":
                 functions = _functions(module)
+            if stage == "llvm":  # guarded coordinates change it late
+                _refresh_guarded(functions, module)
             if progress:
                 progress(stage, time.perf_counter() - started)
         needs = aot.runtime_needs(module)

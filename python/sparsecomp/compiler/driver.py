@@ -33,7 +33,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -193,11 +193,13 @@ def _with_variants(
         function: str,
         rules: Mapping[int, str],
         sizes: Mapping[int, Mapping[int, int]] | None = None,
+        guards: Sequence[int] = (),
     ) -> Executable:
-        from sparsecomp.compiler.variants import with_layouts, with_static_sizes
+        from sparsecomp.compiler.variants import with_guards, with_layouts, with_static_sizes
 
         variant = with_layouts(text, function, rules) if rules else text
         variant = with_static_sizes(variant, function, sizes) if sizes else variant
+        variant = with_guards(variant, function, guards) if guards else variant
         return compile(variant, target, cache_results=cache_results, **options)
 
     exe.recompile = recompile

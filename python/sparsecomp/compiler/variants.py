@@ -13,7 +13,7 @@ layout. The compile cache then keeps it like any program.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from mlir import ir
 from mlir.dialects import tensor
@@ -22,6 +22,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.parsing import parse_module
 from sparsecomp.transforms.decompose_formats import DECOMPOSE
+from sparsecomp.transforms.guard_coordinates import GUARD
 
 
 def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
@@ -42,6 +43,18 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
             entries[DECOMPOSE] = ir.Attribute.parse(attr)
             arg_attrs[argument] = ir.DictAttr.get(entries)
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
+        return module.operation.get_asm(enable_debug_info=True)
+
+
+def with_guards(text: str, function: str, arguments: Sequence[int]) -> str:
+    """``text`` with ``function``'s sparse ``arguments`` guarded: its kernel checks each
+    coordinate of theirs as it reads it and reports through a status word
+    (``sparse_iter.guard``, pass ``sparse-iter-guard-coordinates``)."""
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = parse_module(text, "<variant>", ctx)
+        func = _function(module, function)
+        func.attributes[GUARD] = ir.DenseI64ArrayAttr.get(sorted(arguments))
         return module.operation.get_asm(enable_debug_info=True)
 
 

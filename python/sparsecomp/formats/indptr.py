@@ -49,12 +49,20 @@ def check_compressed(what: str, sizes: tuple[int, int], indptr: Any, indices: An
     """
     major, minor = sizes
     nnz = indices.shape[0]
-    if indptr.shape[0] != major + 1 or indptr[0] != 0 or indptr[-1] != nnz:
-        raise FormatError(f"{what}: indptr/indices lengths are inconsistent")
-    if not nondecreasing(indptr):
-        raise FormatError(f"{what}: indptr decreases")
+    check_positions(what, major, indptr, nnz)
     if nnz and not in_range(indices, minor):
         raise FormatError(f"{what}: an index is out of range for size {minor}")
+
+
+def check_positions(what: str, major: int, indptr: Any, nnz: int, order: bool = True) -> None:
+    """The positions part of :func:`check_compressed`: ``major + 1`` positions from 0
+    to ``nnz``, non-decreasing (O(major); ``order=False``: not checked, O(1)). A
+    kernel that guards its coordinates needs no more, one that guards its positions
+    too no order (``sparse-iter-guard-coordinates``)."""
+    if indptr.shape[0] != major + 1 or indptr[0] != 0 or indptr[-1] != nnz:
+        raise FormatError(f"{what}: indptr/indices lengths are inconsistent")
+    if order and not nondecreasing(indptr):
+        raise FormatError(f"{what}: indptr decreases")
 
 
 def in_range(indices: np.ndarray, size: int) -> bool:

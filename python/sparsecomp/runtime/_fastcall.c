@@ -17,11 +17,18 @@
  *       that dtype and rank, C-contiguous, aligned, native byte order;
  *   (1, scalar code)                             scalar (codes below);
  *   (2, checked, tensor type, nbuf, rank,        sparse: a SparseTensor the
- *       scipy kind or None, pos, crd, val)           Python path checked
- *       before (fastpath.py keeps `checked`: id -> entry), or a canonical
- *       scipy CSR/CSC matrix of the ABI's dtypes, its index arrays checked
- *       (bounds, positions non-decreasing, indices increasing in each row)
- *       on every call.
+ *       scipy kind or None, pos, crd, val,           Python path checked
+ *       guarded, limit)                              before (fastpath.py keeps
+ *       `checked`: id -> entry), or a canonical scipy CSR/CSC matrix of the
+ *       ABI's dtypes, its index arrays checked (bounds, positions
+ *       non-decreasing) on every call: its positions only where the kernel
+ *       guards its coordinates (`guarded` 1), their ends only where it guards
+ *       the positions' order too (2); `limit` None or a 1-element int64
+ *       array, read at each call: one of at least limit[0] entries (>= 0) is
+ *       declined, so that Python can pick a guarded variant.
+ * A kernel with a status word (guarded coordinates) gets a zeroed one after
+ * its arguments; where the kernel sets it, the call's results are dropped
+ * and the call declined: the Python path checks everything and raises.
  * Static sizes and size symbols are checked as fastpath.py does.
  *
  * Results: none, one dense array (built here, owned by a Malloced), or
@@ -67,6 +74,10 @@ typedef struct {
     int nbuf;
     const char *scipy;          /* "csr", "csc" or NULL */
     int pos, crd, val;          /* typenums of scipy's arrays */
+    int guarded;                /* the kernel checks the coordinates it reads (1), and
+                                   the positions' order too (2) */
+    PyObject *limit;            /* None, or an int64 array: decline scipy matrices of at
+                                   least limit[0] entries (< 0: none); borrowed from the plan */
 } ArgPlan;
 
 typedef struct {
@@ -82,6 +93,7 @@ typedef struct {
     int nsym;
     int symbols[64][4];         /* argument, axis, argument, axis: equal sizes */
     int result, result_bytes, result_rank, result_typenum, result_item;
+    int status;                 /* takes a status word after its arguments */
 } Kernel;
 
 typedef struct {
@@ -94,6 +106,7 @@ typedef struct {
     uintptr_t inputs[MAX_INPUTS];   /* data addresses of the arrays passed */
     int ninputs;
     PyObject *entries[MAX_ARGS];    /* a sparse tensor's checked entry (borrowed) */
+    int32_t status;                 /* the status word (guarded coordinates) */
 } Call;
 
 static int same_type(PyArrayObject *a, int typenum) {
@@ -193,14 +206,19 @@ VECTOR_CLONES static int any_beyond64(const uint64_t *restrict q, npy_intp n, ui
 /* What fastpath.py checks (indptr.check_compressed): major + 1 non-decreasing
  * positions from 0 to nnz, every index in [0, minor). Sortedness within a row is
  * scipy's canonical flag, checked by the caller. */
-static int compressed_ok(PyArrayObject *ptr, PyArrayObject *idx, int64_t major, int64_t minor) {
+static int compressed_ok(PyArrayObject *ptr, PyArrayObject *idx, int64_t major, int64_t minor,
+                         int guarded) {
     npy_intp n = PyArray_DIM(ptr, 0), nnz = PyArray_DIM(idx, 0);
     const char *p = PyArray_DATA(ptr), *x = PyArray_DATA(idx);
     int pi = (int)PyArray_ITEMSIZE(ptr), xi = (int)PyArray_ITEMSIZE(idx);
     if (n != major + 1 || load_index(p, pi, 0) != 0 || load_index(p, pi, n - 1) != nnz)
         return 0;
+    if (guarded == 2)
+        return 1;
     if (pi == 4 ? any_decrease32((const int32_t *)p, n) : any_decrease64((const int64_t *)p, n))
         return 0;
+    if (guarded)
+        return 1;
     if (xi == 4) {
         uint32_t limit = minor < ((int64_t)1 << 31) ? (uint32_t)minor : (uint32_t)1 << 31;
         return !any_beyond32((const uint32_t *)x, nnz, limit);
@@ -224,6 +242,11 @@ static int scipy_arg(Call *c, const ArgPlan *p, PyObject *v, int64_t *shape) {
         goto done;
     if (PyArray_DIM((PyArrayObject *)data, 0) != PyArray_DIM((PyArrayObject *)idx, 0))
         goto done;
+    if (p->limit != Py_None) {
+        int64_t limit = *(const int64_t *)PyArray_DATA((PyArrayObject *)p->limit);
+        if (limit >= 0 && PyArray_DIM((PyArrayObject *)idx, 0) >= limit)
+            goto done;
+    }
     canon = PyObject_GetAttr(v, S_canonical);
     if (canon == NULL || PyObject_IsTrue(canon) != 1)
         goto done;
@@ -237,7 +260,7 @@ static int scipy_arg(Call *c, const ArgPlan *p, PyObject *v, int64_t *shape) {
     }
     int csr = p->scipy[2] == 'r';
     if (!compressed_ok((PyArrayObject *)ptr, (PyArrayObject *)idx, csr ? shape[0] : shape[1],
-                       csr ? shape[1] : shape[0]))
+                       csr ? shape[1] : shape[0], p->guarded))
         goto done;
     ok = descriptor(c, (PyArrayObject *)ptr) && descriptor(c, (PyArrayObject *)idx) &&
          descriptor(c, (PyArrayObject *)data) && param(c, (uint64_t)shape[0]) &&
@@ -387,6 +410,18 @@ static int prepare(Kernel *k, PyObject *args, Call *c, char *result) {
         if (c->shapes[k->symbols[s][0]][k->symbols[s][1]] !=
             c->shapes[k->symbols[s][2]][k->symbols[s][3]])
             return 0;
+    if (k->status) { /* a rank-1 descriptor of one int32: the status word */
+        if (c->nwords + 5 > MAX_WORDS)
+            return 0;
+        int64_t *w = c->words + c->nwords;
+        c->status = 0;
+        w[0] = w[1] = (int64_t)(uintptr_t)&c->status;
+        w[2] = 0;
+        w[3] = w[4] = 1;
+        c->nwords += 5;
+        if (!param(c, (uint64_t)(uintptr_t)w))
+            return 0;
+    }
     if (k->result == R_SCALAR) { /* the packed form stores the value where this points */
         if (c->nparams >= MAX_PARAMS)
             return 0;
@@ -471,6 +506,8 @@ static int dense_result(Kernel *k, Call *c, const int64_t *w, PyObject **out) {
     return 1;
 }
 
+static PyObject *results(Kernel *k, PyObject *args, Call *c, char *result);
+
 static PyObject *kernel_run(Kernel *k, PyObject *args) {
     Call c;
     _Alignas(16) char result[MAX_RESULT];
@@ -483,16 +520,26 @@ static PyObject *kernel_run(Kernel *k, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     fn(c.ptrs);
     Py_END_ALLOW_THREADS
+    PyObject *out = results(k, args, &c, result);
+    if (out != NULL && k->status && c.status != 0) { /* a coordinate out of range */
+        Py_DECREF(out); /* frees what the kernel allocated */
+        return Py_NewRef(MISS);
+    }
+    return out;
+}
+
+/* The call's results, from the result struct the kernel filled. */
+static PyObject *results(Kernel *k, PyObject *args, Call *c, char *result) {
     if (k->result == R_NONE)
         Py_RETURN_NONE;
     if (k->result == R_ONE_DENSE) {
         PyObject *array = NULL;
-        int built = dense_result(k, &c, (const int64_t *)result, &array);
+        int built = dense_result(k, c, (const int64_t *)result, &array);
         if (built != 0)
             return array; /* NULL on error */
     }
     PyObject *raw = PyBytes_FromStringAndSize(result, k->result_bytes);
-    PyObject *inputs = raw ? input_arrays(k, args, &c) : NULL;
+    PyObject *inputs = raw ? input_arrays(k, args, c) : NULL;
     PyObject *out = inputs ? PyObject_CallFunctionObjArgs(k->finish, raw, inputs, NULL) : NULL;
     Py_XDECREF(raw);
     Py_XDECREF(inputs);
@@ -525,6 +572,13 @@ static int int_item(PyObject *tuple, Py_ssize_t i, int *out) {
     return !(v == -1 && PyErr_Occurred());
 }
 
+static int limit_item(PyObject *tuple, Py_ssize_t i, PyObject **out) {
+    PyObject *v = PyTuple_GetItem(tuple, i);
+    *out = v;
+    return v == Py_None || (v != NULL && usable(v, NPY_INT64, 1) &&
+                            PyArray_DIM((PyArrayObject *)v, 0) == 1);
+}
+
 static int parse_arg(ArgPlan *p, PyObject *spec) {
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) < 2 || !int_item(spec, 0, &p->kind))
         return 0;
@@ -533,7 +587,7 @@ static int parse_arg(ArgPlan *p, PyObject *spec) {
                int_item(spec, 2, &p->rank) && p->rank <= MAX_RANK;
     if (p->kind == ARG_SCALAR)
         return int_item(spec, 1, &p->scalar) && p->scalar >= S_BOOL && p->scalar <= S_F64;
-    if (p->kind != ARG_SPARSE || PyTuple_GET_SIZE(spec) != 9)
+    if (p->kind != ARG_SPARSE || PyTuple_GET_SIZE(spec) != 11)
         return 0;
     p->checked = PyTuple_GET_ITEM(spec, 1);
     p->tensor_type = PyTuple_GET_ITEM(spec, 2);
@@ -541,7 +595,8 @@ static int parse_arg(ArgPlan *p, PyObject *spec) {
     p->scipy = scipy == Py_None ? NULL : PyUnicode_AsUTF8(scipy);
     return PyDict_Check(p->checked) && int_item(spec, 3, &p->nbuf) &&
            int_item(spec, 4, &p->rank) && p->rank <= MAX_RANK && (scipy == Py_None || p->scipy) &&
-           int_item(spec, 6, &p->pos) && int_item(spec, 7, &p->crd) && int_item(spec, 8, &p->val);
+           int_item(spec, 6, &p->pos) && int_item(spec, 7, &p->crd) && int_item(spec, 8, &p->val) &&
+           int_item(spec, 9, &p->guarded) && limit_item(spec, 10, &p->limit);
 }
 
 static int parse_pairs(PyObject *list, int (*out)[4], int *n, int width) {
@@ -563,13 +618,13 @@ static int slot_ok(const Kernel *k, int argument, int axis) {
     return argument >= 0 && argument < k->nargs && axis >= 0 && axis < k->args[argument].rank;
 }
 
-/* Kernel(address, owner, args, statics, symbols, result, finish, malloced) */
+/* Kernel(address, owner, args, statics, symbols, result, finish, malloced, status) */
 static int kernel_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     Kernel *k = (Kernel *)self;
     PyObject *address, *owner, *plan, *statics, *symbols, *result, *finish, *malloced;
-    if (!PyArg_ParseTuple(args, "OOO!O!O!O!OO", &address, &owner, &PyTuple_Type, &plan,
+    if (!PyArg_ParseTuple(args, "OOO!O!O!O!OOi", &address, &owner, &PyTuple_Type, &plan,
                           &PyTuple_Type, &statics, &PyTuple_Type, &symbols, &PyTuple_Type,
-                          &result, &finish, &malloced))
+                          &result, &finish, &malloced, &k->status))
         return -1;
     k->fn = (void (*)(void **))PyLong_AsVoidPtr(address);
     if (k->fn == NULL || PyTuple_GET_SIZE(plan) > MAX_ARGS)

@@ -12,7 +12,13 @@ Shape entries are static sizes (ints), size symbols (strings: equal symbols
 are equal sizes) or null (any size). A sparse result may name a
 ``"declared_layout"`` (a function compiled by the upstream sparsifier holds
 n:m values, and BSR ones whose shape is not whole blocks, unblocked): the
-runtime converts the result to it. See docs/cpu-abi.md.
+runtime converts the result to it. A sparse argument marked ``"guarded": true``
+has its coordinates checked by the kernel as it reads them (pass
+``sparse-iter-guard-coordinates``; ``"guarded": false``: the pass was asked to and
+could not; ``"guarded_positions": true``: its positions too, that they do not
+decrease nor pass the coordinates); such a function's ABI says ``"status": true``
+and it takes one more argument after the others, a ``memref<1xi32>`` status
+word that the kernel sets when a coordinate was out of range. See docs/cpu-abi.md.
 """
 
 from __future__ import annotations
@@ -58,6 +64,12 @@ class ArgSpec:
     buffers: tuple[tuple[str, np.dtype[Any]], ...] = ()
     #: a sparse result's layout as declared, when the kernel returns another
     declared_layout: AnyLayout | None = None
+    #: a sparse argument whose coordinates the kernel checks as it reads them
+    guarded: bool = False
+    #: a sparse argument the kernel was asked to guard and could not
+    unguardable: bool = False
+    #: a guarded argument whose positions the kernel checks too (in order, in range)
+    guarded_positions: bool = False
 
     @property
     def rank(self) -> int:
@@ -84,6 +96,8 @@ class Signature:
     symbol: str
     args: tuple[ArgSpec, ...]
     results: tuple[ArgSpec, ...]
+    #: the function takes a status word after its arguments (guarded coordinates)
+    status: bool = False
 
     def describe(self) -> str:
         """``name(arg, ...) -> result`` in words."""
@@ -122,7 +136,7 @@ def parse_signature(name: str, entry: Any) -> Signature:
     results = tuple(
         _spec(r, f"{where}, result {i}") for i, r in enumerate(_list(abi, "results", where))
     )
-    return Signature(name, entry["symbol"], args, results)
+    return Signature(name, entry["symbol"], args, results, abi.get("status") is True)
 
 
 def _json(text: str, where: str) -> Any:
@@ -157,6 +171,9 @@ def _spec(raw: Any, where: str) -> ArgSpec:
         _layout(raw.get("layout"), len(shape), where),
         _buffers(raw.get("buffers"), where),
         None if declared is None else _layout(declared, len(shape), where),
+        raw.get("guarded") is True,
+        raw.get("guarded") is False,
+        raw.get("guarded_positions") is True,
     )
 
 

@@ -30,6 +30,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.conversions import Conversions
 from sparsecomp.runtime.fastcall import MISS, native_kernel
@@ -90,7 +92,12 @@ class Caller:
     #: whether calls may take the C path (a subclass that calls otherwise says False)
     NATIVE = True
 
-    def __init__(self, library: ctypes.CDLL, sig: Signature) -> None:
+    def __init__(
+        self, library: ctypes.CDLL, sig: Signature, *, scipy_limit: np.ndarray | None = None
+    ) -> None:
+        """``scipy_limit``: the C path declines scipy operands with at least
+        ``scipy_limit[0]`` entries (read at each call; < 0: none), so that the
+        Python path can pick a guarded variant (:mod:`.specialize`)."""
         argtypes, restype, result_struct = c_signature(sig)  # rejects float16 scalars
         cfunc = library[sig.symbol]
         cfunc.argtypes = [_as_address(t) for t in argtypes]
@@ -103,7 +110,8 @@ class Caller:
         #: arguments instead (a prepared operand's or an index-width variant), or None
         self.divert: Callable[[tuple[Any, ...]], Any] | None = None
         self.ranks = tuple(item_ranks(sig.args))
-        n_words = sum(descriptor_words(r) for r in self.ranks if r is not None)
+        status_words = descriptor_words(1) if sig.status else 0
+        n_words = sum(descriptor_words(r) for r in self.ranks if r is not None) + status_words
         self.words_type: Any = ctypes.c_int64 * n_words if n_words else None
         self.result_struct = result_struct
         self.unpack = None
@@ -117,7 +125,7 @@ class Caller:
             self.unpack = struct.Struct("@" + _CODES[sig.results[0].dtype.name]).unpack_from
         #: the C call path of this function (:mod:`.fastcall`), or None
         self.native = (
-            native_kernel(library, sig, self.fast, result_struct, self._finish)
+            native_kernel(library, sig, self.fast, result_struct, self._finish, scipy_limit)
             if self.NATIVE
             else None
         )
@@ -137,25 +145,43 @@ class Caller:
         native = self.native
         if native is not None and (got := native(args)) is not MISS:
             return got
+        return self._ctypes_call(args, careful=False)
+
+    def _ctypes_call(self, args: tuple[Any, ...], careful: bool) -> Any:
+        """One call through ctypes: the fast path unless ``careful``, else (or where it
+        declines) the careful path. A guarded kernel that reports a coordinate out of
+        range makes a fast-path call again the careful way, which raises the error."""
         out = self.result_struct() if self.result_struct is not None else None
         results = [] if out is None else [_addressof(out)]
         buf = self.words_type() if self.words_type is not None else None
         base = _addressof(buf) if buf is not None else 0
         call = Out(base, results.copy())
-        if not self.fast.emit(args, call):
-            if self.divert is not None and (other := self.divert(args)) is not None:
+        if careful or not self.fast.emit(args, call):
+            divert = None if careful else self.divert
+            if divert is not None and (other := divert(args)) is not None:
                 return other(*args)
             call = self._careful(args, Out(base, results))
+            careful = True
+        status = None
+        if self.sig.status:
+            status = np.zeros(1, np.int32)
+            call.array(status, address(status))
         if buf is not None:
             buf[:] = call.words
         returned = self.cfunc(*call.params)  # args, call and buf stay alive until here
+        got: Any = None
         if out is None:
-            return scalar(self.sig.results[0], returned) if self.sig.results else None
-        assert self.unpack is not None
-        if self.one_array is not None:  # one dense result: no tuple, no owner sharing
-            rank, dtype = self.one_array
-            return result_array(self.unpack(out), rank, dtype, call.inputs, {})
-        return unflatten(self.sig, self.unpack(out), call.inputs)
+            got = scalar(self.sig.results[0], returned) if self.sig.results else None
+        else:
+            assert self.unpack is not None
+            if self.one_array is not None:  # one dense result: no tuple, no owner sharing
+                rank, dtype = self.one_array
+                got = result_array(self.unpack(out), rank, dtype, call.inputs, {})
+            else:
+                got = unflatten(self.sig, self.unpack(out), call.inputs)
+        if status is not None and status[0] and not careful:
+            return self._ctypes_call(args, careful=True)  # checks all; drops these results
+        return got
 
     def _careful(self, args: tuple[Any, ...], call: Out) -> Out:
         """The careful path: check and convert everything (raises on bad arguments)."""

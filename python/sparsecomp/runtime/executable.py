@@ -24,6 +24,7 @@ from typing import Any
 
 from sparsecomp.errors import SparsecompError, TargetError
 from sparsecomp.formats.names import parse_layout
+from sparsecomp.runtime import specialize
 from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
 from sparsecomp.runtime.call import Caller
 from sparsecomp.runtime.fastcall import MISS, native_router
@@ -54,7 +55,7 @@ class Function:
         self,
         library: ctypes.CDLL,
         signature: Signature,
-        make_caller: Callable[[ctypes.CDLL, Signature], Caller] = Caller,
+        make_caller: Callable[..., Caller] = Caller,
     ) -> None:
         self.signature = signature
         self._caller: Caller | None = None
@@ -96,13 +97,24 @@ class Function:
         if sizes is not None and (variant := sizes.pick(args)) is not None:
             self._learn(args, variant, True)
             return variant(*args)
+        other = self._divert(args)  # before the fast path: it would take a scipy operand
+        if other is not None:
+            if isinstance(other, Function):
+                self._learn(args, other, True)
+            return other(*args)
         self._learn(args, self, False)
         return caller(args)
 
     def _get_caller(self) -> Caller:
         caller = self._caller
         if caller is None:
-            caller = self._caller = self._make_caller(self._library, self.signature)
+            spec = self.specializer
+            if spec is not None and spec.guardable:  # large scipy operands: to a variant
+                spec.decline[0] = specialize.GUARD_FROM
+                caller = self._make_caller(self._library, self.signature, scipy_limit=spec.decline)
+            else:
+                caller = self._make_caller(self._library, self.signature)
+            self._caller = caller
             caller.divert = self._divert
         return caller
 
@@ -120,13 +132,13 @@ class Function:
         native = self._get_caller().native
         if native is None:
             return None, False
+        other = self._divert(args)  # a prepared operand's call is no Function: not routed
+        if isinstance(other, Function):
+            kernel, _ = other._native_for(args)
+            return kernel, True
         if native.accepts(args):
             return native, False
-        other = self._divert(args)  # a prepared operand's call is no Function: not routed
-        if not isinstance(other, Function):
-            return None, False
-        kernel, _ = other._native_for(args)
-        return kernel, True
+        return None, False
 
     def _divert(self, args: tuple[Any, ...]) -> Callable[..., Any] | None:
         """What runs a call the fast path did not take, instead of converting its
@@ -225,15 +237,17 @@ class Executable:
                 continue  # a variant would run outside the library profile() counts in
             name = function.name
 
-            def variant(rules: Mapping[int, str], name: str = name) -> Function:
+            def variant(
+                rules: Mapping[int, str], guards: tuple[int, ...], name: str = name
+            ) -> Function:
                 assert self._recompile is not None
-                return self._recompile(name, rules).functions[name]
+                return self._recompile(name, rules, None, guards).functions[name]
 
             def resized(sizes: Mapping[int, Mapping[int, int]], name: str = name) -> Function:
                 assert self._recompile is not None
                 return self._recompile(name, {}, sizes).functions[name]
 
-            function.specializer = Specializer(function.signature, variant)
+            function.specializer = Specializer(function.signature, variant, guard=host)
             if host and static_candidates(function.signature):
                 function.sizes = SizeSpecializer(function.signature, resized)
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+import numpy as np
+
 from sparsecomp import knobs
 from sparsecomp.formats.scipyio import compressed_kind
 from sparsecomp.formats.tensor import SparseTensor
@@ -61,7 +63,9 @@ def available() -> bool:
     return _fastcall is not None and knobs.native_calls()
 
 
-def _arg_plan(spec: ArgSpec, checked: dict[int, Any] | None) -> tuple[Any, ...] | None:
+def _arg_plan(
+    spec: ArgSpec, checked: dict[int, Any] | None, scipy_limit: np.ndarray | None
+) -> tuple[Any, ...] | None:
     if spec.rank > _MAX_RANK:
         return None
     if spec.kind == "dense":
@@ -74,7 +78,10 @@ def _arg_plan(spec: ArgSpec, checked: dict[int, Any] | None) -> tuple[Any, ...] 
     if kind is not None and not all(dt.itemsize in (4, 8) for _, dt in spec.buffers[:2]):
         kind = None  # scipy's index arrays are 32- or 64-bit: its checks assume so
     nums = tuple(dt.num for _, dt in spec.buffers) if kind is not None else (0, 0, 0)
-    return (_SPARSE, checked, SparseTensor, len(spec.buffers), spec.rank, kind, *nums)
+    limit = None if spec.guarded else scipy_limit
+    plan = (_SPARSE, checked, SparseTensor, len(spec.buffers), spec.rank, kind, *nums)
+    guarded = 2 if spec.guarded_positions else int(spec.guarded)
+    return (*plan, guarded, limit)
 
 
 def native_kernel(
@@ -83,13 +90,19 @@ def native_kernel(
     fast: FastArgs,
     result_struct: type[ctypes.Structure] | None,
     finish: Any,
+    scipy_limit: np.ndarray | None = None,
 ) -> Any:
     """The ``_fastcall.Kernel`` of ``sig`` in ``library``, or None (no C path).
 
     ``fast`` is the function's Python fast path (its checked SparseTensors
     are shared); ``finish(raw, inputs)`` builds the results the extension
     does not: ``raw`` the result struct's bytes (a scalar's bytes), ``inputs``
-    data address -> argument array.
+    data address -> argument array. Scipy operands of unguarded arguments with
+    at least ``scipy_limit[0]`` entries are declined (an int64 array read at each
+    call: < 0 or None, none are). A function with a
+    status word (guarded coordinates) gets one per call; where the kernel sets
+    it, the call is declined after the fact (its results dropped), and the
+    Python path, which checks everything, raises the error.
     """
     if not available():
         return None
@@ -99,7 +112,7 @@ def native_kernel(
         return None  # built before packed entry points
     plan = []
     for spec, checked in zip(sig.args, fast.checked, strict=True):
-        entry = _arg_plan(spec, checked)
+        entry = _arg_plan(spec, checked, scipy_limit)
         if entry is None:
             return None
         plan.append(entry)
@@ -111,7 +124,15 @@ def native_kernel(
         return None
     try:
         return _fastcall.Kernel(
-            address, library, tuple(plan), fast.static, symbols, result, finish, Malloced
+            address,
+            library,
+            tuple(plan),
+            fast.static,
+            symbols,
+            result,
+            finish,
+            Malloced,
+            int(sig.status),
         )
     except ValueError:  # beyond the extension's fixed limits (arguments, sizes, result bytes)
         return None

@@ -14,7 +14,8 @@ parameters and descriptor words directly (see :mod:`.call`):
 * sparse: a :class:`SparseTensor` already in the ABI layout, with the ABI's
   buffer names and dtypes, every buffer C-contiguous and aligned; or a
   canonical scipy CSR (CSC) matrix for a csr (csc) layout with the ABI's
-  dtypes, its arrays checked (bounds, O(nnz)) on every call;
+  dtypes, its arrays checked (bounds, O(nnz)) on every call (its positions
+  only, O(rows), where the kernel guards its coordinates: ``"guarded"``);
 * static sizes and size symbols as the ABI says.
 
 Anything else (a scipy matrix to pack, an array to copy, a layout to
@@ -43,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from sparsecomp.errors import FormatError
-from sparsecomp.formats.indptr import check_compressed
+from sparsecomp.formats.indptr import check_compressed, check_positions
 from sparsecomp.formats.scipyio import compressed_kind
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import ArgSpec, Signature
@@ -190,6 +191,7 @@ def _scipy_step(spec: ArgSpec) -> Step | None:
     if kind is None or names != ("pos1", "crd1", "values"):
         return None
     pos_dt, crd_dt, val_dt = (dt for _, dt in spec.buffers)
+    guarded, in_order = spec.guarded, spec.guarded_positions
 
     def scipy(value: Any, out: Out) -> tuple[int, ...] | None:
         if getattr(value, "format", None) != kind or not hasattr(value, "indptr"):
@@ -211,7 +213,10 @@ def _scipy_step(spec: ArgSpec) -> Step | None:
         shape = value.shape
         major, minor = shape if kind == "csr" else shape[::-1]
         try:
-            check_compressed("", (major, minor), indptr, indices)
+            if guarded:  # the kernel checks every coordinate it reads
+                check_positions("", major, indptr, nnz, order=not in_order)
+            else:
+                check_compressed("", (major, minor), indptr, indices)
         except FormatError:
             return None  # the careful path says what is wrong
         for array in (indptr, indices, data):

@@ -62,6 +62,8 @@ def c_signature(sig: Signature) -> tuple[list[Any], Any, type[ctypes.Structure] 
     for i, spec in enumerate(sig.args):
         _check_by_value(sig, spec, f"argument {i}")
         params += [_by_pointer(t) for t in flat_types(spec)]
+    if sig.status:  # the status word of guarded coordinates
+        params += [_by_pointer(t) for t in flat_types(ArgSpec("dense", np.dtype(np.int32), (1,)))]
     for i, spec in enumerate(sig.results):
         _check_complex(sig, spec, f"result {i}")
     if len(sig.results) == 1 and sig.results[0].kind == "scalar":

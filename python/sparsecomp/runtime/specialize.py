@@ -60,8 +60,12 @@ from sparsecomp.runtime.abi import Signature
 
 _log = logging.getLogger("sparsecomp")
 
-#: Compiles the function with these arguments in these layouts (attribute text).
-Compile = Callable[[Mapping[int, str]], Any]
+#: Compiles the function with these arguments in these layouts (attribute text), and
+#: these arguments' coordinates guarded.
+Compile = Callable[[Mapping[int, str], tuple[int, ...]], Any]
+#: A scipy operand with at least this many entries makes a function guard its scipy
+#: operands' coordinates (below it the runtime's check costs less than a compile).
+GUARD_FROM = 1 << 14
 
 
 def operand_layout(layout: Layout, value: Any) -> Layout | None:
@@ -90,9 +94,10 @@ def operand_layout(layout: Layout, value: Any) -> Layout | None:
 
 
 class Specializer:
-    """Per function: picks (and compiles once) the variant for a call's index widths."""
+    """Per function: picks (and compiles once) the variant for a call's index widths,
+    and (``guard``) for its scipy operands' own arrays."""
 
-    def __init__(self, sig: Signature, compile_variant: Compile) -> None:
+    def __init__(self, sig: Signature, compile_variant: Compile, guard: bool = False) -> None:
         self.name = sig.name
         self.sparse = tuple(
             (i, spec.layout)
@@ -100,8 +105,22 @@ class Specializer:
             if spec.kind == "sparse" and isinstance(spec.layout, Layout)
         )
         self.compile_variant = compile_variant
-        #: rules (argument -> layout text) -> the variant's function, or None (not compilable)
-        self.variants: dict[tuple[tuple[int, str], ...], Any] = {}
+        #: arguments whose scipy operands may go to a guarded variant
+        self.guardable = set(
+            i
+            for i, layout in self.sparse
+            if guard
+            and not (sig.args[i].guarded or sig.args[i].unguardable)
+            and compressed_kind(layout) is not None
+        )
+        #: a scipy operand of GUARD_FROM entries came: scipy operands go guarded from now on
+        self.guarding = False
+        #: the C path declines scipy operands of at least ``decline[0]`` entries (< 0:
+        #: none) to the Python path, which picks the guarded variant
+        self.decline = np.full(1, -1, np.int64)
+        #: (rules: (argument, layout text) pairs, guarded arguments) -> the variant's
+        #: function, or None (not compilable)
+        self.variants: dict[tuple[tuple[tuple[int, str], ...], tuple[int, ...]], Any] = {}
         #: (argument, kind of operand) -> the layout text it needs, or None
         self.rules: dict[tuple[int, Any], str | None] = {}
 
@@ -110,15 +129,38 @@ class Specializer:
         if not self.sparse or len(args) < len(self.sparse) or not knobs.specialize():
             return None
         rules = {}
+        guards = []
         for i, layout in self.sparse:
             if i < len(args) and (text := self._rule(i, layout, args[i])) is not None:
                 rules[i] = text
-        if not rules:
+            if i in self.guardable and i < len(args) and self._guards(args[i]):
+                guards.append(i)
+        if not rules and not guards:
             return None
-        key = tuple(sorted(rules.items()))
+        key = (tuple(sorted(rules.items())), tuple(guards))
         if key not in self.variants:
-            self.variants[key] = self._compile(rules)
+            variant = self._compile(rules, tuple(guards))
+            if variant is None and guards:  # not guardable: never again, widths alone
+                self._unguardable(set(guards))
+                return self.pick(args)
+            self.variants[key] = variant
         return self.variants[key]
+
+    def _unguardable(self, arguments: set[int]) -> None:
+        self.guardable -= arguments
+        if not self.guardable:
+            self.decline[0] = -1  # the C path takes every scipy operand again
+
+    def _guards(self, value: Any) -> bool:
+        """Whether scipy operand ``value`` (of a guardable argument) goes guarded."""
+        indices = getattr(value, "indices", None)
+        if type(value) is SparseTensor or not isinstance(indices, np.ndarray):
+            return False
+        if indices.dtype.kind != "i" or getattr(value, "format", None) not in ("csr", "csc"):
+            return False
+        if not self.guarding and indices.shape[0] >= GUARD_FROM:
+            self.guarding = True
+        return self.guarding
 
     def _rule(self, argument: int, layout: Layout, value: Any) -> str | None:
         """The layout text ``value`` needs at ``argument`` (None: none), remembered per
@@ -136,25 +178,63 @@ class Specializer:
             self.rules[key] = None if got is None else got.attr_text()
         return self.rules[key]
 
-    def _compile(self, rules: dict[int, str]) -> Any:
+    def _compile(self, rules: dict[int, str], guards: tuple[int, ...]) -> Any:
         what = ", ".join(f"argument {i}: {text}" for i, text in rules.items())
+        if not guards:
+            return compiled(
+                self.name,
+                f"the operands' index widths ({what})",
+                lambda: self.compile_variant(rules, ()),
+                ("calls with them convert nothing", "such calls convert their operands every call"),
+            )
+        named = ", ".join(str(i) for i in guards)
+        what = f"scipy operands' own arrays (arguments {named}{'; ' + what if what else ''})"
+
+        def build() -> Any:
+            variant = self.compile_variant(rules, guards)
+            args = variant.signature.args
+            refused = {i for i in guards if args[i].unguardable}
+            if any(not args[i].guarded for i in set(guards) - refused):
+                raise SparsecompError("its kernel does not guard them")  # lowered upstream
+            if refused:  # a width variant all the same: calls with these widths use it
+                _log.info(
+                    "'%s': the kernel passes arguments %s's coordinates on (into a result, "
+                    "say): the runtime checks them",
+                    self.name,
+                    ", ".join(map(str, sorted(refused))),
+                )
+                self._unguardable(refused)
+                self.variants[(tuple(sorted(rules.items())), ())] = variant
+            return variant
+
         return compiled(
             self.name,
-            f"the operands' index widths ({what})",
-            lambda: self.compile_variant(rules),
-            ("calls with them convert nothing", "such calls convert their operands every call"),
+            what,
+            build,
+            (
+                "its kernel checks their coordinates as it reads them",
+                "the runtime checks every coordinate of theirs on every call",
+            ),
+            level=logging.INFO,  # calls go on as they did before: nothing is lost
         )
 
 
-def compiled(name: str, what: str, build: Callable[[], Any], then: tuple[str, str]) -> Any:
+def compiled(
+    name: str,
+    what: str,
+    build: Callable[[], Any],
+    then: tuple[str, str],
+    level: int = logging.WARNING,
+) -> Any:
     """``build()``'s variant of function ``name``, logged with ``what`` it is for and
-    ``then`` (what calls do with it, without it); None where it cannot be compiled."""
+    ``then`` (what calls do with it, without it); None where it cannot be compiled
+    (logged at ``level``)."""
     started = time.perf_counter()
     try:
         variant = build()
     except SparsecompError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        _log.warning("'%s': no variant for %s: %s; %s", name, what, first, then[1])
+        _log.log(level, "'%s': no variant for %s: %s; %s", name, what, first, then[1])
         return None
     seconds = time.perf_counter() - started
     _log.info("'%s': compiled its variant for %s in %.2f s; %s", name, what, seconds, then[0])

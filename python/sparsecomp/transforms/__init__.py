@@ -29,6 +29,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-gpu-tensorize": "gpu_tensorize:GpuTensorizePass",
     "sparse-iter-huge-pages": "huge_pages:HugePagesPass",
     "sparse-iter-horizontal-fusion": "horizontal_fusion:HorizontalFusionPass",
+    "sparse-iter-guard-coordinates": "guard_coordinates:GuardCoordinatesPass",
     "sparse-iter-import-sparse-tensor": "import_sparse_tensor:ImportSparseTensorPass",
     "sparse-iter-lower-atomics": "lower_atomics:LowerAtomicsPass",
     "sparse-iter-lower-buffers": "lower_buffers:LowerBuffersPass",

@@ -65,13 +65,24 @@ def _adaptive_chunk(loop: ir.Operation) -> ir.Value | None:
         return None
     lower, upper, step = nest.operands
     index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
+    # At most MAX_CHUNK rows: a loop over tiles of rows (a constant step) takes fewer.
+    most = MAX_CHUNK // max(_constant(step) or 1, 1) or 1
     with ir.InsertionPoint(loop), loop.location:
         team = func.call([i32], ir.FlatSymbolRefAttr.get(TEAM_SIZE), [])
         per = arith.muli(arith.index_cast(index, team), arith.constant(index, CHUNKS_PER_THREAD))
         trips = arith.ceildivsi(arith.subi(upper, lower), step)
         chunk = arith.maxsi(arith.ceildivsi(trips, per), arith.constant(index, 1))
-        chunk = arith.minsi(chunk, arith.constant(index, MAX_CHUNK))
+        chunk = arith.minsi(chunk, arith.constant(index, most))
         return arith.index_cast(i32, chunk)
+
+
+def _constant(value: ir.Value) -> int | None:
+    """The value of an ``arith.constant`` integer, else None."""
+    op = value.owner
+    if isinstance(op, ir.Block) or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
 
 
 def _inside(value: ir.Value, region: ir.Operation) -> bool:
@@ -149,7 +160,9 @@ class OmpSchedulePass(SparsecompPass):
     holds up its whole block; ``dynamic`` hands out chunks on demand. The
     chunk is ``chunk`` when > 0 (an ``i32`` constant just before the loop);
     with ``chunk = 0`` (the default), dynamic and guided loops get
-    ``clamp(ceil(trips / (8 * team size)), 1, 256)`` iterations, computed
+    ``clamp(ceil(trips / (8 * team size)), 1, 256 / step)`` iterations (at
+    most 256 rows: a loop over tiles of 64 rows, a constant step of 64,
+    gets at most 4 tiles; a step that is not a constant counts as 1), computed
     at run time (team size from libomp's ``omp_get_num_threads``, declared
     in the module), and the other schedules no chunk.
 

@@ -43,8 +43,7 @@ def _upstream_layout(ty: ir.Type) -> Layout | None:
 def to_soa(layout: Layout) -> Layout:
     """``layout`` with its singleton levels stored struct-of-arrays."""
     levels = tuple(
-        dataclasses.replace(lv, soa=True) if lv.kind == "singleton" else lv
-        for lv in layout.levels
+        dataclasses.replace(lv, soa=True) if lv.kind == "singleton" else lv for lv in layout.levels
     )
     return dataclasses.replace(layout, levels=levels)
 

@@ -24,7 +24,8 @@
 // CHECK: %[[TRIPS:.*]] = arith.ceildivsi %[[SPAN]], %[[C1]] : index
 // CHECK: %[[EACH:.*]] = arith.ceildivsi %[[TRIPS]], %[[PER]] : index
 // CHECK: %[[LOW:.*]] = arith.maxsi %[[EACH]], %{{.*}} : index
-// CHECK: %[[HIGH:.*]] = arith.minsi %[[LOW]], %{{.*}} : index
+// CHECK: %[[CAP:.*]] = arith.constant 256 : index
+// CHECK: %[[HIGH:.*]] = arith.minsi %[[LOW]], %[[CAP]] : index
 // CHECK: %[[CHUNK:.*]] = arith.index_cast %[[HIGH]] : index to i32
 // CHECK: omp.wsloop schedule(dynamic = %[[CHUNK]] : i32) {
 // CHECK-NEXT: omp.loop_nest (%{{.*}}) : index = (%[[C0]]) to (%[[M]]) step (%[[C1]]) {
@@ -55,6 +56,36 @@ module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, featur
       omp.wsloop {
         omp.loop_nest (%i) : index = (%c0) to (%m) step (%c1) {
           memref.store %one, %y[%i] : memref<?xf32>
+          omp.yield
+        }
+      }
+      omp.terminator
+    }
+    return
+  }
+}
+
+// -----
+
+// A loop over tiles of 64 rows (sparse-iter-guard-coordinates): chunks of at
+// most 256 rows are at most 4 tiles.
+// CHECK-LABEL: func.func @tile_loop
+// CHECK: %[[C64:.*]] = arith.constant 64 : index
+// CHECK: func.call @omp_get_num_threads()
+// CHECK: %[[TRIPS:.*]] = arith.ceildivsi %{{.*}}, %[[C64]] : index
+// CHECK: %[[EACH:.*]] = arith.ceildivsi %[[TRIPS]], %{{.*}} : index
+// CHECK: %[[LOW:.*]] = arith.maxsi %[[EACH]], %{{.*}} : index
+// CHECK: %[[CAP:.*]] = arith.constant 4 : index
+// CHECK: arith.minsi %[[LOW]], %[[CAP]] : index
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 2>}} {
+  func.func @tile_loop(%y: memref<?xf32>, %m: index) {
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %one = arith.constant 1.0 : f32
+    omp.parallel {
+      omp.wsloop {
+        omp.loop_nest (%t) : index = (%c0) to (%m) step (%c64) {
+          memref.store %one, %y[%t] : memref<?xf32>
           omp.yield
         }
       }

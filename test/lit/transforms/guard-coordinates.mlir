@@ -1,0 +1,214 @@
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-guard-coordinates | FileCheck %s --enable-var-scope
+
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME: (%[[POS:[a-z0-9]+]]: memref<?xi32>, %[[CRD:[a-z0-9]+]]: memref<?xi32>
+// CHECK-SAME: %[[M:[a-z0-9]+]]: index, %[[N:[a-z0-9]+]]: index
+// CHECK-SAME: %[[STATUS:[a-z0-9]+]]: memref<1xi32>
+// CHECK-SAME: \22guarded\22:true,\22guarded_positions\22:true
+// CHECK-SAME: \22status\22:true
+// CHECK-NOT: sparse_iter.guard
+// CHECK: %[[TOP:.*]] = arith.constant 2147483648 : index
+// CHECK: %[[CLAMPED:.*]] = arith.minui %[[N]], %[[TOP]] : index
+// CHECK: %[[LIMIT:.*]] = arith.index_castui %[[CLAMPED]] : index to i32
+// CHECK: %[[TILE:.*]] = arith.constant 64 : index
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[M]] step %[[TILE]] {
+// CHECK: %[[NEXT:.*]] = arith.addi %[[T]], %[[TILE]] : index
+// CHECK: %[[END:.*]] = arith.minui %[[NEXT]], %[[M]] : index
+// CHECK: %[[FIRST32:.*]] = memref.load %[[POS]][%[[T]]]
+// CHECK: %[[FIRST:.*]] = arith.index_castui %[[FIRST32]]
+// CHECK: %[[LAST32:.*]] = memref.load %[[POS]][%[[END]]]
+// CHECK: %[[LAST:.*]] = arith.index_castui %[[LAST32]]
+// The tiles are the positions' only readers: they check them too, first.
+// CHECK: %[[DOWN:.*]] = scf.for %[[R:.*]] = %[[T]] to %[[END]] step %{{.*}} iter_args(%[[D0:.*]] = %{{.*}}) -> (i1) {
+// CHECK: %[[HERE:.*]] = memref.load %[[POS]][%[[R]]]
+// CHECK: %[[AFTER:.*]] = memref.load %[[POS]][%{{.*}}]
+// CHECK: %[[LESS:.*]] = arith.cmpi ult, %[[AFTER]], %[[HERE]] : i32
+// CHECK: arith.ori %[[D0]], %[[LESS]] : i1
+// CHECK: %[[NNZ:.*]] = memref.dim %[[CRD]], %{{.*}} : memref<?xi32>
+// CHECK: %[[BEYOND:.*]] = arith.cmpi ugt, %[[LAST]], %[[NNZ]] : index
+// CHECK: %[[PBAD:.*]] = arith.ori %[[DOWN]], %[[BEYOND]] : i1
+// CHECK: scf.if %[[PBAD]] {
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[STATUS]][%{{.*}}]
+// CHECK: } else {
+// CHECK: %[[MAX:.*]] = scf.for %[[Q:.*]] = %[[FIRST]] to %[[LAST]] step %{{.*}} iter_args(%[[M0:.*]] = %{{.*}}) -> (i32) {
+// CHECK: %[[J:.*]] = memref.load %[[CRD]][%[[Q]]]
+// CHECK: %[[M1:.*]] = arith.maxui %[[M0]], %[[J]] : i32
+// CHECK: scf.yield %[[M1]]
+// CHECK: %[[BAD:.*]] = arith.cmpi uge, %[[MAX]], %[[LIMIT]] : i32
+// CHECK: scf.if %[[BAD]] {
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[STATUS]][%{{.*}}]
+// CHECK: } else {
+// CHECK: scf.for %[[I:.*]] = %[[T]] to %[[END]] step
+// CHECK: memref.load %[[POS]][%[[I]]]
+// The row's own loop is as it was: no check inside.
+// CHECK: scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}}) -> (f32) {
+// CHECK-NEXT: %[[JJ:.*]] = memref.load %[[CRD]][%[[P]]]
+// CHECK-NEXT: arith.index_cast %[[JJ]]
+// CHECK: } {sparse_iter.parallel}
+
+// Rows read from pos[i] to pos[i + 1] in the parallel loop: tiles of 64 rows,
+// each scanning its rows' coordinates first.
+func.func @rows(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
+                %x: memref<?xf32>) -> memref<?xf32> attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]}],\"results\":[{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[null]}]}"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %y = memref.alloc(%m) : memref<?xf32>
+  scf.for %i = %c0 to %m step %c1 {
+    %lo32 = memref.load %pos[%i] : memref<?xi32>
+    %lo = arith.index_castui %lo32 : i32 to index
+    %i1 = arith.addi %i, %c1 : index
+    %hi32 = memref.load %pos[%i1] : memref<?xi32>
+    %hi = arith.index_castui %hi32 : i32 to index
+    %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
+      %j32 = memref.load %crd[%p] : memref<?xi32>
+      %j = arith.index_cast %j32 : i32 to index
+      %v = memref.load %val[%p] : memref<?xf32>
+      %xj = memref.load %x[%j] : memref<?xf32>
+      %t = arith.mulf %v, %xj : f32
+      %a = arith.addf %acc, %t : f32
+      scf.yield %a : f32
+    }
+    memref.store %s, %y[%i] : memref<?xf32>
+  } {sparse_iter.parallel}
+  return %y : memref<?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @segment
+// CHECK-SAME: (%{{[a-z0-9]+}}: memref<?xi64>, %[[CRD:[a-z0-9]+]]: memref<?xi64>, %{{[a-z0-9]+}}: memref<?xf64>, %[[N:[a-z0-9]+]]: index
+// CHECK-SAME: %{{[a-z0-9]+}}: index, %[[LO:[a-z0-9]+]]: index, %[[HI:[a-z0-9]+]]: index
+// CHECK-SAME: %[[STATUS:[a-z0-9]+]]: memref<1xi32>
+// A csc layout: the coordinates index rows (dimension 0); a 64-bit limit.
+// CHECK: %[[TOP:.*]] = arith.constant -9223372036854775808 : index
+// CHECK: %[[CLAMPED:.*]] = arith.minui %[[N]], %[[TOP]] : index
+// CHECK: %[[LIMIT:.*]] = arith.index_castui %[[CLAMPED]] : index to i64
+// CHECK: %[[MAX:.*]] = scf.for %{{.*}} = %[[LO]] to %[[HI]] step %{{.*}} iter_args(%{{.*}}) -> (i64) {
+// CHECK: arith.maxui
+// CHECK: %[[BAD:.*]] = arith.cmpi uge, %[[MAX]], %[[LIMIT]] : i64
+// CHECK: %[[SUM:.*]] = scf.if %[[BAD]] -> (f64) {
+// CHECK-NEXT: scf.yield %[[ZERO:.*]] : f64
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[LOOP:.*]] = scf.for %{{.*}} = %[[LO]] to %[[HI]]
+// CHECK: scf.yield %[[LOOP]] : f64
+// CHECK: scf.if %[[BAD]] {
+// CHECK-NEXT: arith.constant 1 : i32
+// CHECK-NEXT: arith.constant 0 : index
+// CHECK-NEXT: memref.atomic_rmw ori %{{.*}}, %[[STATUS]]
+// CHECK: return %[[SUM]] : f64
+
+// A loop over a segment that is not a row of the parallel loop (here: none):
+// the segment is scanned before the loop, which runs only if the scan passed.
+func.func @segment(%pos: memref<?xi64>, %crd: memref<?xi64>, %val: memref<?xf64>, %n: index, %m: index,
+                   %lo: index, %hi: index, %x: memref<?xf64>) -> f64 attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float64\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed)}>\",\"buffers\":[[\"pos1\",\"index\"],[\"crd1\",\"index\"],[\"values\",\"float64\"]]},{\"kind\":\"scalar\",\"dtype\":\"int64\"},{\"kind\":\"scalar\",\"dtype\":\"int64\"},{\"kind\":\"dense\",\"dtype\":\"float64\",\"shape\":[\"s0\"]}],\"results\":[{\"kind\":\"scalar\",\"dtype\":\"float64\"}]}"} {
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f64
+  %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f64) {
+    %j64 = memref.load %crd[%p] : memref<?xi64>
+    %j = arith.index_cast %j64 : i64 to index
+    %xj = memref.load %x[%j] : memref<?xf64>
+    %a = arith.addf %acc, %xj : f64
+    scf.yield %a : f64
+  }
+  return %s : f64
+}
+
+// -----
+
+// CHECK-LABEL: func.func @one_read
+// CHECK-SAME: (%{{[a-z0-9]+}}: memref<?xi32>, %[[CRD:[a-z0-9]+]]: memref<?xi32>
+// CHECK-SAME: %[[X:[a-z0-9]+]]: memref<?xf32>, %{{[a-z0-9]+}}: memref<?xf32>, %[[STATUS:[a-z0-9]+]]: memref<1xi32>
+// CHECK: %[[LIMIT:.*]] = arith.index_castui %{{.*}} : index to i32
+// CHECK: %[[FALSE:.*]] = arith.constant false
+// CHECK: %[[ANY:.*]] = scf.for %{{.*}} iter_args(%[[SEEN:.*]] = %[[FALSE]]) -> (i1) {
+// CHECK: %[[HERE:.*]] = scf.if %{{.*}} -> (i1) {
+// CHECK: %[[J:.*]] = memref.load %[[CRD]]
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK: %[[OK:.*]] = arith.cmpi ult, %[[J]], %[[LIMIT]] : i32
+// CHECK: %[[SAFE:.*]] = arith.select %[[OK]], %[[J]], %[[ZERO]] : i32
+// CHECK: %[[OUT:.*]] = arith.xori %[[OK]], %{{.*}} : i1
+// CHECK: %[[IDX:.*]] = arith.index_cast %[[SAFE]] : i32 to index
+// CHECK: memref.load %[[X]][%[[IDX]]]
+// CHECK: scf.yield %[[OUT]] : i1
+// CHECK: } else {
+// CHECK: scf.yield %{{.*}} : i1
+// CHECK: %[[BOTH:.*]] = arith.ori %[[SEEN]], %[[HERE]] : i1
+// CHECK: scf.yield %[[BOTH]] : i1
+// CHECK: scf.if %[[ANY]] {
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[STATUS]]
+
+// A read at another index, inside an scf.if inside a loop: the value is
+// clamped and "out of range" carried out through the if and the loop.
+func.func @one_read(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
+                    %k: index, %x: memref<?xf32>, %y: memref<?xf32>) attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"scalar\",\"dtype\":\"int64\"},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[null]}],\"results\":[]}"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %k step %c1 {
+    %odd = arith.remui %i, %c1 : index
+    %is = arith.cmpi eq, %odd, %c0 : index
+    scf.if %is {
+      %i2 = arith.muli %i, %i : index
+      %j32 = memref.load %crd[%i2] : memref<?xi32>
+      %j = arith.index_cast %j32 : i32 to index
+      %xj = memref.load %x[%j] : memref<?xf32>
+      memref.store %xj, %y[%i] : memref<?xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// Coordinates that go elsewhere (a call, a copy into a result) are not
+// guarded: the ABI says so, and the runtime keeps checking them.
+// CHECK-LABEL: func.func @passed_on
+// CHECK-SAME: %{{[a-z0-9]+}}: index)
+// CHECK-SAME: \22guarded\22:false
+// CHECK-NOT: \22status\22
+// CHECK-NOT: sparse_iter.guard
+// CHECK: call @elsewhere(%{{.*}}) : (memref<?xi32>) -> ()
+func.func private @elsewhere(memref<?xi32>)
+
+func.func @passed_on(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index) attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]}],\"results\":[]}"} {
+  func.call @elsewhere(%crd) : (memref<?xi32>) -> ()
+  return
+}
+
+// -----
+
+// A read inside scf.while: "out of range" rides along with the loop's values
+// (a new argument of both regions and a new result).
+// CHECK-LABEL: func.func @in_while
+// CHECK-SAME: %[[STATUS:[a-z0-9]+]]: memref<1xi32>)
+// CHECK: %[[FALSE:.*]] = arith.constant false
+// CHECK: %[[R:.*]]:3 = scf.while (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[B0:.*]] = %[[FALSE]]) : (index, f32, i1) -> (index, f32, i1) {
+// CHECK: scf.condition(%{{.*}}) %{{.*}}, %{{.*}}, %[[B0]] : index, f32, i1
+// CHECK: } do {
+// CHECK: ^bb0(%{{.*}}: index, %{{.*}}: f32, %[[B1:.*]]: i1):
+// CHECK: %[[OK:.*]] = arith.cmpi ult
+// CHECK: %[[OUT:.*]] = arith.xori %[[OK]]
+// CHECK: %[[B2:.*]] = arith.ori %[[B1]], %[[OUT]] : i1
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %[[B2]] : index, f32, i1
+// CHECK: scf.if %[[R]]#2 {
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[STATUS]]
+// CHECK: return %[[R]]#1 : f32
+func.func @in_while(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
+                    %x: memref<?xf32>) -> f32 attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]}],\"results\":[{\"kind\":\"scalar\",\"dtype\":\"float32\"}]}"} {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %zero = arith.constant 0.0 : f32
+  %r:2 = scf.while (%p = %c0, %acc = %zero) : (index, f32) -> (index, f32) {
+    %more = arith.cmpi ult, %p, %m : index
+    scf.condition(%more) %p, %acc : index, f32
+  } do {
+  ^bb0(%q: index, %a: f32):
+    %j32 = memref.load %crd[%q] : memref<?xi32>
+    %j = arith.index_cast %j32 : i32 to index
+    %xj = memref.load %x[%j] : memref<?xf32>
+    %s = arith.addf %a, %xj : f32
+    %next = arith.addi %q, %c2 : index
+    scf.yield %next, %s : index, f32
+  }
+  return %r#1 : f32
+}
