@@ -20,7 +20,9 @@ def layout_attr(name: str, width: int = 32, group: str = "", maps: dict | None =
     """``#sparse_iter.layout<...>`` of ``LAYOUTS[name]`` (or ``maps[name]``)."""
     group_text = f', indexGroup = "{group}"' if group else ""
     amap = (maps or LAYOUTS)[name]
-    return f"#sparse_iter.layout<{{map = {amap}, posWidth = {width}, crdWidth = {width}{group_text}}}>"
+    return (
+        f"#sparse_iter.layout<{{map = {amap}, posWidth = {width}, crdWidth = {width}{group_text}}}>"
+    )
 
 
 def _arith(elt: str) -> tuple[str, str]:
@@ -237,7 +239,9 @@ func.func @spgemm(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}, #B>{arg}) -> 
 """
 
 
-def merge(op: str, elt: str = "f32", sparse_out: str = "csr", a: str = "csr", b: str = "csr") -> str:
+def merge(
+    op: str, elt: str = "f32", sparse_out: str = "csr", a: str = "csr", b: str = "csr"
+) -> str:
     """``A op B`` elementwise for two differently structured sparse matrices."""
     out_ty = _out_type(elt, sparse_out)
     kind = "f" if elt.startswith("f") else "i"

@@ -85,7 +85,9 @@ def test_sparsify_a_sparse_kernels_output() -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(
-    m=st.integers(0, 30), n=st.integers(0, 30), seed=st.integers(0, 2**16),
+    m=st.integers(0, 30),
+    n=st.integers(0, 30),
+    seed=st.integers(0, 2**16),
     t=st.floats(0.0, 3.0),
 )
 def test_threshold_property(m: int, n: int, t: float, seed: int) -> None:
@@ -97,6 +99,4 @@ def test_threshold_property(m: int, n: int, t: float, seed: int) -> None:
 
 def test_whole_tensor_sparsifier_is_refused() -> None:
     with pytest.raises(SparsecompError, match="'scalar_fraction' sparsifier needs the whole"):
-        sparsecomp.compile(
-            K.sparsify("scalar_fraction[0.5]", fused=False), cache_results=False
-        )
+        sparsecomp.compile(K.sparsify("scalar_fraction[0.5]", fused=False), cache_results=False)

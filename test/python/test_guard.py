@@ -210,7 +210,7 @@ def test_bad_indices_raise(
     for _ in range(3):
         np.testing.assert_allclose(call(exe, args, native), want, rtol=1e-12, atol=1e-12)
     _spoil(a, bad)
-    with pytest.raises(FormatError, match="index is out of range|indptr"):
+    with pytest.raises(FormatError, match=r"index is out of range|indptr"):
         call(exe, args, native)
 
 
@@ -225,7 +225,8 @@ def test_the_kernel_reports_what_the_c_path_no_longer_checks() -> None:
         exe(*args)
     variant = guarded_variant(exe, "r")
     kernel = variant._get_caller().native
-    assert kernel is not None and fastcall.available()
+    assert kernel is not None
+    assert fastcall.available()
     np.testing.assert_allclose(kernel(args), want, rtol=1e-12)
     a.indices[5] = 30
     assert kernel.accepts(args)  # positions only: the kernel checks the indices
@@ -309,10 +310,12 @@ def test_small_operands_do_not_compile_a_variant(monkeypatch: pytest.MonkeyPatch
     x = np.ones(30)
     for _ in range(3):
         np.testing.assert_allclose(exe(small, x), small @ x, rtol=1e-12)
-    assert not function.specializer.variants and not function.specializer.guarding
+    assert not function.specializer.variants
+    assert not function.specializer.guarding
     for _ in range(3):
         np.testing.assert_allclose(exe(large, np.ones(100)), large @ np.ones(100), rtol=1e-12)
-    assert function.specializer.guarding and function.specializer.variants
+    assert function.specializer.guarding
+    assert function.specializer.variants
     np.testing.assert_allclose(exe(small, x), small @ x, rtol=1e-12)
 
 
@@ -338,3 +341,14 @@ def test_specialize_off_checks_in_the_runtime(monkeypatch: pytest.MonkeyPatch) -
     a.indices[0] = 20
     with pytest.raises(FormatError):
         exe(a, np.ones(20))
+
+
+def test_operands_to_convert_are_not_guarded() -> None:
+    """A CSC or COO operand for a CSR argument is converted (and checked) anyway: no
+    guarded variant for it."""
+    exe = sparsecomp.compile(SPMV_OURS.replace("@f", "@c"))
+    a = matrix(90, 20, 0.3, 8, "csr")
+    for operand in (a.tocsc(), a.tocoo()):
+        for _ in range(2):
+            np.testing.assert_allclose(exe(operand, np.ones(20)), a @ np.ones(20), rtol=1e-12)
+    assert guarded_variant(exe, "c") is None

@@ -107,7 +107,8 @@ def test_shared_type_takes_one_rule(private_cache: None) -> None:
     a, b, c = _matrix(5), _matrix(6), np.ones((40, 30))
     np.testing.assert_allclose(add(a, b, c), (a + b).toarray(), rtol=1e-12)
     ((rules, guards),) = add.functions["add"].specializer.variants
-    assert [i for i, _ in rules] == [0, 1] and not guards
+    assert [i for i, _ in rules] == [0, 1]
+    assert not guards
 
 
 def test_mixed_widths_of_one_type_convert(

@@ -133,7 +133,7 @@ class Specializer:
         for i, layout in self.sparse:
             if i < len(args) and (text := self._rule(i, layout, args[i])) is not None:
                 rules[i] = text
-            if i in self.guardable and i < len(args) and self._guards(args[i]):
+            if i in self.guardable and i < len(args) and self._guards(layout, args[i]):
                 guards.append(i)
         if not rules and not guards:
             return None
@@ -151,12 +151,14 @@ class Specializer:
         if not self.guardable:
             self.decline[0] = -1  # the C path takes every scipy operand again
 
-    def _guards(self, value: Any) -> bool:
-        """Whether scipy operand ``value`` (of a guardable argument) goes guarded."""
+    def _guards(self, layout: Layout, value: Any) -> bool:
+        """Whether scipy operand ``value`` of a guardable argument of ``layout`` goes
+        guarded: a CSR (CSC) matrix for a csr (csc) layout, which it goes to as it is
+        (another is converted, and the conversion checks it)."""
         indices = getattr(value, "indices", None)
         if type(value) is SparseTensor or not isinstance(indices, np.ndarray):
             return False
-        if indices.dtype.kind != "i" or getattr(value, "format", None) not in ("csr", "csc"):
+        if indices.dtype.kind != "i" or getattr(value, "format", None) != compressed_kind(layout):
             return False
         if not self.guarding and indices.shape[0] >= GUARD_FROM:
             self.guarding = True
