@@ -1,4 +1,5 @@
-"""Collecting ops in pre-order, so passes can rewrite them after the walk; retyping a function."""
+"""Collecting ops in pre-order, so passes can rewrite them after the walk; retyping a
+function; rebuilding an op with other operands or results."""
 
 from __future__ import annotations
 
@@ -43,3 +44,30 @@ def retype_function(
     new = ir.FunctionType.get([convert(t) for t in fty.inputs], [convert(t) for t in fty.results])
     func.attributes["function_type"] = ir.TypeAttr.get(new)
     return ops
+
+
+def rebuild(
+    op: ir.Operation,
+    operands: list[ir.Value],
+    result_types: list[ir.Type],
+    attributes: dict[str, ir.Attribute] | None = None,
+) -> ir.Operation:
+    """``op`` made again in its place with ``operands``, ``result_types`` and
+    ``attributes`` (default: its own), its regions moved over as they are; uses of
+    its results go to the new op's first results; ``op`` is erased."""
+    new = ir.Operation.create(
+        op.name,
+        results=result_types,
+        operands=operands,
+        attributes=attributes or {name: op.attributes[name] for name in op.attributes},
+        regions=len(op.regions),
+        loc=op.location,
+        ip=ir.InsertionPoint(op),
+    )
+    for old, region in zip(op.regions, new.regions, strict=True):
+        for block in list(old.blocks):
+            block.append_to(region)
+    for old_result, new_result in zip(op.results, new.results, strict=False):
+        old_result.replace_all_uses_with(new_result)
+    op.erase()
+    return new

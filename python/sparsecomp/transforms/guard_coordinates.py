@@ -13,6 +13,7 @@ from mlir.passmanager import ExternalPass
 from sparsecomp.formats.names import layout_from_attr
 from sparsecomp.formats.scipyio import compressed_kind
 from sparsecomp.ir.walk import preorder
+from sparsecomp.transforms._carry import CarryError, boolean, carry_out
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Function attribute: the (ABI) arguments whose coordinates the kernel must guard.
@@ -485,7 +486,7 @@ def _clamp(read: ir.Operation, limit: ir.Value) -> ir.Value:
         user.operation.replace_uses_of_with(value, clamped)
     if isinstance(ty, ir.VectorType):
         ok = vector.ReductionOp(ir.IntegerType.get_signless(1), vector.CombiningKind.AND, ok).result
-    return arith.XOrIOp(ok, _bool(True)).result
+    return arith.XOrIOp(ok, boolean(True)).result
 
 
 def _scannable(read: ir.Operation, buffer: ir.Value) -> bool:
@@ -519,116 +520,21 @@ def _prescan(read: ir.Operation, limit: ir.Value) -> tuple[ir.Value, ir.Block]:
     return bad, branch.operation.block
 
 
-def _bool(value: bool) -> ir.Value:
-    i1 = ir.IntegerType.get_signless(1)
-    return arith.ConstantOp(i1, ir.IntegerAttr.get(i1, int(value))).result
+def _is_root(op: ir.Operation) -> bool:
+    """Where "out of range" is reported: a function, or a parallel loop's body."""
+    return op.name == "func.func" or (op.name == "scf.for" and _PARALLEL in op.attributes)
 
 
 def _report(bad: ir.Value, block: ir.Block, status: ir.Value, loc: ir.Location) -> None:
     """Carry ``bad`` (defined in ``block``) out of the ops around it to the parallel
     loop's body (or the function's), and set the status word there when it is true."""
-    while True:
-        parent = block.owner.operation
-        if parent.name == "func.func" or (
-            parent.name == "scf.for" and _PARALLEL in parent.attributes
-        ):
-            break
-        if parent.name == "scf.for":
-            bad, block = _through_for(parent, bad)
-        elif parent.name == "scf.if":
-            bad, block = _through_if(parent, block, bad)
-        elif parent.name == "scf.while":
-            bad, block = _through_while(parent, block, bad)
-        else:
-            raise _Refused(parent, f"guarded coordinates are read inside '{parent.name}'")
+    try:
+        bad, block = carry_out(bad, block, _is_root)
+    except CarryError as err:
+        raise _Refused(err.op, f"guarded coordinates are read inside '{err.op.name}'") from None
     terminator = list(block.operations)[-1].operation
     with ir.InsertionPoint(terminator), loc:
         when = scf.IfOp(bad)
         with ir.InsertionPoint(when.then_block):
             _set_status(status)
             scf.YieldOp([])
-
-
-def _rebuild(op: ir.Operation, operand: ir.Value | None) -> ir.Operation:
-    """``op`` with one more ``i1`` result (and ``operand``, if any, last): its regions
-    move over as they are."""
-    i1 = ir.IntegerType.get_signless(1)
-    operands = list(op.operands) + ([operand] if operand is not None else [])
-    new = ir.Operation.create(
-        op.name,
-        results=[*[r.type for r in op.results], i1],
-        operands=operands,
-        attributes={name: op.attributes[name] for name in op.attributes},
-        regions=len(op.regions),
-        loc=op.location,
-        ip=ir.InsertionPoint(op),
-    )
-    for old, fresh in zip(op.regions, new.regions, strict=True):
-        for block in list(old.blocks):
-            block.append_to(fresh)
-    for old_result, new_result in zip(op.results, new.results, strict=False):
-        old_result.replace_all_uses_with(new_result)
-    op.erase()
-    return new
-
-
-def _extend_terminator(block: ir.Block, value: ir.Value) -> None:
-    """``block``'s terminator with ``value`` as one more operand."""
-    old = list(block.operations)[-1].operation
-    ir.Operation.create(
-        old.name,
-        operands=[*old.operands, value],
-        attributes={name: old.attributes[name] for name in old.attributes},
-        loc=old.location,
-        ip=ir.InsertionPoint(old),
-    )
-    old.erase()
-
-
-def _or_before_end(block: ir.Block, a: ir.Value, b: ir.Value) -> ir.Value:
-    terminator = list(block.operations)[-1].operation
-    with ir.InsertionPoint(terminator), terminator.location:
-        return arith.OrIOp(a, b).result
-
-
-def _through_for(loop: ir.Operation, bad: ir.Value) -> tuple[ir.Value, ir.Block]:
-    loc = loop.location
-    with ir.InsertionPoint(loop), loc:
-        init = _bool(False)
-    new = _rebuild(loop, init)
-    body = new.regions[0].blocks[0]
-    carried = body.add_argument(ir.IntegerType.get_signless(1), loc)
-    _extend_terminator(body, _or_before_end(body, carried, bad))
-    return new.results[-1], new.block
-
-
-def _through_if(branch: ir.Operation, inside: ir.Block, bad: ir.Value) -> tuple[ir.Value, ir.Block]:
-    loc = branch.location
-    with ir.InsertionPoint(branch), loc:
-        false = _bool(False)
-    which = 0 if inside.region == branch.regions[0] else 1
-    new = _rebuild(branch, None)
-    if not new.regions[1].blocks:  # no else branch: one that yields false
-        block = new.regions[1].blocks.append()
-        with ir.InsertionPoint(block), loc:
-            scf.YieldOp([])
-    for n, region in enumerate(new.regions):
-        _extend_terminator(region.blocks[0], bad if n == which else false)
-    return new.results[-1], new.block
-
-
-def _through_while(
-    loop: ir.Operation, inside: ir.Block, bad: ir.Value
-) -> tuple[ir.Value, ir.Block]:
-    i1 = ir.IntegerType.get_signless(1)
-    loc = loop.location
-    with ir.InsertionPoint(loop), loc:
-        init = _bool(False)
-    in_before = inside.region == loop.regions[0]
-    new = _rebuild(loop, init)
-    before, after = new.regions[0].blocks[0], new.regions[1].blocks[0]
-    seen = before.add_argument(i1, loc)
-    passed = after.add_argument(i1, loc)
-    _extend_terminator(before, _or_before_end(before, seen, bad) if in_before else seen)
-    _extend_terminator(after, passed if in_before else _or_before_end(after, passed, bad))
-    return new.results[-1], new.block

@@ -11,6 +11,7 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import TargetError
 from sparsecomp.ir.targets import enclosing_function, function_target
+from sparsecomp.ir.walk import rebuild
 from sparsecomp.targets import CpuTarget
 from sparsecomp.transforms.base import SparsecompPass
 
@@ -133,20 +134,7 @@ def with_operand(op: ir.Operation, segment: int, value: ir.Value) -> ir.Operatio
     sizes[segment] = 1
     attributes = {name: op.attributes[name] for name in op.attributes}
     attributes[_SEGMENTS] = ir.DenseI32ArrayAttr.get(sizes)
-    new = ir.Operation.create(
-        op.name,
-        results=[r.type for r in op.results],
-        operands=operands,
-        attributes=attributes,
-        regions=len(op.regions),
-        loc=op.location,
-        ip=ir.InsertionPoint(op),
-    )
-    for old, region in zip(op.regions, new.regions, strict=True):
-        for block in list(old.blocks):
-            block.append_to(region)
-    op.erase()
-    return new
+    return rebuild(op, operands, [r.type for r in op.results], attributes)
 
 
 @dataclasses.dataclass(frozen=True)
