@@ -28,6 +28,20 @@ The widths are a storage detail: results are the same, except that a
 sparse result of the argument's type (SDDMM's) comes back with the
 operand's widths.
 
+Guarded coordinates (:class:`Specializer` too). A scipy matrix goes to the
+kernel with the caller's own arrays, which may change between calls, so the
+runtime checks its indices at every call: one more pass over memory than
+SpMV makes. Once a function has seen a scipy CSR (CSC) operand of
+:data:`GUARD_FROM` entries for a csr (csc) argument, its scipy operands go to
+a variant compiled with ``sparse_iter.guard`` on those arguments (and their
+index widths, in the same compile): its kernel checks each coordinate as it
+reads it (pass ``sparse-iter-guard-coordinates``) and reports through a
+status word, and the runtime checks only the positions, or only their ends.
+Until then the function's C path declines such operands (``decline``), so
+that the Python path can pick the variant. An argument the pass cannot guard
+(SDDMM copies its coordinates into its result) is never asked again, and
+its variant serves as the index-width variant. CPU executables only.
+
 Dense sizes (:class:`SizeSpecializer`), Triton-style. A dense operand's
 last dimension that no sparse operand shares (SpMM's and SDDMM's ``K``) is
 the length of every vector loop; dynamic, each loop needs masks and a
