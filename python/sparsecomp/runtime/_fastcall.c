@@ -205,7 +205,9 @@ VECTOR_CLONES static int any_beyond64(const uint64_t *restrict q, npy_intp n, ui
 
 /* What fastpath.py checks (indptr.check_compressed): major + 1 non-decreasing
  * positions from 0 to nnz, every index in [0, minor). Sortedness within a row is
- * scipy's canonical flag, checked by the caller. */
+ * scipy's canonical flag, checked by the caller. Where the kernel guards the
+ * coordinates (guarded 1), the indices are its to check; where it guards the
+ * positions' order too (2), only their length and ends are checked here. */
 static int compressed_ok(PyArrayObject *ptr, PyArrayObject *idx, int64_t major, int64_t minor,
                          int guarded) {
     npy_intp n = PyArray_DIM(ptr, 0), nnz = PyArray_DIM(idx, 0);
