@@ -61,7 +61,8 @@ class GuardCoordinatesPass(SparsecompPass):
 
     1. **Rows, a tile at a time.** A read at the induction variable of a loop
        from ``pos[i]`` to ``pos[i + 1]``, ``i`` that of the
-       ``sparse_iter.parallel`` loop (step 1): the parallel loop goes by tiles
+       ``sparse_iter.parallel`` loop (step 1, no ``memref.alloca`` inside,
+       whose stack an iteration releases): the parallel loop goes by tiles
        of ``TILE_ROWS`` rows; each tile first takes the unsigned max of its
        rows' coordinates (``pos[t]`` to ``pos[t + 64]``, a loop LLVM
        vectorizes, over memory the rows then read from cache) and runs its
@@ -297,7 +298,7 @@ def _row_loop(read: ir.Operation, guard: _Guard) -> ir.Operation | None:
     if not _scannable(read, guard.coordinates):
         return None
     rows = _parallel_loop(read)
-    if rows is None or not _is_one(rows.operands[2]) or len(rows.results):
+    if rows is None or not _is_one(rows.operands[2]) or len(rows.results) or _allocates(rows):
         return None
     row = rows.regions[0].blocks[0].arguments[0]
     loop = read.parent
@@ -306,6 +307,12 @@ def _row_loop(read: ir.Operation, guard: _Guard) -> ir.Operation | None:
     if lower != row or upper is None or not _is_next(upper, row):
         return None
     return rows
+
+
+def _allocates(loop: ir.Operation) -> bool:
+    """Whether ``loop`` holds a ``memref.alloca``: an iteration's stack is released as
+    it ends (``convert-scf-to-openmp``), so a tile of rows would hold 64 rows' worth."""
+    return any(op.name == "memref.alloca" for op in preorder(loop))
 
 
 def _tile(rows: ir.Operation, guards: list[_Guard], status: ir.Value) -> None:

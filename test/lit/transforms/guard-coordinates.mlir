@@ -212,3 +212,48 @@ func.func @in_while(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32
   }
   return %r#1 : f32
 }
+
+// -----
+
+// A parallel loop with a stack buffer inside is not tiled (each iteration
+// releases its stack): each row's loop is scanned before it runs instead.
+// CHECK-LABEL: func.func @rows_with_scratch
+// CHECK-NOT: step %c64
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: memref.alloca() : memref<4xf32>
+// CHECK: %[[MAX:.*]] = scf.for %{{.*}} iter_args(%{{.*}}) -> (i32) {
+// CHECK: arith.maxui
+// CHECK: %[[BAD:.*]] = arith.cmpi uge, %[[MAX]], %{{.*}} : i32
+// CHECK: scf.if %[[BAD]] -> (f32) {
+// CHECK: scf.if %[[BAD]] {
+// CHECK-NEXT: arith.constant 1 : i32
+// CHECK-NEXT: arith.constant 0 : index
+// CHECK-NEXT: memref.atomic_rmw ori
+// CHECK: } {sparse_iter.parallel}
+func.func @rows_with_scratch(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
+                %x: memref<?xf32>) -> memref<?xf32> attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]}],\"results\":[{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[null]}]}"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %y = memref.alloc(%m) : memref<?xf32>
+  scf.for %i = %c0 to %m step %c1 {
+    %scratch = memref.alloca() : memref<4xf32>
+    memref.store %zero, %scratch[%c0] : memref<4xf32>
+    %lo32 = memref.load %pos[%i] : memref<?xi32>
+    %lo = arith.index_castui %lo32 : i32 to index
+    %i1 = arith.addi %i, %c1 : index
+    %hi32 = memref.load %pos[%i1] : memref<?xi32>
+    %hi = arith.index_castui %hi32 : i32 to index
+    %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
+      %j32 = memref.load %crd[%p] : memref<?xi32>
+      %j = arith.index_cast %j32 : i32 to index
+      %v = memref.load %val[%p] : memref<?xf32>
+      %xj = memref.load %x[%j] : memref<?xf32>
+      %t = arith.mulf %v, %xj : f32
+      %a = arith.addf %acc, %t : f32
+      scf.yield %a : f32
+    }
+    memref.store %s, %y[%i] : memref<?xf32>
+  } {sparse_iter.parallel}
+  return %y : memref<?xf32>
+}
