@@ -289,7 +289,7 @@ func.func @f(%s: tensor<?x?xf64, #CSR>, %x: tensor<?x?xf64>,
         for _ in range(3):
             got = exe(s, x, y)
             assert abs(got.to_scipy() - s.multiply(x @ y.T)).max() < 1e-12
-    assert "coordinates on (into a result, say): the runtime checks them" in caplog.text
+    assert "coordinates of arguments 0 on (into a result, say): the runtime checks" in caplog.text
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
     compiled = [r.message for r in caplog.records if "compiled its variant" in r.message]
     assert len(compiled) == len(set(compiled)) == 2  # the size K=8, then the guard

@@ -214,8 +214,8 @@ class Specializer:
                 raise SparsecompError("its kernel does not guard them")  # lowered upstream
             if refused:  # a width variant all the same: calls with these widths use it
                 _log.info(
-                    "'%s': the kernel passes arguments %s's coordinates on (into a result, "
-                    "say): the runtime checks them",
+                    "'%s': its kernel passes the coordinates of arguments %s on (into a "
+                    "result, say): the runtime checks them",
                     self.name,
                     ", ".join(map(str, sorted(refused))),
                 )
@@ -228,7 +228,8 @@ class Specializer:
             what,
             build,
             (
-                "its kernel checks their coordinates as it reads them",
+                "calls with them go to it (its kernel checks the coordinates it can; "
+                "the runtime, the others)",
                 "the runtime checks every coordinate of theirs on every call",
             ),
             level=logging.INFO,  # calls go on as they did before: nothing is lost
