@@ -129,6 +129,7 @@ def make_peers(args: argparse.Namespace) -> list[Peer]:
     factories: list[tuple[str, Callable[[], Peer]]] = [
         ("sparsecomp", SparsecompPeer),
         ("sparsecomp-up", partial(SparsecompPeer, form="upstream")),
+        ("sparsecomp-up-out", partial(SparsecompPeer, form="upstream-out")),
         ("scipy", scipy_peer.ScipyPeer),
         ("dense", DensePeer),
         ("torch", TorchPeer),
@@ -394,12 +395,13 @@ def call_overhead(args: argparse.Namespace) -> dict[str, float]:
     up = sparsecomp.compile(kernels / "upstream_form" / "spmm.mlir")
     a = matrices.canonical(sp.random(10, 10, density=0.3, random_state=3))
     b = np.random.default_rng(3).standard_normal((10, 4), dtype=np.float32)
-    c = np.zeros((10, 4), np.float32)
+    c, d = np.zeros((10, 4), np.float32), np.empty((10, 4), np.float32)
     t = SparseTensor.from_scipy(a, "csr")
     calls: dict[str, Callable[[], object]] = {
         "sparsecomp, SparseTensor": lambda: ours(t, b),
         "sparsecomp, scipy matrix": lambda: ours(a, b),
         "sparsecomp-up, scipy matrix": lambda: up(a, b, c),
+        "sparsecomp-up, scipy matrix, out=D": lambda: up(a, b, c, out=d),
         "scipy (a @ b)": lambda: a @ b,
     }
     out = {}

@@ -12,6 +12,11 @@
   the scipy CSR matrix itself (int32 indices) and a zero output made once
   per case, as a user would. Its first call, untimed, compiles the variant
   for scipy's index widths (``runtime/specialize.py``).
+* ``sparsecomp-up-out`` (``form="upstream-out"``): the upstream form of SpMV
+  and SpMM called with ``out=C``, its own outs operand: the kernel
+  accumulates ``C += A B`` into the caller's array (``runtime/destinations.py``),
+  with no allocation. The first (checked) call starts from the zero C;
+  later calls keep accumulating, which costs the same.
 
 One kernel per operation for every matrix and K (dynamic shapes). Compile
 times: cold (empty ``SPARSECOMP_CACHE_DIR``, which ``cpu.py`` points at a
@@ -32,7 +37,13 @@ from peers import Case, Peer, Run, Unavailable
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 #: form -> (peer name, kernel directory)
-FORMS = {"ours": ("sparsecomp", KERNELS), "upstream": ("sparsecomp-up", KERNELS / "upstream_form")}
+FORMS = {
+    "ours": ("sparsecomp", KERNELS),
+    "upstream": ("sparsecomp-up", KERNELS / "upstream_form"),
+    "upstream-out": ("sparsecomp-up-out", KERNELS / "upstream_form"),
+}
+#: ops whose upstream form takes its dense output as an outs operand
+OUTS = ("spmv", "spmm")
 _LAYOUT = re.compile(r"#csr = (#sparse_iter\.layout<\{.*?\}>)", re.S)
 
 
@@ -58,6 +69,11 @@ class SparsecompPeer(Peer):
             else "sparsecomp.compile is not available yet in this checkout"
         )
         self.about = f"sparsecomp {sparsecomp.__version__} compile(target={target!r})"
+        if form == "upstream-out":
+            self.about += (
+                " on upstream-syntax SpMV and SpMM called with the scipy matrix and out=C "
+                "(accumulated in place into the outs operand)"
+            )
         if form == "upstream":
             self.about += (
                 " on upstream-syntax kernels (index-typed #sparse_tensor.encoding CSR, outs "
@@ -94,8 +110,10 @@ class SparsecompPeer(Peer):
     def prepare(self, case: Case) -> Run:
         if self.missing:
             raise Unavailable(self.missing)
+        if self.form == "upstream-out" and case.op not in OUTS:
+            raise Unavailable(f"upstream-form {case.op} has no dense outs operand")
         exe = self._executable(case.op)
-        if self.form == "upstream":
+        if self.form != "ours":
             a: Any = case.a
             m = case.a.shape[0]
             outs = {"spmv": (np.zeros(m, np.float32),), "sddmm": (), "spgemm": ()}
@@ -103,17 +121,23 @@ class SparsecompPeer(Peer):
         else:
             a = self._pack(case, case.op)
             dense = case.dense
+        into = dense[-1] if self.form == "upstream-out" else None
 
         def run() -> Any:
+            if into is not None:
+                return exe(a, *dense, out=into)
             out = exe(a, a, *dense) if case.op == "spgemm" else exe(a, *dense)
             return out if case.op == "spgemm" else np.asarray(getattr(out, "values", out))
 
         try:
             start = time.perf_counter()
-            run()  # the upstream form's first call compiles its variant for scipy's widths
-            if self.form == "upstream":
-                key = f"{case.op}+variant first call (scipy's widths)"
+            run()  # the upstream form's first call compiles its variants (scipy's widths, out=)
+            if self.form != "ours":
+                what = "scipy's widths" + (", out=" if into is not None else "")
+                key = f"{case.op}+variant first call ({what})"
                 self.compile_times.setdefault(key, (time.perf_counter() - start, None))
+            if into is not None:
+                into.fill(0)  # the checked call starts from the zero C again
         except Exception as err:
             raise Unavailable(f"call failed: {_why(err)}") from None
         return run

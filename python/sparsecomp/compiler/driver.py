@@ -194,10 +194,17 @@ def _with_variants(
         rules: Mapping[int, str],
         sizes: Mapping[int, Mapping[int, int]] | None = None,
         guards: Sequence[int] = (),
+        into: Mapping[int, int | None] | None = None,
     ) -> Executable:
-        from sparsecomp.compiler.variants import with_guards, with_layouts, with_static_sizes
+        from sparsecomp.compiler.variants import (
+            with_destinations,
+            with_guards,
+            with_layouts,
+            with_static_sizes,
+        )
 
-        variant = with_layouts(text, function, rules) if rules else text
+        variant = with_destinations(text, function, into) if into else text
+        variant = with_layouts(variant, function, rules) if rules else variant
         variant = with_static_sizes(variant, function, sizes) if sizes else variant
         variant = with_guards(variant, function, guards) if guards else variant
         return compile(variant, target, cache_results=cache_results, **options)

@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from mlir import ir
-from mlir.dialects import tensor
+from mlir.dialects import bufferization, tensor
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.context import make_context
+from sparsecomp.ir.destinations import DESTINATIONS, returns
 from sparsecomp.ir.parsing import parse_module
 from sparsecomp.transforms.decompose_formats import DECOMPOSE
 from sparsecomp.transforms.guard_coordinates import GUARD
@@ -55,6 +56,58 @@ def with_guards(text: str, function: str, arguments: Sequence[int]) -> str:
         module = parse_module(text, "<variant>", ctx)
         func = _function(module, function)
         func.attributes[GUARD] = ir.DenseI64ArrayAttr.get(sorted(arguments))
+        return module.operation.get_asm(enable_debug_info=True)
+
+
+def with_destinations(text: str, function: str, into: Mapping[int, int | None]) -> str:
+    """``text`` with ``function``'s results written into arrays the caller passes.
+
+    ``into`` maps a result to the argument that receives it: an existing dense
+    argument of the result's type (``out=`` naming that very array), or None for
+    a new argument appended after the others (in result order). Each such
+    result is materialized in its argument before the return
+    (``bufferization.materialize_in_destination``) and the function says so in
+    ``sparse_iter.destinations``; ``sparse-iter-destinations`` then builds it
+    there and ``sparse-iter-drop-destination-results`` drops it from the
+    signature.
+    """
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = parse_module(text, "<variant>", ctx)
+        func = _function(module, function)
+        block = func.regions[0].blocks[0]
+        fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+        inputs, results = list(fty.inputs), list(fty.results)
+        chosen = [-1] * len(results)
+        for r in sorted(into):
+            number = into[r]
+            if not 0 <= r < len(results) or not isinstance(results[r], ir.RankedTensorType):
+                raise SparsecompError(f"'{function}' has no tensor result {r}")
+            if number is None:
+                number = len(inputs)
+                block.add_argument(results[r], func.location)
+                inputs.append(results[r])
+            elif inputs[number] != results[r]:
+                raise SparsecompError(
+                    f"argument {number} of '{function}' ({inputs[number]}) cannot receive "
+                    f"result {r} ({results[r]})"
+                )
+            chosen[r] = number
+        if "arg_attrs" in func.attributes:
+            attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
+            attrs += [ir.DictAttr.get({})] * (len(inputs) - len(attrs))
+            func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+        for ret in returns(func):
+            with ir.InsertionPoint(ret), ret.location:
+                for r, number in enumerate(chosen):
+                    if number >= 0:
+                        value = ret.operands[r]
+                        dest = block.arguments[number]
+                        ret.operands[r] = bufferization.MaterializeInDestinationOp(
+                            value.type, value, dest
+                        ).result
+        func.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+        func.attributes[DESTINATIONS] = ir.DenseI64ArrayAttr.get(chosen)
         return module.operation.get_asm(enable_debug_info=True)
 
 

@@ -134,5 +134,7 @@ def static_shape(ty: ir.Type) -> list[Any]:
     return [None if ir.ShapedType(ty).is_dynamic_dim(i) else d for i, d in enumerate(ty.shape)]
 
 
-def abi_json(args: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
-    return json.dumps({"args": args, "results": results}, separators=(",", ":"))
+def abi_json(
+    args: list[dict[str, Any]], results: list[dict[str, Any]], extra: dict[str, Any] | None = None
+) -> str:
+    return json.dumps({"args": args, "results": results, **(extra or {})}, separators=(",", ":"))

@@ -17,6 +17,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor, vector
 
 from sparsecomp.dialects import sparse_iter
+from sparsecomp.ir.destinations import is_destination
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.loops import Carried, add, for_loop, index, mul
 from sparsecomp.lowering.operands import OperandAccess, zero_of
@@ -147,6 +148,8 @@ class NestEmitter(OperandAccess):
                 init, self.start = out, zero_of(elt)
             elif (fill := _constant_fill(out)) is not None:
                 init, self.start = fill
+            elif is_destination(out):
+                init = out  # the caller's array receives the result: accumulate in it
             elif _argument(out) and ir.RankedTensorType(out.type).encoding is None:
                 # An outs operand the caller passed (upstream syntax's ``outs(%C)``):
                 # read each element from it and write a fresh tensor, instead of

@@ -88,3 +88,112 @@ def size_symbols(func: ir.Operation, n_args: int) -> dict[tuple[int, int], str]:
 def _keys(entry: Any) -> list[tuple[int, int]]:
     a, da, b, db = list(ir.DenseI64ArrayAttr(entry))
     return [(a, da), (b, db)]
+
+
+#: Ops whose tensor result has the shape of one operand: name -> that operand's position.
+_SHAPED_LIKE = {
+    "vector.transfer_write": 1,
+    "tensor.insert": 1,
+    "tensor.insert_slice": 1,
+    "tensor.parallel_insert_slice": 1,
+    "bufferization.materialize_in_destination": 1,
+    "linalg.fill": 1,
+}
+
+#: A result dimension: an argument's ``(arg, dim)``, a constant, or None (unknown).
+Size = tuple[int, int] | int | None
+
+
+def result_dims(func: ir.Operation, value: ir.Value) -> list[Size]:
+    """The sizes of tensor ``value`` (returned by ``func``) in terms of its arguments.
+
+    Follows ``value`` back through ops whose result has an operand's shape
+    (destination-style ops, ``scf.for``/``scf.if`` results whose yields are
+    built from their inits) to a function argument or a ``tensor.empty``
+    whose sizes are argument dimensions (``tensor.dim``) or constants.
+    """
+    ty = ir.RankedTensorType(value.type)
+    entry = func.regions[0].blocks[0]
+    return [
+        ty.shape[d] if not ty.is_dynamic_dim(d) else _dim(value, d, entry, 0)
+        for d in range(ty.rank)
+    ]
+
+
+def _dim(value: ir.Value, d: int, entry: ir.Block, depth: int) -> Size:
+    if depth > 64:
+        return None
+    if isinstance(value, ir.BlockArgument):
+        number = _arg_number(value, entry)
+        return None if number is None else (number, d)
+    ty = ir.RankedTensorType(value.type)
+    if not ty.is_dynamic_dim(d):
+        return ty.shape[d]
+    op = value.owner
+    name = op.name
+    if name == "tensor.empty":
+        dynamic = sum(1 for k in range(d) if ty.is_dynamic_dim(k))
+        return _size(op.operands[dynamic], entry, depth + 1)
+    if name == "tensor.cast":
+        return _dim(op.operands[0], d, entry, depth + 1)
+    if name in _SHAPED_LIKE:
+        return _dim(op.operands[_SHAPED_LIKE[name]], d, entry, depth + 1)
+    number = ir.OpResult(value).result_number
+    if name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
+        ins = next(iter(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])))
+        return _dim(op.operands[ins + number], d, entry, depth + 1)
+    if name == "scf.for" and _keeps_shape(op, number):
+        return _dim(op.operands[3 + number], d, entry, depth + 1)
+    if name == "scf.if":
+        found = {_dim(_yielded(r, number), d, entry, depth + 1) for r in op.regions}
+        return found.pop() if len(found) == 1 else None
+    return None
+
+
+def _yielded(region: ir.Region, number: int) -> ir.Value:
+    block = region.blocks[0]
+    ops = list(block.operations)
+    return ops[-1].operands[number]
+
+
+def _keeps_shape(loop: ir.Operation, number: int) -> bool:
+    """Whether the ``scf.for`` yields for iter_arg ``number`` a value built in that iter_arg."""
+    carried = loop.regions[0].blocks[0].arguments[1 + number]
+    return built_from(_yielded(loop.regions[0], number)) == carried
+
+
+def built_from(value: ir.Value) -> ir.Value:
+    """The tensor ``value`` was built in: followed back through destination-style ops
+    (``linalg`` outs, ``vector.transfer_write``, ``tensor.insert``...) and ``scf.for``
+    results whose loops build them in their iter_args, to the first other value."""
+    for _ in range(256):
+        if isinstance(value, ir.BlockArgument):
+            return value
+        op = value.owner
+        number = ir.OpResult(value).result_number
+        if op.name in _SHAPED_LIKE:
+            value = op.operands[_SHAPED_LIKE[op.name]]
+        elif op.name == "scf.for" and _keeps_shape(op, number):
+            value = op.operands[3 + number]
+        elif op.name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
+            ins = next(iter(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])))
+            value = op.operands[ins + number]
+        else:
+            return value
+    return value
+
+
+def _size(value: ir.Value, entry: ir.Block, depth: int) -> Size:
+    """An ``index`` value as an argument dimension or a constant."""
+    if isinstance(value, ir.BlockArgument):
+        return None
+    op = value.owner
+    if op.name == "arith.constant":
+        return ir.IntegerAttr(op.attributes["value"]).value
+    if op.name == "tensor.dim":
+        index = op.operands[1]
+        if isinstance(index, ir.BlockArgument) or index.owner.name != "arith.constant":
+            return None
+        d = ir.IntegerAttr(index.owner.attributes["value"]).value
+        return _dim(op.operands[0], d, entry, depth + 1)
+    return None

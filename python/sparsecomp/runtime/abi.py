@@ -98,6 +98,9 @@ class Signature:
     results: tuple[ArgSpec, ...]
     #: the function takes a status word after its arguments (guarded coordinates)
     status: bool = False
+    #: ``(result, argument)``: results written into an argument instead of returned
+    #: (a variant for calls with ``out=``, :mod:`.destinations`)
+    destinations: tuple[tuple[int, int], ...] = ()
 
     def describe(self) -> str:
         """``name(arg, ...) -> result`` in words."""
@@ -136,7 +139,13 @@ def parse_signature(name: str, entry: Any) -> Signature:
     results = tuple(
         _spec(r, f"{where}, result {i}") for i, r in enumerate(_list(abi, "results", where))
     )
-    return Signature(name, entry["symbol"], args, results, abi.get("status") is True)
+    written = abi.get("destinations", [])
+    if not isinstance(written, list) or not all(
+        isinstance(w, list) and len(w) == 2 and all(isinstance(n, int) for n in w) for w in written
+    ):
+        raise SparsecompError(f"{where}: 'destinations' must list [result, argument] pairs")
+    destinations = tuple((r, k) for r, k in written)
+    return Signature(name, entry["symbol"], args, results, abi.get("status") is True, destinations)
 
 
 def _json(text: str, where: str) -> Any:

@@ -27,6 +27,7 @@ from sparsecomp.formats.names import parse_layout
 from sparsecomp.runtime import specialize
 from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
 from sparsecomp.runtime.call import Caller
+from sparsecomp.runtime.destinations import Destinations, MakeVariant
 from sparsecomp.runtime.fastcall import MISS, native_router
 from sparsecomp.runtime.libs import LIBRARIES, library_path
 from sparsecomp.runtime.plan import Conversion, Plan
@@ -39,8 +40,9 @@ MANIFEST = "manifest.json"
 FORMAT = 1
 
 
-#: ``(function, {argument: layout attribute text}[, {argument: {dimension: size}}])
-#: -> Executable`` (``Executable.recompile``)
+#: ``(function, {argument: layout attribute text}[, {argument: {dimension: size}}[,
+#: guarded arguments[, {result: destination argument}]]]) -> Executable``
+#: (``Executable.recompile``)
 Recompile = Callable[..., "Executable"]
 
 
@@ -68,19 +70,26 @@ class Function:
         #: which C kernel takes a call (:mod:`.fastcall`); made at the first call
         self._router: Any = None
         self._routed = False
+        #: compiles the variant for calls with ``out=`` (:mod:`.destinations`); None: copy
+        self.make_destinations: MakeVariant | None = None
+        self._destinations: Destinations | None = None
 
     @property
     def name(self) -> str:
         return self.signature.name
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, out: Any = None) -> Any:
         """Call the kernel: one Python object per ABI argument, in order.
 
         Dense: a numpy array of exactly the ABI dtype and rank (copied when
         not C-contiguous); scalar: a Python number or a same-dtype numpy
         scalar; sparse: a scipy.sparse matrix or a SparseTensor (converted
         to the ABI layout). Returns ``None``, one result, or a tuple.
+        ``out``: an array (a tuple, one per result, with several) the result
+        is written into, and returned (:mod:`.destinations`).
         """
+        if out is not None:
+            return self._into(args, out)
         router = self._router
         if router is not None and (got := router(args)) is not MISS:
             return got  # the C path took it
@@ -104,6 +113,13 @@ class Function:
             return other(*args)
         self._learn(args, self, False)
         return caller(args)
+
+    def _into(self, args: tuple[Any, ...], out: Any) -> Any:
+        destinations = self._destinations
+        if destinations is None:
+            destinations = Destinations(self.signature, self.__call__, self.make_destinations)
+            self._destinations = destinations
+        return destinations(args, out)
 
     def _get_caller(self) -> Caller:
         caller = self._caller
@@ -233,6 +249,7 @@ class Executable:
         host = self.manifest.get("device", "host") in ("", "host")
         for function in self.functions.values():
             function.specializer = function.sizes = None
+            function.make_destinations = function._destinations = None
             if recompile is None or self.manifest.get("profile"):
                 continue  # a variant would run outside the library profile() counts in
             name = function.name
@@ -247,17 +264,25 @@ class Executable:
                 assert self._recompile is not None
                 return self._recompile(name, {}, sizes).functions[name]
 
+            def into(
+                destinations: Mapping[int, int | None], name: str = name
+            ) -> tuple[Function, Signature]:
+                assert self._recompile is not None
+                found = self._recompile(name, {}, None, (), destinations).functions[name]
+                return found, found.signature
+
             function.specializer = Specializer(function.signature, variant, guard=host)
+            function.make_destinations = into if host else None
             if host and static_candidates(function.signature):
                 function.sizes = SizeSpecializer(function.signature, resized)
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, out: Any = None) -> Any:
         if self._only is None:
             raise SparsecompError(
                 f"the kernel has {len(self.functions)} public functions, {_names(self.functions)}",
                 hint="call one by name: exe.<name>(...) or exe.functions[name](...)",
             )
-        return self._only(*args)
+        return self._only(*args, out=out)
 
     def __getattr__(self, name: str) -> Function:
         functions = self.__dict__.get("functions")

@@ -21,6 +21,8 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-cpu-function-targets": "cpu_function_targets:CpuFunctionTargetsPass",
     "sparse-iter-decompose-formats": "decompose_formats:DecomposeFormatsPass",
     "sparse-iter-densify-unsparsifiable": "densify_unsparsifiable:DensifyUnsparsifiablePass",
+    "sparse-iter-destinations": "destinations:DestinationsPass",
+    "sparse-iter-drop-destination-results": "drop_destination_results:DropDestinationResultsPass",
     "sparse-iter-emulate-gpu": "emulate_gpu:EmulateGpuPass",
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
     "sparse-iter-gpu-host-alloc": "gpu_host_alloc:GpuHostAllocPass",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from mlir import ir
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.attrs import encoding_of
+from sparsecomp.ir.destinations import DESTINATIONS, MATERIALIZE, destinations, returns
 from sparsecomp.ir.verify import types_of
 from sparsecomp.lowering import sizes
 from sparsecomp.lowering.abi import abi_json, abi_or_note, describe, static_shape
@@ -27,9 +29,54 @@ def _is_public(func: ir.Operation) -> bool:
     return vis is None or ir.StringAttr(vis).value == "public"
 
 
+def _destination_sizes(func: ir.Operation, into: list[int], shapes: list[list[Any]]) -> None:
+    """Relate each destination argument's sizes to the arguments its result's come from.
+
+    The runtime then checks an ``out=`` array's shape like any argument's, before
+    the call: the kernel writes it with the loops' bounds. A size the arguments
+    do not give is an error (the variant is not built; the runtime copies instead).
+    """
+    (ret,) = [r for r in returns(func)][:1] or [None]
+    if ret is None:
+        return
+    name = ir.StringAttr(func.attributes["sym_name"]).value
+    pairs = []
+    for r, dest in enumerate(into):
+        if dest < 0:
+            continue
+        value = ret.operands[r]
+        if not isinstance(value, ir.BlockArgument) and value.owner.name == MATERIALIZE:
+            value = value.owner.operands[0]
+        for d, size in enumerate(sizes.result_dims(func, value)):
+            if size is None:
+                raise SparsecompError(
+                    f"result {r} of '@{name}' cannot be written into an argument: its size in "
+                    f"dimension {d} is not known from the arguments before the call"
+                )
+            if isinstance(size, int):
+                shapes[dest][d] = size
+            elif size != (dest, d):
+                pairs.append(ir.DenseI64ArrayAttr.get([dest, d, *size]))
+    if pairs:
+        old = list(func.attributes[sizes.ATTR]) if sizes.ATTR in func.attributes else []
+        func.attributes[sizes.ATTR] = ir.ArrayAttr.get(old + pairs)
+
+
+def _flat_destinations(fty: ir.FunctionType, into: list[int]) -> list[int]:
+    """``into``'s argument numbers after encoded arguments become their buffers and sizes."""
+    starts, at = [], 0
+    for ty in fty.inputs:
+        starts.append(at)
+        at += len(flatten_types([ty]))
+    return [starts[k] if k >= 0 else -1 for k in into]
+
+
 def _abi(func: ir.Operation, fty: ir.FunctionType) -> str:
-    symbols = sizes.size_symbols(func, len(fty.inputs))
     shapes = [static_shape(ty) for ty in fty.inputs]
+    into = destinations(func)
+    if into:
+        _destination_sizes(func, into, shapes)
+    symbols = sizes.size_symbols(func, len(fty.inputs))
     # a symbol some argument has statically: every dimension it names has that size
     known = {
         symbols[(n, d)]: size
@@ -44,8 +91,13 @@ def _abi(func: ir.Operation, fty: ir.FunctionType) -> str:
             for d, s in enumerate(shapes[n])
         ]
         args.append(describe(ty, layout_of(ty), shape))
-    results = [describe(ty, layout_of(ty), static_shape(ty)) for ty in fty.results]
-    return abi_json(args, results)
+    results = [
+        describe(ty, layout_of(ty), static_shape(ty))
+        for r, ty in enumerate(fty.results)
+        if not into or into[r] < 0
+    ]
+    written = [[r, k] for r, k in enumerate(into) if k >= 0]
+    return abi_json(args, results, {"destinations": written} if written else {})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +170,8 @@ class LowerBuffersPass(SparsecompPass):
         except SparsecompError as exc:
             func.location.emit_error(str(exc))
             return False
+        if into := destinations(func):
+            func.attributes[DESTINATIONS] = ir.DenseI64ArrayAttr.get(_flat_destinations(fty, into))
         new = ir.FunctionType.get(flatten_types(list(fty.inputs)), flatten_types(list(fty.results)))
         func.attributes["function_type"] = ir.TypeAttr.get(new)
         if sizes.ATTR in func.attributes:
