@@ -13,6 +13,8 @@ executable) still fill ``out`` by copying.
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -109,10 +111,10 @@ def _matrix(m: int, n: int, density: float, seed: int, index: type = np.int32) -
 
 
 def _variant(exe: Any) -> tuple[Any, Any]:
-    """The (call, signature) of the only out= variant the function compiled."""
+    """The function and signature of the only out= variant the function compiled."""
     (variant,) = exe.functions["f"]._destinations._variants.values()
     assert not isinstance(variant, str), variant
-    return variant
+    return variant[0], variant[0].signature
 
 
 def _llvm_ir(call: Any) -> str:
@@ -151,6 +153,36 @@ def test_outs_operand_accumulates_in_place(spmm: Any) -> None:
     spmm(a, b, c, out=c)  # again: the same variant, C accumulated twice
     np.testing.assert_allclose(c, expected + a @ b, rtol=1e-12)
     assert len(spmm.functions["f"]._destinations._variants) == 1
+
+
+def _new_kernels(before: set[Path]) -> list[Path]:
+    return sorted(set(_kernels()) - before)
+
+
+def _kernels() -> list[Path]:
+    return list(Path(os.environ["SPARSECOMP_CACHE_DIR"]).glob("kernels/*"))
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_every_kernel_a_call_runs_writes_out_itself(private_cache: None, in_place: bool) -> None:
+    """The out= variant and the variants made from it for the call (a static K, the
+    scipy operand's index widths) all build the result in out: none allocates or copies."""
+    before = set(_kernels())
+    exe = sparsecomp.compile(SPMM_UPSTREAM.replace("@f", "@g"))  # a program of its own
+    rng = np.random.default_rng(10)
+    a, b, c = _matrix(64, 48, 0.2, 10), rng.random((48, 16)), rng.random((64, 16))
+    expected = c + a @ b
+    out = c if in_place else np.empty((64, 16))
+    exe(a, b, c, out=out)
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    made = [
+        k for k in _new_kernels(before) if '"destinations"' in (k / "manifest.json").read_text()
+    ]
+    assert len(made) >= 3  # the out= variant, its static-K variant, that one's width variant
+    for kernel in made:
+        ir = (kernel / "llvm.mlir").read_text()
+        assert "malloc" not in ir, kernel
+        assert "memref.copy" not in ir, kernel
 
 
 def test_new_destination_leaves_the_outs_operand(spmm: Any) -> None:
@@ -227,7 +259,7 @@ def test_several_results(private_cache: None) -> None:
 @pytest.mark.parametrize(
     ("out", "message"),
     [
-        (np.empty((39, 8)), "does not match size symbol"),
+        (np.empty((39, 8)), r"size 39 in dimension 0, expected 40 \(from argument 0 dimension 0\)"),
         (np.empty((40, 8), np.float32), "expected dense float64"),
         (np.empty((8, 40)).T, "C-contiguous and writable"),
         ([[0.0] * 8] * 40, "expected a numpy array"),

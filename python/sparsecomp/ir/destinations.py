@@ -24,7 +24,10 @@ def destinations(func: ir.Operation) -> list[int]:
 
 
 def is_destination(value: ir.Value) -> bool:
-    """Whether ``value`` is an argument of a function that writes a result into it."""
+    """Whether ``value`` is (a ``tensor.cast`` of) an argument of a function that writes a
+    result into it (a static-size variant casts its arguments back for outs operands)."""
+    while not isinstance(value, ir.BlockArgument) and value.owner.name == "tensor.cast":
+        value = value.owner.operands[0]
     if not isinstance(value, ir.BlockArgument):
         return False
     arg = ir.BlockArgument(value)

@@ -164,7 +164,7 @@ def _keeps_shape(loop: ir.Operation, number: int) -> bool:
 
 def built_from(value: ir.Value) -> ir.Value:
     """The tensor ``value`` was built in: followed back through destination-style ops
-    (``linalg`` outs, ``vector.transfer_write``, ``tensor.insert``...) and ``scf.for``
+    (``linalg`` outs, ``vector.transfer_write``, ``tensor.insert``...), casts and ``scf.for``
     results whose loops build them in their iter_args, to the first other value."""
     for _ in range(256):
         if isinstance(value, ir.BlockArgument):
@@ -173,6 +173,8 @@ def built_from(value: ir.Value) -> ir.Value:
         number = ir.OpResult(value).result_number
         if op.name in _SHAPED_LIKE:
             value = op.operands[_SHAPED_LIKE[op.name]]
+        elif op.name == "tensor.cast":
+            value = op.operands[0]
         elif op.name == "scf.for" and _keeps_shape(op, number):
             value = op.operands[3 + number]
         elif op.name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:

@@ -35,8 +35,7 @@ import numpy as np
 
 from sparsecomp.errors import ArgumentError, SparsecompError
 from sparsecomp.formats.tensor import SparseTensor
-from sparsecomp.runtime.abi import Signature
-from sparsecomp.runtime.marshal import check_shape
+from sparsecomp.runtime.abi import ArgSpec, Signature
 
 _log = logging.getLogger("sparsecomp")
 
@@ -44,6 +43,10 @@ _log = logging.getLogger("sparsecomp")
 MakeVariant = Callable[[Mapping[int, int | None]], tuple[Callable[..., Any], Signature]]
 #: a key of :class:`Destinations`' cache: per result with an ``out`` array, where it goes
 Key = tuple[tuple[int, int | None], ...]
+#: a size an ``out`` array must have: a constant, or an argument's ``(position, dimension)``
+Want = int | tuple[int, int]
+#: a compiled variant: its callable, and per result the sizes its ``out`` array must have
+Variant = tuple[Callable[..., Any], dict[int, list[tuple[int, Want]]]]
 
 
 class Destinations:
@@ -55,7 +58,7 @@ class Destinations:
         self.signature = signature
         self._call = call  # the function itself (for a call whose result is copied)
         self._make = make
-        self._variants: dict[Key, tuple[Callable[..., Any], Signature] | str] = {}
+        self._variants: dict[Key, Variant | str] = {}
         self._said: set[str] = set()
 
     def __call__(self, args: tuple[Any, ...], out: Any) -> Any:
@@ -65,15 +68,26 @@ class Destinations:
         if isinstance(variant, str):
             self._say(variant)
             return self._copied(args, outs)
-        call, sig = variant
-        fresh = [outs[r] for r, k in key if k is None]
-        _check_shapes(sig, (*args, *fresh), outs, key, len(args))
+        call, sizes = variant
+        fresh = []
+        for r, k in key:
+            array = outs[r]
+            for dim, want in sizes[r]:
+                _check_size(self.signature.name, r, array, dim, want, args)
+            if k is None:
+                fresh.append(array)
         returned = call(*args, *fresh)
         return _assemble(self.signature, outs, returned)
 
-    def _variant(self, key: Key) -> tuple[Callable[..., Any], Signature] | str:
-        if key in self._variants:
-            return self._variants[key]
+    def _variant(self, key: Key) -> Variant | str:
+        found = self._variants.get(key)
+        if found is None:
+            made = self._compile(key)
+            found = made if isinstance(made, str) else (made[0], _sizes(made[1], key))
+            self._variants[key] = found
+        return found
+
+    def _compile(self, key: Key) -> tuple[Callable[..., Any], Signature] | str:
         if self._make is None:
             found: tuple[Callable[..., Any], Signature] | str = (
                 "the executable cannot compile variants (loaded from a directory, or built "
@@ -99,7 +113,6 @@ class Destinations:
                 expected = _expected(self.signature, key, len(self.signature.args))
                 if set(found[1].destinations) != expected:
                     found = "its kernel does not take destinations (an upstream-sparsifier one)"
-        self._variants[key] = found
         return found
 
     def _copied(self, args: tuple[Any, ...], outs: dict[int, np.ndarray]) -> Any:
@@ -126,6 +139,27 @@ class Destinations:
             )
 
 
+def _refuse(name: str, r: int, spec: ArgSpec, array: Any) -> None:
+    """The ``ArgumentError`` that says why ``array`` cannot receive result ``r``."""
+    where = f"'{name}' out= for result {r}"
+    if spec.kind != "dense":
+        raise ArgumentError(
+            f"{where}: out= takes arrays for dense results; this one is {spec.kind}"
+        )
+    if not isinstance(array, np.ndarray):
+        raise ArgumentError(f"{where}: expected a numpy array, got {type(array).__name__}")
+    if array.dtype != spec.dtype or array.ndim != spec.rank:
+        raise ArgumentError(
+            f"{where}: expected {spec.describe()}, got {array.dtype} of rank {array.ndim}"
+        )
+    if not array.flags.c_contiguous or not array.flags.writeable:
+        raise ArgumentError(
+            f"{where}: the array must be C-contiguous and writable",
+            hint="pass np.ascontiguousarray(...) or a fresh np.empty(...)",
+        )
+    raise ArgumentError(f"{where}: expected {spec.describe()}, got shape {array.shape}")
+
+
 def _first_error(text: str) -> str:
     """The line of a compiler message that says what failed."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()] or ["?"]
@@ -147,27 +181,16 @@ def _outs(sig: Signature, out: Any) -> dict[int, np.ndarray]:
     for r, (spec, array) in enumerate(zip(sig.results, out, strict=True)):
         if array is None:
             continue
-        where = f"'{name}' out= for result {r}"
-        if spec.kind != "dense":
-            raise ArgumentError(
-                f"{where}: out= takes arrays for dense results; this one is {spec.kind}"
-            )
-        if not isinstance(array, np.ndarray):
-            raise ArgumentError(f"{where}: expected a numpy array, got {type(array).__name__}")
-        if array.dtype != spec.dtype or array.ndim != spec.rank:
-            raise ArgumentError(
-                f"{where}: expected {spec.describe()}, got {array.dtype} of rank {array.ndim}"
-            )
-        if not array.flags.c_contiguous or not array.flags.writeable:
-            raise ArgumentError(
-                f"{where}: the array must be C-contiguous and writable",
-                hint="pass np.ascontiguousarray(...) or a fresh np.empty(...)",
-            )
-        for axis, want in enumerate(spec.shape):
-            if isinstance(want, int) and array.shape[axis] != want:
-                raise ArgumentError(
-                    f"{where}: expected size {want} in dimension {axis}, got {array.shape}"
-                )
+        if (
+            spec.kind != "dense"
+            or type(array) is not np.ndarray
+            or array.dtype != spec.dtype
+            or array.ndim != spec.rank
+            or not array.flags.c_contiguous
+            or not array.flags.writeable
+            or any(isinstance(w, int) and w != n for w, n in zip(spec.shape, array.shape))
+        ):
+            _refuse(name, r, spec, array)
         found[r] = array
     if not found:
         raise ArgumentError(f"'{name}': out= names no array")
@@ -197,22 +220,26 @@ def _key(
     """Where each ``out`` array goes (an argument it is, or None: a new one), or why
     none can be a destination."""
     key: list[tuple[int, int | None]] = []
-    for r, array in sorted(outs.items()):
-        same = [
-            k
-            for k, (spec, arg) in enumerate(zip(sig.args, args, strict=False))
-            if arg is array and spec.kind == "dense"
-        ]
-        key.append((r, same[0] if same else None))
-    claimed = {k for _, k in key if k is not None}
+    specs = sig.args
     for r, array in outs.items():
+        same = None
         for k, arg in enumerate(args):
-            if k in claimed and arg is array:
+            if arg is array and k < len(specs) and specs[k].kind == "dense":
+                same = k
+                break
+        for k, arg in enumerate(args):
+            if k == same:
                 continue
-            if any(np.shares_memory(array, a) for a in _arrays(arg)):
-                return tuple(key), f"the out= array for result {r} shares memory with argument {k}"
-        if any(other is not array and np.shares_memory(array, other) for other in outs.values()):
-            return tuple(key), "two out= arrays share memory"
+            if type(arg) is np.ndarray:
+                if np.shares_memory(array, arg):
+                    return (), f"the out= array for result {r} shares memory with argument {k}"
+            elif not isinstance(arg, int | float | complex | np.generic):
+                if any(np.shares_memory(array, a) for a in _arrays(arg)):
+                    return (), f"the out= array for result {r} shares memory with argument {k}"
+        for other in outs.values():
+            if other is not array and np.shares_memory(array, other):
+                return (), "two out= arrays share memory"
+        key.append((r, same))
     return tuple(key), None
 
 
@@ -226,26 +253,45 @@ def _expected(sig: Signature, key: Key, count: int) -> set[tuple[int, int]]:
     return pairs
 
 
-def _check_shapes(
-    sig: Signature, given: tuple[Any, ...], outs: dict[int, np.ndarray], key: Key, count: int
-) -> None:
-    """Check each ``out`` array's shape against the sizes the other arguments give."""
-    sizes: dict[str, tuple[int, str]] = {}
-    for n, (spec, value) in enumerate(zip(sig.args[:count], given[:count], strict=True)):
-        shape = getattr(value, "shape", None)
-        if spec.kind != "scalar" and isinstance(shape, tuple) and len(shape) == spec.rank:
-            try:
-                check_shape(spec, tuple(int(d) for d in shape), ("", f"argument {n}"), sizes)
-            except ArgumentError:
-                pass  # the call itself says what is wrong with the arguments
-    fresh = [r for r, k in key if k is None]
+def _sizes(sig: Signature, key: Key) -> dict[int, list[tuple[int, Want]]]:
+    """Per result of ``key``, the sizes its ``out`` array must have, from the variant's
+    signature: a destination's size symbol is the first argument dimension naming it."""
+    count = len(sig.args) - sum(1 for _, k in key if k is None)
+    first: dict[str, tuple[int, int]] = {}
+    for n, spec in enumerate(sig.args[:count]):
+        for d, size in enumerate(spec.shape if spec.kind != "scalar" else ()):
+            if isinstance(size, str):
+                first.setdefault(size, (n, d))
+    found: dict[int, list[tuple[int, Want]]] = {}
+    fresh = count
     for r, k in key:
-        index = k if k is not None else count + fresh.index(r)
-        check_shape(
-            sig.args[index],
-            outs[r].shape,
-            (f"'{sig.name}' out= for result {r}", f"out[{r}]"),
-            sizes,
+        if k is None:
+            k, fresh = fresh, fresh + 1
+        wants: list[tuple[int, Want]] = []
+        for d, size in enumerate(sig.args[k].shape):
+            if isinstance(size, int):
+                wants.append((d, size))
+            elif isinstance(size, str) and first.get(size, (k, d)) != (k, d):
+                wants.append((d, first[size]))
+        found[r] = wants
+    return found
+
+
+def _check_size(
+    name: str, r: int, array: np.ndarray, dim: int, want: Want, args: tuple[Any, ...]
+) -> None:
+    """An ``ArgumentError`` unless ``array`` has the size ``want`` in ``dim``."""
+    if isinstance(want, int):
+        size, origin = want, "the signature"
+    else:
+        shape = getattr(args[want[0]], "shape", None) if want[0] < len(args) else None
+        if not isinstance(shape, tuple) or len(shape) <= want[1]:
+            return  # a wrong argument: the call itself says what is wrong
+        size, origin = shape[want[1]], f"argument {want[0]} dimension {want[1]}"
+    if array.shape[dim] != size:
+        raise ArgumentError(
+            f"'{name}' out= for result {r}: size {array.shape[dim]} in dimension {dim}, "
+            f"expected {size} (from {origin}); got shape {array.shape}"
         )
 
 

@@ -40,7 +40,7 @@ def _fold_materializations(func: ir.Operation, built: bool) -> None:
         dest = op.operands[1] if op.name == MATERIALIZE else None
         if dest is None or not is_destination(dest):
             return ir.WalkResult.ADVANCE
-        if not built or built_from(op.operands[0]) == dest:
+        if not built or built_from(op.operands[0]) == built_from(dest):
             found.append(op)
         return ir.WalkResult.ADVANCE
 
