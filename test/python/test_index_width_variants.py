@@ -8,6 +8,7 @@ caller passes. Every result is checked against scipy.
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,37 @@ def test_scipy_int32_compiles_one_variant(spmm: Any, caplog: pytest.LogCaptureFi
         np.testing.assert_allclose(spmm(t, b, c), c + a @ b, rtol=1e-12)
     assert not caplog.records
     assert len(specializer.variants) == 1
+
+
+# SpMV that also counts A's entries: a sparse_tensor op sends it to the upstream sparsifier.
+SPMV_COUNTED = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func @spmv(%a: tensor<?x?xf64, #CSR>, %x: tensor<?xf64>,
+                %y: tensor<?xf64>) -> (tensor<?xf64>, index) {
+  %n = sparse_tensor.number_of_entries %a : tensor<?x?xf64, #CSR>
+  %0 = linalg.matvec ins(%a, %x : tensor<?x?xf64, #CSR>, tensor<?xf64>)
+                     outs(%y : tensor<?xf64>) -> tensor<?xf64>
+  return %0, %n : tensor<?xf64>, index
+}
+"""
+
+
+def test_upstream_road_takes_a_width_variant(
+    private_cache: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A function the upstream sparsifier compiles gets its width variant through its
+    #sparse_tensor.encoding's widths: no conversion, no warning."""
+    exe = sparsecomp.compile(SPMV_COUNTED)
+    a, x = _matrix(5), np.random.default_rng(5).random(30)
+    y = np.random.default_rng(6).random(40)
+    with caplog.at_level(logging.INFO, logger="sparsecomp"), warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ConversionWarning would fail the test
+        got, count = exe(a, x, y)
+    np.testing.assert_allclose(got, y + a @ x, rtol=1e-12)
+    assert count == a.nnz
+    assert "compiled its variant for the operands' index widths" in caplog.text
+    (variant,) = exe.functions["spmv"].specializer.variants.values()
+    assert variant.signature.args[0].layout.pos_width == 32
 
 
 def test_kernel_widths_need_no_variant(spmm: Any) -> None:

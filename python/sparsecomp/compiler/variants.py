@@ -13,15 +13,23 @@ layout. The compile cache then keeps it like any program.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 from mlir import ir
 from mlir.dialects import bufferization, tensor
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.names import parse_layout
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.destinations import DESTINATIONS, returns
 from sparsecomp.ir.parsing import parse_module
+from sparsecomp.ir.upstream import (
+    is_sparse_tensor_encoding,
+    layout_from_sparse_tensor,
+    sparse_tensor_text,
+)
 from sparsecomp.transforms.decompose_formats import DECOMPOSE
 from sparsecomp.transforms.guard_coordinates import GUARD
 
@@ -29,11 +37,19 @@ from sparsecomp.transforms.guard_coordinates import GUARD
 def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
     """``text`` with each rule of ``rules`` (argument position -> a
     ``#sparse_iter.layout<...>`` or ``#sparse_iter.composable<...>``) on that
-    argument of ``function``."""
+    argument of ``function``.
+
+    A function that uses ``sparse_tensor`` ops goes to the upstream sparsifier,
+    which takes no ``#sparse_iter`` layout: where its rules only change index
+    widths, its ``#sparse_tensor.encoding`` types take those widths instead
+    (every value of such a type, as a rule would)."""
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = parse_module(text, "<variant>", ctx)
         func = _function(module, function)
+        if _has_sparse_tensor_ops(func) and (types := _width_types(func, rules)):
+            _retype(func, types)
+            return module.operation.get_asm(enable_debug_info=True)
         count = len(func.regions[0].blocks[0].arguments)
         if "arg_attrs" in func.attributes:
             arg_attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
@@ -45,6 +61,75 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
             arg_attrs[argument] = ir.DictAttr.get(entries)
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
         return module.operation.get_asm(enable_debug_info=True)
+
+
+def _has_sparse_tensor_ops(func: ir.Operation) -> bool:
+    """Whether ``func`` uses ``sparse_tensor`` ops: it then takes the upstream
+    sparsifier's road, where ``#sparse_iter`` layouts cannot go."""
+    found = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name.startswith("sparse_tensor."):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    return bool(found)
+
+
+def _width_types(func: ir.Operation, rules: Mapping[int, str]) -> dict[ir.Type, ir.Type]:
+    """``old type -> new type`` when every rule only changes the index widths of an
+    argument's ``#sparse_tensor.encoding`` (an upstream-road function's width variant:
+    the encoding keeps its dialect); empty when any rule does more."""
+    arguments = func.regions[0].blocks[0].arguments
+    types: dict[ir.Type, ir.Type] = {}
+    for argument, attr in rules.items():
+        ty = arguments[argument].type
+        encoding = ir.RankedTensorType(ty).encoding if isinstance(ty, ir.RankedTensorType) else None
+        if not is_sparse_tensor_encoding(encoding):
+            return {}
+        try:
+            own = layout_from_sparse_tensor(encoding)
+            wanted = parse_layout(attr)
+            if (
+                not isinstance(wanted, Layout)
+                or dataclasses.replace(own, pos_width=wanted.pos_width, crd_width=wanted.crd_width)
+                != wanted
+            ):
+                return {}
+            new = ir.Attribute.parse(sparse_tensor_text(wanted))
+        except (SparsecompError, ValueError):
+            return {}
+        tensor_ty = ir.RankedTensorType(ty)
+        types[ty] = ir.RankedTensorType.get(tensor_ty.shape, tensor_ty.element_type, new)
+    return types
+
+
+def _retype(func: ir.Operation, types: Mapping[ir.Type, ir.Type]) -> None:
+    """Every value of ``func`` whose type is a key of ``types`` takes its value's type."""
+
+    def retype(value: ir.Value) -> None:
+        new = types.get(value.type)
+        if new is not None:
+            value.set_type(new)
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        for region in op.regions:
+            for block in region.blocks:
+                for argument in block.arguments:
+                    retype(argument)
+        for result in op.results:
+            retype(result)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    func.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(
+            [types.get(t, t) for t in fty.inputs], [types.get(t, t) for t in fty.results]
+        )
+    )
 
 
 def with_guards(text: str, function: str, arguments: Sequence[int]) -> str:
