@@ -197,6 +197,8 @@ def _outs(sig: Signature, out: Any) -> dict[int, np.ndarray]:
     return found
 
 
+#: operands that hold no array
+_SCALARS = (int, float, complex, np.generic)
 #: the arrays of a scipy.sparse matrix, by format
 _SCIPY_ARRAYS = ("data", "indices", "indptr", "row", "col", "offsets")
 
@@ -207,6 +209,9 @@ def _arrays(value: Any) -> list[np.ndarray]:
         return [value]
     if isinstance(value, SparseTensor):
         return [a for _, a in value.buffers()]
+    indptr = getattr(value, "indptr", None)
+    if type(indptr) is np.ndarray:  # CSR, CSC, BSR
+        return [value.data, value.indices, indptr]
     scipy_sparse = sys.modules.get("scipy.sparse")
     if scipy_sparse is not None and scipy_sparse.issparse(value):
         held = (getattr(value, n, None) for n in _SCIPY_ARRAYS)
@@ -233,7 +238,7 @@ def _key(
             if type(arg) is np.ndarray:
                 if np.shares_memory(array, arg):
                     return (), f"the out= array for result {r} shares memory with argument {k}"
-            elif not isinstance(arg, int | float | complex | np.generic):
+            elif not isinstance(arg, _SCALARS):
                 if any(np.shares_memory(array, a) for a in _arrays(arg)):
                     return (), f"the out= array for result {r} shares memory with argument {k}"
         for other in outs.values():
