@@ -3,9 +3,10 @@
 One panel per table of that run (SpMV, SpMM K=32 and K=128, SDDMM, SpGEMM): per
 matrix, each peer's time over sparsecomp's (``P ratio`` columns; above 1,
 sparsecomp is faster), on a log scale, with the upstream-syntax form of
-sparsecomp (``sparsecomp-up``) among them. The PNG's ``Description`` holds
-the SHA-256 of the tables it was drawn from, so a test can tell when the
-run in docs/benchmarks.md changed and the figure did not. Run from the
+sparsecomp (``sparsecomp-up``, and ``sparsecomp-up-out`` called with
+``out=``) among them. The PNG's ``Description`` holds the SHA-256 of the
+tables it was drawn from, so a test can tell when the run in
+docs/benchmarks.md changed and the figure did not. Run from the
 repository root::
 
     .venv/bin/python docs/figures/make_cpu_figure.py [docs/benchmarks.md] [output.png]
@@ -26,7 +27,7 @@ DOCS = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent / "cpu_ratios.png"
 #: the tables drawn: the CPU benchmark's op tables (their "## " titles start so)
 TITLES = ("SpMV", "SpMM", "SDDMM", "SpGEMM")
-PEERS = ("sparsecomp-up", "scipy", "torch", "upstream")
+PEERS = ("sparsecomp-up", "sparsecomp-up-out", "scipy", "torch", "upstream")
 
 
 def cpu_tables(markdown: str) -> dict[str, list[dict[str, str]]]:
@@ -73,7 +74,7 @@ def draw(tables: dict[str, list[dict[str, str]]], out: Path) -> None:
                 if _number(cell):
                     xs.append(i + (k - (len(peers) - 1) / 2) * width)
                     ys.append(float(cell.strip("*")))  # type: ignore[union-attr]
-            ax.bar(xs, ys, width, label=peer)
+            ax.bar(xs, ys, width, label=peer, color=f"C{PEERS.index(peer)}")  # one color a peer
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)

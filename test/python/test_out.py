@@ -310,3 +310,27 @@ def test_loaded_executable_copies(spmv: Any, tmp_path: Any) -> None:
     np.testing.assert_allclose(y, a @ x, rtol=1e-12)
     with pytest.raises(ArgumentError, match=r"has shape \(31,\), the result has shape \(30,\)"):
         loaded(a, x, out=np.empty(31))
+
+
+FILLED = """
+func.func @f(%n: index, %v: f64) -> tensor<?xf64> {
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %0 = linalg.fill ins(%v : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  return %0 : tensor<?xf64>
+}
+"""
+
+
+def test_size_from_a_scalar_is_copied(
+    private_cache: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A result sized by a scalar argument has no size the runtime can check before the
+    call: no variant is built (the compiler says why) and the result is copied in."""
+    exe = sparsecomp.compile(FILLED)
+    out = np.zeros(5)
+    with caplog.at_level(logging.INFO, logger="sparsecomp"):
+        assert exe(5, 2.5, out=out) is out
+    np.testing.assert_array_equal(out, np.full(5, 2.5))
+    assert "its size in dimension 0 is not known from the arguments" in caplog.text
+    with pytest.raises(ArgumentError, match=r"has shape \(5,\), the result has shape \(6,\)"):
+        exe(6, 1.0, out=out)
