@@ -102,12 +102,14 @@ def _width_types(func: ir.Operation, rules: Mapping[int, str]) -> dict[ir.Type, 
         except (SparsecompError, ValueError):
             return {}
         tensor_ty = ir.RankedTensorType(ty)
-        types[ty] = ir.RankedTensorType.get(tensor_ty.shape, tensor_ty.element_type, new)
+        retyped = ir.RankedTensorType.get(tensor_ty.shape, tensor_ty.element_type, new)
+        if types.setdefault(ty, retyped) != retyped:
+            return {}  # one type, two widths: values of that type could not follow both
     return types
 
 
 def _retype(func: ir.Operation, types: Mapping[ir.Type, ir.Type]) -> None:
-    """Every value of ``func`` whose type is a key of ``types`` takes its value's type."""
+    """Every value of ``func`` whose type is a key of ``types`` takes the type it maps to."""
 
     def retype(value: ir.Value) -> None:
         new = types.get(value.type)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from mlir import ir
 
+from sparsecomp.ir.calls import functions
+
 #: func attribute: per result, the argument it is written into (-1: returned as usual)
 DESTINATIONS = "sparse_iter.destinations"
 MATERIALIZE = "bufferization.materialize_in_destination"
@@ -44,3 +46,8 @@ def returns(func: ir.Operation) -> list[ir.Operation]:
         for op in block.operations
         if op.operation.name == "func.return"
     ]
+
+
+def marked(module: ir.Operation) -> list[ir.Operation]:
+    """The functions of ``module`` that write results into arguments."""
+    return [func for func in functions(module) if DESTINATIONS in func.attributes]

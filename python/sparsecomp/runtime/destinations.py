@@ -97,22 +97,21 @@ class Destinations:
             started = time.perf_counter()
             try:
                 found = self._make(dict(key))
-                _log.info(
-                    "'%s': compiled its variant for out= (%s) in %.2f s; it writes the "
-                    "results into the out= arrays",
-                    self.signature.name,
-                    ", ".join(
-                        f"result {r} into " + ("a new argument" if k is None else f"argument {k}")
-                        for r, k in key
-                    ),
-                    time.perf_counter() - started,
-                )
             except SparsecompError as err:
-                found = f"its variant did not compile: {_first_error(str(err))}"
-            else:
-                expected = _expected(self.signature, key, len(self.signature.args))
-                if set(found[1].destinations) != expected:
-                    found = "its kernel does not take destinations (an upstream-sparsifier one)"
+                return f"its variant did not compile: {_first_error(str(err))}"
+            expected = _expected(self.signature, key, len(self.signature.args))
+            if set(found[1].destinations) != expected:
+                return "its kernel does not take destinations (an upstream-sparsifier one)"
+            _log.info(
+                "'%s': compiled its variant for out= (%s) in %.2f s; it writes the "
+                "results into the out= arrays",
+                self.signature.name,
+                ", ".join(
+                    f"result {r} into " + ("a new argument" if k is None else f"argument {k}")
+                    for r, k in key
+                ),
+                time.perf_counter() - started,
+            )
         return found
 
     def _copied(self, args: tuple[Any, ...], outs: dict[int, np.ndarray]) -> Any:

@@ -7,7 +7,13 @@ import dataclasses
 from mlir import ir
 from mlir.passmanager import ExternalPass, PassManager
 
-from sparsecomp.ir.destinations import DESTINATIONS, MATERIALIZE, destinations, is_destination
+from sparsecomp.ir.destinations import (
+    DESTINATIONS,
+    MATERIALIZE,
+    destinations,
+    is_destination,
+    marked,
+)
 from sparsecomp.lowering.sizes import built_from
 from sparsecomp.transforms.base import SparsecompPass
 from sparsecomp.transforms.mark_entry_points import WRITABLE
@@ -99,11 +105,7 @@ class DestinationsPass(SparsecompPass):
     NAME = "sparse-iter-destinations"
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        funcs = [
-            o.operation
-            for o in op.regions[0].blocks[0].operations
-            if o.operation.name == "func.func" and DESTINATIONS in o.operation.attributes
-        ]
+        funcs = marked(op)
         if not funcs:
             return
         for func in funcs:

@@ -9,20 +9,9 @@ from mlir.dialects import func as func_d
 from mlir.dialects import memref
 from mlir.passmanager import ExternalPass
 
-from sparsecomp.ir.destinations import DESTINATIONS, destinations, returns
+from sparsecomp.ir.calls import callees
+from sparsecomp.ir.destinations import DESTINATIONS, destinations, marked, returns
 from sparsecomp.transforms.base import SparsecompPass
-
-
-def _called(module: ir.Operation) -> set[str]:
-    names: set[str] = set()
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "func.call":
-            names.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        return ir.WalkResult.ADVANCE
-
-    module.walk(visit)
-    return names
 
 
 def _source(value: ir.Value) -> ir.Value:
@@ -107,14 +96,10 @@ class DropDestinationResultsPass(SparsecompPass):
     NAME = "sparse-iter-drop-destination-results"
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        funcs = [
-            o.operation
-            for o in op.regions[0].blocks[0].operations
-            if o.operation.name == "func.func" and DESTINATIONS in o.operation.attributes
-        ]
+        funcs = marked(op)
         if not funcs:
             return
-        called = _called(op)
+        called = callees(op)
         for func in funcs:
             name = ir.StringAttr(func.attributes["sym_name"]).value
             if name in called:

@@ -36,10 +36,13 @@ def _destination_sizes(func: ir.Operation, into: list[int], shapes: list[list[An
     the call: the kernel writes it with the loops' bounds. A size the arguments
     do not give is an error (the variant is not built; the runtime copies instead).
     """
-    (ret,) = [r for r in returns(func)][:1] or [None]
-    if ret is None:
-        return
     name = ir.StringAttr(func.attributes["sym_name"]).value
+    found = returns(func)
+    if len(found) != 1:
+        raise SparsecompError(
+            f"'@{name}' has {len(found)} returns: its results cannot be written into arguments"
+        )
+    ret = found[0]
     pairs = []
     for r, dest in enumerate(into):
         if dest < 0:
@@ -119,7 +122,13 @@ class LowerBuffersPass(SparsecompPass):
     are flattened. Public functions get ``sparse_iter.abi``, the JSON
     description of their original signature that the runtime marshals
     numpy and scipy arguments with; argument dimensions that the kernels
-    index with one loop share a size symbol, which the runtime checks.
+    index with one loop share a size symbol, which the runtime checks. A
+    function with ``sparse_iter.destinations`` (a variant for ``out=``)
+    lists in its ABI only the results it still returns, plus
+    ``"destinations"`` pairs; each destination's sizes share the symbols of
+    the argument dimensions its result's sizes come from (``tensor.empty``
+    sizes, traced back), so that the runtime checks an ``out`` array before
+    the call; the attribute's argument numbers become the flattened ones.
 
     Any other op on an encoded tensor is an error at that op (it should
     have been lowered by ``sparse-iter-lower-iterations``).
