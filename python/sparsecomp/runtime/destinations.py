@@ -122,7 +122,7 @@ class Destinations:
             value = np.asarray(results[r])
             if value.shape != array.shape:
                 raise ArgumentError(
-                    f"'{self.signature.name}': out= array for result {r} has shape "
+                    f"{self.signature.name}: out= for result {r}: the array has shape "
                     f"{array.shape}, the result has shape {value.shape}"
                 )
             np.copyto(array, value)
@@ -140,7 +140,7 @@ class Destinations:
 
 def _refuse(name: str, r: int, spec: ArgSpec, array: Any) -> None:
     """The ``ArgumentError`` that says why ``array`` cannot receive result ``r``."""
-    where = f"'{name}' out= for result {r}"
+    where = f"{name}: out= for result {r}"
     if spec.kind != "dense":
         raise ArgumentError(
             f"{where}: out= takes arrays for dense results; this one is {spec.kind}"
@@ -172,7 +172,7 @@ def _outs(sig: Signature, out: Any) -> dict[int, np.ndarray]:
         out = (out,)
     if not isinstance(out, tuple) or len(out) != len(sig.results):
         raise ArgumentError(
-            f"'{name}' has {len(sig.results)} result(s): out= takes "
+            f"{name} has {len(sig.results)} result(s): out= takes "
             + ("an array" if len(sig.results) == 1 else f"a tuple of {len(sig.results)}")
             + (f", got {type(out).__name__}" if not isinstance(out, tuple) else "")
         )
@@ -192,7 +192,7 @@ def _outs(sig: Signature, out: Any) -> dict[int, np.ndarray]:
             _refuse(name, r, spec, array)
         found[r] = array
     if not found:
-        raise ArgumentError(f"'{name}': out= names no array")
+        raise ArgumentError(f"{name}: out= names no array")
     return found
 
 
@@ -294,7 +294,7 @@ def _check_size(
         size, origin = shape[want[1]], f"argument {want[0]} dimension {want[1]}"
     if array.shape[dim] != size:
         raise ArgumentError(
-            f"'{name}' out= for result {r}: size {array.shape[dim]} in dimension {dim}, "
+            f"{name}: out= for result {r}: size {array.shape[dim]} in dimension {dim}, "
             f"expected {size} (from {origin}); got shape {array.shape}"
         )
 
