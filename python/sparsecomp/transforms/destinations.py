@@ -70,10 +70,14 @@ class DestinationsPass(SparsecompPass):
 
     * marks those arguments ``bufferization.writable = true`` (every other
       argument of an entry point stays read-only);
-    * runs upstream's ``eliminate-empty-tensors`` on the function, so that
-      the ``tensor.empty`` a result is built in becomes the argument: the
-      kernel writes the caller's array directly, with no allocation;
-    * replaces each such materialization by its source value.
+    * replaces each materialization whose source is already built in its
+      argument (an ``outs`` operand accumulated in place) by that source;
+    * runs upstream's ``eliminate-empty-tensors`` on the module (only there
+      does its analysis see function arguments as writable; a module
+      without destinations is left alone), so that the ``tensor.empty`` a
+      result is built in becomes the argument: the kernel writes the
+      caller's array directly, with no allocation;
+    * replaces each remaining materialization by its source value.
 
     One-shot bufferization then writes each result into its argument where
     its analysis allows (the result of an in-place chain from the argument
