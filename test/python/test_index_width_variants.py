@@ -125,6 +125,41 @@ def test_upstream_road_takes_a_width_variant(
     assert variant.signature.args[0].layout.pos_width == 32
 
 
+# A plain SpMV that a main() with sparse_tensor.convert calls: both go upstream together.
+SPMV_CALLED = """
+#CSC = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>
+func.func @spmv(%a: tensor<?x?xf64, #CSC>, %x: tensor<?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
+  %0 = linalg.matvec ins(%a, %x : tensor<?x?xf64, #CSC>, tensor<?xf64>)
+                     outs(%y : tensor<?xf64>) -> tensor<?xf64>
+  return %0 : tensor<?xf64>
+}
+func.func @main() {
+  %d = arith.constant dense<[[1.0, 0.0], [0.0, 2.0]]> : tensor<2x2xf64>
+  %s = tensor.cast %d : tensor<2x2xf64> to tensor<?x?xf64>
+  %a = sparse_tensor.convert %s : tensor<?x?xf64> to tensor<?x?xf64, #CSC>
+  %x = arith.constant dense<1.0> : tensor<2xf64>
+  %xs = tensor.cast %x : tensor<2xf64> to tensor<?xf64>
+  %r = call @spmv(%a, %xs, %xs)
+      : (tensor<?x?xf64, #CSC>, tensor<?xf64>, tensor<?xf64>) -> tensor<?xf64>
+  return
+}
+"""
+
+
+def test_callee_of_an_upstream_main_takes_a_width_variant(private_cache: None) -> None:
+    """The function a main() with sparse_tensor ops calls goes upstream with it; its width
+    variant retypes both, so scipy's int32 CSC arrays are taken without a conversion."""
+    exe = sparsecomp.compile(SPMV_CALLED)
+    a = _matrix(7).tocsc()
+    x, y = np.random.default_rng(7).random(30), np.random.default_rng(8).random(40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ConversionWarning would fail the test
+        got = exe.spmv(a, x, y)
+    np.testing.assert_allclose(got, y + a @ x, rtol=1e-12)
+    (variant,) = exe.functions["spmv"].specializer.variants.values()
+    assert variant.signature.args[0].layout.pos_width == 32
+
+
 def test_kernel_widths_need_no_variant(spmm: Any) -> None:
     a, b = _matrix(4, np.int64), np.ones((30, 3))
     c = np.zeros((40, 3))

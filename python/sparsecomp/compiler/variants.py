@@ -22,6 +22,7 @@ from mlir.dialects import bufferization, tensor
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.names import parse_layout
+from sparsecomp.ir.calls import close_over_calls, functions, name_of
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.destinations import DESTINATIONS, returns
 from sparsecomp.ir.parsing import parse_module
@@ -39,16 +40,20 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
     ``#sparse_iter.layout<...>`` or ``#sparse_iter.composable<...>``) on that
     argument of ``function``.
 
-    A function that uses ``sparse_tensor`` ops goes to the upstream sparsifier,
-    which takes no ``#sparse_iter`` layout: where its rules only change index
-    widths, its ``#sparse_tensor.encoding`` types take those widths instead
-    (every value of such a type, as a rule would)."""
+    A function that uses ``sparse_tensor`` ops, or calls or is called by one
+    that does, goes to the upstream sparsifier, which takes no
+    ``#sparse_iter`` layout: where its rules only change index widths, its
+    ``#sparse_tensor.encoding`` types take those widths instead (every value
+    of such a type in the functions connected to it by calls, so that calls
+    keep agreeing types)."""
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = parse_module(text, "<variant>", ctx)
         func = _function(module, function)
-        if _has_sparse_tensor_ops(func) and (types := _width_types(func, rules)):
-            _retype(func, types)
+        road = _upstream_road(module.operation, function)
+        if road and (types := _width_types(func, rules)):
+            for other in road:
+                _retype(other, types)
             return module.operation.get_asm(enable_debug_info=True)
         count = len(func.regions[0].blocks[0].arguments)
         if "arg_attrs" in func.attributes:
@@ -61,6 +66,18 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
             arg_attrs[argument] = ir.DictAttr.get(entries)
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
         return module.operation.get_asm(enable_debug_info=True)
+
+
+def _upstream_road(module: ir.Operation, function: str) -> list[ir.Operation]:
+    """The functions that go to the upstream sparsifier with ``function`` (those
+    connected to it by calls, one of which uses ``sparse_tensor`` ops), or []."""
+    funcs = functions(module)
+    marked = {name_of(f): "uses sparse_tensor ops" for f in funcs if _has_sparse_tensor_ops(f)}
+    reached = close_over_calls(funcs, marked)
+    if function not in reached:
+        return []
+    together = close_over_calls(funcs, {function: ""})
+    return [f for f in funcs if name_of(f) in together]
 
 
 def _has_sparse_tensor_ops(func: ir.Operation) -> bool:
