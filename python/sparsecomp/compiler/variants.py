@@ -31,6 +31,7 @@ from sparsecomp.ir.upstream import (
     layout_from_sparse_tensor,
     sparse_tensor_text,
 )
+from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.decompose_formats import DECOMPOSE
 from sparsecomp.transforms.guard_coordinates import GUARD
 
@@ -83,16 +84,7 @@ def _upstream_road(module: ir.Operation, function: str) -> list[ir.Operation]:
 def _has_sparse_tensor_ops(func: ir.Operation) -> bool:
     """Whether ``func`` uses ``sparse_tensor`` ops: it then takes the upstream
     sparsifier's road, where ``#sparse_iter`` layouts cannot go."""
-    found = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name.startswith("sparse_tensor."):
-            found.append(op)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
-    return bool(found)
+    return any(op.name.startswith("sparse_tensor.") for op in preorder(func))
 
 
 def _width_types(func: ir.Operation, rules: Mapping[int, str]) -> dict[ir.Type, ir.Type]:
