@@ -43,6 +43,7 @@ from string import Template
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from peers import Aborted, Case, Peer, Run, Unavailable
 
@@ -62,10 +63,19 @@ VARIANTS: dict[str, tuple[str, bool]] = {
 #: The fastest correct variant per operation, from round-robin runs of all
 #: variants (``cpu.py --upstream all``) on the full-size matrices: SpMV gains
 #: from both vectors and threads; SpMM is slower vectorized (vl=16 over the
-#: dense j loop) than scalar with threads; SDDMM builds a sparse output by
-#: insertion, which the sparsifier neither vectorizes nor parallelizes, so
-#: every variant generates the same loops.
-BEST = {"spmv": "vector+omp", "spmm": "omp", "sddmm": "vector+omp"}
+#: dense j loop) than scalar with threads; SDDMM and SpGEMM build a sparse
+#: output by insertion, which the sparsifier neither vectorizes nor
+#: parallelizes, so every variant generates the same loops (one thread).
+BEST = {"spmv": "vector+omp", "spmm": "omp", "sddmm": "vector+omp", "spgemm": "vector+omp"}
+#: Ops whose pipeline needs sparsecomp's ``sparse-iter-widen-bool-buffers``: the
+#: sparsifier's expanded access pattern (SpGEMM's rows) has an i1 "filled" buffer,
+#: and this MLIR build aborts lowering stores to it (MemRefToLLVM.cpp:
+#: ``integralElementType.getWidth() >= 8``). The pass makes i1 buffers i8 and
+#: changes nothing else; it runs where the storage is explicit, before
+#: ``sparse-storage-specifier-to-llvm``.
+WIDEN = ("spgemm",)
+_WIDEN_PASS = "sparse-iter-widen-bool-buffers,"
+_SPECIFIER_TO_LLVM = "sparse-storage-specifier-to-llvm"
 
 
 def libomp() -> Path | None:
@@ -73,14 +83,18 @@ def libomp() -> Path | None:
     return path if path.exists() else None
 
 
-def pipeline(flags: str, openmp: bool) -> str:
-    """The sparsifier pipeline text, with OpenMP lowering inserted if asked."""
+def pipeline(flags: str, openmp: bool, widen: bool = False) -> str:
+    """The sparsifier pipeline text, with OpenMP lowering inserted if asked, and
+    i1 buffers widened (:data:`WIDEN`) if asked."""
     from mlir import ir, passmanager
 
     with ir.Context():
         text = str(passmanager.PassManager.parse(f"builtin.module(sparsifier{{{flags}}})"))
     head = "builtin.module("
     text = f"{head}sparse-assembler{{direct-out=true}},{text.removeprefix(head)}"
+    if widen:
+        at = text.index(_SPECIFIER_TO_LLVM)
+        text = text[:at] + _WIDEN_PASS + text[at:]
     if not openmp:
         return text
     scf_to_cf = text.index("func.func(convert-scf-to-cf")
@@ -221,7 +235,7 @@ class UpstreamPeer(Peer):
             how = f" + OpenMP ({threads} threads)" if openmp else " (1 thread)"
             about.setdefault(f"sparsifier{{{flags}}}{how}", []).append(op)
         self.about = "; ".join(f"{', '.join(ops)}: {how}" for how, ops in about.items())
-        self._pipelines: dict[str, str] = {}
+        self._pipelines: dict[tuple[str, bool], str] = {}
         self._worker = _Worker()
         self._kernels: dict[tuple[str, int, int], object] = {}
         self._context: object = None
@@ -244,13 +258,12 @@ class UpstreamPeer(Peer):
         flags, openmp = VARIANTS[self.choice[op]]
         if openmp and not self.libs:
             raise Unavailable("libomp.so not found (the cmeel-libomp wheel)")
-        if self.choice[op] not in self._pipelines:
-            self._pipelines[self.choice[op]] = pipeline(flags, openmp)
+        which = (self.choice[op], op in WIDEN)
+        if which not in self._pipelines:
+            self._pipelines[which] = pipeline(flags, openmp, widen=op in WIDEN)
         source = Template((KERNELS / f"{op}.mlir").read_text()).substitute(M=m, N=n)
         try:
-            lowered, seconds = self._worker.lower(
-                source, self._pipelines[self.choice[op]], f"{op}_{m}x{n}"
-            )
+            lowered, seconds = self._worker.lower(source, self._pipelines[which], f"{op}_{m}x{n}")
         except (Aborted, Unavailable) as err:
             self._kernels[key] = err
             raise
@@ -268,13 +281,11 @@ class UpstreamPeer(Peer):
     def prepare(self, case: Case) -> Run:
         from mlir import runtime as rt
 
-        if case.op == "spgemm":
-            # The sparsifier compiles SpGEMM, but its sparse result comes back as
-            # storage this harness does not read yet.
-            raise Unavailable("sparse results are not read back by this harness")
         a = case.a
         engine = self._kernel(case.op, *a.shape)
         args = [a.indptr, a.indices, a.data, *(np.ascontiguousarray(d) for d in case.dense)]
+        if case.op == "spgemm":  # C = A A: B is A's buffers again
+            args += [a.indptr, a.indices, a.data]
         if case.op == "spmv":
             args.append(np.empty(a.shape[0], np.float32))  # carries y's size
             result: ctypes.Structure = rt.make_nd_memref_descriptor(1, ctypes.c_float)()
@@ -293,13 +304,17 @@ class UpstreamPeer(Peer):
         keep = (args, descs, params, engine)
         inputs = {x.ctypes.data for x in args}
 
-        def run() -> np.ndarray:
+        def run() -> np.ndarray | sp.csr_matrix:
             assert keep
             fn(packed)
             if isinstance(result, _Results):
-                _Owned(result.pos)
-                _Owned(result.crd)
-                return np.asarray(_Owned(result.values))
+                pos, crd = np.asarray(_Owned(result.pos)), np.asarray(_Owned(result.crd))
+                values = np.asarray(_Owned(result.values))
+                if case.op == "spgemm":  # a new pattern: the kernel's C as scipy CSR
+                    nnz = int(pos[-1])
+                    c = (values[:nnz], crd[:nnz], pos)
+                    return sp.csr_matrix(c, shape=a.shape, copy=False)
+                return values
             if ctypes.cast(result.allocated, ctypes.c_void_p).value in inputs:
                 raise AssertionError("the kernel wrote into an argument; expected a new buffer")
             return np.asarray(_Owned(result))

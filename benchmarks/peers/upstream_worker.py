@@ -7,7 +7,11 @@ module to ``out`` as MLIR bytecode and answers on stdout ``{"ok": true,
 "seconds": pipeline time}`` or ``{"ok": false, "error": message}``. If a pass
 asserts, the process dies and the parent sees the signal.
 
-Run: ``python benchmarks/peers/upstream_worker.py`` (imports only ``mlir``).
+A pipeline naming a sparsecomp pass (``sparse-iter-...``: the i1 buffers of
+SpGEMM's expanded rows, see ``upstream.WIDEN``) runs in sparsecomp's context,
+where those passes are registered; every other one imports only ``mlir``.
+
+Run: ``python benchmarks/peers/upstream_worker.py``.
 """
 
 from __future__ import annotations
@@ -19,11 +23,27 @@ import time
 from mlir import ir, passmanager
 
 
+def _pass_manager(pipeline: str, ctx: ir.Context) -> passmanager.PassManager:
+    if "sparse-iter-" not in pipeline:
+        return passmanager.PassManager.parse(pipeline)
+    from sparsecomp.transforms.pipeline import build_pass_manager
+
+    return build_pass_manager(pipeline, ctx)
+
+
+def _context(pipeline: str) -> ir.Context:
+    if "sparse-iter-" not in pipeline:
+        return ir.Context()
+    from sparsecomp.ir.context import make_context
+
+    return make_context()
+
+
 def lower(source: str, pipeline: str, out: str) -> dict[str, object]:
-    with ir.Context():
+    with _context(pipeline) as ctx:
         try:
             module = ir.Module.parse(source)
-            pm = passmanager.PassManager.parse(pipeline)
+            pm = _pass_manager(pipeline, ctx)
             start = time.perf_counter()
             pm.run(module.operation)
             seconds = time.perf_counter() - start

@@ -44,6 +44,12 @@ def test_cpu_benchmark_quick(repo, tmp_path):
         assert "torch ms" in header
     rows = [ln for ln in out.splitlines() if ln.startswith("| rmat")]
     assert len(rows) == 5  # one per table
+    # the upstream sparsifier's SpGEMM runs (its i1 buffers widened) and is checked
+    spgemm = out[out.index("## SpGEMM") :]
+    lines = spgemm.splitlines()
+    names = [c.strip() for c in next(ln for ln in lines if ln.startswith("| matrix")).split("|")]
+    rmat = [c.strip() for c in next(ln for ln in lines if ln.startswith("| rmat")).split("|")]
+    assert float(rmat[names.index("upstream ms")]) > 0, rmat
 
 
 def test_cpu_benchmark_without_torch(repo, tmp_path):

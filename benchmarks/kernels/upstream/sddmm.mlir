@@ -10,7 +10,8 @@
 // (k, j), the order becomes i, k, j, the sparsifier uses access-pattern
 // expansion (an i1 "filled" buffer) for the sparse output, and this MLIR build
 // aborts in memref-to-llvm (Assertion `integralElementType.getWidth() >= 8',
-// MemRefToLLVM.cpp:1105); SpGEMM with a sparse output aborts the same way.
+// MemRefToLLVM.cpp:1105). SpGEMM (spgemm.mlir) needs that expansion: the
+// harness widens its i1 buffers first (upstream.WIDEN).
 
 #CSR = #sparse_tensor.encoding<{
   map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32
