@@ -333,6 +333,35 @@ def test_big_or_mismatched_sizes_stay_dynamic(
         spmm(a, np.ones((30, 2)), np.zeros((40, 3)))  # the careful path's error, unchanged
 
 
+def test_static_k_variant_checks_every_size(private_cache: None) -> None:
+    """A static-K variant passes its K operands on through a ``tensor.cast``: the
+    sizes that must match across them (C's rows and A's, X's rows and S's) are
+    still checked before the call, on the C path too. They once were not: a C
+    one row short made the kernel write past it."""
+    spmm = sparsecomp.compile(SPMM)
+    a, b, c = _matrix(13, np.int32), np.ones((30, 8)), np.ones((40, 8))
+    for _ in range(3):  # the static-K variant, then calls routed to it in C
+        np.testing.assert_allclose(spmm(a, b, c), c + a @ b, rtol=1e-12)
+    variant = spmm.functions["spmm"].sizes.variants[(8, 8)]
+    a_rows, c_rows = variant.signature.args[0].shape[0], variant.signature.args[2].shape[0]
+    assert isinstance(a_rows, str)
+    assert a_rows == c_rows
+    for rows in (39, 41, 4000):
+        with pytest.raises(sparsecomp.SparsecompError, match="size symbol"):
+            spmm(a, b, np.ones((rows, 8)))
+    sddmm = _sddmm()
+    rng = np.random.default_rng(14)
+    s = sp.random(20, 10, density=0.3, format="csr", random_state=14)
+    x, y = rng.random((20, 16)), rng.random((10, 16))
+    for _ in range(3):
+        got = sddmm(s, x, y).to_scipy().toarray()
+    np.testing.assert_allclose(got, s.multiply(x @ y.T).toarray(), rtol=1e-12)
+    with pytest.raises(sparsecomp.SparsecompError, match="size symbol"):
+        sddmm(s, rng.random((19, 16)), y)
+    with pytest.raises(sparsecomp.SparsecompError, match="size symbol"):
+        sddmm(s, x, rng.random((9, 16)))
+
+
 @settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

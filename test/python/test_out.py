@@ -336,3 +336,64 @@ def test_size_from_a_scalar_is_copied(
     wrong = r"the array has shape \(5,\), the result has shape \(6,\)"
     with pytest.raises(ArgumentError, match=wrong):
         exe(6, 1.0, out=out)
+
+
+def test_repeated_calls_take_the_c_path(private_cache: None, monkeypatch: Any) -> None:
+    """Once a kind of out= call has its variant, calls like it run in C: the Python
+    checks are not reached, and the C path checks the same (writable, no shared
+    memory, sizes), declining the rest to them."""
+    from sparsecomp.runtime import destinations, fastcall
+
+    assert fastcall.available()
+    exe = sparsecomp.compile(SPMM_UPSTREAM)
+    a, b = _matrix(40, 30, 0.2, 11), np.random.default_rng(11).random((30, 8))
+    c, d = np.ones((40, 8)), np.empty((40, 8))
+    for _ in range(2):  # the first call of each kind compiles its variant and routes it
+        exe(a, b, c.copy(), out=d)
+        exe(a, b, d, out=d)
+    seen: list[int] = []
+    careful = destinations._outs
+
+    def counted(*args: Any) -> Any:
+        seen.append(1)
+        return careful(*args)
+
+    monkeypatch.setattr(destinations, "_outs", counted)
+    assert exe(a, b, c, out=d) is d  # a new destination
+    np.testing.assert_allclose(d, c + a @ b, rtol=1e-12)
+    np.testing.assert_array_equal(c, np.ones((40, 8)))
+    d[:] = c
+    assert exe(a, b, d, out=d) is d  # accumulated in place
+    np.testing.assert_allclose(d, c + a @ b, rtol=1e-12)
+    assert seen == []
+    # what the C path declines reaches the Python checks, which say why
+    frozen = np.empty((40, 8))
+    frozen.flags.writeable = False
+    with pytest.raises(ArgumentError, match="writable"):
+        exe(a, b, c, out=frozen)
+    with pytest.raises(ArgumentError, match=r"size 39 in dimension 0"):
+        exe(a, b, c, out=np.empty((39, 8)))
+    both = np.ones((40, 16))
+    view, half = both[:, :8], np.ascontiguousarray(both[:, 8:])
+    assert not view.flags.c_contiguous
+    with pytest.raises(ArgumentError, match="C-contiguous"):
+        exe(a, b, c, out=view)
+    # an out array inside another operand's memory is copied in, never written early
+    stacked = np.ones((60, 8))
+    below, above = stacked[:40], stacked[20:]  # rows 20 to 39 are both
+    assert exe(a, b, below, out=above) is above
+    np.testing.assert_allclose(above, 1 + a @ b, rtol=1e-12)
+    memory = np.zeros(a.nnz + 8 * 40)
+    memory[: a.nnz] = a.data
+    shared = a.copy()
+    shared.data = memory[: a.nnz]  # assigned: scipy's constructor would copy it
+    inside = memory[a.nnz - 8 :][: 8 * 40].reshape(40, 8)  # its first row: A's last values
+    assert exe(shared, b, c, out=inside) is inside
+    np.testing.assert_allclose(inside, c + a @ b, rtol=1e-12)
+    assert len(seen) == 5
+    # apart, two halves of one array take the C path
+    apart = np.ones((80, 8))
+    assert exe(a, b, apart[:40], out=apart[40:]) is not None
+    np.testing.assert_allclose(apart[40:], 1 + a @ b, rtol=1e-12)
+    assert len(seen) == 5
+    del half

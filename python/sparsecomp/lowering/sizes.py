@@ -36,19 +36,27 @@ def _arg_number(value: ir.Value, entry: ir.Block) -> int | None:
 
 
 def record(plan: Plan | RowPlan) -> None:
-    """Add the plan's equal-size argument dimensions to its function's attribute."""
+    """Add the plan's equal-size argument dimensions to its function's attribute.
+
+    An operand's dimension counts where it is an argument's: the argument
+    itself, or a value of its size (through ``tensor.cast``, as static-size
+    variants pass an argument on; a ``tensor.empty`` sized by ``tensor.dim``
+    of one; destination-style ops: :func:`result_dims`' rules).
+    """
     func = _function(plan.op)
     if func is None:
         return
     entry = func.regions[0].blocks[0]
     by_loop: dict[int, list[tuple[int, int]]] = {}
     for acc in [*plan.inputs, plan.output]:
-        number = _arg_number(acc.value, entry)
-        if number is None:
+        if not isinstance(acc.value.type, ir.RankedTensorType):
             continue
         for pos, dim in enumerate(acc.dims):
-            if dim is not None:
-                by_loop.setdefault(dim, []).append((number, pos))
+            if dim is None:
+                continue
+            at = _dim(acc.value, pos, entry, 0)
+            if isinstance(at, tuple):
+                by_loop.setdefault(dim, []).append(at)
     pairs = [
         ir.DenseI64ArrayAttr.get([*members[0], *other])
         for members in by_loop.values()

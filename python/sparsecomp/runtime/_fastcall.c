@@ -13,8 +13,10 @@
  * value; a scalar result is stored where the last pointer says. Its plan,
  * built by fastcall.py from the function's ABI, says per argument what is
  * accepted:
- *   (0, typenum, rank)                           dense: an exact ndarray of
- *       that dtype and rank, C-contiguous, aligned, native byte order;
+ *   (0, typenum, rank, dest)                     dense: an exact ndarray of
+ *       that dtype and rank, C-contiguous, aligned, native byte order; `dest`
+ *       1 where the kernel writes a result into it (out=, destinations.py):
+ *       then writable too, and sharing no byte with any other array passed;
  *   (1, scalar code)                             scalar (codes below);
  *   (2, checked, tensor type, nbuf, rank,        sparse: a SparseTensor the
  *       scipy kind or None, pos, crd, val,           Python path checked
@@ -78,6 +80,7 @@ typedef struct {
                                    the positions' order too (2) */
     PyObject *limit;            /* None, or an int64 array: decline scipy matrices of at
                                    least limit[0] entries (< 0: none); borrowed from the plan */
+    int dest;                   /* dense: the kernel writes a result into it (out=) */
 } ArgPlan;
 
 typedef struct {
@@ -104,7 +107,9 @@ typedef struct {
     int nwords;
     int64_t shapes[MAX_ARGS][MAX_RANK];
     uintptr_t inputs[MAX_INPUTS];   /* data addresses of the arrays passed */
+    uintptr_t first[MAX_INPUTS], last[MAX_INPUTS]; /* the bytes each may span: [first, last) */
     int ninputs;
+    int dest_input[MAX_ARGS];       /* a destination argument's input, else -1 */
     PyObject *entries[MAX_ARGS];    /* a sparse tensor's checked entry (borrowed) */
     int32_t status;                 /* the status word (guarded coordinates) */
 } Call;
@@ -131,11 +136,26 @@ static int param(Call *c, uint64_t value) {
     return 1;
 }
 
-static int input(Call *c, uintptr_t address) {
+/* One array passed: its data address, and the bytes [first, last) it may span. */
+static int input(Call *c, uintptr_t address, uintptr_t first, uintptr_t last) {
     if (c->ninputs >= MAX_INPUTS)
         return 0;
+    c->first[c->ninputs] = first;
+    c->last[c->ninputs] = last;
     c->inputs[c->ninputs++] = address;
     return 1;
+}
+
+/* Whether a destination's bytes (input `d`) meet another input's: a kernel writing
+ * into it would change what it reads (out= then takes the Python path, which copies). */
+static int overlaps(const Call *c, int d) {
+    if (c->first[d] == c->last[d])
+        return 0;
+    for (int j = 0; j < c->ninputs; j++)
+        if (j != d && c->first[j] < c->last[j] && c->first[j] < c->last[d] &&
+            c->first[d] < c->last[j])
+            return 1;
+    return 0;
 }
 
 /* A C-contiguous array's descriptor words, and a parameter pointing at them. */
@@ -154,7 +174,8 @@ static int descriptor(Call *c, PyArrayObject *a) {
         stride *= PyArray_DIM(a, d);
     }
     c->nwords += 3 + 2 * rank;
-    return param(c, (uint64_t)(uintptr_t)w) && input(c, data);
+    uintptr_t end = data + (uintptr_t)PyArray_NBYTES(a);
+    return param(c, (uint64_t)(uintptr_t)w) && input(c, data, data, end);
 }
 
 /* Element i of an int32 or int64 index array (the plan takes scipy matrices whose
@@ -302,8 +323,13 @@ static int tensor_arg(Call *c, const ArgPlan *p, PyObject *v, int64_t *shape, in
     memcpy(w, PyBytes_AS_STRING(blob), (size_t)nwords * 8);
     c->nwords += (int)nwords;
     ok = 1;
-    for (int k = 0; k < p->nbuf && ok; k++)
-        ok = param(c, (uint64_t)(uintptr_t)(w + 5 * k)) && input(c, (uintptr_t)w[5 * k]);
+    for (int k = 0; k < p->nbuf && ok; k++) {
+        /* rank-1 buffers (allocated, aligned, offset, size, stride); their element
+         * size is not in the plan: 8 bytes bounds every one the layouts have */
+        const int64_t *b = w + 5 * k;
+        uintptr_t start = (uintptr_t)b[1], end = start + (uintptr_t)((b[2] + b[3]) * 8);
+        ok = param(c, (uint64_t)(uintptr_t)b) && input(c, (uintptr_t)b[0], start, end);
+    }
     for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shp) && ok; d++) {
         shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shp, d));
         ok = param(c, (uint64_t)shape[d]);
@@ -391,7 +417,13 @@ static int prepare(Kernel *k, PyObject *args, Call *c, char *result) {
         PyObject *v = PyTuple_GET_ITEM(args, i);
         int ok;
         c->entries[i] = NULL;
+        c->dest_input[i] = -1;
         if (p->kind == ARG_DENSE) {
+            if (p->dest) { /* out=: written, so writable, and apart from every other input */
+                if (!PyArray_Check(v) || !PyArray_ISWRITEABLE((PyArrayObject *)v))
+                    return 0;
+                c->dest_input[i] = c->ninputs;
+            }
             ok = usable(v, p->typenum, p->rank) && descriptor(c, (PyArrayObject *)v);
             for (int d = 0; ok && d < p->rank; d++)
                 c->shapes[i][d] = PyArray_DIM((PyArrayObject *)v, d);
@@ -405,6 +437,9 @@ static int prepare(Kernel *k, PyObject *args, Call *c, char *result) {
         if (ok != 1)
             return ok;
     }
+    for (int i = 0; i < k->nargs; i++)
+        if (c->dest_input[i] >= 0 && overlaps(c, c->dest_input[i]))
+            return 0;
     for (int s = 0; s < k->nstatic; s++)
         if (c->shapes[k->statics[s][0]][k->statics[s][1]] != k->statics[s][2])
             return 0;
@@ -584,9 +619,10 @@ static int limit_item(PyObject *tuple, Py_ssize_t i, PyObject **out) {
 static int parse_arg(ArgPlan *p, PyObject *spec) {
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) < 2 || !int_item(spec, 0, &p->kind))
         return 0;
+    p->dest = 0;
     if (p->kind == ARG_DENSE)
-        return PyTuple_GET_SIZE(spec) == 3 && int_item(spec, 1, &p->typenum) &&
-               int_item(spec, 2, &p->rank) && p->rank <= MAX_RANK;
+        return PyTuple_GET_SIZE(spec) == 4 && int_item(spec, 1, &p->typenum) &&
+               int_item(spec, 2, &p->rank) && p->rank <= MAX_RANK && int_item(spec, 3, &p->dest);
     if (p->kind == ARG_SCALAR)
         return int_item(spec, 1, &p->scalar) && p->scalar >= S_BOOL && p->scalar <= S_F64;
     if (p->kind != ARG_SPARSE || PyTuple_GET_SIZE(spec) != 11)

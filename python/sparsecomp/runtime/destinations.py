@@ -36,6 +36,7 @@ import numpy as np
 from sparsecomp.errors import ArgumentError, SparsecompError
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import ArgSpec, Signature
+from sparsecomp.runtime.fastcall import MISS
 
 _log = logging.getLogger("sparsecomp")
 
@@ -62,6 +63,9 @@ class Destinations:
         self._said: set[str] = set()
 
     def __call__(self, args: tuple[Any, ...], out: Any) -> Any:
+        if type(out) is np.ndarray and len(self.signature.results) == 1:
+            if (got := self._routed(args, out)) is not MISS:
+                return got
         outs = _outs(self.signature, out)
         key, why = _key(self.signature, args, outs)
         variant = self._variant(key) if why is None else why
@@ -78,6 +82,28 @@ class Destinations:
                 fresh.append(array)
         returned = call(*args, *fresh)
         return _assemble(self.signature, outs, returned)
+
+    def _routed(self, args: tuple[Any, ...], out: np.ndarray) -> Any:
+        """``out``, the call made in C by the variant a call like it compiled, or
+        ``MISS``. The C path checks what the careful path below does (the out
+        array's dtype, rank, layout and sizes, that it is writable and shares no
+        memory with another operand: ``fastcall``) and declines anything else,
+        which then takes that path: a first call, a copy, every error."""
+        same = None
+        for k, arg in enumerate(args):
+            if arg is out:
+                same = k
+                break
+        specs = self.signature.args
+        if same is not None and (same >= len(specs) or specs[same].kind != "dense"):
+            return MISS
+        found = self._variants.get(((0, same),))
+        router = (
+            None if found is None or isinstance(found, str) else getattr(found[0], "_router", None)
+        )
+        if router is None or router(args if same is not None else (*args, out)) is MISS:
+            return MISS
+        return out
 
     def _variant(self, key: Key) -> Variant | str:
         found = self._variants.get(key)

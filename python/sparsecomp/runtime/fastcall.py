@@ -13,7 +13,9 @@ call, which then goes the Python way (conversions, variants, errors):
   its packed form ``_sparsecomp_packed_<name>(void **args)`` (pass
   ``sparse-iter-pack-entry-points``), one C prototype for every signature.
   One dense result is built in C; other results go through
-  :mod:`.results` as before.
+  :mod:`.results` as before. A variant with destinations (``out=``,
+  :mod:`.destinations`) has its ``out`` arrays checked here too: writable,
+  and sharing no memory with any other array of the call.
 * :func:`native_router` builds a ``_fastcall.Router`` for a public
   function: which kernel (the function's own or a variant's) takes a call,
   keyed by the dense sizes that pick a static-size variant. The Python
@@ -64,12 +66,12 @@ def available() -> bool:
 
 
 def _arg_plan(
-    spec: ArgSpec, checked: dict[int, Any] | None, scipy_limit: np.ndarray | None
+    spec: ArgSpec, checked: dict[int, Any] | None, scipy_limit: np.ndarray | None, dest: bool
 ) -> tuple[Any, ...] | None:
     if spec.rank > _MAX_RANK:
         return None
     if spec.kind == "dense":
-        return (_DENSE, spec.dtype.num, spec.rank)
+        return (_DENSE, spec.dtype.num, spec.rank, int(dest))
     if spec.kind == "scalar":
         code = _SCALARS.get(spec.dtype.name)
         return None if code is None else (_SCALAR, code)
@@ -111,8 +113,9 @@ def native_kernel(
     except AttributeError:
         return None  # built before packed entry points
     plan = []
-    for spec, checked in zip(sig.args, fast.checked, strict=True):
-        entry = _arg_plan(spec, checked, scipy_limit)
+    written = {k for _, k in sig.destinations}  # out= arrays: writable, overlapping nothing
+    for n, (spec, checked) in enumerate(zip(sig.args, fast.checked, strict=True)):
+        entry = _arg_plan(spec, checked, scipy_limit, n in written)
         if entry is None:
             return None
         plan.append(entry)

@@ -48,6 +48,8 @@ def _destination_sizes(func: ir.Operation, into: list[int], shapes: list[list[An
         if dest < 0:
             continue
         value = ret.operands[r]
+        while not isinstance(value, ir.BlockArgument) and value.owner.name == "tensor.cast":
+            value = value.owner.operands[0]  # a static-size variant casts its result back
         if not isinstance(value, ir.BlockArgument) and value.owner.name == MATERIALIZE:
             value = value.owner.operands[0]
         for d, size in enumerate(sizes.result_dims(func, value)):
