@@ -68,18 +68,30 @@ def test_spgemm_sparse_output(shape: tuple[int, int, int], elt: str) -> None:
 
 def _order_paths(c: sp.csr_matrix) -> set[str]:
     """How ``lowering.sort.order_marked`` orders each row of ``c``: insertion sort (at
-    most 32 entries), a walk over the row's bitmap (its columns span at most 16
-    words of 64 per entry) or heapsort."""
-    from sparsecomp.lowering.sort import INSERTION_MAX, WORDS_PER_ENTRY
+    most 32 entries), a walk over every bitmap word of the row's span (at most 4
+    words of 64 columns per entry), a walk over the words its summary marks (a
+    span of at most 16 summary words of 4096 columns per entry) or heapsort."""
+    from sparsecomp.lowering.sort import (
+        DENSE_WORDS,
+        INSERTION_MAX,
+        SUMMARY_WORD,
+        WORD,
+        WORDS_PER_ENTRY,
+    )
 
     paths = set()
     for r in range(c.shape[0]):
         row = c.indices[c.indptr[r] : c.indptr[r + 1]]
         if len(row) <= INSERTION_MAX:
             paths.add("insertion")
-            continue
-        words = row.max() // 64 - row.min() // 64 + 1
-        paths.add("bitmap" if words <= WORDS_PER_ENTRY * len(row) else "heapsort")
+        elif row.max() // WORD - row.min() // WORD + 1 <= DENSE_WORDS * len(row):
+            paths.add("bitmap")
+        elif row.max() // SUMMARY_WORD - row.min() // SUMMARY_WORD + 1 <= WORDS_PER_ENTRY * len(
+            row
+        ):
+            paths.add("summary")
+        else:
+            paths.add("heapsort")
     return paths
 
 
@@ -98,10 +110,14 @@ def _rows(lengths: list[int], cols: int, seed: int) -> sp.csr_matrix:
     [
         # rows of about 80-150 entries over 300 columns: the bitmap
         ([100, 150, 200] * 5, 300, {"bitmap"}),
-        # rows of 33-60 entries spread over 100000 columns: heapsort; short ones: insertion
-        ([5, 33, 40, 60] * 5, 100_000, {"insertion", "heapsort"}),
-        # all three in one output
-        ([3, 40, 180, 0, 1, 32, 33, 200] * 3, 100_000, {"insertion", "bitmap", "heapsort"}),
+        # rows of 33-60 entries over 100000 columns (1563 words, 25 summary words): the
+        # walk over the words the summary marks; short ones: insertion
+        ([5, 33, 40, 60] * 5, 100_000, {"insertion", "summary"}),
+        # rows of 33-40 entries spread over 3M columns (733 summary words): heapsort
+        ([5, 33, 40], 3_000_000, {"insertion", "heapsort"}),
+        # three ways in one output; then the walk over every word of a dense span
+        ([3, 40, 180, 0, 1, 32, 33, 200, 120], 3_000_000, {"insertion", "summary", "heapsort"}),
+        ([3, 150, 0, 40], 500, {"insertion", "bitmap"}),
     ],
 )
 def test_spgemm_long_rows_are_ordered(lengths: list[int], cols: int, paths: set[str]) -> None:

@@ -35,7 +35,7 @@ from sparsecomp.lowering.loops import State, add, for_state, if_state, index, lo
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.reader import Reader, int_type
 from sparsecomp.lowering.rowplan import RowOperand, RowPlan
-from sparsecomp.lowering.sort import mark, order_marked
+from sparsecomp.lowering.sort import mark, order_marked, summary_words
 from sparsecomp.lowering.zeros import Zero, reads_output
 
 #: How many blocks of rows run in parallel (each with its own workspaces).
@@ -149,6 +149,8 @@ class RowEmitter(OperandAccess):
             words = arith.ceildivui(self.ncols, index(64))
             i64 = ir.IntegerType.get_signless(64)
             ws["bits"] = linalg.fill(zero_of(i64), outs=[tensor.empty([words], i64)])
+            above = summary_words(self.ncols)
+            ws["summary"] = linalg.fill(zero_of(i64), outs=[tensor.empty([above], i64)])
         return ws
 
     def _ordered(self) -> bool:
@@ -172,7 +174,8 @@ class RowEmitter(OperandAccess):
         if self.mode == "fill":
             hi = add(self.lo, n)
             if "bits" in s:  # an ordered level (a nonordered one keeps the order found)
-                s["crd"], s["bits"] = order_marked(s["crd"], self.lo, hi, s["bits"])
+                ordered = order_marked(s["crd"], self.lo, hi, s["bits"], s["summary"])
+                s["crd"], s["bits"], s["summary"] = ordered
             return for_state(self.lo, hi, s, lambda p, st: self._combine(_load_crd(st, p), p, st))
 
         def listed(t: ir.Value, st: State) -> State:

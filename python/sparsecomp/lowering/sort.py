@@ -1,18 +1,24 @@
 """Order a segment of a rank-1 integer tensor in place, in stage II IR (scf on tensors).
 
 Used for the coordinates of one row of a computed sparse output, which a
-row workspace discovers out of order, while the row sets one bit per
-column in a bitmap (:func:`mark`). :func:`order_marked` orders a short
-segment (at most :data:`INSERTION_MAX` entries, the common case for
-sparse rows) by insertion sort; a longer one whose columns span at most
-:data:`WORDS_PER_ENTRY` words of 64 columns per entry by walking the set
-bits over that span (a count-trailing-zeros per entry, one load per 64
-columns); else, a row spread thin over very many columns, by heapsort
-(``O(n log n)``, no recursion or extra memory). It zeroes the bits it set
-for the next row. All are ``scf.while``/``scf.for`` loops carrying the
-tensors, which bufferization turns into in-place updates of the buffers.
-On SpGEMM's long rows the walk is much faster than heapsort: a circuit
-matrix's ``A @ A`` spent 275 of its 303 ms sorting.
+row workspace discovers out of order, while the row marks each column in
+a two-level bitmap (:func:`mark`): one bit per column in ``bits`` (i64
+words of 64 columns) and one bit per word of ``bits`` in ``summary`` (words
+of 4096 columns). :func:`order_marked` orders a short segment (at most
+:data:`INSERTION_MAX` entries, the common case for sparse rows) by
+insertion sort; a longer one whose columns span at most
+:data:`WORDS_PER_ENTRY` summary words per entry by walking the summary's
+set bits to the words of ``bits`` that have any, and those words' set bits
+(a count-trailing-zeros per word and per entry: its cost grows with the
+entries and the span over 4096, not the span over 64); else, a row spread
+thin over tens of millions of columns, by heapsort (``O(n log n)``, no
+recursion or extra memory). It zeroes the words it set for the next row.
+All are ``scf.while``/``scf.for`` loops carrying the tensors, which
+bufferization turns into in-place updates of the buffers. On SpGEMM's long
+rows the walk is much faster than heapsort: a circuit matrix's ``A @ A``
+spent 275 of its 303 ms sorting. A one-level walk (every word of the span)
+cost ``A @ A`` of the p2p-Gnutella31 graph 10 word loads per entry, most of
+its time; the summary skips the empty words.
 """
 
 from __future__ import annotations
@@ -25,10 +31,16 @@ from mlir.dialects import arith, math, scf, tensor
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index
 
 INSERTION_MAX = 32
-#: A long segment whose columns span at most this many bitmap words (64 columns
-#: each) per entry is ordered by walking the bitmap (well under 1 ns a word, a few
-#: ns per entry) instead of by heapsort (about 5 ns per entry and heap level).
+#: A long segment whose columns span at most this many summary words (4096
+#: columns each) per entry is ordered by walking the bitmap (well under 1 ns a
+#: summary word, a few ns per entry) instead of by heapsort (about 5 ns per entry
+#: and heap level).
 WORDS_PER_ENTRY = 16
+#: A long segment whose columns span at most this many words of ``bits`` per entry
+#: walks every word of the span (no summary to build).
+DENSE_WORDS = 4
+#: Columns per word of ``bits``, and per word of ``summary``.
+WORD, SUMMARY_WORD = 64, 64 * 64
 
 Pred = arith.CmpIPredicate
 
@@ -139,6 +151,11 @@ def _words(bits: ir.Value, j: ir.Value) -> tuple[ir.Value, ir.Value]:
     return word, bit
 
 
+def summary_words(columns: ir.Value) -> ir.Value:
+    """How many words the summary of a bitmap over ``columns`` columns has."""
+    return arith.ceildivui(columns, index(SUMMARY_WORD))
+
+
 def mark(bits: ir.Value, j: ir.Value) -> ir.Value:
     """``bits`` with column ``j``'s bit set."""
     word, bit = _words(bits, j)
@@ -155,48 +172,106 @@ def _clear_each(bits: ir.Value, t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.V
     return for_loop(lo, hi, index(1), [bits], body)[0]
 
 
-def _walk_bits(
+def _summarize(summary: ir.Value, t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """``summary`` with the bit of each word of ``bits`` that the columns ``t[lo:hi]`` are in."""
+
+    def body(p: ir.Value, vals: Carried) -> Carried:
+        word = arith.shrui(arith.index_cast(ir.IndexType.get(), _get(t, p)), index(6))
+        above, flag = _words(vals[0], word)
+        return [_put(vals[0], above, arith.ori(_get(vals[0], above), flag))]
+
+    return for_loop(lo, hi, index(1), [summary], body)[0]
+
+
+def _set_bits(
+    word: ir.Value, carried: Carried, each: Callable[[ir.Value, Carried], Carried]
+) -> Carried:
+    """``each(bit, values)`` for every set bit of the i64 ``word``, lowest first."""
+    i64 = ir.IntegerType.get_signless(64)
+    zero = arith.constant(i64, 0)
+
+    def cond(args: Carried) -> tuple[ir.Value, Carried]:
+        return arith.cmpi(Pred.ne, args[0], zero), args
+
+    def step(args: Carried) -> Carried:
+        rest, *vals = args
+        low = arith.index_cast(ir.IndexType.get(), math.cttz(rest))
+        return [arith.andi(rest, arith.subi(rest, arith.constant(i64, 1))), *each(low, vals)]
+
+    return _while([word, *carried], cond, step)[1:]
+
+
+def _walk_words(
     t: ir.Value, lo: ir.Value, first: ir.Value, last: ir.Value, bits: ir.Value
 ) -> Carried:
     """``t[lo:...]`` := the columns whose bits are set in words ``first..last``, ascending;
     those words are zeroed. Returns ``[t, bits]``."""
     elt = ir.RankedTensorType(t.type).element_type
-    i64 = ir.IntegerType.get_signless(64)
-    zero = arith.constant(i64, 0)
+    zero = arith.constant(ir.IntegerType.get_signless(64), 0)
 
     def word_body(w: ir.Value, vals: Carried) -> Carried:
         cur, at, bitmap = vals
-        base = arith.muli(w, index(64))
+        base = arith.muli(w, index(WORD))
 
-        def cond(args: Carried) -> tuple[ir.Value, Carried]:
-            return arith.cmpi(Pred.ne, args[0], zero), args
+        def column(bit: ir.Value, entry: Carried) -> Carried:
+            cur, at = entry
+            return [_put(cur, at, arith.index_cast(elt, add(base, bit))), add(at, index(1))]
 
-        def step(args: Carried) -> Carried:
-            word, cur, at = args
-            low = arith.index_cast(ir.IndexType.get(), math.cttz(word))
-            cur = _put(cur, at, arith.index_cast(elt, add(base, low)))
-            rest = arith.andi(word, arith.subi(word, arith.constant(i64, 1)))
-            return [rest, cur, add(at, index(1))]
-
-        _, cur, at = _while([_get(bitmap, w), cur, at], cond, step)
+        cur, at = _set_bits(_get(bitmap, w), [cur, at], column)
         return [cur, at, _put(bitmap, w, zero)]
 
     cur, _, bitmap = for_loop(first, add(last, index(1)), index(1), [t, lo, bits], word_body)
     return [cur, bitmap]
 
 
-def order_marked(t: ir.Value, lo: ir.Value, hi: ir.Value, bits: ir.Value) -> Carried:
-    """``[t, bits]``: ``t[lo:hi]`` ascending, where those are exactly the columns whose
-    bits are set in the bitmap ``bits`` (i64 words, 64 columns each), and ``bits``
-    zeroed again. Insertion sort when short; else a walk over the set bits when the
-    columns span at most :data:`WORDS_PER_ENTRY` words per entry; else heapsort."""
+def _walk_summary(
+    t: ir.Value, lo: ir.Value, first: ir.Value, last: ir.Value, bits: ir.Value, summary: ir.Value
+) -> Carried:
+    """``t[lo:...]`` := the columns whose bits are set, ascending, found through summary
+    words ``first..last``; the words visited are zeroed. Returns ``[t, bits, summary]``."""
+    elt = ir.RankedTensorType(t.type).element_type
+    zero = arith.constant(ir.IntegerType.get_signless(64), 0)
+
+    def summary_body(s: ir.Value, vals: Carried) -> Carried:
+        cur, at, bitmap, top = vals
+        words = arith.muli(s, index(64))
+
+        def word_body(low: ir.Value, inner: Carried) -> Carried:
+            cur, at, bitmap = inner
+            w = add(words, low)
+            base = arith.muli(w, index(WORD))
+
+            def column(bit: ir.Value, entry: Carried) -> Carried:
+                cur, at = entry
+                return [_put(cur, at, arith.index_cast(elt, add(base, bit))), add(at, index(1))]
+
+            cur, at = _set_bits(_get(bitmap, w), [cur, at], column)
+            return [cur, at, _put(bitmap, w, zero)]
+
+        cur, at, bitmap = _set_bits(_get(top, s), [cur, at, bitmap], word_body)
+        return [cur, at, bitmap, _put(top, s, zero)]
+
+    loop = for_loop(first, add(last, index(1)), index(1), [t, lo, bits, summary], summary_body)
+    cur, _, bitmap, top = loop
+    return [cur, bitmap, top]
+
+
+def order_marked(
+    t: ir.Value, lo: ir.Value, hi: ir.Value, bits: ir.Value, summary: ir.Value
+) -> Carried:
+    """``[t, bits, summary]``: ``t[lo:hi]`` ascending, where those are exactly the columns
+    :func:`mark` set in ``bits``; ``bits`` and ``summary`` (all zero) zeroed again.
+    Insertion sort when short; else a walk over every word of the span when it has
+    at most :data:`DENSE_WORDS` per entry; else a walk over the words the summary
+    (set here from the entries) says have bits, when the columns span at most
+    :data:`WORDS_PER_ENTRY` summary words per entry; else heapsort."""
     n = arith.subi(hi, lo)
     short = arith.cmpi(Pred.sle, n, index(INSERTION_MAX))
-    types = [t.type, bits.type]
+    types = [t.type, bits.type, summary.type]
     op = scf.IfOp(short, types, has_else=True)
     with ir.InsertionPoint(op.then_block):
         ordered = _insertion(t, lo, hi)
-        scf.YieldOp([ordered, _clear_each(bits, ordered, lo, hi)])
+        scf.YieldOp([ordered, _clear_each(bits, ordered, lo, hi), summary])
     with ir.InsertionPoint(op.else_block):
         head = _get(t, lo)
 
@@ -205,15 +280,24 @@ def order_marked(t: ir.Value, lo: ir.Value, hi: ir.Value, bits: ir.Value) -> Car
             return [arith.minsi(vals[0], x), arith.maxsi(vals[1], x)]
 
         low, high = for_loop(add(lo, index(1)), hi, index(1), [head, head], bounds)
-        first = arith.shrui(arith.index_cast(ir.IndexType.get(), low), index(6))
-        last = arith.shrui(arith.index_cast(ir.IndexType.get(), high), index(6))
-        span = add(arith.subi(last, first), index(1))
-        few = arith.cmpi(Pred.sle, span, arith.muli(n, index(WORDS_PER_ENTRY)))
-        inner = scf.IfOp(few, types, has_else=True)
-        with ir.InsertionPoint(inner.then_block):
-            scf.YieldOp(_walk_bits(t, lo, first, last, bits))
-        with ir.InsertionPoint(inner.else_block):
-            ordered = _heapsort(t, lo, hi)
-            scf.YieldOp([ordered, _clear_each(bits, ordered, lo, hi)])
-        scf.YieldOp(list(inner.results))
+        low, high = (arith.index_cast(ir.IndexType.get(), v) for v in (low, high))
+        first, last = arith.shrui(low, index(6)), arith.shrui(high, index(6))
+        words = add(arith.subi(last, first), index(1))
+        dense = arith.cmpi(Pred.sle, words, arith.muli(n, index(DENSE_WORDS)))
+        walk = scf.IfOp(dense, types, has_else=True)
+        with ir.InsertionPoint(walk.then_block):
+            scf.YieldOp([*_walk_words(t, lo, first, last, bits), summary])
+        with ir.InsertionPoint(walk.else_block):
+            top, end = arith.shrui(low, index(12)), arith.shrui(high, index(12))
+            span = add(arith.subi(end, top), index(1))
+            few = arith.cmpi(Pred.sle, span, arith.muli(n, index(WORDS_PER_ENTRY)))
+            inner = scf.IfOp(few, types, has_else=True)
+            with ir.InsertionPoint(inner.then_block):
+                marked = _summarize(summary, t, lo, hi)
+                scf.YieldOp(_walk_summary(t, lo, top, end, bits, marked))
+            with ir.InsertionPoint(inner.else_block):
+                ordered = _heapsort(t, lo, hi)
+                scf.YieldOp([ordered, _clear_each(bits, ordered, lo, hi), summary])
+            scf.YieldOp(list(inner.results))
+        scf.YieldOp(list(walk.results))
     return list(op.results)
