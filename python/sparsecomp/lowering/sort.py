@@ -201,26 +201,27 @@ def _set_bits(
     return _while([word, *carried], cond, step)[1:]
 
 
+def _emit_word(w: ir.Value, vals: Carried) -> Carried:
+    """``[t, at, bits]``: the columns of word ``w`` of ``bits`` written at ``t[at:]``,
+    ascending, ``at`` moved past them, the word zeroed."""
+    cur, at, bitmap = vals
+    elt = ir.RankedTensorType(cur.type).element_type
+    base = arith.muli(w, index(WORD))
+
+    def column(bit: ir.Value, entry: Carried) -> Carried:
+        cur, at = entry
+        return [_put(cur, at, arith.index_cast(elt, add(base, bit))), add(at, index(1))]
+
+    cur, at = _set_bits(_get(bitmap, w), [cur, at], column)
+    return [cur, at, _put(bitmap, w, arith.constant(ir.IntegerType.get_signless(64), 0))]
+
+
 def _walk_words(
     t: ir.Value, lo: ir.Value, first: ir.Value, last: ir.Value, bits: ir.Value
 ) -> Carried:
     """``t[lo:...]`` := the columns whose bits are set in words ``first..last``, ascending;
     those words are zeroed. Returns ``[t, bits]``."""
-    elt = ir.RankedTensorType(t.type).element_type
-    zero = arith.constant(ir.IntegerType.get_signless(64), 0)
-
-    def word_body(w: ir.Value, vals: Carried) -> Carried:
-        cur, at, bitmap = vals
-        base = arith.muli(w, index(WORD))
-
-        def column(bit: ir.Value, entry: Carried) -> Carried:
-            cur, at = entry
-            return [_put(cur, at, arith.index_cast(elt, add(base, bit))), add(at, index(1))]
-
-        cur, at = _set_bits(_get(bitmap, w), [cur, at], column)
-        return [cur, at, _put(bitmap, w, zero)]
-
-    cur, _, bitmap = for_loop(first, add(last, index(1)), index(1), [t, lo, bits], word_body)
+    cur, _, bitmap = for_loop(first, add(last, index(1)), index(1), [t, lo, bits], _emit_word)
     return [cur, bitmap]
 
 
@@ -229,26 +230,16 @@ def _walk_summary(
 ) -> Carried:
     """``t[lo:...]`` := the columns whose bits are set, ascending, found through summary
     words ``first..last``; the words visited are zeroed. Returns ``[t, bits, summary]``."""
-    elt = ir.RankedTensorType(t.type).element_type
-    zero = arith.constant(ir.IntegerType.get_signless(64), 0)
 
     def summary_body(s: ir.Value, vals: Carried) -> Carried:
         cur, at, bitmap, top = vals
         words = arith.muli(s, index(64))
 
         def word_body(low: ir.Value, inner: Carried) -> Carried:
-            cur, at, bitmap = inner
-            w = add(words, low)
-            base = arith.muli(w, index(WORD))
-
-            def column(bit: ir.Value, entry: Carried) -> Carried:
-                cur, at = entry
-                return [_put(cur, at, arith.index_cast(elt, add(base, bit))), add(at, index(1))]
-
-            cur, at = _set_bits(_get(bitmap, w), [cur, at], column)
-            return [cur, at, _put(bitmap, w, zero)]
+            return _emit_word(add(words, low), inner)
 
         cur, at, bitmap = _set_bits(_get(top, s), [cur, at, bitmap], word_body)
+        zero = arith.constant(ir.IntegerType.get_signless(64), 0)
         return [cur, at, bitmap, _put(top, s, zero)]
 
     loop = for_loop(first, add(last, index(1)), index(1), [t, lo, bits, summary], summary_body)
