@@ -55,8 +55,9 @@ def record(plan: Plan | RowPlan) -> None:
             if dim is None:
                 continue
             at = _dim(acc.value, pos, entry, 0)
-            if isinstance(at, tuple):
-                by_loop.setdefault(dim, []).append(at)
+            members = by_loop.setdefault(dim, [])
+            if isinstance(at, tuple) and at not in members:  # (an output sized by an input)
+                members.append(at)
     pairs = [
         ir.DenseI64ArrayAttr.get([*members[0], *other])
         for members in by_loop.values()
