@@ -89,14 +89,7 @@ class Destinations:
         array's dtype, rank, layout and sizes, that it is writable and shares no
         memory with another operand: ``fastcall``) and declines anything else,
         which then takes that path: a first call, a copy, every error."""
-        same = None
-        for k, arg in enumerate(args):
-            if arg is out:
-                same = k
-                break
-        specs = self.signature.args
-        if same is not None and (same >= len(specs) or specs[same].kind != "dense"):
-            return MISS
+        same = _argument(self.signature, args, out)
         found = self._variants.get(((0, same),))
         router = (
             None if found is None or isinstance(found, str) else getattr(found[0], "_router", None)
@@ -250,13 +243,8 @@ def _key(
     """Where each ``out`` array goes (an argument it is, or None: a new one), or why
     none can be a destination."""
     key: list[tuple[int, int | None]] = []
-    specs = sig.args
     for r, array in outs.items():
-        same = None
-        for k, arg in enumerate(args):
-            if arg is array and k < len(specs) and specs[k].kind == "dense":
-                same = k
-                break
+        same = _argument(sig, args, array)
         for k, arg in enumerate(args):
             if k == same:
                 continue
@@ -271,6 +259,15 @@ def _key(
                 return (), "two out= arrays share memory"
         key.append((r, same))
     return tuple(key), None
+
+
+def _argument(sig: Signature, args: tuple[Any, ...], array: np.ndarray) -> int | None:
+    """The dense argument ``array`` is (the result is accumulated into it), or None."""
+    specs = sig.args
+    for k, arg in enumerate(args):
+        if arg is array and k < len(specs) and specs[k].kind == "dense":
+            return k
+    return None
 
 
 def _expected(sig: Signature, key: Key, count: int) -> set[tuple[int, int]]:
