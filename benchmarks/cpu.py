@@ -63,7 +63,7 @@ from peers.dense import DensePeer
 from peers.sparsecomp_peer import SparsecompPeer
 from peers.torch_cpu import TorchPeer
 from peers.upstream import VARIANTS, UpstreamPeer
-from report import Cell, Row, summary, table
+from report import Cell, Row, form_table, summary, table
 
 RTOL = 1e-4
 #: SpGEMM runs where A @ A takes at most this many multiply-adds (scipy: about 1 s;
@@ -71,6 +71,8 @@ RTOL = 1e-4
 SPGEMM_WORK = 100_000_000
 FLOOR = float(np.finfo(np.float32).tiny)  # absolute slack: float32's smallest normal
 MAX_CALLS = 200  # timed calls per turn at most (--min-time)
+#: our program form called with the scipy matrix (the upstream form's operand)
+SCIPY_FORM = "sparsecomp-scipy"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -128,6 +130,7 @@ def make_peers(args: argparse.Namespace) -> list[Peer]:
     wanted = {p for p in args.peers.split(",") if p}
     factories: list[tuple[str, Callable[[], Peer]]] = [
         ("sparsecomp", SparsecompPeer),
+        ("sparsecomp-scipy", partial(SparsecompPeer, form="scipy")),
         ("sparsecomp-up", partial(SparsecompPeer, form="upstream")),
         ("sparsecomp-up-out", partial(SparsecompPeer, form="upstream-out")),
         ("scipy", scipy_peer.ScipyPeer),
@@ -371,7 +374,20 @@ def render(
             "program form's (worst case in parentheses; above 1: the form is faster).",
             "",
         ]
-        out += [*summary(rows, forms, names), ""]
+        out += [*summary(rows, forms, [n for n in names if n != SCIPY_FORM]), ""]
+    if {"sparsecomp", SCIPY_FORM, "sparsecomp-up"} <= set(names):
+        out += [
+            "## Program form and operand",
+            "",
+            "What the upstream program form costs, both forms called with the scipy"
+            f" matrix (`sparsecomp-up / {SCIPY_FORM}`); what the scipy matrix costs our"
+            " form against a packed `SparseTensor` (the check of the caller's index"
+            f" arrays at every call: `{SCIPY_FORM} / sparsecomp`); and both (`sparsecomp-up"
+            " / sparsecomp`). Geomean over the matrices, the worst (largest) in parentheses.",
+            "",
+            *form_table(rows, "sparsecomp", SCIPY_FORM, "sparsecomp-up"),
+            "",
+        ]
     if overhead:
         out += overhead_table(overhead)
     out += compile_table(peers)

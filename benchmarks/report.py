@@ -127,6 +127,27 @@ def summary(
     return lines
 
 
+def form_table(rows: dict[str, list[Row]], ours: str, ours_scipy: str, upstream: str) -> list[str]:
+    """Per op: what the program form costs with the operand held alike (``upstream``
+    over ``ours_scipy``, both called with the scipy matrix), what the scipy operand
+    costs our form (``ours_scipy`` over ``ours``, which takes a packed
+    ``SparseTensor``), and both together (``upstream`` over ``ours``). Geomean over
+    the matrices (worst, the largest ratio, in parentheses; below 1: cheaper)."""
+    pairs = [(upstream, ours_scipy), (ours_scipy, ours), (upstream, ours)]
+    head = ["op", f"{upstream} / {ours_scipy}", f"{ours_scipy} / {ours}", f"{upstream} / {ours}"]
+    lines = [_line(head), _line(["---"] + ["---:"] * 3)]
+    for label, table_rows in rows.items():
+        cells = [label]
+        for peer, base in pairs:
+            values = [
+                x for r in table_rows if (x := ratio(r.cells[peer], r.cells[base])) is not None
+            ]
+            g = geomean(values)
+            cells.append("-" if g is None else f"{g:.2f} (worst {max(values):.2f})")
+        lines.append(_line(cells))
+    return lines
+
+
 def _summary_cell(rows: list[Row], peer: str, base: str) -> str:
     values = [x for r in rows if (x := ratio(r.cells[peer], r.cells[base])) is not None]
     if not values or peer == base:

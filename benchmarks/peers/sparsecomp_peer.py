@@ -5,6 +5,13 @@
   indices, the output filled inside the function). The CSR matrix is packed
   once per case (outside the timed call) into a ``SparseTensor`` with the
   kernel's own layout, so a call only marshals buffers.
+* ``sparsecomp-scipy`` (``form="scipy"``): the same kernels called with the
+  scipy CSR matrix itself, as ``sparsecomp-up`` is: the same program form as
+  ``sparsecomp`` with the upstream form's operand. Where the caller owns the
+  index arrays, which may change between calls, every call checks them (the
+  kernel's own guard, ``transforms/guard_coordinates.py``): this peer over
+  ``sparsecomp`` is what that check costs, and ``sparsecomp-up`` over this
+  peer is what the program form costs, operands alike.
 * ``sparsecomp-up`` (``form="upstream"``): ``benchmarks/kernels/upstream_form/*.mlir``,
   the same operations written the way MLIR's own sparse tests are
   (``#sparse_tensor.encoding`` without widths, so index-typed; named linalg
@@ -39,6 +46,7 @@ KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 #: form -> (peer name, kernel directory)
 FORMS = {
     "ours": ("sparsecomp", KERNELS),
+    "scipy": ("sparsecomp-scipy", KERNELS),
     "upstream": ("sparsecomp-up", KERNELS / "upstream_form"),
     "upstream-out": ("sparsecomp-up-out", KERNELS / "upstream_form"),
 }
@@ -74,6 +82,8 @@ class SparsecompPeer(Peer):
                 " on upstream-syntax SpMV and SpMM called with the scipy matrix and out=C "
                 "(accumulated in place into the outs operand)"
             )
+        if form == "scipy":
+            self.about += " on the kernels written for sparsecomp, called with the scipy matrix"
         if form == "upstream":
             self.about += (
                 " on upstream-syntax kernels (index-typed #sparse_tensor.encoding CSR, outs "
@@ -113,8 +123,11 @@ class SparsecompPeer(Peer):
         if self.form == "upstream-out" and case.op not in OUTS:
             raise Unavailable(f"upstream-form {case.op} has no dense outs operand")
         exe = self._executable(case.op)
-        if self.form != "ours":
+        if self.form == "scipy":
             a: Any = case.a
+            dense = case.dense
+        elif self.form != "ours":
+            a = case.a
             m = case.a.shape[0]
             outs = {"spmv": (np.zeros(m, np.float32),), "sddmm": (), "spgemm": ()}
             dense = case.dense + outs.get(case.op, (np.zeros((m, case.k or 0), np.float32),))
@@ -131,9 +144,10 @@ class SparsecompPeer(Peer):
 
         try:
             start = time.perf_counter()
-            run()  # the upstream form's first call compiles its variants (scipy's widths, out=)
+            run()  # a scipy operand's first call compiles its variants (scipy's widths, out=)
             if self.form != "ours":
-                what = "scipy's widths" + (", out=" if into is not None else "")
+                what = "scipy's arrays" if self.form == "scipy" else "scipy's widths"
+                what += ", out=" if into is not None else ""
                 key = f"{case.op}+variant first call ({what})"
                 self.compile_times.setdefault(key, (time.perf_counter() - start, None))
             if into is not None:

@@ -4,7 +4,8 @@ One panel per table of that run (SpMV, SpMM K=32 and K=128, SDDMM, SpGEMM): per
 matrix, each peer's time over sparsecomp's (``P ratio`` columns; above 1,
 sparsecomp is faster), on a log scale, with the upstream-syntax form of
 sparsecomp (``sparsecomp-up``, and ``sparsecomp-up-out`` called with
-``out=``) among them. The PNG's ``Description`` holds the SHA-256 of the
+``out=``) and our form called with the scipy matrix (``sparsecomp-scipy``)
+among them. The PNG's ``Description`` holds the SHA-256 of the
 tables it was drawn from, so a test can tell when the run in
 docs/benchmarks.md changed and the figure did not. Run from the
 repository root::
@@ -27,7 +28,7 @@ DOCS = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent / "cpu_ratios.png"
 #: the tables drawn: the CPU benchmark's op tables (their "## " titles start so)
 TITLES = ("SpMV", "SpMM", "SDDMM", "SpGEMM")
-PEERS = ("sparsecomp-up", "sparsecomp-up-out", "scipy", "torch", "upstream")
+PEERS = ("sparsecomp-up", "sparsecomp-up-out", "scipy", "torch", "upstream", "sparsecomp-scipy")
 
 
 def cpu_tables(markdown: str) -> dict[str, list[dict[str, str]]]:

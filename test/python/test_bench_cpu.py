@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,12 +30,17 @@ def test_cpu_benchmark_quick(repo, tmp_path):
     assert md.read_text().strip() == out.strip()
     # Every peer has a column (or says why it could not run); no peer computes garbage.
     header = next(ln for ln in out.splitlines() if ln.startswith("| matrix"))
-    for peer in ("sparsecomp ms", "sparsecomp-up ms", "scipy ms", "dense ms", "upstream ms"):
+    peers = ("sparsecomp ms", "sparsecomp-scipy ms", "sparsecomp-up ms", "scipy ms", "dense ms")
+    for peer in (*peers, "upstream ms"):
         assert peer in header
     # both program forms in the summary, and the call overhead measured
     assert "## Summary" in out
     assert "| spmm K=32 | sparsecomp-up |" in out
     assert "| spgemm | sparsecomp-up |" in out
+    # the program form's cost apart from the scipy operand's, per op
+    forms = out[out.index("## Program form and operand") :]
+    assert "| sparsecomp-up / sparsecomp-scipy |" in forms
+    assert re.search(r"^\| spmv \| \d+\.\d\d \(worst \d+\.\d\d\) \|", forms, re.M), forms
     assert "| sparsecomp, SparseTensor |" in out
     assert "| scipy (a @ b) |" in out
     assert "WRONG" not in out, out
