@@ -139,17 +139,20 @@ def form_table(rows: dict[str, list[Row]], ours: str, ours_scipy: str, upstream:
     for label, table_rows in rows.items():
         cells = [label]
         for peer, base in pairs:
-            values = [
-                x for r in table_rows if (x := ratio(r.cells[peer], r.cells[base])) is not None
-            ]
+            values = _ratios(table_rows, peer, base)
             g = geomean(values)
             cells.append("-" if g is None else f"{g:.2f} (worst {max(values):.2f})")
         lines.append(_line(cells))
     return lines
 
 
+def _ratios(rows: list[Row], peer: str, base: str) -> list[float]:
+    """``peer``'s time over ``base``'s on every row where both ran."""
+    return [x for r in rows if (x := ratio(r.cells[peer], r.cells[base])) is not None]
+
+
 def _summary_cell(rows: list[Row], peer: str, base: str) -> str:
-    values = [x for r in rows if (x := ratio(r.cells[peer], r.cells[base])) is not None]
+    values = _ratios(rows, peer, base)
     if not values or peer == base:
         return "-"
     g = geomean(values)
