@@ -59,7 +59,7 @@ EMULATION_STAGES = (
     ("gpu", "sparsecomp-cuda-schedule"),
     ("llvm", "sparsecomp-cuda-emulate"),
 )
-_OPTIONS = {"vector_bits", "unroll", "panel_bytes", "gpu_columns"}
+_OPTIONS = {"vector_bits", "unroll", "panel_bytes", "slice_bytes", "gpu_columns"}
 EMULATION_PREFIX = "cuda-emu:"
 CUDA_PREFIX = "cuda:"
 
@@ -143,8 +143,9 @@ def compile(
     (:mod:`sparsecomp.runtime.cuda`; calls raise
     :class:`~sparsecomp.runtime.cuda.CudaUnavailableError` where no driver is).
     ``options``: ``vector_bits`` (vector width; 0 for scalar code),
-    ``unroll`` (vectors in flight) and ``panel_bytes`` (column panels of a
-    gathered dense operand, 0: none), passed to ``sparse-iter-lower-iterations``;
+    ``unroll`` (vectors in flight), ``panel_bytes`` (column panels of a
+    gathered dense operand, 0: none) and ``slice_bytes`` (the cache budget of
+    a slice of its rows, 0: no slices), passed to ``sparse-iter-lower-iterations``;
     ``gpu_columns`` (emulation targets; default True): map independent
     output columns (SpMM) onto a warp's lanes and a row's sum (SpMV) onto
     8 lanes; False: a row per thread (the plain schedule).

@@ -40,6 +40,7 @@ from sparsecomp.lowering.loops import (
     load_position,
     mul,
 )
+from sparsecomp.lowering.slices import cut_range
 
 if TYPE_CHECKING:
     from sparsecomp.formats.layout import Layout
@@ -100,6 +101,9 @@ def emit_level(
             lo, hi = load_position(pos, lo_at), load_position(pos, add(lo_at, index(1)))
         else:
             lo, hi = load_position(pos, p), load_position(pos, add(p, index(1)))
+        cut = getattr(em, "cut", None)  # a Cut (slices.py), set by a sliced nest
+        if cut is not None and cut.level == lv:  # one slice of the row's sorted coordinates
+            lo, hi = cut.bounds or cut_range(em.crd[lv], lo, hi, cut)
 
         def varied(q: ir.Value, vals: Carried) -> Carried:
             coord = arith.subi(q, lo) if name == "dense_varied" else load_index(em.crd[lv], q)

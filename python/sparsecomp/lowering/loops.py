@@ -75,6 +75,39 @@ def if_then(
     return list(op.results)
 
 
+def if_else(
+    cond: ir.Value,
+    types: Sequence[ir.Type],
+    then: Callable[[], Carried],
+    otherwise: Callable[[], Carried],
+) -> Carried:
+    """``scf.if cond`` yielding ``then()``, else ``otherwise()`` (values of ``types``)."""
+    op = scf.IfOp(cond, list(types), has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        scf.YieldOp(then())
+    with ir.InsertionPoint(op.else_block):
+        scf.YieldOp(otherwise())
+    return list(op.results)
+
+
+def while_loop(
+    inits: list[ir.Value],
+    cond: Callable[[Carried], tuple[ir.Value, Carried]],
+    body: Callable[[Carried], Carried],
+) -> Carried:
+    """``scf.while``: ``cond(values) -> (keep going, values passed on)``; ``body`` steps."""
+    types = [v.type for v in inits]
+    op = scf.WhileOp(types, inits)
+    before = op.before.blocks.append(*types)
+    with ir.InsertionPoint(before):
+        keep, passed = cond(list(before.arguments))
+        scf.ConditionOp(keep, passed)
+    after = op.after.blocks.append(*types)
+    with ir.InsertionPoint(after):
+        scf.YieldOp(body(list(after.arguments)))
+    return list(op.results)
+
+
 State = dict[str, ir.Value]
 
 

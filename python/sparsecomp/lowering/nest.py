@@ -19,10 +19,11 @@ from mlir.dialects import arith, linalg, tensor, vector
 from sparsecomp.dialects import sparse_iter
 from sparsecomp.ir.destinations import is_destination
 from sparsecomp.lowering import body as bodies
-from sparsecomp.lowering.loops import Carried, add, for_loop, index, mul
+from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index, mul
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.plan import Access, Plan
 from sparsecomp.lowering.reader import Reader, rank1
+from sparsecomp.lowering.slices import Cut, gathered_rows, row_cut, slice_count, sliced_level
 from sparsecomp.lowering.zeros import Zero, reads_output
 
 si: Any = sparse_iter  # generated at run time from the .td; untyped
@@ -98,7 +99,9 @@ class NestEmitter(OperandAccess):
 
     plan: Plan
 
-    def __init__(self, plan: Plan, lanes: int, unroll: int, panel_bytes: int = 0) -> None:
+    def __init__(
+        self, plan: Plan, lanes: int, unroll: int, panel_bytes: int = 0, slice_bytes: int = 0
+    ) -> None:
         self.plan = plan
         self.block = plan.op.regions[0].blocks[0]
         self.layout = lay = plan.layout
@@ -112,6 +115,9 @@ class NestEmitter(OperandAccess):
         self.vec = Vec(plan.vector_dim, lanes, unroll) if plan.vector_dim >= 0 else None
         self.width: dict[int, ir.Value] = {}
         self.panel_bytes = panel_bytes
+        self.slice_bytes = slice_bytes
+        self.cut: Cut | None = None  # the coordinate range of the current slice
+        self.first_slice: ir.Value | None = None  # i1: the current slice is the first
 
     # -- sizes -----------------------------------------------------------------
     def level_size(self, lv: int) -> ir.Value:
@@ -164,7 +170,7 @@ class NestEmitter(OperandAccess):
                 self.source = out
         else:
             init = out
-        (result,) = self.panels(init)
+        (result,) = self.sliced(init)
         if plan.sparse_output:
             return si.with_values(plan.driver_access.value.type, plan.driver_access.value, result)
         return result
@@ -187,6 +193,36 @@ class NestEmitter(OperandAccess):
             and acc.uses(vec.dim)
             and any(d in levels for d in acc.dims if d is not None and d != vec.dim)
         ]
+
+    def sliced(self, init: ir.Value) -> Carried:
+        """The nest, run once per slice of the gathered rows where that pays
+        (:mod:`sparsecomp.lowering.slices`), each run as :meth:`panels` runs it.
+
+        The loop over slices runs once where one slice covers them all (no
+        range searches then). The first slice starts the output
+        elements as the unsliced nest does; the others read what the slices
+        before wrote.
+        """
+        gathered = self.gathered()
+        lv = sliced_level(self.plan, gathered) if self.slice_bytes > 0 else None
+        if lv is None:
+            return self.panels(init)
+        rows, per_row = gathered_rows(self.plan.level_dim(lv), gathered)
+        count = slice_count(rows, per_row, self.pos[lv], self.crd[lv], self.slice_bytes)
+        width = arith.ceildivui(rows, count)
+        final = arith.subi(count, index(1))
+
+        def body(s: ir.Value, values: Carried) -> Carried:
+            lo = mul(s, width)
+            first = arith.cmpi(arith.CmpIPredicate.eq, s, index(0))
+            last = arith.cmpi(arith.CmpIPredicate.eq, s, final)
+            self.cut = Cut(lv, lo, arith.minui(add(lo, width), rows), first, last)
+            self.first_slice = first
+            return self.panels(values[0])
+
+        result = for_loop(index(0), count, index(1), [init], body)
+        self.cut = self.first_slice = None
+        return result
 
     def panels(self, init: ir.Value) -> Carried:
         """The nest, run once per column panel of the gathered dense inputs.
@@ -315,7 +351,14 @@ class NestEmitter(OperandAccess):
             vec.masks = [vector.create_mask(mask_t, [arith.subi(size, b)]) for b in vec.bases]
             return self.step(k + 1, pos, values)
 
+        cut = self.cut
+        steps = self.plan.steps
+        after = steps[k + 1] if k + 1 < len(steps) else None
+        if cut is not None and after is not None and after.kind == "level":
+            if after.level == cut.level:  # the row's range in the slice, once for all chunks
+                self.cut = row_cut(cut, self.pos[cut.level], self.crd[cut.level], pos)
         results = for_loop(lo, size, index(chunk), carried, vbody)
+        self.cut = cut
         if not reduction:
             return results
         # Add the partial sums lane-wise first: one horizontal reduction per output.
@@ -352,20 +395,18 @@ class NestEmitter(OperandAccess):
     def hoisted(self, k: int, pos: ir.Value, out: ir.Value) -> Carried:
         """Read the output element(s), run the inner steps on them, write them back."""
         plan = self.plan
-        vector_out = self.vec is not None and plan.output.uses(self.vec.dim)
-        if plan.sparse_output:
-            elems = [self.start if self.start is not None else tensor.extract(out, [pos])]
-        elif self.start is not None and vector_out:
-            assert self.vec is not None
-            vt = ir.VectorType.get([self.vec.lanes], self.start.type)
-            elems = [vector.broadcast(vt, self.start) for _ in range(self.vec.unroll)]
-        elif self.start is not None:
-            elems = [self.start]
-        elif vector_out:
-            src = self.source or out
-            elems = [self.read(plan.output, u, src) for u in range(self.vec.unroll)]  # type: ignore[union-attr]
-        else:
-            elems = [tensor.extract(self.source or out, self._out_indices())]
+        if self.first_slice is None or (self.start is None and self.source is None):
+            elems = self._initial(out, pos, self.start, self.source)
+        else:  # a sliced nest: only the first slice starts them as the unsliced nest does
+            start, source = self.start, self.source
+
+            def first() -> Carried:
+                return self._initial(out, pos, start, source)
+
+            def later() -> Carried:
+                return self._initial(out, pos, None, None)
+
+            elems = if_else(self.first_slice, self._types(out), first, later)
         elems = self.step(k, pos, [out, *elems])[1:]
         if plan.sparse_output:
             return [tensor.insert(elems[0], out, [pos])]
@@ -374,6 +415,33 @@ class NestEmitter(OperandAccess):
                 out = self.write(e, out, u)
             return [out]
         return [tensor.insert(elems[0], out, self._out_indices())]
+
+    def _initial(
+        self, out: ir.Value, pos: ir.Value, start: ir.Value | None, source: ir.Value | None
+    ) -> list[ir.Value]:
+        """The output element(s) at the hoist point: ``start`` (a known value), or read
+        from ``source`` (the caller's outs operand), else from ``out``."""
+        plan = self.plan
+        vector_out = self.vec is not None and plan.output.uses(self.vec.dim)
+        if plan.sparse_output:
+            return [start if start is not None else tensor.extract(out, [pos])]
+        if start is not None and vector_out:
+            assert self.vec is not None
+            vt = ir.VectorType.get([self.vec.lanes], start.type)
+            return [vector.broadcast(vt, start) for _ in range(self.vec.unroll)]
+        if start is not None:
+            return [start]
+        if vector_out:
+            assert self.vec is not None
+            return [self.read(plan.output, u, source or out) for u in range(self.vec.unroll)]
+        return [tensor.extract(source or out, self._out_indices())]
+
+    def _types(self, out: ir.Value) -> list[ir.Type]:
+        """The types of :meth:`_initial`'s elements."""
+        elt = ir.RankedTensorType(out.type).element_type
+        if self.vec is not None and self.plan.output.uses(self.vec.dim):
+            return [ir.VectorType.get([self.vec.lanes], elt)] * self.vec.unroll
+        return [elt]
 
     # -- innermost ---------------------------------------------------------------
     def innermost(self, pos: ir.Value, carried: Carried) -> Carried:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, math, scf, tensor
 
-from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index
+from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index, while_loop
 
 INSERTION_MAX = 32
 #: A long segment whose columns span at most this many summary words (4096
@@ -43,24 +43,6 @@ DENSE_WORDS = 4
 WORD, SUMMARY_WORD = 64, 64 * 64
 
 Pred = arith.CmpIPredicate
-
-
-def _while(
-    inits: list[ir.Value],
-    cond: Callable[[Carried], tuple[ir.Value, Carried]],
-    body: Callable[[Carried], Carried],
-) -> Carried:
-    """``scf.while``: ``cond(values) -> (keep going, values passed on)``; ``body`` steps."""
-    types = [v.type for v in inits]
-    op = scf.WhileOp(types, inits)
-    before = op.before.blocks.append(*types)
-    with ir.InsertionPoint(before):
-        keep, passed = cond(list(before.arguments))
-        scf.ConditionOp(keep, passed)
-    after = op.after.blocks.append(*types)
-    with ir.InsertionPoint(after):
-        scf.YieldOp(body(list(after.arguments)))
-    return list(op.results)
 
 
 def _get(t: ir.Value, i: ir.Value) -> ir.Value:
@@ -86,7 +68,7 @@ def _insertion(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
             before = arith.subi(q, index(1))
             return [before, _put(cur, q, _get(cur, before))]
 
-        q, cur = _while([p, vals[0]], cond, shift)
+        q, cur = while_loop([p, vals[0]], cond, shift)
         return [_put(cur, q, key)]
 
     return for_loop(add(lo, index(1)), hi, index(1), [t], outer)[0]
@@ -120,7 +102,7 @@ def _sift_down(t: ir.Value, base: ir.Value, root: ir.Value, end: ir.Value) -> ir
         out, nxt = if_then(swap, [cur, end], do_swap)  # no swap: root := end stops
         return [nxt, out]
 
-    return _while([root, t], cond, step)[1]
+    return while_loop([root, t], cond, step)[1]
 
 
 def _heapsort(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
@@ -198,7 +180,7 @@ def _set_bits(
         low = arith.index_cast(ir.IndexType.get(), math.cttz(rest))
         return [arith.andi(rest, arith.subi(rest, arith.constant(i64, 1))), *each(low, vals)]
 
-    return _while([word, *carried], cond, step)[1:]
+    return while_loop([word, *carried], cond, step)[1:]
 
 
 def _emit_word(w: ir.Value, vals: Carried) -> Carried:

@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--panel-bytes", type=int, help="cache budget of column panels of a gathered operand"
     )
     parser.add_argument(
+        "--slice-bytes", type=int, help="cache budget of slices of a gathered operand's rows"
+    )
+    parser.add_argument(
         "--explain",
         metavar="MATRIX",
         help="choose the layout of each function's sparse matrix argument for this matrix "
@@ -58,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    names = ("vector_bits", "unroll", "panel_bytes")
+    names = ("vector_bits", "unroll", "panel_bytes", "slice_bytes")
     given = {name: getattr(args, name) for name in names}
     options = {k: v for k, v in given.items() if v is not None}
     try:

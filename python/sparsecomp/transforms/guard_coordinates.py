@@ -60,8 +60,10 @@ class GuardCoordinatesPass(SparsecompPass):
     that covers it:
 
     1. **Rows, a tile at a time.** A read at the induction variable of a loop
-       from ``pos[i]`` to ``pos[i + 1]``, ``i`` that of the
-       ``sparse_iter.parallel`` loop (step 1, no ``memref.alloca`` inside,
+       from ``pos[i]`` to ``pos[i + 1]`` (or within them: from
+       ``max(x, pos[i])`` to ``min(y, pos[i + 1])``, a row of a sliced nest,
+       ``lowering/slices.py``; each slice's parallel loop scans its tiles),
+       ``i`` that of the ``sparse_iter.parallel`` loop (step 1, no ``memref.alloca`` inside,
        whose stack an iteration releases): the parallel loop goes by tiles
        of ``TILE_ROWS`` rows; each tile first takes the unsigned max of its
        rows' coordinates (``pos[t]`` to ``pos[t + 64]``, a loop LLVM
@@ -302,11 +304,24 @@ def _row_loop(read: ir.Operation, guard: _Guard) -> ir.Operation | None:
         return None
     row = rows.regions[0].blocks[0].arguments[0]
     loop = read.parent
-    lower = _loaded_from(loop.operands[0], guard.positions)
-    upper = _loaded_from(loop.operands[1], guard.positions)
+    lower = _loaded_from(_within(loop.operands[0], "arith.maxui", guard), guard.positions)
+    upper = _loaded_from(_within(loop.operands[1], "arith.minui", guard), guard.positions)
     if lower != row or upper is None or not _is_next(upper, row):
         return None
     return rows
+
+
+def _within(bound: ir.Value, clamp: str, guard: _Guard) -> ir.Value:
+    """The position load a bound is clamped by (``clamp``: ``maxui`` of a lower, ``minui``
+    of an upper bound, as a sliced row's, ``lowering/slices.py``), else ``bound``: a loop
+    from ``max(x, pos[i])`` to ``min(y, pos[i + 1])`` stays in row ``i``."""
+    op = bound.owner
+    if isinstance(op, ir.Block) or op.name != clamp:
+        return bound
+    for operand in op.operands:
+        if _loaded_from(operand, guard.positions) is not None:
+            return operand
+    return bound
 
 
 def _allocates(loop: ir.Operation) -> bool:

@@ -11,6 +11,7 @@ from mlir.passmanager import ExternalPass
 from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.attrs import encoding_of
 from sparsecomp.ir.walk import preorder
+from sparsecomp.lowering.slices import DEFAULT_SLICE_BYTES
 from sparsecomp.transforms.base import SparsecompPass
 
 
@@ -99,7 +100,10 @@ class LowerIterationsPass(SparsecompPass):
     one iteration keeps in flight; ``panel-bytes`` (0, the default: off)
     splits the vector dimension into column panels whose gathered dense
     inputs fit that many bytes (cache tiling of SpMM's ``B``; see
-    :meth:`~sparsecomp.lowering.nest.NestEmitter.panels`).
+    :meth:`~sparsecomp.lowering.nest.NestEmitter.panels`); ``slice-bytes``
+    (``DEFAULT_SLICE_BYTES``, 256 KiB; 0: off) runs the nest once per slice of
+    the gathered rows (SpMM's ``B``) that fits that many bytes, where rows
+    are long enough (:mod:`sparsecomp.lowering.slices`).
 
     Before:
 
@@ -129,6 +133,7 @@ class LowerIterationsPass(SparsecompPass):
     vector_bits: int = -1
     unroll: int = 4
     panel_bytes: int = 0
+    slice_bytes: int = DEFAULT_SLICE_BYTES
 
     def __post_init__(self) -> None:
         if self.vector_bits not in (-1, 0, 128, 256, 512):
@@ -139,6 +144,8 @@ class LowerIterationsPass(SparsecompPass):
             raise ValueError(f"unroll must be between 1 and 16, got {self.unroll}")
         if self.panel_bytes < 0:
             raise ValueError(f"panel-bytes must be >= 0 (0: no panels), got {self.panel_bytes}")
+        if self.slice_bytes < 0:
+            raise ValueError(f"slice-bytes must be >= 0 (0: no slices), got {self.slice_bytes}")
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         targets = [
@@ -221,7 +228,9 @@ class LowerIterationsPass(SparsecompPass):
             if isinstance(plan, RowPlan):
                 result = emit_rows(plan)
             else:
-                emitter = NestEmitter(plan, max(lanes, 1), self.unroll, self.panel_bytes)
+                emitter = NestEmitter(
+                    plan, max(lanes, 1), self.unroll, self.panel_bytes, self.slice_bytes
+                )
                 result = emitter.emit()
         init = plan.output.value.owner
         _pass_hint(op, result)

@@ -76,6 +76,49 @@ func.func @rows(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %
 
 // -----
 
+// A sliced row (lowering/slices.py) runs from max(x, pos[i]) to
+// min(y, pos[i + 1]): inside row i, so the tiles cover it as they cover whole
+// rows; no scan before the row's own loop.
+// CHECK-LABEL: func.func @sliced_rows
+// CHECK-SAME: \22guarded\22:true,\22guarded_positions\22:true
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c64 {
+// CHECK: arith.maxui %{{.*}}, %{{.*}} : i32
+// CHECK: scf.for %[[I:.*]] = %[[T]] to
+// CHECK: %[[LO:.*]] = arith.maxui
+// CHECK: %[[HI:.*]] = arith.minui
+// CHECK-NOT: arith.maxui %{{.*}} : i32
+// CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]] step
+// CHECK: } {sparse_iter.parallel}
+func.func @sliced_rows(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
+                       %x: memref<?xf32>, %from: index, %to: index) -> memref<?xf32> attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]}],\"results\":[{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[null]}]}"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %y = memref.alloc(%m) : memref<?xf32>
+  scf.for %i = %c0 to %m step %c1 {
+    %lo32 = memref.load %pos[%i] : memref<?xi32>
+    %lo = arith.index_castui %lo32 : i32 to index
+    %i1 = arith.addi %i, %c1 : index
+    %hi32 = memref.load %pos[%i1] : memref<?xi32>
+    %hi = arith.index_castui %hi32 : i32 to index
+    %a = arith.maxui %from, %lo : index
+    %b = arith.minui %to, %hi : index
+    %s = scf.for %p = %a to %b step %c1 iter_args(%acc = %zero) -> (f32) {
+      %j32 = memref.load %crd[%p] : memref<?xi32>
+      %j = arith.index_cast %j32 : i32 to index
+      %v = memref.load %val[%p] : memref<?xf32>
+      %xj = memref.load %x[%j] : memref<?xf32>
+      %t = arith.mulf %v, %xj : f32
+      %r = arith.addf %acc, %t : f32
+      scf.yield %r : f32
+    }
+    memref.store %s, %y[%i] : memref<?xf32>
+  } {sparse_iter.parallel}
+  return %y : memref<?xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @segment
 // CHECK-SAME: (%{{[a-z0-9]+}}: memref<?xi64>, %[[CRD:[a-z0-9]+]]: memref<?xi64>, %{{[a-z0-9]+}}: memref<?xf64>, %[[N:[a-z0-9]+]]: index
 // CHECK-SAME: %{{[a-z0-9]+}}: index, %[[LO:[a-z0-9]+]]: index, %[[HI:[a-z0-9]+]]: index

@@ -1,6 +1,7 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations=vector-bits=0 --canonicalize --cse | FileCheck %s --enable-var-scope
-// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=VEC
-// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2 panel-bytes=65536' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=PANEL
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2 slice-bytes=0' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=VEC
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2 panel-bytes=65536 slice-bytes=0' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=PANEL
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-lower-iterations='vector-bits=256 unroll=2 slice-bytes=65536' --canonicalize --cse | FileCheck %s --enable-var-scope --check-prefix=SLICE
 
 #csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
@@ -86,6 +87,62 @@ func.func @spmv(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %y: tensor<?xf32>)
 // PANEL-LABEL: func.func @sddmm
 // PANEL-NOT: arith.divui
 // PANEL: } {sparse_iter.parallel}
+// With slice-bytes, the nest runs once per slice of B's rows: as many
+// slices as B's bytes need to fit 65536 each (where B's rows are 256 bytes
+// or more), capped so that rows keep 32
+// entries per slice on average, at least one. Each row's positions are
+// narrowed to the slice's coordinates once, before its vector chunks, by
+// binary search (scf.while): the first slice's start and the last slice's
+// end need none; the loop is clamped to the row. The first slice starts from
+// C (the outs operand), the others from what the slices before wrote.
+// SLICE-LABEL: func.func @spmm
+// SLICE-SAME: (%[[A:[^:]+]]: {{.*}}, %[[B:[^:]+]]: tensor<?x?xf32>, %[[C:[^:]+]]: tensor<?x?xf32>)
+// SLICE-DAG: %[[POS:.*]] = sparse_iter.positions %[[A]][1]
+// SLICE-DAG: %[[CRD:.*]] = sparse_iter.coordinates %[[A]][1]
+// SLICE-DAG: %[[ROWS:.*]] = tensor.dim %[[B]], %c0
+// SLICE-DAG: %[[K:.*]] = tensor.dim %[[B]], %c1
+// SLICE: %[[ROWB:.*]] = arith.muli %[[K]], %c4 : index
+// SLICE: %[[TOTAL:.*]] = arith.muli %[[ROWS]], %[[ROWB]] : index
+// SLICE: %[[LONG:.*]] = arith.cmpi uge, %[[ROWB]], %c256 : index
+// SLICE: %[[SLICES:.*]] = arith.ceildivui %[[TOTAL]], %c65536 : index
+// SLICE: %[[WANT:.*]] = arith.select %[[LONG]], %[[SLICES]], %c1 : index
+// SLICE: %[[NNZ:.*]] = tensor.dim %[[CRD]], %c0
+// SLICE: %[[RUNS:.*]] = arith.divui %[[NNZ]], %{{.*}} : index
+// SLICE: %[[CAP:.*]] = arith.minui %[[WANT]], %[[RUNS]] : index
+// SLICE: %[[COUNT:.*]] = arith.maxui %[[CAP]], %c1 : index
+// SLICE: %[[W:.*]] = arith.ceildivui %[[ROWS]], %[[COUNT]] : index
+// SLICE: %[[FINAL:.*]] = arith.subi %[[COUNT]], %c1 : index
+// SLICE: scf.for %[[S:[^ ]+]] = %c0 to %[[COUNT]] step %c1 iter_args(%[[OUT:[^ ]+]] =
+// SLICE:   %[[LO:.*]] = arith.muli %[[S]], %[[W]] : index
+// SLICE:   %[[FIRST:.*]] = arith.cmpi eq, %[[S]], %c0 : index
+// SLICE:   %[[LAST:.*]] = arith.cmpi eq, %[[S]], %[[FINAL]] : index
+// SLICE:   scf.for %[[I:[^ ]+]] =
+// SLICE:     %[[RLO:.*]] = arith.index_castui
+// SLICE:     %[[RHI:.*]] = arith.index_castui
+// SLICE:     %[[START:.*]] = scf.if %[[FIRST]] -> (index) {
+// SLICE:       scf.yield %[[RLO]] : index
+// SLICE:     } else {
+// SLICE:       scf.while (%{{.*}} = %[[RLO]], %{{.*}} = %[[RHI]])
+// SLICE:         tensor.extract %[[CRD]]
+// SLICE:         arith.cmpi slt, %{{.*}}, %[[LO]] : index
+// SLICE:     %[[END:.*]] = scf.if %[[LAST]] -> (index) {
+// SLICE:       scf.yield %[[RHI]] : index
+// SLICE:     } else {
+// SLICE:       scf.while (%{{.*}} = %[[START]], %{{.*}} = %[[RHI]])
+// SLICE:     %[[QLO:.*]] = arith.maxui %[[START]], %[[RLO]] : index
+// SLICE:     %[[QHI:.*]] = arith.minui %[[END]], %[[RHI]] : index
+// SLICE:     scf.for %[[J:[^ ]+]] = {{.*}} iter_args(%[[CUR:[^ ]+]] =
+// SLICE:       scf.if %[[FIRST]] -> (vector<8xf32>, vector<8xf32>) {
+// SLICE:         vector.transfer_read %[[C]][%[[I]], %[[J]]]
+// SLICE:       } else {
+// SLICE:         vector.transfer_read %[[CUR]][%[[I]], %[[J]]]
+// SLICE-NOT:   scf.while
+// SLICE:       scf.for %{{.*}} = %[[QLO]] to %[[QHI]] step %c1
+// SLICE:   } {sparse_iter.parallel}
+// SDDMM's vector dimension is a reduction: no slices.
+// SLICE-LABEL: func.func @sddmm
+// SLICE-NOT: scf.while
+// SLICE: } {sparse_iter.parallel}
 func.func @spmm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, k)>],
                        iterator_types = ["parallel", "reduction", "parallel"]}
