@@ -47,33 +47,44 @@ def dense(shape: tuple[int, int], dtype: type, seed: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[tuple[str, int], object]:
-    """SpMM over CSR per element type, sliced (budget 1) and not (budget 0)."""
+    """SpMM over CSR and DCSR (rows stored sparsely: the output is filled first)
+    per element type, sliced (budget 1) and not (budget 0)."""
     return {
-        (elt, budget): sparsecomp.compile(K.spmm("csr", elt), slice_bytes=budget)
+        (layout, elt, budget): sparsecomp.compile(K.spmm(layout, elt), slice_bytes=budget)
+        for layout in ("csr", "dcsr")
         for elt in ("f32", "f64")
         for budget in (0, 1)
     }
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.integers(1, 90),
     cols=st.integers(1, 300),
     k=st.sampled_from([1, 33, 64, 70]),
     density=st.sampled_from([0.02, 0.3, 0.7, 1.0]),
     elt=st.sampled_from(["f32", "f64"]),
+    layout=st.sampled_from(["csr", "dcsr"]),
     packed=st.booleans(),
     seed=st.integers(0, 2**16),
 )
 def test_sliced_spmm_agrees_with_scipy_and_the_unsliced_kernel(
-    kernels: dict, rows: int, cols: int, k: int, density: float, elt: str, packed: bool, seed: int
+    kernels: dict,
+    rows: int,
+    cols: int,
+    k: int,
+    density: float,
+    elt: str,
+    layout: str,
+    packed: bool,
+    seed: int,
 ) -> None:
     dtype = np.float32 if elt == "f32" else np.float64
     a = matrix(rows, cols, density, seed, dtype)
     b = dense((cols, k), dtype, seed + 1)
-    operand = SparseTensor.from_scipy(a, "csr") if packed else a
-    sliced = kernels[elt, 1](operand, b)
-    unsliced = kernels[elt, 0](operand, b)
+    operand = SparseTensor.from_scipy(a, layout) if packed else a
+    sliced = kernels[layout, elt, 1](operand, b)
+    unsliced = kernels[layout, elt, 0](operand, b)
     np.testing.assert_array_equal(sliced, unsliced)
     tol = 1e-4 if elt == "f32" else 1e-12
     np.testing.assert_allclose(sliced, a @ b, rtol=tol, atol=tol)
