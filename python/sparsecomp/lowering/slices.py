@@ -40,8 +40,9 @@ from sparsecomp.lowering.loops import (
 )
 from sparsecomp.lowering.plan import Access, Plan
 
-#: The default budget of a slice (``slice-bytes``): half the 512 KiB L2 of a
-#: core of the 2-core EPYC (32 MiB L3) of docs/benchmarks.md. SpMM K=128,
+#: The default budget of a slice (``slice-bytes``), measured on a 2-core
+#: Intel Xeon (2 MiB L2 per core, 480 MiB L3; the machine of the latest run in
+#: docs/benchmarks.md, earlier runs had a 2-core EPYC). SpMM K=128,
 #: median of 5 interleaved rounds, time over the unsliced kernel's at 256 KiB
 #: / 512 KiB / 1 MiB: 2:4-pruned 4096^2 0.66 / 0.63 / 0.62, 16x16 blocks
 #: 90% pruned 0.75 / 0.91 / 0.99, 90% magnitude-pruned 0.74 / 0.77 / 0.80,
@@ -107,7 +108,7 @@ def gathered_rows(dim: int, gathered: list[Access]) -> tuple[ir.Value, ir.Value]
         for d, each in enumerate(acc.dims):
             extent = tensor.dim(acc.value, index(d))
             if each == dim:
-                rows = rows or extent
+                rows = extent if rows is None else rows
             else:
                 size = arith.muli(size, extent)
         per_row = add(per_row, size)
