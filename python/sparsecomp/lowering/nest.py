@@ -23,7 +23,14 @@ from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index, mu
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.plan import Access, Plan
 from sparsecomp.lowering.reader import Reader, rank1
-from sparsecomp.lowering.slices import Cut, gathered_rows, row_cut, slice_count, sliced_level
+from sparsecomp.lowering.slices import (
+    Cut,
+    bytes_along,
+    gathered_rows,
+    row_cut,
+    slice_count,
+    sliced_level,
+)
 from sparsecomp.lowering.zeros import Zero, reads_output
 
 si: Any = sparse_iter  # generated at run time from the .td; untyped
@@ -248,16 +255,7 @@ class NestEmitter(OperandAccess):
             return self.step(0, index(0), [init])
         size = self.loop_size(vec.dim)
         chunk = index(vec.lanes * vec.unroll)
-        per_column = index(0)
-        for acc in gathered:
-            ty = ir.RankedTensorType(acc.value.type)
-            bits = getattr(ty.element_type, "width", 64)  # index: 64 bits
-            col = index(max(bits // 8, 1))
-            for d, dim in enumerate(acc.dims):
-                if dim != vec.dim:
-                    col = mul(col, tensor.dim(acc.value, index(d)))
-            per_column = add(per_column, col)
-        per_column = arith.maxui(per_column, index(1))
+        per_column = arith.maxui(bytes_along(gathered, vec.dim), index(1))
         chunks = arith.divui(arith.divui(index(self.panel_bytes), per_column), chunk)
         width = mul(arith.maxui(chunks, index(1)), chunk)
 

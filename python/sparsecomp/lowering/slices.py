@@ -97,23 +97,27 @@ def sliced_level(plan: Plan, gathered: list[Access]) -> int | None:
     return lv if steps and steps[-1] == lv else None
 
 
-def gathered_rows(dim: int, gathered: list[Access]) -> tuple[ir.Value, ir.Value]:
-    """``(rows, bytes per row)`` of the gathered inputs along ``dim``."""
-    rows: ir.Value | None = None
-    per_row = index(0)
+def bytes_along(gathered: list[Access], dim: int) -> ir.Value:
+    """Bytes of the gathered inputs at one index of ``dim``: their other extents'
+    product times their element size, summed (a row of ``B`` along ``k``, a
+    column along ``j``)."""
+    total = index(0)
     for acc in gathered:
         ty = ir.RankedTensorType(acc.value.type)
         bits = getattr(ty.element_type, "width", 64)  # index: 64 bits
         size = index(max(bits // 8, 1))
         for d, each in enumerate(acc.dims):
-            extent = tensor.dim(acc.value, index(d))
-            if each == dim:
-                rows = extent if rows is None else rows
-            else:
-                size = arith.muli(size, extent)
-        per_row = add(per_row, size)
-    assert rows is not None
-    return rows, per_row
+            if each != dim:
+                size = arith.muli(size, tensor.dim(acc.value, index(d)))
+        total = add(total, size)
+    return total
+
+
+def gathered_rows(dim: int, gathered: list[Access]) -> tuple[ir.Value, ir.Value]:
+    """``(rows, bytes per row)`` of the gathered inputs along ``dim``."""
+    acc = gathered[0]
+    rows = tensor.dim(acc.value, index(acc.dims.index(dim)))
+    return rows, bytes_along(gathered, dim)
 
 
 def slice_count(
