@@ -51,8 +51,8 @@ def _serve(conn: Connection, a: sp.csr_matrix) -> None:
     while (ask := conn.recv()) is not None:
         c = t @ t
         if ask == "result":
-            arrays = (c.crow_indices(), c.col_indices(), c.values())
-            conn.send(sp.csr_matrix(tuple(x.numpy() for x in arrays[::-1]), shape=a.shape))
+            arrays = (c.values().numpy(), c.col_indices().numpy(), c.crow_indices().numpy())
+            conn.send(sp.csr_matrix(arrays, shape=a.shape))
         else:
             conn.send(True)
 
@@ -84,6 +84,7 @@ class TorchPeer(Peer):
 
     def __init__(self) -> None:
         super().__init__()
+        self.worker: _Worker | None = None
         try:
             import torch
         except ImportError:
@@ -91,7 +92,6 @@ class TorchPeer(Peer):
             self.about = "torch not installed (pip install -e '.[bench]')"
             return
         self.torch = torch
-        self.worker: _Worker | None = None
         self.about = (
             f"torch {torch.__version__} sparse CSR, {torch.get_num_threads()} threads; "
             "SDDMM: sampled_addmm(beta=0) then values * S.values; SpGEMM: CSR @ CSR "
@@ -100,8 +100,8 @@ class TorchPeer(Peer):
         )
 
     def close(self) -> None:
-        if getattr(self, "worker", None) is not None:
-            self.worker.close()  # type: ignore[union-attr]
+        if self.worker is not None:
+            self.worker.close()
             self.worker = None
 
     def prepare(self, case: Case) -> Run:

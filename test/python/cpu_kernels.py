@@ -81,6 +81,20 @@ func.func @spmm(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}>) -> tensor<?x?x
 """
 
 
+def spmm_upstream(name: str = "spmm", elt: str = "f64") -> str:
+    """SpMM as MLIR's own sparse tests write it: index-typed ``#sparse_tensor`` CSR,
+    ``linalg.matmul``, ``C`` an outs operand the caller passes."""
+    return f"""
+#CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>
+func.func @{name}(%a: tensor<?x?x{elt}, #CSR>, %b: tensor<?x?x{elt}>,
+    %c: tensor<?x?x{elt}>) -> tensor<?x?x{elt}> {{
+  %0 = linalg.matmul ins(%a, %b : tensor<?x?x{elt}, #CSR>, tensor<?x?x{elt}>)
+                     outs(%c : tensor<?x?x{elt}>) -> tensor<?x?x{elt}>
+  return %0 : tensor<?x?x{elt}>
+}}
+"""
+
+
 def sddmm(layout: str, elt: str = "f32") -> str:
     return f"""
 #S = {layout_attr(layout)}

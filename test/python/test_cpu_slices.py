@@ -25,15 +25,7 @@ from sparsecomp.runtime import specialize
 pytestmark = pytest.mark.usefixtures("private_cache")
 
 #: SpMM as MLIR's own sparse tests write it: index-typed CSR, C an outs operand.
-UPSTREAM = """
-#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
-func.func @spmm(%A: tensor<?x?xf64, #CSR>, %B: tensor<?x?xf64>,
-                %C: tensor<?x?xf64>) -> tensor<?x?xf64> {
-  %0 = linalg.matmul ins(%A, %B : tensor<?x?xf64, #CSR>, tensor<?x?xf64>)
-                     outs(%C : tensor<?x?xf64>) -> tensor<?x?xf64>
-  return %0 : tensor<?x?xf64>
-}
-"""
+UPSTREAM = K.spmm_upstream()
 
 
 def matrix(rows: int, cols: int, density: float, seed: int, dtype: type) -> sp.csr_matrix:

@@ -18,19 +18,12 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cpu_kernels as K
 import sparsecomp
 from sparsecomp.formats import SparseTensor, parse_layout
 from sparsecomp.runtime.specialize import operand_layout
 
-SPMM = """
-#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
-func.func @spmm(%a: tensor<?x?xf64, #CSR>, %b: tensor<?x?xf64>,
-                %c: tensor<?x?xf64>) -> tensor<?x?xf64> {
-  %0 = linalg.matmul ins(%a, %b : tensor<?x?xf64, #CSR>, tensor<?x?xf64>)
-                     outs(%c : tensor<?x?xf64>) -> tensor<?x?xf64>
-  return %0 : tensor<?x?xf64>
-}
-"""
+SPMM = K.spmm_upstream()
 
 # C = A + B with both operands of one type: a variant must give both the same widths.
 ADD = """

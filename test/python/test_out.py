@@ -23,20 +23,13 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cpu_kernels as K
 import sparsecomp
 from sparsecomp.errors import ArgumentError, FormatError
 from sparsecomp.formats import SparseTensor
 from sparsecomp.runtime import specialize
 
-SPMM_UPSTREAM = """
-#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
-func.func @f(%a: tensor<?x?xf64, #CSR>, %b: tensor<?x?xf64>,
-             %c: tensor<?x?xf64>) -> tensor<?x?xf64> {
-  %0 = linalg.matmul ins(%a, %b : tensor<?x?xf64, #CSR>, tensor<?x?xf64>)
-                     outs(%c : tensor<?x?xf64>) -> tensor<?x?xf64>
-  return %0 : tensor<?x?xf64>
-}
-"""
+SPMM_UPSTREAM = K.spmm_upstream("f")
 
 SPMV_OURS = """
 #csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed),

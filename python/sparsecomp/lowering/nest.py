@@ -124,7 +124,6 @@ class NestEmitter(OperandAccess):
         self.panel_bytes = panel_bytes
         self.slice_bytes = slice_bytes
         self.cut: Cut | None = None  # the coordinate range of the current slice
-        self.first_slice: ir.Value | None = None  # i1: the current slice is the first
 
     # -- sizes -----------------------------------------------------------------
     def level_size(self, lv: int) -> ir.Value:
@@ -224,11 +223,10 @@ class NestEmitter(OperandAccess):
             first = arith.cmpi(arith.CmpIPredicate.eq, s, index(0))
             last = arith.cmpi(arith.CmpIPredicate.eq, s, final)
             self.cut = Cut(lv, lo, arith.minui(add(lo, width), rows), first, last)
-            self.first_slice = first
             return self.panels(values[0])
 
         result = for_loop(index(0), count, index(1), [init], body)
-        self.cut = self.first_slice = None
+        self.cut = None
         return result
 
     def panels(self, init: ir.Value) -> Carried:
@@ -393,7 +391,8 @@ class NestEmitter(OperandAccess):
     def hoisted(self, k: int, pos: ir.Value, out: ir.Value) -> Carried:
         """Read the output element(s), run the inner steps on them, write them back."""
         plan = self.plan
-        if self.first_slice is None or (self.start is None and self.source is None):
+        cut = self.cut
+        if cut is None or (self.start is None and self.source is None):
             elems = self._initial(out, pos, self.start, self.source)
         else:  # a sliced nest: only the first slice starts them as the unsliced nest does
             start, source = self.start, self.source
@@ -404,7 +403,7 @@ class NestEmitter(OperandAccess):
             def later() -> Carried:
                 return self._initial(out, pos, None, None)
 
-            elems = if_else(self.first_slice, self._types(out), first, later)
+            elems = if_else(cut.first, self._types(out), first, later)
         elems = self.step(k, pos, [out, *elems])[1:]
         if plan.sparse_output:
             return [tensor.insert(elems[0], out, [pos])]
