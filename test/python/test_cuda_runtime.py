@@ -32,6 +32,7 @@ from sparsecomp.compiler.cuda import ptxas
 from sparsecomp.formats import SparseTensor
 from sparsecomp.runtime import cuda
 from sparsecomp.runtime.cuda import CudaError, CudaUnavailableError, DriverTable, use_driver
+from sparsecomp.targets import CpuTarget, target_from_attr
 
 ROOT = Path(__file__).resolve().parents[2]
 SPMM = ROOT / "examples" / "spmm.mlir"
@@ -49,7 +50,7 @@ class FakeDriver:
         self.functions: list[str] = []
         self.launches: list[dict[str, Any]] = []
         self.module_ptx: list[str] = []  # per loaded module, its PTX
-        self.function_params: list[int] = []  # per function handle, its parameter count
+        self.function_params: list[list[int]] = []  # per function handle, its params' bytes
         self.fail_launch = fail_launch
         self.output_dtype: np.dtype[Any] = np.dtype(np.float32)
         table = DriverTable()
@@ -100,10 +101,21 @@ class FakeDriver:
 
     def _launch(self, fn: int, gx, gy, gz, bx, by, bz, smem, stream, params, extra) -> int:
         name = self.functions[fn - 0x2001]
-        count = self.function_params[fn - 0x2001]
+        sizes = self.function_params[fn - 0x2001]
         slots = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
-        values = [ctypes.c_uint64.from_address(slots[i]).value for i in range(count)]
+        kinds = {8: ctypes.c_uint64, 4: ctypes.c_uint32, 2: ctypes.c_uint16}
+        values = [
+            kinds[n].from_address(slots[i]).value if n in kinds else ctypes.string_at(slots[i], n)
+            for i, n in enumerate(sizes)
+        ]  # an aggregate parameter (.b8 x[32]) as its bytes
         buffers = {addr: bytes(buf) for addr, buf in self.live.items()}
+        spans = [(addr, addr + len(buf)) for addr, buf in self.live.items()]
+        # A 64-bit parameter in the user-space address range is a pointer: it must lie in
+        # memory the driver allocated (host malloc is out of a real GPU's reach).
+        strays = [
+            v for v, n in zip(values, sizes, strict=True)
+            if n == 8 and 2**40 <= v < 2**48 and not any(lo <= v <= hi for lo, hi in spans)
+        ]  # fmt: skip
         self.launches.append(
             {
                 "name": name,
@@ -112,6 +124,7 @@ class FakeDriver:
                 "smem": smem,
                 "params": values,
                 "buffers": buffers,
+                "strays": strays,
             }
         )
         if self.fail_launch:
@@ -124,10 +137,18 @@ class FakeDriver:
         return 0
 
 
-def entry_params(ptx: str) -> dict[str, int]:
-    """Kernel name -> number of parameters, in one PTX module."""
+def entry_params(ptx: str) -> dict[str, list[int]]:
+    """Kernel name -> its parameters' sizes in bytes, in one PTX module."""
     found = re.findall(r"\.entry (\w+)\(([^)]*)\)", ptx)
-    return {entry: params.count(".param") for entry, params in found}
+    return {entry: [_param_bytes(p) for p in params.split(",")] for entry, params in found}
+
+
+def _param_bytes(declaration: str) -> int:
+    """``.param .u64 x`` -> 8, ``.param .align 8 .b8 x[8]`` -> 8."""
+    bits = re.search(r"\.[bsuf](\d+)\s", declaration)
+    count = re.search(r"\[(\d+)\]", declaration)
+    assert bits is not None, declaration
+    return int(bits.group(1)) // 8 * (int(count.group(1)) if count else 1)
 
 
 def kernel_names(directory: Path) -> set[str]:
@@ -158,6 +179,10 @@ def test_build_writes_ptx_cubin_and_manifest(spmm_cuda: sparsecomp.Executable) -
     assert kernel["sm"] == 80
     if HAS_PTXAS:
         assert (spmm_cuda.directory / kernel["cubin"]).read_bytes()[:4] == b"\x7fELF"
+    # the host code loads on any x86-64 with the GPU, not only on CPUs like this one
+    host = target_from_attr(manifest["target"])
+    assert isinstance(host, CpuTarget)
+    assert host.features == ()
     # the library carries MLIR's GPU runtime ABI itself: no libmlir_cuda_runtime needed
     library = ctypes.CDLL(str(spmm_cuda.directory / "kernel.so"))
     for symbol in ("mgpuLaunchKernel", "mgpuMemAlloc", "mgpuModuleLoadJIT", "sparsecomp_cuda_bind"):
@@ -171,8 +196,8 @@ def test_launch_through_the_driver(spmm_cuda: sparsecomp.Executable, fake: FakeD
     C = spmm_cuda(A, B)
     (launch,) = fake.launches
     assert launch["name"] == "spmm_kernel"
-    # the SpMM schedule: 32 columns x 4 rows per block
-    assert launch["grid"] == (-(-k // 32), -(-m // 4), 1)
+    # the SpMM schedule: 32 columns x 4 rows per block, the blocks on x
+    assert launch["grid"] == (-(-k // 32) * -(-m // 4), 1, 1)
     assert launch["block"] == (32, 4, 1)
     # every input reached the kernel as a managed copy holding the caller's data
     copies = {bytes(a): addr for addr, a in launch["buffers"].items()}
@@ -196,8 +221,11 @@ def _programs() -> dict[str, tuple[str | Path, Any]]:
     dense = rng.random((24, 10), dtype=np.float32)
     X, Y = rng.random((40, 6), dtype=np.float32), rng.random((24, 6), dtype=np.float32)
     from test_cuda_emulation import _hyb_program
+    from test_cuda_mma_sp import PROGRAM as NM_SP
+    from test_cuda_mma_sp import _operands as nm_operands
 
     hyb = _hyb_program("hyb", "spmv")
+    nm_a, nm_b, nm_c = nm_operands(32, 64, 16, 0)
     return {
         "hyb-spmv": (hyb, (A, rng.random(24, dtype=np.float32), np.zeros(40, np.float32))),
         "spmm": (SPMM, (A, dense)),
@@ -206,6 +234,7 @@ def _programs() -> dict[str, tuple[str | Path, Any]]:
         "bsr-mma": (OURS.format(r=16, c=8), (blocks, rng.random((32, 10), dtype=np.float32))),
         "upstream-bsr-outs": (UPSTREAM, (blocks, rng.random((32, 10), dtype=np.float32),
                                          np.zeros((48, 10), np.float32))),
+        "nm-mma-sp": (NM_SP, (SparseTensor.from_dense(nm_a, "nm:2:4"), nm_b, nm_c)),
     }  # fmt: skip
 
 
@@ -228,6 +257,8 @@ def test_every_schedule_runs_through_the_driver(name: str) -> None:
         assert 32 <= np.prod(launch["block"]) <= 1024
         # the buffer allocated last (the result) reaches the kernel that writes it
         assert list(launch["buffers"])[-1] in launch["params"]
+        # every buffer a kernel gets is device memory (managed or the inputs' copies)
+        assert not launch["strays"], f"{launch['name']} got memory the driver did not allocate"
         passed |= set(launch["buffers"]) & set(launch["params"])
     # the inputs' copies reach the kernels (those the host code alone reads, such as a
     # part's row count, need not)
@@ -238,6 +269,32 @@ def test_every_schedule_runs_through_the_driver(name: str) -> None:
     else:  # SDDMM: the structure of A, copied by the host code, values from the kernel
         np.testing.assert_array_equal(result.to_scipy().indptr, args[0].indptr)
         np.testing.assert_array_equal(result.to_scipy().indices, args[0].indices)
+
+
+@pytest.mark.parametrize("kernel", ["spmm", "spmv", "sddmm"])
+def test_grids_of_many_rows_fit_the_driver_limits(kernel: str) -> None:
+    """300000 rows (75000 blocks of 4 rows): every grid fits CUDA's limits (x < 2^31,
+    y and z <= 65535), where SpMM once put its row blocks on y."""
+    m, n = 300_000, 50
+    A = sp.random(m, n, density=0.02, format="csr", dtype=np.float32, random_state=4)
+    rng = np.random.default_rng(5)
+    args: tuple[Any, ...] = {
+        "spmm": (A, rng.random((n, 8), dtype=np.float32)),
+        "spmv": (A, rng.random(n, dtype=np.float32)),
+        "sddmm": (A, rng.random((m, 8), dtype=np.float32), rng.random((n, 8), dtype=np.float32)),
+    }[kernel]
+    exe = sparsecomp.compile(ROOT / "examples" / f"{kernel}.mlir", target="cuda:sm_80")
+    driver = FakeDriver()
+    old = use_driver(driver.driver)
+    try:
+        exe(*args)
+    finally:
+        use_driver(old)
+    for launch in driver.launches:
+        gx, gy, gz = launch["grid"]
+        assert gx < 2**31, launch["grid"]
+        assert max(gy, gz) <= 65535, launch["grid"]
+        assert gx * gy * gz * np.prod(launch["block"]) >= m  # every row has a thread
 
 
 def test_ptx_where_the_gpu_is_not_the_cubins(spmm_cuda: sparsecomp.Executable) -> None:
@@ -424,6 +481,22 @@ def test_without_the_package_it_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(CudaUnavailableError, match="cuda-bindings") as info:
         cuda._real_driver()
     assert "sparsecomp[cuda]" in (info.value.hint or "")
+
+
+def test_driver_calls_fit_the_installed_bindings() -> None:
+    """The entry points are asked for with arguments cuda-bindings accepts (a str name was
+    a TypeError on the first real GPU); without a driver the call fails past them."""
+    cu = pytest.importorskip("cuda.bindings.driver")
+    present = _driver_present()
+    for _, symbol in cuda._ENTRY_POINTS:
+        failure: Exception | None = None
+        try:
+            cuda.entry_point(cu, symbol)
+        except TypeError:
+            raise
+        except Exception as exc:  # no driver here: the arguments were converted first
+            failure = exc
+        assert present == (failure is None), failure
 
 
 def test_real_gpu_matches_scipy() -> None:

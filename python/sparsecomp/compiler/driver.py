@@ -139,8 +139,9 @@ def compile(
     each launch on this CPU, block by block and thread by thread: slow, and
     exact to the schedule. ``"cuda:sm_80"`` / ``"cuda:sm_90"`` build the
     same kernels for an NVIDIA GPU (PTX, and cubins where ``ptxas`` is
-    installed) with host code that launches them through ``cuda-bindings``
-    (:mod:`sparsecomp.runtime.cuda`; calls raise
+    installed) with host code that launches them through ``cuda-bindings``,
+    built for the architecture's baseline so that it loads on any machine
+    with the GPU (:mod:`sparsecomp.runtime.cuda`; calls raise
     :class:`~sparsecomp.runtime.cuda.CudaUnavailableError` where no driver is).
     ``options``: ``vector_bits`` (vector width; 0 for scalar code),
     ``unroll`` (vectors in flight), ``panel_bytes`` (column panels of a
@@ -160,7 +161,12 @@ def compile(
     emulate, gpu = _emulated(target), _gpu(target)
     if profile and emulate is None:
         raise SparsecompError("profile=True needs an emulation target (cuda-emu:sm_80)")
+    # Emulated launches run here; a GPU executable's host code only sizes grids
+    # and launches, and must load on whichever machine holds the GPU: the
+    # architecture's baseline, no ISA extensions.
     cpu = detect_host() if emulate or gpu else _target(target)
+    if gpu is not None:
+        cpu = CpuTarget(cpu.arch)
     device = f" emulating {emulate.attr_text()}" if emulate is not None else ""
     device += f" for {gpu.attr_text()}" if gpu is not None else ""
     device += " profiled" if profile else ""

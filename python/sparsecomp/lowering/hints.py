@@ -11,8 +11,10 @@ loop:
 * ``sparse_iter.parts_group = g``: the parts of one op share ``g`` (unique in
   the function), so ``sparse-iter-horizontal-fusion`` may put them in one
   launch;
-* ``sparse_iter.disjoint_rows``: no row of the op's output is written by two
-  parts (hyb with one column partition), so one launch needs no atomics;
+* ``sparse_iter.disjoint_rows``: the part writes only rows no other part
+  writes (hyb's ELL buckets with one column partition: each lists its rows),
+  so its launch may run beside theirs with no atomics. A part with dense rows
+  (hyb's rest) writes every row, its empty ones too, and never has it;
 * ``sparse_iter.atomic_writes``: set by ``sparse-iter-lower-atomics`` on a
   part's row loop whose writes it made atomic: parts that share rows may then
   share a launch too.

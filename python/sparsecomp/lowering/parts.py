@@ -71,7 +71,10 @@ def split_parts(op: ir.Operation, number: int) -> list[ir.Operation]:
             clone = op.clone()
             i64 = ir.IntegerType.get_signless(64)
             clone.attributes[PARTS_GROUP] = ir.IntegerAttr.get(i64, group)
-            if layout.disjoint_rows():
+            if layout.disjoint_rows() and part.layout.levels[0].kind != "dense":
+                # A part with dense rows (hyb's rest) reads and writes every output
+                # row, its empty ones too: run beside the others it would write back
+                # rows they wrote, so it adds atomically instead.
                 clone.attributes[DISJOINT_ROWS] = ir.UnitAttr.get()
             if part.rule == "rest" and (least := layout.rest_min_row_entries()) is not None:
                 clone.attributes[MIN_ROW_ENTRIES] = ir.IntegerAttr.get(i64, least)

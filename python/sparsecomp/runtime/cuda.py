@@ -10,12 +10,16 @@ driver entry points (:class:`DriverTable`). This module fills the table:
   (``cuLaunchKernel``, ``cuMemAllocManaged``, ...) from ``cuGetProcAddress``;
   modules are loaded by a Python callback with ``cuModuleLoadData``: the
   saved cubin when the executable has one for this GPU, else the PTX (the
-  driver compiles it for the GPU at hand). Where the driver or the package
+  driver compiles it for the GPU at hand). Its allocations go through a
+  caching pool (:mod:`sparsecomp.runtime.device_pool`; :func:`release_cached`
+  empties it). Where the driver or the package
   is missing it raises :class:`CudaUnavailableError`, saying which.
-* :class:`CudaCaller` runs one function: every argument buffer is copied
-  into managed memory (``cuMemAllocManaged``, reachable from the host code
-  and the kernels), the host code runs and launches, results are copied
-  back into numpy arrays and all device memory is freed. The first failing
+* :class:`CudaCaller` runs one function: every host argument buffer is
+  copied (``cuMemcpy``) into managed memory (``cuMemAllocManaged``, reachable
+  from the host code and the kernels; GPU arrays and :func:`to_device`
+  tensors go as they are), the host code runs and launches, results are
+  copied back into numpy arrays (or stay on the GPU where a GPU array came
+  in) and the device memory goes back to the pool. The first failing
   driver call is raised as :class:`CudaError` with its name.
 
 Nothing here imports MLIR: a saved CUDA executable runs wherever
@@ -35,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from sparsecomp.errors import SparsecompError
-from sparsecomp.runtime import device_arrays
+from sparsecomp.runtime import device_arrays, device_pool
 from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.call import Caller, _item_specs, item_ranks
 from sparsecomp.runtime.fastpath import Out
@@ -114,6 +118,8 @@ class Driver:
     #: PTX text -> cubin for this GPU, from executables that saved one.
     cubins: dict[bytes, bytes] = field(default_factory=dict)
     keep: list[Any] = field(default_factory=list)  # callbacks and modules the C side holds
+    #: The caching pool in front of the allocation entries (:mod:`.device_pool`), if any.
+    pool: device_pool.Pool | None = None
 
     def alloc(self, nbytes: int) -> int:
         """Managed memory for ``nbytes`` (at least 1 byte)."""
@@ -125,6 +131,14 @@ class Driver:
 
     def free(self, ptr: int) -> None:
         self.table.mem_free(ptr)
+
+    def copy(self, dst: int, src: int, nbytes: int) -> None:
+        """``nbytes`` from ``src`` to ``dst`` by the driver (``cuMemcpy``: host, device or
+        managed memory on either side, without faulting managed pages over to the host)."""
+        if nbytes:
+            code = self.table.memcpy(dst, src, nbytes)
+            if code != 0:
+                raise CudaError(f"cuMemcpy({nbytes}) failed: {self.error_name(code)}")
 
 
 _lock = threading.Lock()
@@ -150,6 +164,15 @@ def driver() -> Driver:
         if _driver is None:
             _driver = _real_driver()
         return _driver
+
+
+def release_cached() -> None:
+    """Give the GPU memory the pool keeps for reuse back to the driver (for other
+    programs on the GPU); the next calls allocate afresh."""
+    with _lock:
+        pool = _driver.pool if _driver is not None else None
+    if pool is not None:
+        pool.release()
 
 
 def _real_driver() -> Driver:
@@ -189,16 +212,18 @@ def _real_driver() -> Driver:
     context = check(cu.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
     check(cu.cuCtxSetCurrent(context), "cuCtxSetCurrent")
     table = DriverTable()
-    flags = cu.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
     for slot, symbol in _ENTRY_POINTS:
-        pfn, _status = check(cu.cuGetProcAddress(symbol, CUDA_VERSION, flags), symbol)
+        pfn, _status = check(entry_point(cu, symbol), symbol)
         setattr(table, slot, ctypes.cast(int(pfn), type(getattr(table, slot))))
+    pool, hooks = device_pool.pooled(table)
     bound = Driver(
         table,
         sm=10 * int(major) + int(minor),
         name=bytes(name).split(b"\0")[0].decode(errors="replace"),
         error_name=lambda code: _name(cu, code),
         make_current=lambda: check(cu.cuCtxSetCurrent(context), "cuCtxSetCurrent"),
+        keep=hooks,
+        pool=pool,
     )
     modules: list[Any] = []
 
@@ -215,6 +240,13 @@ def _real_driver() -> Driver:
     table.load_module = LoadModule(load_module)
     bound.keep += [load_module, table.load_module, modules, context]
     return bound
+
+
+def entry_point(cu: Any, symbol: str) -> Any:
+    """``cuGetProcAddress`` of ``symbol`` through ``cu`` (``cuda.bindings.driver``), which
+    takes the name as bytes: the result tuple, unchecked."""
+    flags = cu.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+    return cu.cuGetProcAddress(symbol.encode(), CUDA_VERSION, flags)
 
 
 def _name(cu: Any, code: int) -> str:
@@ -248,7 +280,7 @@ def to_device(value: Any, layout: Any = None) -> device_arrays.DeviceTensor:
             data = np.ascontiguousarray(array)
             ptr = dev.alloc(data.nbytes)
             owners.append(device_arrays.DeviceMemory(ptr, dev.free))
-            ctypes.memmove(ptr, data.ctypes.data, data.nbytes)
+            dev.copy(ptr, data.ctypes.data, data.nbytes)
             pointers.append(ptr)
     return device_arrays.DeviceTensor(host, pointers, owners)
 
@@ -332,7 +364,7 @@ class CudaCaller(Caller):
                     host = np.ascontiguousarray(item)
                     ptr = dev.alloc(host.nbytes)
                     owned.append(ptr)
-                    ctypes.memmove(ptr, host.ctypes.data, host.nbytes)
+                    dev.copy(ptr, host.ctypes.data, host.nbytes)
                     call.array(host, ptr)
             if buf is not None:
                 buf[:] = call.words
@@ -347,7 +379,7 @@ class CudaCaller(Caller):
                 kept = set(results) - set(on_gpu.values())  # not the caller's arrays
                 owned = [p for p in owned if p not in kept]  # the results own them now
                 return self._on_gpu(dev, values, kept, first_gpu, args)
-            values = self._to_host(values)
+            values = self._to_host(dev, values)
             if self.one_array is not None:
                 rank, dtype = self.one_array
                 return result_array(values, rank, dtype, {}, {})
@@ -400,17 +432,19 @@ class CudaCaller(Caller):
         """The device buffers the host code allocated for the results."""
         return [int(values[at]) for at, _, _ in self._descriptors(values) if values[at]]
 
-    def _to_host(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _to_host(self, dev: Driver, values: tuple[Any, ...]) -> tuple[Any, ...]:
         """``values`` with every result buffer copied into malloc-ed host memory."""
         out = list(values)
         for at, rank, dtype in self._descriptors(values):
             words = values[at : at + descriptor_words(rank)]
             if words[0]:
-                out[at : at + 3] = _copy_out(words, rank, dtype)
+                out[at : at + 3] = _copy_out(dev, words, rank, dtype)
         return tuple(out)
 
 
-def _copy_out(words: tuple[int, ...], rank: int, dtype: np.dtype[Any]) -> tuple[int, int, int]:
+def _copy_out(
+    dev: Driver, words: tuple[int, ...], rank: int, dtype: np.dtype[Any]
+) -> tuple[int, int, int]:
     """(allocated, aligned, offset) of a host copy of the memory a descriptor covers."""
     sizes, strides = words[3 : 3 + rank], words[3 + rank : 3 + 2 * rank]
     span = 0 if 0 in sizes else 1 + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
@@ -418,7 +452,7 @@ def _copy_out(words: tuple[int, ...], rank: int, dtype: np.dtype[Any]) -> tuple[
     host = _malloc(max(nbytes, 1))
     if not host:
         raise MemoryError(f"cannot allocate {nbytes} bytes for a result")
-    ctypes.memmove(host, int(words[1]), nbytes)
+    dev.copy(host, int(words[1]), nbytes)
     return (host, host, words[2])
 
 

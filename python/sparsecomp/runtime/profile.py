@@ -25,6 +25,12 @@ peak for their input type (494.7 TFLOP/s tf32, 989.4 f16, 1978.9 for 2:4
 f16, counting the dense product's flops); it ignores
 caches, latency and everything else the SMs do.
 
+Blocks of one launch run in no fixed order on a GPU, and nothing orders
+their memory accesses. Emulation runs them one after the other, so a result
+that depends on their order still comes out right here: ``races`` counts the
+global addresses two blocks of one launch write, one of them without an
+atomic (:func:`cross_block_races`), each a result a GPU may get wrong.
+
 Imports no MLIR.
 """
 
@@ -106,6 +112,9 @@ class Profile:
     #: conflicts cost (:func:`bank_conflicts`).
     shared_requests: int = 0
     bank_conflicts: int = 0
+    #: Global addresses two blocks of one launch write, one with a plain store
+    #: (:func:`cross_block_races`): 0 for a schedule whose result is order-free.
+    races: int = 0
 
     @property
     def h100_bandwidth_seconds(self) -> float:
@@ -133,6 +142,9 @@ class Profile:
             )
         if self.atomics:
             lines.append(f"atomics: {self.atomics}")
+        if self.races:
+            lines.append(f"races: {self.races} addresses written by two blocks of one "
+                         "launch, not both atomically")  # fmt: skip
         if self.shared_requests:
             lines.append(f"shared memory: {self.shared_requests} requests, "
                          f"{self.bank_conflicts} bank-conflict passes")  # fmt: skip
@@ -190,6 +202,33 @@ def bank_conflicts(records: np.ndarray) -> tuple[int, int]:
     passes = np.zeros(requests, dtype=np.int64)
     np.maximum.at(passes, pairs[:, 0], counts)
     return requests, int((passes - 1).clip(min=0).sum())
+
+
+def cross_block_races(records: np.ndarray) -> int:
+    """Global addresses that two blocks of one launch write, one of them with a plain store.
+
+    ``records`` are rows as :func:`traffic`'s, in execution order (loads,
+    stores and atomics). A launch's run is a stretch of consecutive records
+    of one launch (site ``// 1000``); an address is matched by its first byte.
+    Atomic adds race only with plain stores. Reads are left out: a guarded
+    thread past the end reads a clamped address and drops what it read.
+    """
+    if len(records) == 0:
+        return 0
+    launch = records[:, 0] // 1000
+    run = np.concatenate([[0], np.cumsum(launch[1:] != launch[:-1])])
+    address, block, kind = records[:, 1], records[:, 3], records[:, 5]
+    writes = kind != LOAD
+    # Per (run, address): the blocks that write it, and whether one stores plainly.
+    touches = np.unique(np.stack([run, address, block], axis=1)[writes], axis=0)
+    places, blocks = np.unique(touches[:, :2], axis=0, return_counts=True)
+    stored = np.unique(np.stack([run, address], axis=1)[kind == STORE], axis=0)
+    shared = places[blocks > 1]
+    if len(shared) == 0 or len(stored) == 0:
+        return 0
+    both = np.concatenate([shared, stored])
+    _, counts = np.unique(both, axis=0, return_counts=True)
+    return int((counts > 1).sum())
 
 
 def traffic(records: np.ndarray) -> Traffic:
@@ -267,4 +306,5 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
         int((kind == ATOMIC).sum()),
         shared_requests,
         conflicts,
+        cross_block_races(records),
     )

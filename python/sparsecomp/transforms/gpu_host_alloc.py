@@ -35,10 +35,19 @@ class GpuHostAllocPass(SparsecompPass):
     ``gpu.launch`` / ``gpu.module`` into ``gpu.alloc host_shared`` (memory
     both the host code and the kernels use; the CUDA runtime backs it with
     ``cuMemAllocManaged``) and every ``memref.dealloc`` of such a buffer into
-    ``gpu.dealloc``. Host code that reads or writes the buffer (sizes of
-    sparse results, a host loop the schedule left) stays correct. Functions
-    without a ``gpu.launch`` are left alone. ``memref.alloca`` stays: stack
-    scratch is host-only.
+    ``gpu.dealloc``, waited for where it stands. Host code that reads or
+    writes the buffer (sizes of sparse results, a host loop the schedule
+    left) stays correct. A host ``memref.copy`` (an outs operand copied into
+    the result) becomes ``gpu.memcpy``, waited for: its source may be a
+    caller's GPU array (CuPy, torch), which host code cannot read.
+
+    Buffers cross function boundaries: a tensor-core kernel is a private
+    function with the ``gpu.launch``, called by the public function that
+    allocated its output. So the functions rewritten are those with a
+    ``gpu.launch`` and every function joined to one by calls, in either
+    direction (callers that pass it buffers, callees that allocate what it
+    gets). Functions with no such link are left alone. ``memref.alloca``
+    stays: stack scratch is host-only.
 
     Before:
 
@@ -58,21 +67,44 @@ class GpuHostAllocPass(SparsecompPass):
     NAME = "sparse-iter-gpu-host-alloc"
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        for func in op.regions[0].blocks[0].operations:
-            func = func.operation
-            if func.name != "func.func":
-                continue
+        funcs = {
+            ir.StringAttr(f.operation.attributes["sym_name"]).value: f.operation
+            for f in op.regions[0].blocks[0].operations
+            if f.operation.name == "func.func"
+        }
+        for name in _linked_to_launches(funcs):
+            func = funcs[name]
             ops = list(preorder(func))
-            if not any(o.name == "gpu.launch" for o in ops):
-                continue
             for alloc in ops:
                 if alloc.name == "memref.alloc" and _on_host(alloc):
                     _replace_alloc(alloc)
-            for dealloc in list(preorder(func)):
-                if dealloc.name == "memref.dealloc" and _is_shared(dealloc.operands[0]):
-                    with ir.InsertionPoint(dealloc), dealloc.location:
-                        gpu.DeallocOp(None, [], dealloc.operands[0])
-                    dealloc.erase()
+            for o in list(preorder(func)):
+                if o.name == "memref.dealloc" and _is_shared(o.operands[0]):
+                    _replace_dealloc(o)
+                elif o.name == "memref.copy" and _on_host(o) and _contiguous(o):
+                    _replace_copy(o)
+
+
+def _linked_to_launches(funcs: dict[str, ir.Operation]) -> list[str]:
+    """The functions with a ``gpu.launch`` and those joined to one by calls (either way)."""
+    edges: dict[str, set[str]] = {name: set() for name in funcs}
+    todo = []
+    for name, func in funcs.items():
+        for o in preorder(func):
+            if o.name == "gpu.launch":
+                todo.append(name)
+            elif o.name == "func.call":
+                callee = ir.FlatSymbolRefAttr(o.attributes["callee"]).value
+                if callee in edges:
+                    edges[name].add(callee)
+                    edges[callee].add(name)
+    linked: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in linked:
+            linked.add(name)
+            todo.extend(edges[name] - linked)
+    return [name for name in funcs if name in linked]
 
 
 def _replace_alloc(alloc: ir.Operation) -> None:
@@ -85,6 +117,37 @@ def _replace_alloc(alloc: ir.Operation) -> None:
         shared = gpu.AllocOp(alloc.results[0].type, None, [], dynamic, symbols, hostShared=True)
     alloc.results[0].replace_all_uses_with(shared.results[0])
     alloc.erase()
+
+
+def _replace_dealloc(dealloc: ir.Operation) -> None:
+    """``gpu.dealloc`` in the asynchronous form MLIR's runtime lowering takes (one
+    dependency), waited for at once: a function without launches has no async region
+    to put a plain ``gpu.dealloc`` in."""
+    with ir.InsertionPoint(dealloc), dealloc.location:
+        token = ir.Type.parse("!gpu.async.token")
+        start = gpu.WaitOp(token, []).results[0]
+        freed = gpu.DeallocOp(token, [start], dealloc.operands[0]).results[0]
+        gpu.WaitOp(None, [freed])
+    dealloc.erase()
+
+
+def _replace_copy(copy: ir.Operation) -> None:
+    """``gpu.memcpy`` (the driver's ``cuMemcpy``, any memory to any memory), waited for."""
+    with ir.InsertionPoint(copy), copy.location:
+        token = ir.Type.parse("!gpu.async.token")
+        start = gpu.WaitOp(token, []).results[0]
+        done = gpu.MemcpyOp(token, [start], copy.operands[1], copy.operands[0]).results[0]
+        gpu.WaitOp(None, [done])
+    copy.erase()
+
+
+def _contiguous(copy: ir.Operation) -> bool:
+    """Both sides of a ``memref.copy`` in identity layout (what ``gpu.memcpy`` takes)."""
+    layouts = [ir.MemRefType(v.type).layout for v in copy.operands]
+    return all(
+        isinstance(a, ir.AffineMapAttr) and a.value == ir.AffineMap.get_identity(a.value.n_dims)
+        for a in layouts
+    )
 
 
 def _is_shared(value: ir.Value) -> bool:

@@ -147,7 +147,8 @@ class GpuMapLoopsPass(SparsecompPass):
       columns: every store indexed by the column, buffers read only where the
       same iteration writes): 32 columns on the lanes of a warp (`thread_x`,
       so that the dense operand's rows and the output are read and written
-      coalesced) times 4 rows per block (`thread_y`); blocks tile both.
+      coalesced) times 4 rows per block (`thread_y`); blocks tile both, on
+      one grid dimension (a row's column tiles are neighbouring blocks).
       The guard is on the row alone, so that a warp's lanes stay together:
       a lane past the last column computes the last column (its index
       clamped) and its writes are skipped.
@@ -171,8 +172,11 @@ class GpuMapLoopsPass(SparsecompPass):
       the lanes' sums and lane 0 stores (:mod:`._lane_dot`); 4 rows per
       block. Off with ``reduction-lanes=0``.
 
-    Row loops with results, several dimensions or a non-index type are left
-    to the upstream mapping passes.
+    A nest of several dimensions (a 2-D output's fill, which stayed on the
+    host before) is first a row loop over its first dimension with a loop
+    over the others inside: the columns schedule where those are independent.
+    Row loops with results or a non-index type are left to the upstream
+    mapping passes.
 
     Before:
 
@@ -188,14 +192,15 @@ class GpuMapLoopsPass(SparsecompPass):
     After (mapping attributes abbreviated):
 
     ```mlir
-    scf.parallel (%bj, %bi) = (%c0, %c0) to (%nb, %mb) step (%c1, %c1) {
+    scf.parallel (%b) = (%c0) to (%nb * %mb) step (%c1) {
+      %bj = %b mod %nb, %bi = %b div %nb
       scf.parallel (%tj, %ti) = (%c0, %c0) to (%c32, %c4) step (%c1, %c1) {
         %i = %bi * 4 + %ti, %j = min(%bj * 32 + %tj, %n - 1)
         scf.if (%i < %m) { ... scf.if (%bj * 32 + %tj < %n) { memref.store %v, %C[%i, %j] } }
         scf.reduce
       } {mapping = [thread_x, thread_y]}
       scf.reduce
-    } {mapping = [block_x, block_y]}
+    } {mapping = [block_x]}
     ```
     """
 
@@ -220,15 +225,15 @@ class GpuMapLoopsPass(SparsecompPass):
             raise ValueError(f"a block has at most {MAX_THREADS} threads, got {max(threads)}")
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        loops = [
+        candidates = [
             o
             for o in _ops(op)
             if o.name == "scf.parallel"
             and "mapping" not in o.attributes
             and not self._nested(o)
-            and len(o.regions[0].blocks[0].arguments) == 1
             and len(o.results) == 0
         ]
+        loops = [o if len(o.regions[0].blocks[0].arguments) == 1 else _rows(o) for o in candidates]
         for loop in loops:
             kept = {n: loop.attributes[n] for n in hints.ALL if n in loop.attributes}
             outer = self._map_one(loop)
@@ -274,9 +279,17 @@ class GpuMapLoopsPass(SparsecompPass):
                 tiles = [_const(column_block[0]), _const(column_block[1])]
                 trips = [_trips(col_lower, col_upper, col_step), rows]
             grid = [arith.ceildivsi(t, s) for t, s in zip(trips, tiles, strict=True)]
-            blocks = ("block_x", "block_y")[: len(grid)]
-            outer, block_ids = _parallel(grid, blocks)
+            # One grid dimension, x (up to 2^31 - 1 blocks; y and z stop at 65535,
+            # fewer than a big matrix's row blocks): a block's column tile is its
+            # index mod the tiles, so a row's tiles run side by side.
+            total = grid[0] if len(grid) == 1 else arith.muli(grid[0], grid[1])
+            outer, (block,) = _parallel([total], ("block_x",))
         with ir.InsertionPoint.at_block_terminator(outer.regions[0].blocks[0]), loop.location:
+            block_ids = (
+                [block]
+                if len(grid) == 1
+                else [arith.remui(block, grid[0]), arith.divui(block, grid[0])]
+            )
             threads = ("thread_x", "thread_y")[: len(grid)]
             inner, thread_ids = _parallel(tiles, threads)
         with ir.InsertionPoint.at_block_terminator(inner.regions[0].blocks[0]), loop.location:
@@ -316,6 +329,41 @@ class GpuMapLoopsPass(SparsecompPass):
             for write in [o for o in _ops(guard.operation) if o.name in _WRITES]:
                 _guard(write, column_inside)
         return outer
+
+
+def _rows(loop: ir.Operation) -> ir.Operation:
+    """``scf.parallel (%i, %j, ...)`` as ``scf.parallel (%i) { scf.for %j { ... } }``: a
+    nest of several dimensions (a 2-D output's fill) maps like a row loop, its inner
+    dimensions as a column loop (the columns schedule where they are independent)."""
+    n = len(loop.regions[0].blocks[0].arguments)
+    lower, upper, step = (list(loop.operands[k * n : (k + 1) * n]) for k in range(3))
+    with ir.InsertionPoint(loop), loop.location:
+        rows = scf.ParallelOp([], lower[:1], upper[:1], step[:1], [])
+        row_block = rows.region.blocks.append(ir.IndexType.get())
+        ivs = [row_block.arguments[0]]
+        with ir.InsertionPoint(row_block):
+            at = ir.InsertionPoint(row_block)
+            for d in range(1, n):
+                with at:
+                    inner = scf.ForOp(lower[d], upper[d], step[d])
+                ivs.append(inner.induction_variable)
+                at = ir.InsertionPoint(inner.body)
+                with at:
+                    done = scf.YieldOp([])
+                at = ir.InsertionPoint(done)
+            with ir.InsertionPoint(row_block):
+                scf.ReduceOp([], 0)
+    body = loop.regions[0].blocks[0]
+    for old, new in zip(body.arguments, ivs, strict=True):
+        old.replace_all_uses_with(new)
+    for o in list(body.operations):
+        if o.operation.name != "scf.reduce":
+            o.operation.move_before(done.operation)
+    for name in hints.ALL:
+        if name in loop.attributes:
+            rows.operation.attributes[name] = loop.attributes[name]
+    loop.erase()
+    return rows.operation
 
 
 def _guard(op: ir.Operation, condition: ir.Value) -> None:

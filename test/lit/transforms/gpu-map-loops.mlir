@@ -36,10 +36,17 @@ func.func @rows(%y: memref<?xf32>, %m: index) {
 // A row loop whose body is a loop over independent output columns (SpMM):
 // columns on the lanes (thread_x, 32), rows on thread_y (4). The guard is on
 // the row; a lane past the last column reads the last one (its column clamped)
-// and skips its stores, so that a warp's lanes stay together.
+// and skips its stores, so that a warp's lanes stay together. Blocks are on
+// one grid dimension (y stops at 65535, fewer than a big matrix's row blocks):
+// the column tile is the block's index mod the tiles, the row block the quotient.
 // CHECK-LABEL: func.func @columns
 // CHECK-SAME: (%[[C:.*]]: memref<?x?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[M:.*]]: index, %[[N:.*]]: index)
-// CHECK: scf.parallel (%[[BJ:.*]], %[[BI:.*]]) =
+// CHECK: %[[NB:.*]] = arith.ceildivsi %{{.*}}, %c32
+// CHECK: %[[MB:.*]] = arith.ceildivsi %{{.*}}, %c4
+// CHECK: %[[ALL:.*]] = arith.muli %[[NB]], %[[MB]]
+// CHECK: scf.parallel (%[[BLOCK:.*]]) = (%{{.*}}) to (%[[ALL]])
+// CHECK: %[[BJ:.*]] = arith.remui %[[BLOCK]], %[[NB]]
+// CHECK: %[[BI:.*]] = arith.divui %[[BLOCK]], %[[NB]]
 // CHECK: scf.parallel (%[[TJ:.*]], %[[TI:.*]]) = (%{{.*}}, %{{.*}}) to (%[[C32:.*]], %[[C4:.*]])
 // CHECK: %[[J:.*]] = arith.addi %{{.*}}, %[[TJ]]
 // CHECK: %[[I:.*]] = arith.addi %{{.*}}, %[[TI]]
@@ -51,7 +58,7 @@ func.func @rows(%y: memref<?xf32>, %m: index) {
 // CHECK: scf.if %[[IN]]
 // CHECK-NEXT: memref.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}]
 // CHECK: processor = thread_x{{.*}}processor = thread_y
-// CHECK: processor = block_x{{.*}}processor = block_y
+// CHECK: mapping = [#gpu.loop_dim_map<processor = block_x, {{[^]]*}}>]}
 func.func @columns(%c: memref<?x?xf32>, %b: memref<?x?xf32>, %m: index, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -313,6 +320,30 @@ func.func @entry_dots(%pos: memref<?xindex>, %crd: memref<?xindex>, %x: memref<?
       }
       memref.store %s, %out[%p] : memref<?xf32>
     }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A two-dimensional nest (a 2-D output's fill): rows over its first dimension,
+// the second a column loop inside, so the columns schedule maps it (lanes on
+// the columns, coalesced stores) instead of leaving it to the host.
+// CHECK-LABEL: func.func @fill_2d
+// CHECK: scf.parallel (%{{.*}}) =
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c32, %c4)
+// CHECK: scf.if
+// CHECK: scf.if
+// CHECK-NEXT: memref.store
+// CHECK: processor = thread_x{{.*}}processor = thread_y
+// CHECK: processor = block_x
+func.func @fill_2d(%c: memref<?x?xf32>, %m: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %n) step (%c1, %c1) {
+    memref.store %z, %c[%i, %j] : memref<?x?xf32>
     scf.reduce
   }
   return

@@ -425,7 +425,9 @@ func.func @fused_threshold(%x: tensor<?x?xf32>, %b: tensor<?xf32>, %m: index, %n
 // the second part's output: an ELL bucket (a row list, two slots per row,
 // padding skipped), then the CSR rest, whose rows all have more than 2
 // entries (the bucket takes rows of 1 or 2): its row loop says so. Both loops
-// name their group, and that no row is in two parts (for the GPU schedule).
+// name their group (for the GPU schedule). The bucket writes only its listed
+// rows, which no other part writes; the rest's dense rows write every row, so
+// it does not claim disjoint rows (on a GPU it adds atomically).
 // CHECK-LABEL: func.func @spmv_hyb
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, {{.*}}>, %[[X:.*]]: tensor<?xf32>, %[[Y:.*]]: tensor<?xf32>)
 // CHECK: sparse_iter.get_part %[[A]][0]
@@ -434,7 +436,7 @@ func.func @fused_threshold(%x: tensor<?x?xf32>, %b: tensor<?xf32>, %m: index, %n
 // CHECK: } {sparse_iter.disjoint_rows, sparse_iter.parallel, sparse_iter.parts_group = [[G:[0-9]+]] : i64}
 // CHECK: sparse_iter.get_part %[[A]][1]
 // CHECK: %[[R1:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %[[R0]])
-// CHECK: } {sparse_iter.disjoint_rows, sparse_iter.min_row_entries = 3 : i64, sparse_iter.parallel, sparse_iter.parts_group = [[G]] : i64}
+// CHECK: } {sparse_iter.min_row_entries = 3 : i64, sparse_iter.parallel, sparse_iter.parts_group = [[G]] : i64}
 // CHECK: return %[[R1]]
 func.func @spmv_hyb(%A: tensor<?x?xf32, #hyb>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],
