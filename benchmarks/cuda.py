@@ -36,7 +36,10 @@ CSR kernel.
 Without ``--emulate`` it measures on this machine's GPU, side by side with
 cuSPARSE, cuSPARSELt and cuBLAS (:mod:`cuda_gpu`; needs a CUDA driver,
 ``cuda-bindings``, CuPy and PyTorch; elsewhere it says what is missing and
-exits with 2).
+exits with 2). The GPU's machine needs no MLIR: ``--save-executables DIR
+--sm 90`` compiles the kernels here (no GPU needed), and ``--executables DIR``
+runs them there (``PYTHONPATH=python:benchmarks``, with the repository's
+``benchmarks/data``).
 """
 
 from __future__ import annotations
@@ -124,7 +127,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--k", type=int, default=32, help="dense columns of SpMM and SDDMM")
     p.add_argument("--matrices", default="", help="comma-separated subset of the matrices")
     p.add_argument("--markdown", type=Path, help="also write the table to this file")
+    p.add_argument(
+        "--save-executables",
+        type=Path,
+        metavar="DIR",
+        help="compile the GPU run's kernels for --sm into DIR and exit (no GPU needed)",
+    )
+    p.add_argument(
+        "--executables",
+        type=Path,
+        metavar="DIR",
+        help="on a GPU: run the kernels saved in DIR (no MLIR needed)",
+    )
+    p.add_argument(
+        "--nm-sizes",
+        default="4096,8192,16384",
+        help="on a GPU: sizes of the square 2:4 f16 weights",
+    )
+    p.add_argument("--sm", type=int, default=90, help="compute capability for --save-executables")
     args = p.parse_args(argv)
+    if args.save_executables is not None:
+        import cuda_gpu
+
+        cuda_gpu.save(cuda_gpu.build(args.sm), args.save_executables)
+        print(f"benchmarks/cuda.py: saved {', '.join(cuda_gpu.KERNELS)} for sm_{args.sm} "
+              f"into {args.save_executables}")  # fmt: skip
+        return 0
     if not args.emulate:
         return _on_gpu(args)
     chosen = set(filter(None, args.matrices.split(",")))
@@ -193,10 +221,20 @@ def _on_gpu(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     ks = (args.k, 128) if args.k != 128 else (128,)
-    text = "\n".join(cuda_gpu.run(args.reps, ks, args.quick))
+    exes = None
+    if args.executables is not None:
+        exes = cuda_gpu.load(args.executables, cuda_gpu.cuda.driver().sm)
+    lines, failed = cuda_gpu.run(
+        args.reps, ks, args.quick, exes, tuple(int(v) for v in args.nm_sizes.split(","))
+    )
+    text = "\n".join(lines)
     print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n")
+    if failed:
+        print(f"benchmarks/cuda.py: {len(failed)} case(s) failed: {', '.join(failed)}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     return 0
 
 

@@ -16,25 +16,34 @@ checked against the peer's before it is timed. Rows:
 * 2:4 f16 SpMM on square pruned weights 4096-16384: ours (``mma.sp``) vs
   cuSPARSELt (torch ``to_sparse_semi_structured``) vs dense cuBLAS fp16.
 
-Matrices: the CPU benchmark's (full size), R-MAT 2^20 and the pruned weights.
+Matrices: the CPU benchmark's (full size), R-MAT 2^20 and the pruned weights;
+on the power-law ones (R-MAT) also SpMV over ``hyb`` (ELL buckets and a CSR rest).
+
+The kernels compile on the machine that runs the benchmark, or elsewhere:
+:func:`build` and :func:`save` on a machine with MLIR (no GPU needed),
+:func:`load` on the GPU's machine (no MLIR needed; the executables' host code
+is built for the architecture's baseline, so any x86-64 runs it).
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import matrices
 import numpy as np
-from cuda_programs import BSR_SPMM, NM_SPMM
+from cuda_programs import BSR_SPMM, HYB_SPMV, NM_SPMM, POWER_LAW
 
 import sparsecomp
 from sparsecomp.runtime import cuda
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+#: The executables a run needs, by name.
+KERNELS = ("spmv", "spmm", "sddmm", "bsr", "nm", "hyb")
 
 
 def available() -> str | None:
@@ -73,17 +82,55 @@ def _close(ours: Any, theirs: Any, what: str, rtol: float = 1e-3) -> None:
         raise AssertionError(f"{what}: sparsecomp's result differs from the peer's")
 
 
-def run(reps: int, ks: tuple[int, ...], quick: bool) -> list[str]:
+def build(sm: int) -> dict[str, Any]:
+    """Compile the benchmark's kernels for ``cuda:sm_<sm>`` (needs MLIR, not a GPU)."""
+    from sparsecomp.formats import parse_layout
+
+    target = f"cuda:sm_{sm}"
+    exes = {k: sparsecomp.compile(EXAMPLES / f"{k}.mlir", target) for k in KERNELS[:3]}
+    exes["bsr"] = sparsecomp.compile(BSR_SPMM, target)
+    exes["nm"] = sparsecomp.compile(NM_SPMM, target)
+    exes["hyb"] = sparsecomp.compile(HYB_SPMV.format(attr=parse_layout("hyb").attr_text()), target)
+    return exes
+
+
+def save(exes: dict[str, Any], directory: Path) -> None:
+    """Each executable into ``directory / name`` (:meth:`Executable.save`)."""
+    for name, exe in exes.items():
+        exe.save(directory / name)
+
+
+def load(directory: Path, sm: int) -> dict[str, Any]:
+    """The executables :func:`save` wrote, checked to be built for ``sm`` (imports no MLIR)."""
+    exes = {name: sparsecomp.load(directory / name) for name in KERNELS}
+    for name, exe in exes.items():
+        if exe.manifest.get("device") != f"cuda:sm_{sm}":
+            raise sparsecomp.SparsecompError(
+                f"{directory / name} is built for {exe.manifest.get('device')}, "
+                f"this GPU is sm_{sm}",
+                hint=f"rebuild it: benchmarks/cuda.py --save-executables DIR --sm {sm}",
+            )
+    return exes
+
+
+def run(
+    reps: int,
+    ks: tuple[int, ...],
+    quick: bool,
+    exes: dict[str, Any] | None = None,
+    nm_sizes: tuple[int, ...] = (4096, 8192, 16384),
+) -> tuple[list[str], list[str]]:
+    """The tables' lines and the cases that failed (each failure is also a row and a
+    traceback on stderr; the other cases still run). ``exes`` from :func:`load`, else
+    compiled here for this GPU; ``nm_sizes``: the 2:4 weights' sizes (``quick``: 4096)."""
     import cupy
     import cupyx.scipy.sparse as csp
     import torch
 
     sm = cuda.driver().sm
-    target = f"cuda:sm_{sm}"
-    exes = {k: sparsecomp.compile(EXAMPLES / f"{k}.mlir", target) for k in ("spmv", "spmm")}
-    exes["sddmm"] = sparsecomp.compile(EXAMPLES / "sddmm.mlir", target)
-    bsr = sparsecomp.compile(BSR_SPMM, target)
-    nm = sparsecomp.compile(NM_SPMM, target)
+    exes = exes if exes is not None else build(sm)
+    spmv, spmm, sddmm = exes["spmv"].spmv, exes["spmm"].spmm, exes["sddmm"].sddmm
+    bsr, hyb = exes["bsr"].spmm, exes["hyb"].spmv
     sync = cupy.cuda.Device().synchronize
     rng = np.random.default_rng(0)
     specs = matrices.suite(quick=quick)
@@ -96,36 +143,50 @@ def run(reps: int, ks: tuple[int, ...], quick: bool) -> list[str]:
         "| op | matrix | ours ms | peer | peer ms | ratio |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
+    failed: list[str] = []
 
-    def row(op: str, name: str, ours: float, peer: str, theirs: float) -> None:
+    def case(op: str, name: str, check: Callable[[], None], ours: Callable[[], Any],
+             peer: str, theirs: Callable[[], Any]) -> None:  # fmt: skip
+        """Check ``ours`` once, then time it and ``theirs``; a failure becomes its row."""
+        try:
+            check()
+            t_ours, t_theirs = _median(ours, sync, reps), _median(theirs, sync, reps)
+        except Exception as exc:  # one case's failure must not hide the others'
+            failed.append(f"{op} {name}")
+            lines.append(f"| {op} | {name} | failed: {type(exc).__name__}: {exc} | | | |")
+            traceback.print_exc()
+            return
         lines.append(
-            f"| {op} | {name} | {ours * 1e3:.3f} | {peer} | {theirs * 1e3:.3f} "
-            f"| {theirs / ours:.2f} |"
+            f"| {op} | {name} | {t_ours * 1e3:.3f} | {peer} | {t_theirs * 1e3:.3f} "
+            f"| {t_theirs / t_ours:.2f} |"
         )
+        print(lines[-1], flush=True)
 
     for spec in specs:
         a = spec.build()
         m, n = a.shape
-        csr_layout = exes["spmm"].spmm.signature.args[0].layout
-        ours_a = cuda.to_device(a, csr_layout)
+        name = spec.name
+        ours_a = cuda.to_device(a, spmm.signature.args[0].layout)
         theirs_a = csp.csr_matrix(a)
         x = cupy.asarray(rng.standard_normal(n).astype(np.float32))
-        y = exes["spmv"].spmv(ours_a, x)
-        _close(y, (theirs_a @ x).get(), f"spmv {spec.name}")
-        row("spmv", spec.name, _median(lambda: exes["spmv"].spmv(ours_a, x), sync, reps),
-            "cuSPARSE", _median(lambda: theirs_a @ x, sync, reps))  # fmt: skip
+        case("spmv", name, lambda: _close(spmv(ours_a, x), (theirs_a @ x).get(), f"spmv {name}"),
+             lambda: spmv(ours_a, x), "cuSPARSE", lambda: theirs_a @ x)  # fmt: skip
+        if name in POWER_LAW or name == "rmat20":
+            hyb_a = cuda.to_device(a, hyb.signature.args[0].layout)
+            y0 = cupy.zeros(m, np.float32)
+            case("spmv-hyb", name,
+                 lambda: _close(hyb(hyb_a, x, y0), (theirs_a @ x).get(), f"hyb {name}"),
+                 lambda: hyb(hyb_a, x, y0), "cuSPARSE", lambda: theirs_a @ x)  # fmt: skip
         for k in ks:
             b = cupy.asarray(rng.standard_normal((n, k)).astype(np.float32))
-            _close(exes["spmm"].spmm(ours_a, b), (theirs_a @ b).get(), f"spmm {spec.name}")
-            row(f"spmm K={k}", spec.name,
-                _median(lambda: exes["spmm"].spmm(ours_a, b), sync, reps),
-                "cuSPARSE", _median(lambda: theirs_a @ b, sync, reps))  # fmt: skip
-            if spec.name.startswith("block"):
-                bsr_layout = bsr.spmm.signature.args[0].layout
-                blocks = cuda.to_device(a, bsr_layout)
-                _close(bsr.spmm(blocks, b), (theirs_a @ b).get(), "bsr", rtol=5e-3)
-                row(f"bsr-mma K={k}", spec.name, _median(lambda: bsr.spmm(blocks, b), sync, reps),
-                    "cuSPARSE", _median(lambda: theirs_a @ b, sync, reps))  # fmt: skip
+            case(f"spmm K={k}", name,
+                 lambda: _close(spmm(ours_a, b), (theirs_a @ b).get(), f"spmm {name}"),
+                 lambda: spmm(ours_a, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
+            if name.startswith("block"):
+                blocks = cuda.to_device(a, bsr.signature.args[0].layout)
+                case(f"bsr-mma K={k}", name,
+                     lambda: _close(bsr(blocks, b), (theirs_a @ b).get(), "bsr", rtol=5e-3),
+                     lambda: bsr(blocks, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
         k = ks[0]
         xs = cupy.asarray(rng.standard_normal((m, k)).astype(np.float32))
         ys = cupy.asarray(rng.standard_normal((n, k)).astype(np.float32))
@@ -134,15 +195,23 @@ def run(reps: int, ks: tuple[int, ...], quick: bool) -> list[str]:
             torch.as_tensor(a.data), size=a.shape, device="cuda",
         )  # fmt: skip
         tx, tyt = torch.as_tensor(xs, device="cuda"), torch.as_tensor(ys, device="cuda").T
-        want = torch.sparse.sampled_addmm(t_a, tx, tyt, beta=0.0).values().cpu().numpy()
-        got = exes["sddmm"].sddmm(ours_a, xs, ys)
-        got_values = got.to_scipy().data if hasattr(got, "to_scipy") else got
-        _close(got_values, want, f"sddmm {spec.name}")
-        peer = _median(lambda: torch.sparse.sampled_addmm(t_a, tx, tyt, beta=0.0), sync, reps)
-        ours = _median(lambda: exes["sddmm"].sddmm(ours_a, xs, ys), sync, reps)
-        row(f"sddmm K={k}", spec.name, ours, "cuSPARSE", peer)
-    lines += _two_four(nm, reps, sync, (4096,) if quick else (4096, 8192, 16384))
-    return lines
+
+        def check_sddmm() -> None:
+            # examples/sddmm.mlir scales by A's values; torch's sampled product does not
+            sampled = torch.sparse.sampled_addmm(t_a, tx, tyt, beta=0.0).values().cpu().numpy()
+            want = a.data * sampled
+            got = sddmm(ours_a, xs, ys)
+            _close(got.to_scipy().data if hasattr(got, "to_scipy") else got, want, f"sddmm {name}")
+
+        case(f"sddmm K={k}", name, check_sddmm, lambda: sddmm(ours_a, xs, ys), "cuSPARSE",
+             lambda: torch.sparse.sampled_addmm(t_a, tx, tyt, beta=0.0))  # fmt: skip
+    try:
+        lines += _two_four(exes["nm"], reps, sync, (4096,) if quick else nm_sizes)
+    except Exception as exc:  # the f32 tables above still count
+        failed.append("2:4")
+        lines.append(f"2:4 failed: {type(exc).__name__}: {exc}")
+        traceback.print_exc()
+    return lines, failed
 
 
 def _two_four(nm: Any, reps: int, sync: Callable[[], None], sizes: tuple[int, ...]) -> list[str]:
@@ -177,4 +246,4 @@ def _two_four(nm: Any, reps: int, sync: Callable[[], None], sizes: tuple[int, ..
     return out
 
 
-__all__ = ["available", "run"]
+__all__ = ["KERNELS", "available", "build", "load", "run", "save"]
