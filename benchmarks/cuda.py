@@ -224,9 +224,9 @@ def _on_gpu(args: argparse.Namespace) -> int:
     exes = None
     if args.executables is not None:
         exes = cuda_gpu.load(args.executables, cuda_gpu.cuda.driver().sm)
-    lines, failed = cuda_gpu.run(
-        args.reps, ks, args.quick, exes, tuple(int(v) for v in args.nm_sizes.split(","))
-    )
+    sizes = tuple(int(v) for v in args.nm_sizes.split(",") if v)
+    chosen = frozenset(filter(None, args.matrices.split(",")))
+    lines, failed = cuda_gpu.run(args.reps, ks, args.quick, exes, sizes, chosen)
     text = "\n".join(lines)
     print(text)
     if args.markdown:

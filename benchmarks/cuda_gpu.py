@@ -119,10 +119,12 @@ def run(
     quick: bool,
     exes: dict[str, Any] | None = None,
     nm_sizes: tuple[int, ...] = (4096, 8192, 16384),
+    chosen: frozenset[str] = frozenset(),
 ) -> tuple[list[str], list[str]]:
     """The tables' lines and the cases that failed (each failure is also a row and a
     traceback on stderr; the other cases still run). ``exes`` from :func:`load`, else
-    compiled here for this GPU; ``nm_sizes``: the 2:4 weights' sizes (``quick``: 4096)."""
+    compiled here for this GPU; ``nm_sizes``: the 2:4 weights' sizes (``quick``: 4096);
+    ``chosen``: the matrices to run (all when empty)."""
     import cupy
     import cupyx.scipy.sparse as csp
     import torch
@@ -136,6 +138,7 @@ def run(
     specs = matrices.suite(quick=quick)
     if not quick:
         specs.append(matrices.Spec("rmat20", "R-MAT 2^20", lambda: matrices.rmat(20)))
+    specs = [spec for spec in specs if not chosen or spec.name in chosen]
     lines = [
         f"sparsecomp on {cuda.driver().name} (sm_{sm}), medians of {reps} calls; "
         "ratio = peer time / ours (> 1: ours faster)",

@@ -297,6 +297,16 @@ def test_grids_of_many_rows_fit_the_driver_limits(kernel: str) -> None:
         assert gx * gy * gz * np.prod(launch["block"]) >= m  # every row has a thread
 
 
+def test_functions_are_looked_up_once(spmm_cuda: sparsecomp.Executable, fake: FakeDriver) -> None:
+    """The host code asks for the kernel before every launch; the driver is asked once."""
+    A = sp.random(20, 10, density=0.3, format="csr", dtype=np.float32, random_state=1)
+    B = np.ones((10, 3), np.float32)
+    for _ in range(3):
+        spmm_cuda(A, B)
+    assert len(fake.launches) == 3
+    assert fake.functions == ["spmm_kernel"]
+
+
 def test_ptx_where_the_gpu_is_not_the_cubins(spmm_cuda: sparsecomp.Executable) -> None:
     driver = FakeDriver(sm=90)
     old = use_driver(driver.driver)
@@ -349,6 +359,33 @@ def test_gpu_arrays_in_and_out_without_copies(
     assert len(fake.live) == 1, "the result's memory lives as long as the result"
     del C
     assert not fake.live
+
+
+def test_sparse_results_stay_on_the_gpu_where_a_gpu_array_came_in() -> None:
+    """SDDMM with GPU dense operands: its sparse result is a DeviceTensor over the
+    result's GPU buffers (none copied back), A's structure, the kernel's values; its
+    memory lives as long as it does."""
+    exe = sparsecomp.compile(ROOT / "examples" / "sddmm.mlir", target="cuda:sm_80")
+    fake = FakeDriver()
+    old = use_driver(fake.driver)
+    try:
+        m, n, k = 12, 9, 4
+        A = sp.random(m, n, density=0.4, format="csr", dtype=np.float32, random_state=2)
+        rng = np.random.default_rng(3)
+        X, Y = GpuArray(rng.random((m, k), np.float32)), GpuArray(rng.random((n, k), np.float32))
+        S = exe(A, X, Y)
+        assert isinstance(S, cuda.device_arrays.DeviceTensor)
+        assert S.shape == (m, n)
+        host = S.to_scipy()
+        np.testing.assert_array_equal(host.indptr, A.indptr)
+        np.testing.assert_array_equal(host.indices, A.indices)
+        # the values are what the (fake) kernel wrote into the buffer it got last
+        np.testing.assert_array_equal(host.data, np.arange(A.nnz, dtype=np.float32))
+        assert fake.live, "the result's buffers live while it does"
+        del S, host
+        assert not fake.live
+    finally:
+        use_driver(old)
 
 
 class DlpackArray:

@@ -285,6 +285,25 @@ def to_device(value: Any, layout: Any = None) -> device_arrays.DeviceTensor:
     return device_arrays.DeviceTensor(host, pointers, owners)
 
 
+def to_host(tensor: device_arrays.DeviceTensor) -> Any:
+    """A host :class:`~sparsecomp.formats.tensor.SparseTensor` copy of ``tensor``'s buffers
+    (``cuMemcpy``)."""
+    from sparsecomp.runtime.overflow import check_result
+    from sparsecomp.runtime.results import trusted_tensor
+
+    dev = driver()
+    named = {}
+    with _lock:
+        dev.make_current()
+        for name, dtype, length, address in tensor.buffers:
+            array = np.empty(length, dtype)
+            dev.copy(array.ctypes.data, address, array.nbytes)
+            named[name] = array
+    host = trusted_tensor(tensor.shape, tensor.layout, tensor.dtype, named)
+    check_result(host, "a GPU result")  # narrow index buffers may have wrapped
+    return host
+
+
 def read_cubins(directory: Path, manifest: dict[str, Any], sm: int) -> dict[bytes, bytes]:
     """PTX -> cubin of a saved executable's kernels, for GPUs of compute capability ``sm``."""
     found = {}
@@ -375,7 +394,7 @@ class CudaCaller(Caller):
             self._raise_failure(dev)
             if out is None:
                 return scalar(self.sig.results[0], returned) if self.sig.results else None
-            if first_gpu is not None and all(s.kind != "sparse" for s in self.sig.results):
+            if first_gpu is not None and all(s.declared_layout is None for s in self.sig.results):
                 kept = set(results) - set(on_gpu.values())  # not the caller's arrays
                 owned = [p for p in owned if p not in kept]  # the results own them now
                 return self._on_gpu(dev, values, kept, first_gpu, args)
@@ -391,14 +410,28 @@ class CudaCaller(Caller):
     def _on_gpu(
         self, dev: Driver, values: tuple[Any, ...], kept: set[int], first: Any, args: Any
     ) -> Any:
-        """Dense results left on the GPU, as the kind of array ``first`` is."""
+        """Results left on the GPU: dense ones as the kind of array ``first`` is, sparse
+        ones as :class:`~sparsecomp.runtime.device_arrays.DeviceTensor`."""
         owners: dict[int, Any] = {p: device_arrays.DeviceMemory(p, dev.free) for p in kept}
-        found = []
+        found: list[Any] = []
         at = 0
         for spec in self.sig.results:
             if spec.kind == "scalar":
                 found.append(scalar(spec, values[at]))
                 at += 1
+                continue
+            if spec.kind == "sparse":
+                buffers, keep = [], []
+                for name, dtype in spec.buffers:
+                    words = values[at : at + 5]  # a rank-1 descriptor
+                    address = int(words[1]) + int(words[2]) * np.dtype(dtype).itemsize
+                    buffers.append((name, np.dtype(dtype), int(words[3]), address))
+                    keep.append(owners.get(int(words[0]), args))  # else an argument's
+                    at += 5
+                shape = tuple(int(w) for w in values[at : at + spec.rank])
+                at += spec.rank
+                found.append(device_arrays.DeviceTensor.from_buffers(
+                    shape, spec.dtype, spec.layout, buffers, keep))  # fmt: skip
                 continue
             rank, item = spec.rank, spec.dtype.itemsize
             words = values[at : at + descriptor_words(rank)]

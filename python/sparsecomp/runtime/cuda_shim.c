@@ -39,10 +39,16 @@ typedef struct {
 #define SC_NOT_INITIALIZED 3 /* CUDA_ERROR_NOT_INITIALIZED */
 #define SC_MEM_ATTACH_GLOBAL 1
 
+#define SC_MAX_FUNCTIONS 16
+
 typedef struct {
   const void *image;
   size_t size; /* 0: NUL-terminated PTX */
   CUmodule handle;
+  /* Functions looked up in this module (the host code asks before every launch). */
+  int function_count;
+  char names[SC_MAX_FUNCTIONS][128];
+  CUfunction functions[SC_MAX_FUNCTIONS];
 } sc_module;
 
 static sc_driver sc_table;
@@ -69,7 +75,10 @@ static int sc_ready(const char *where) {
 void sparsecomp_cuda_bind(const sc_driver *table) {
   sc_bound = table != NULL;
   if (sc_bound) sc_table = *table;
-  for (int i = 0; i < sc_module_count; ++i) sc_modules[i].handle = NULL; /* new context */
+  for (int i = 0; i < sc_module_count; ++i) { /* a new context: load and look up again */
+    sc_modules[i].handle = NULL;
+    sc_modules[i].function_count = 0;
+  }
 }
 
 /* The first error since the last call (0: none) and the driver call that failed. */
@@ -90,6 +99,7 @@ static CUmodule sc_record(const void *image, size_t size) {
   m->image = image;
   m->size = size;
   m->handle = NULL;
+  m->function_count = 0;
   return m;
 }
 
@@ -104,7 +114,25 @@ CUmodule mgpuModuleLoadJIT(void *data, int opt_level) {
  * only forgotten (the driver frees it with its context). */
 void mgpuModuleUnload(CUmodule module) {
   sc_module *m = module;
-  if (m != NULL) m->handle = NULL;
+  if (m != NULL) {
+    m->handle = NULL;
+    m->function_count = 0;
+  }
+}
+
+/* String helpers: the library links no C library of its own. */
+static int sc_same(const char *a, const char *b) {
+  while (*a != 0 && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
+/* Copy name into a names[] slot; 0 (nothing kept) when it does not fit. */
+static int sc_copy(char *slot, const char *name) {
+  size_t n = 0;
+  while (name[n] != 0)
+    if (++n >= 128) return 0;
+  for (size_t i = 0; i <= n; ++i) slot[i] = name[i];
+  return 1;
 }
 
 CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
@@ -114,7 +142,12 @@ CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
   if (m->handle == NULL &&
       !sc_check(sc_table.load_module(&m->handle, m->image, m->size), "cuModuleLoadData"))
     return NULL;
-  sc_check(sc_table.module_get_function(&function, m->handle, name), "cuModuleGetFunction");
+  for (int i = 0; i < m->function_count; ++i)
+    if (sc_same(m->names[i], name)) return m->functions[i];
+  if (!sc_check(sc_table.module_get_function(&function, m->handle, name), "cuModuleGetFunction"))
+    return NULL;
+  if (m->function_count < SC_MAX_FUNCTIONS && sc_copy(m->names[m->function_count], name))
+    m->functions[m->function_count++] = function;
   return function;
 }
 

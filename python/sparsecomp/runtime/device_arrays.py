@@ -132,6 +132,35 @@ class DeviceTensor:
         ]
         self.owner = owner
 
+    @classmethod
+    def from_buffers(
+        cls,
+        shape: tuple[int, ...],
+        dtype: Any,
+        layout: Any,
+        buffers: list[tuple[str, np.dtype[Any], int, int]],
+        owner: Any,
+    ) -> DeviceTensor:
+        """A tensor over GPU buffers a kernel produced (a call's sparse result), in the
+        layout's buffer order; ``owner`` keeps their memory alive."""
+        tensor = cls.__new__(cls)
+        tensor.shape = tuple(int(n) for n in shape)
+        tensor.dtype = np.dtype(dtype)
+        tensor.layout = layout
+        tensor.buffers = list(buffers)
+        tensor.owner = owner
+        return tensor
+
+    def to_host(self) -> Any:
+        """A host :class:`~sparsecomp.formats.tensor.SparseTensor` copy."""
+        from sparsecomp.runtime.cuda import to_host
+
+        return to_host(self)
+
+    def to_scipy(self) -> Any:
+        """A scipy.sparse copy on the host (:meth:`to_host`, then its ``to_scipy``)."""
+        return self.to_host().to_scipy()
+
     def items(self, spec: ArgSpec, where: str) -> tuple[list[np.ndarray], list[int]]:
         """Placeholders of its buffers (their lengths and dtypes) and their pointers."""
         if self.layout != spec.layout or self.dtype != spec.dtype:
