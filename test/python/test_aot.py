@@ -21,7 +21,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sparsecomp.compiler.aot import build_shared_library, codegen_flags, link_command, runtime_needs
+import sparsecomp
+from sparsecomp.compiler.aot import (
+    TAIL_FOLDING,
+    build_shared_library,
+    codegen_flags,
+    link_command,
+    optimizer_flags,
+    runtime_needs,
+)
 from sparsecomp.errors import ToolchainError
 from sparsecomp.ir import odsgen
 from sparsecomp.runtime.libs import RuntimeLibraryError, library_path
@@ -192,6 +200,31 @@ def test_codegen_flags_follow_the_target() -> None:
         "-mattr=+avx2,+fma,+avx512f,+prefer-256-bit",
     ]
     assert codegen_flags(CpuTarget("aarch64", ("neon",), 128, 0))[-1] == "-mattr=+neon"
+
+
+def test_masked_tails_on_avx512_targets_only() -> None:
+    """opt folds loop remainders into masked iterations where AVX-512 has mask registers."""
+    avx512 = CpuTarget("x86_64", ("avx2", "fma", "avx512f", "avx512vl"), 256, 0)
+    assert optimizer_flags(avx512) == [*codegen_flags(avx512), TAIL_FOLDING]
+    avx2 = CpuTarget("x86_64", ("avx2", "fma"), 256, 0)
+    assert optimizer_flags(avx2) == codegen_flags(avx2)
+    arm = CpuTarget("aarch64", ("neon",), 128, 0)
+    assert TAIL_FOLDING not in optimizer_flags(arm)
+
+
+def test_the_pinned_opt_takes_the_tail_folding_flag(tmp_path) -> None:
+    """SpMV built for an AVX-512 target: the pinned opt accepts the flag (a build error
+    otherwise); where this machine has AVX-512 the kernel also runs and matches scipy."""
+    target = CpuTarget("x86_64", ("avx2", "fma", "avx512f", "avx512vl"), 256, 2)
+    program = (Path(__file__).resolve().parents[2] / "examples" / "spmv.mlir").read_text()
+    a = sp.random(300, 200, density=0.02, format="csr", dtype=np.float32, random_state=3)
+    x = np.random.default_rng(4).standard_normal(200).astype(np.float32)
+    if target.missing_on(detect_host()):
+        with pytest.raises(sparsecomp.SparsecompError, match="avx512"):  # built, not run here
+            sparsecomp.compile(program, target)
+        return
+    np.testing.assert_allclose(sparsecomp.compile(program, target)(a, x), a @ x, rtol=1e-5,
+                               atol=1e-5)  # fmt: skip
 
 
 def test_link_command_uses_origin_rpath(tmp_path) -> None:

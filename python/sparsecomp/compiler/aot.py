@@ -9,7 +9,9 @@ LLVM:
    only translatable dialects are left: the binding crashes on failure),
    with ``mlir-translate --mlir-to-llvmir`` for text;
 2. ``opt -O3``: the IR-level optimizations (LICM, instcombine, unrolling)
-   that ``llc`` alone does not run; MLIR's lowering relies on them;
+   that ``llc`` alone does not run; MLIR's lowering relies on them; on an
+   AVX-512 target the loop vectorizer also folds a loop's remainder into
+   masked iterations (:func:`optimizer_flags`);
 3. ``llc -O3 -filetype=obj -relocation-model=pic`` for the target's triple,
    CPU and features;
 4. ``cc -shared``, linking the runtime libraries the kernel needs (libomp)
@@ -70,7 +72,7 @@ def build_shared_library(
     llvm_ir = out_dir / LLVM_IR
     llvm_ir.write_text(translate(llvm_module))
     flags = codegen_flags(target)
-    opt: list[str | Path] = [tool("opt"), "-O3", *flags]
+    opt: list[str | Path] = [tool("opt"), "-O3", *optimizer_flags(target)]
     llc: list[str | Path] = [tool("llc"), "-O3", "-filetype=obj", "-relocation-model=pic", *flags]
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
         bitcode, obj, library = (Path(tmp) / name for name in ("kernel.bc", "kernel.o", LIBRARY))
@@ -117,6 +119,29 @@ def codegen_flags(target: CpuTarget) -> list[str]:
     features = target.llvm_features()
     flags = [f"-mtriple={TRIPLES[target.arch]}", f"-mcpu={LLVM_CPUS[target.arch]}"]
     return [*flags, f"-mattr={','.join(features)}"] if features else flags
+
+
+#: LLVM's loop vectorizer: a remainder as masked vector iterations, not a scalar loop.
+TAIL_FOLDING = "-prefer-predicate-over-epilogue=predicate-else-scalar-epilogue"
+
+
+def optimizer_flags(target: CpuTarget) -> list[str]:
+    """:func:`codegen_flags` for ``opt``, and on targets with AVX-512's mask registers
+    :data:`TAIL_FOLDING`.
+
+    SpMV's row loop is LLVM-vectorized (gathers of ``x``); on graphs most rows
+    are shorter than a vector, and a scalar remainder loop ran all of them.
+    With masked tails, on a 2-core Intel Xeon (AVX-512; A/B in one process,
+    median of 5 rounds): R-MAT 0.416 -> 0.310 ms, ca-HepPh 0.074 -> 0.053,
+    email-Enron 0.169 -> 0.107, uniform 0.1% 0.248 -> 0.224, the FEM matrix
+    0.434 -> 0.459; SpMM, SDDMM and SpGEMM (whose loops MLIR vectorizes)
+    0.96-1.01x. Without mask registers (AVX2) masked loads and gathers cost
+    more, and a Zen 3 ran LLVM's gathers slower than scalar code: left off.
+    """
+    flags = codegen_flags(target)
+    if target.arch == "x86_64" and "avx512f" in target.features:
+        flags.append(TAIL_FOLDING)
+    return flags
 
 
 def link_command(
