@@ -142,7 +142,10 @@ def _replace_copy(copy: ir.Operation) -> None:
 
 
 def _contiguous(copy: ir.Operation) -> bool:
-    """Both sides of a ``memref.copy`` in identity layout (what ``gpu.memcpy`` takes)."""
+    """Both sides of a ``memref.copy`` ranked and in identity layout (what ``gpu.memcpy``
+    takes)."""
+    if not all(isinstance(v.type, ir.MemRefType) for v in copy.operands):
+        return False  # unranked
     layouts = [ir.MemRefType(v.type).layout for v in copy.operands]
     return all(
         isinstance(a, ir.AffineMapAttr) and a.value == ir.AffineMap.get_identity(a.value.n_dims)

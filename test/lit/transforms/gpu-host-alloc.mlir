@@ -139,3 +139,18 @@ func.func @outs_copied(%y: memref<?xf32>, %s: memref<4xf32, strided<[2]>>) -> me
   }
   return %r : memref<?xf32>
 }
+
+// -----
+
+// An unranked copy, which gpu.memcpy does not take, stays (no crash).
+// CHECK-LABEL: func.func @unranked_copy
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<*xf32> to memref<*xf32>
+func.func @unranked_copy(%a: memref<*xf32>, %b: memref<*xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
+  memref.copy %a, %b : memref<*xf32> to memref<*xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %n, %sy = %c1, %sz = %c1) {
+    gpu.terminator
+  }
+  return
+}
