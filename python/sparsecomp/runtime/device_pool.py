@@ -115,31 +115,32 @@ def pooled(table: Any, limit: int = LIMIT) -> tuple[Pool, list[Any]]:
     raw_managed, raw_alloc, raw_free = (entry(n) for n in ("mem_alloc_managed", "mem_alloc",
                                                            "mem_free"))  # fmt: skip
 
-    def call_managed(nbytes: int) -> tuple[int, int]:
-        out = ctypes.c_uint64(0)
-        code = raw_managed(ctypes.byref(out), nbytes, 1)  # CU_MEM_ATTACH_GLOBAL
-        return int(code), int(out.value)
+    def raw(entry: Any, *flags: int) -> Alloc:
+        """The driver's allocation ``entry`` as ``bytes -> (CUresult, pointer)``."""
 
-    def call_alloc(nbytes: int) -> tuple[int, int]:
-        out = ctypes.c_uint64(0)
-        code = raw_alloc(ctypes.byref(out), nbytes)
-        return int(code), int(out.value)
+        def call(nbytes: int) -> tuple[int, int]:
+            out = ctypes.c_uint64(0)
+            code = entry(ctypes.byref(out), nbytes, *flags)
+            return int(code), int(out.value)
 
-    pool = Pool(call_managed, call_alloc, lambda ptr: int(raw_free(ptr)), limit)
+        return call
 
-    def managed(out: Any, nbytes: int, flags: int) -> int:
-        code, ptr = pool.allocate(True, nbytes)
-        out[0] = ptr
-        return code
+    attach_global = 1  # CU_MEM_ATTACH_GLOBAL
+    pool = Pool(raw(raw_managed, attach_global), raw(raw_alloc), lambda p: int(raw_free(p)), limit)
 
-    def device(out: Any, nbytes: int) -> int:
-        code, ptr = pool.allocate(False, nbytes)
-        out[0] = ptr
-        return code
+    def hook(managed: bool) -> Callable[..., int]:
+        """A table entry taking from the pool (``flags`` of the managed one: global)."""
+
+        def give(out: Any, nbytes: int, *flags: int) -> int:
+            code, ptr = pool.allocate(managed, nbytes)
+            out[0] = ptr
+            return code
+
+        return give
 
     hooks = [
-        kinds["mem_alloc_managed"](managed),
-        kinds["mem_alloc"](device),
+        kinds["mem_alloc_managed"](hook(True)),
+        kinds["mem_alloc"](hook(False)),
         kinds["mem_free"](pool.free),
     ]
     table.mem_alloc_managed, table.mem_alloc, table.mem_free = hooks

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from mlir import ir
 from mlir.dialects import gpu
@@ -123,22 +124,23 @@ def _replace_dealloc(dealloc: ir.Operation) -> None:
     """``gpu.dealloc`` in the asynchronous form MLIR's runtime lowering takes (one
     dependency), waited for at once: a function without launches has no async region
     to put a plain ``gpu.dealloc`` in."""
-    with ir.InsertionPoint(dealloc), dealloc.location:
-        token = ir.Type.parse("!gpu.async.token")
-        start = gpu.WaitOp(token, []).results[0]
-        freed = gpu.DeallocOp(token, [start], dealloc.operands[0]).results[0]
-        gpu.WaitOp(None, [freed])
-    dealloc.erase()
+    _waited(dealloc, lambda token, start: gpu.DeallocOp(token, [start], dealloc.operands[0]))
 
 
 def _replace_copy(copy: ir.Operation) -> None:
     """``gpu.memcpy`` (the driver's ``cuMemcpy``, any memory to any memory), waited for."""
-    with ir.InsertionPoint(copy), copy.location:
+    target, source = copy.operands[1], copy.operands[0]
+    _waited(copy, lambda token, start: gpu.MemcpyOp(token, [start], target, source))
+
+
+def _waited(op: ir.Operation, build: Callable[[ir.Type, ir.Value], ir.OpView]) -> None:
+    """Replace ``op`` by ``gpu.wait async``, ``build(token type, that token)`` (an async
+    gpu op) and a ``gpu.wait`` on it."""
+    with ir.InsertionPoint(op), op.location:
         token = ir.Type.parse("!gpu.async.token")
         start = gpu.WaitOp(token, []).results[0]
-        done = gpu.MemcpyOp(token, [start], copy.operands[1], copy.operands[0]).results[0]
-        gpu.WaitOp(None, [done])
-    copy.erase()
+        gpu.WaitOp(None, [build(token, start).results[0]])
+    op.erase()
 
 
 def _contiguous(copy: ir.Operation) -> bool:
