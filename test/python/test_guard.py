@@ -144,7 +144,7 @@ def guarded_variant(exe: Any, name: str = "f") -> Any:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     case=st.sampled_from(sorted(CASES)),
-    m=st.integers(1, 200),  # past the 64-row tiles
+    m=st.integers(1, 200),  # past the OpenMP chunks
     n=st.integers(1, 60),
     density=st.sampled_from([0.0, 0.05, 0.3, 1.0]),
     wide=st.booleans(),
@@ -173,7 +173,7 @@ def test_guarded_calls_agree_with_scipy(
         assert variant.signature.args[0].guarded
 
 
-BAD = ("beyond the size", "negative", "in the last tile", "decreasing positions")
+BAD = ("beyond the size", "negative", "in the last row", "decreasing positions")
 
 
 def _spoil(a: Any, bad: str) -> None:
@@ -182,7 +182,7 @@ def _spoil(a: Any, bad: str) -> None:
         a.indices[0] = minor
     elif bad == "negative":
         a.indices[a.indices.shape[0] // 2] = -1
-    elif bad == "in the last tile":
+    elif bad == "in the last row":
         a.indices[-1] = minor + 1000
     else:
         a.indptr[3] = a.indptr[4] + 1
@@ -205,6 +205,28 @@ def test_bad_indices_raise(
     _spoil(a, bad)
     with pytest.raises(FormatError, match=r"index is out of range|indptr"):
         call(exe, args, native)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["c", "python"])
+def test_entries_in_a_level_of_size_zero_raise(native: bool) -> None:
+    """A guarded kernel reads an out-of-range coordinate as 0; with no columns at all
+    even 0 is out of range, so the runtime refuses such a matrix before the kernel
+    runs (the C path declines it) and raises."""
+    exe = sparsecomp.compile(SPMV_OURS.replace("@f", f"@zero_{int(native)}"))
+    function = getattr(exe, f"zero_{int(native)}")
+    a = matrix(50, 20, 0.3, 5, "csr")
+    args, want = _spmv(a, np.random.default_rng(5))
+    for _ in range(2):
+        np.testing.assert_allclose(call(function, args, native), want, rtol=1e-12)
+    empty = sp.csr_matrix((a.data, a.indices, a.indptr), shape=(50, 20))
+    empty._shape = (50, 0)  # what scipy's constructor would refuse
+    bad = (empty, np.zeros(0))
+    if native:
+        kernel = guarded_variant(exe, f"zero_{int(native)}")._get_caller().native
+        assert kernel.accepts(args)
+        assert not kernel.accepts(bad)
+    with pytest.raises(FormatError, match="out of range for size 0"):
+        call(function, bad, native)
 
 
 def test_the_kernel_reports_what_the_c_path_no_longer_checks() -> None:

@@ -54,14 +54,13 @@ def check_compressed(what: str, sizes: tuple[int, int], indptr: Any, indices: An
         raise FormatError(f"{what}: an index is out of range for size {minor}")
 
 
-def check_positions(what: str, major: int, indptr: Any, nnz: int, order: bool = True) -> None:
+def check_positions(what: str, major: int, indptr: Any, nnz: int) -> None:
     """The positions part of :func:`check_compressed`: ``major + 1`` positions from 0
-    to ``nnz``, non-decreasing (O(major); ``order=False``: not checked, O(1)). A
-    kernel that guards its coordinates needs no more, one that guards its positions
-    too no order (``sparse-iter-guard-coordinates``)."""
+    to ``nnz``, non-decreasing (O(major)). A kernel that guards its coordinates
+    needs no more (``sparse-iter-guard-coordinates``)."""
     if indptr.shape[0] != major + 1 or indptr[0] != 0 or indptr[-1] != nnz:
         raise FormatError(f"{what}: indptr/indices lengths are inconsistent")
-    if order and not nondecreasing(indptr):
+    if not nondecreasing(indptr):
         raise FormatError(f"{what}: indptr decreases")
 
 

@@ -24,8 +24,7 @@
  *       `checked`: id -> entry), or a canonical scipy CSR/CSC matrix of the
  *       ABI's dtypes, its index arrays checked (bounds, positions
  *       non-decreasing) on every call: its positions only where the kernel
- *       guards its coordinates (`guarded` 1), their ends only where it guards
- *       the positions' order too (2); `limit` None or a 1-element int64
+ *       guards its coordinates (`guarded` 1); `limit` None or a 1-element int64
  *       array, read at each call: one of at least limit[0] entries (>= 0) is
  *       declined, so that Python can pick a guarded variant.
  * A kernel with a status word (guarded coordinates) gets a zeroed one after
@@ -76,8 +75,7 @@ typedef struct {
     int nbuf;
     const char *scipy;          /* "csr", "csc" or NULL */
     int pos, crd, val;          /* typenums of scipy's arrays */
-    int guarded;                /* the kernel checks the coordinates it reads (1), and
-                                   the positions' order too (2) */
+    int guarded;                /* the kernel checks the coordinates it reads (1) */
     PyObject *limit;            /* None, or an int64 array: decline scipy matrices of at
                                    least limit[0] entries (< 0: none); borrowed from the plan */
     int dest;                   /* dense: the kernel writes a result into it (out=) */
@@ -227,8 +225,8 @@ VECTOR_CLONES static int any_beyond64(const uint64_t *restrict q, npy_intp n, ui
 /* What fastpath.py checks (indptr.check_compressed): major + 1 non-decreasing
  * positions from 0 to nnz, every index in [0, minor). Sortedness within a row is
  * scipy's canonical flag, checked by the caller. Where the kernel guards the
- * coordinates (guarded 1), the indices are its to check; where it guards the
- * positions' order too (2), only their length and ends are checked here. */
+ * coordinates (guarded 1), the indices are its to check (but a level of size 0
+ * with entries is refused here: the kernel's clamped reads would read element 0). */
 static int compressed_ok(PyArrayObject *ptr, PyArrayObject *idx, int64_t major, int64_t minor,
                          int guarded) {
     npy_intp n = PyArray_DIM(ptr, 0), nnz = PyArray_DIM(idx, 0);
@@ -236,12 +234,10 @@ static int compressed_ok(PyArrayObject *ptr, PyArrayObject *idx, int64_t major, 
     int pi = (int)PyArray_ITEMSIZE(ptr), xi = (int)PyArray_ITEMSIZE(idx);
     if (n != major + 1 || load_index(p, pi, 0) != 0 || load_index(p, pi, n - 1) != nnz)
         return 0;
-    if (guarded == 2)
-        return 1;
     if (pi == 4 ? any_decrease32((const int32_t *)p, n) : any_decrease64((const int64_t *)p, n))
         return 0;
     if (guarded)
-        return 1;
+        return minor > 0 || nnz == 0;
     if (xi == 4) {
         uint32_t limit = minor < ((int64_t)1 << 31) ? (uint32_t)minor : (uint32_t)1 << 31;
         return !any_beyond32((const uint32_t *)x, nnz, limit);

@@ -15,8 +15,7 @@ n:m values, and BSR ones whose shape is not whole blocks, unblocked): the
 runtime converts the result to it. A sparse argument marked ``"guarded": true``
 has its coordinates checked by the kernel as it reads them (pass
 ``sparse-iter-guard-coordinates``; ``"guarded": false``: the pass was asked to and
-could not; ``"guarded_positions": true``: its positions too, that they do not
-decrease nor pass the coordinates); such a function's ABI says ``"status": true``
+could not); such a function's ABI says ``"status": true``
 and it takes one more argument after the others, a ``memref<1xi32>`` status
 word that the kernel sets when a coordinate was out of range. See docs/cpu-abi.md.
 """
@@ -68,8 +67,6 @@ class ArgSpec:
     guarded: bool = False
     #: a sparse argument the kernel was asked to guard and could not
     unguardable: bool = False
-    #: a guarded argument whose positions the kernel checks too (in order, in range)
-    guarded_positions: bool = False
 
     @property
     def rank(self) -> int:
@@ -182,7 +179,6 @@ def _spec(raw: Any, where: str) -> ArgSpec:
         None if declared is None else _layout(declared, len(shape), where),
         raw.get("guarded") is True,
         raw.get("guarded") is False,
-        raw.get("guarded_positions") is True,
     )
 
 

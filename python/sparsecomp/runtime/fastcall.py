@@ -82,8 +82,7 @@ def _arg_plan(
     nums = tuple(dt.num for _, dt in spec.buffers) if kind is not None else (0, 0, 0)
     limit = None if spec.guarded else scipy_limit
     plan = (_SPARSE, checked, SparseTensor, len(spec.buffers), spec.rank, kind, *nums)
-    guarded = 2 if spec.guarded_positions else int(spec.guarded)
-    return (*plan, guarded, limit)
+    return (*plan, int(spec.guarded), limit)
 
 
 def native_kernel(

@@ -191,7 +191,7 @@ def _scipy_step(spec: ArgSpec) -> Step | None:
     if kind is None or names != ("pos1", "crd1", "values"):
         return None
     pos_dt, crd_dt, val_dt = (dt for _, dt in spec.buffers)
-    guarded, in_order = spec.guarded, spec.guarded_positions
+    guarded = spec.guarded
 
     def scipy(value: Any, out: Out) -> tuple[int, ...] | None:
         if getattr(value, "format", None) != kind or not hasattr(value, "indptr"):
@@ -214,7 +214,9 @@ def _scipy_step(spec: ArgSpec) -> Step | None:
         major, minor = shape if kind == "csr" else shape[::-1]
         try:
             if guarded:  # the kernel checks every coordinate it reads
-                check_positions("", major, indptr, nnz, order=not in_order)
+                check_positions("", major, indptr, nnz)
+                if minor == 0 and nnz:  # its clamped reads would read element 0
+                    return None
             else:
                 check_compressed("", (major, minor), indptr, indices)
         except FormatError:

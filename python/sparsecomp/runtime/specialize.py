@@ -36,7 +36,7 @@ SpMV makes. Once a function has seen a scipy CSR (CSC) operand of
 a variant compiled with ``sparse_iter.guard`` on those arguments (and their
 index widths, in the same compile): its kernel checks each coordinate as it
 reads it (pass ``sparse-iter-guard-coordinates``) and reports through a
-status word, and the runtime checks only the positions, or only their ends.
+status word, and the runtime checks only the positions.
 Until then the function's C path declines such operands (``decline``), so
 that the Python path can pick the variant. An argument the pass cannot guard
 (SDDMM copies its coordinates into its result) is never asked again, and

@@ -2,52 +2,36 @@
 
 // CHECK-LABEL: func.func @rows
 // CHECK-SAME: (%[[POS:[a-z0-9]+]]: memref<?xi32>, %[[CRD:[a-z0-9]+]]: memref<?xi32>
-// CHECK-SAME: %[[M:[a-z0-9]+]]: index, %[[N:[a-z0-9]+]]: index
+// CHECK-SAME: %[[M:[a-z0-9]+]]: index, %[[N:[a-z0-9]+]]: index, %[[X:[a-z0-9]+]]: memref<?xf32>
 // CHECK-SAME: %[[STATUS:[a-z0-9]+]]: memref<1xi32>
-// CHECK-SAME: \22guarded\22:true,\22guarded_positions\22:true
+// CHECK-SAME: \22guarded\22:true}
 // CHECK-SAME: \22status\22:true
 // CHECK-NOT: sparse_iter.guard
 // CHECK: %[[TOP:.*]] = arith.constant 2147483648 : index
 // CHECK: %[[CLAMPED:.*]] = arith.minui %[[N]], %[[TOP]] : index
 // CHECK: %[[LIMIT:.*]] = arith.index_castui %[[CLAMPED]] : index to i32
-// CHECK: %[[TILE:.*]] = arith.constant 64 : index
-// CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[M]] step %[[TILE]] {
-// CHECK: %[[NEXT:.*]] = arith.addi %[[T]], %[[TILE]] : index
-// CHECK: %[[END:.*]] = arith.minui %[[NEXT]], %[[M]] : index
-// CHECK: %[[FIRST32:.*]] = memref.load %[[POS]][%[[T]]]
-// CHECK: %[[FIRST:.*]] = arith.index_castui %[[FIRST32]]
-// CHECK: %[[LAST32:.*]] = memref.load %[[POS]][%[[END]]]
-// CHECK: %[[LAST:.*]] = arith.index_castui %[[LAST32]]
-// The tiles are the positions' only readers: they check them too, first.
-// CHECK: %[[DOWN:.*]] = scf.for %[[R:.*]] = %[[T]] to %[[END]] step %{{.*}} iter_args(%[[D0:.*]] = %{{.*}}) -> (i1) {
-// CHECK: %[[HERE:.*]] = memref.load %[[POS]][%[[R]]]
-// CHECK: %[[AFTER:.*]] = memref.load %[[POS]][%{{.*}}]
-// CHECK: %[[LESS:.*]] = arith.cmpi ult, %[[AFTER]], %[[HERE]] : i32
-// CHECK: arith.ori %[[D0]], %[[LESS]] : i1
-// CHECK: %[[NNZ:.*]] = memref.dim %[[CRD]], %{{.*}} : memref<?xi32>
-// CHECK: %[[BEYOND:.*]] = arith.cmpi ugt, %[[LAST]], %[[NNZ]] : index
-// CHECK: %[[PBAD:.*]] = arith.ori %[[DOWN]], %[[BEYOND]] : i1
-// CHECK: scf.if %[[PBAD]] {
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[M]] step %{{.*}} {
+// CHECK: %[[FALSE:.*]] = arith.constant false
+// CHECK: %[[ROW:.*]]:2 = scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[SEEN:.*]] = %[[FALSE]]) -> (f32, i1) {
+// CHECK-NEXT: %[[J:.*]] = memref.load %[[CRD]][%[[P]]]
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[OK:.*]] = arith.cmpi ult, %[[J]], %[[LIMIT]] : i32
+// CHECK-NEXT: %[[SAFE:.*]] = arith.select %[[OK]], %[[J]], %[[ZERO]] : i32
+// CHECK-NEXT: %[[TRUE:.*]] = arith.constant true
+// CHECK-NEXT: %[[OUT:.*]] = arith.xori %[[OK]], %[[TRUE]] : i1
+// CHECK-NEXT: %[[JX:.*]] = arith.index_cast %[[SAFE]] : i32 to index
+// CHECK: memref.load %[[X]][%[[JX]]]
+// CHECK: %[[ANY:.*]] = arith.ori %[[SEEN]], %[[OUT]] : i1
+// CHECK-NEXT: scf.yield %{{.*}}, %[[ANY]] : f32, i1
+// CHECK: memref.store %[[ROW]]#0
+// One conditional atomic per row, in the parallel loop's body.
+// CHECK-NEXT: scf.if %[[ROW]]#1 {
 // CHECK: memref.atomic_rmw ori %{{.*}}, %[[STATUS]][%{{.*}}]
-// CHECK: } else {
-// CHECK: %[[MAX:.*]] = scf.for %[[Q:.*]] = %[[FIRST]] to %[[LAST]] step %{{.*}} iter_args(%[[M0:.*]] = %{{.*}}) -> (i32) {
-// CHECK: %[[J:.*]] = memref.load %[[CRD]][%[[Q]]]
-// CHECK: %[[M1:.*]] = arith.maxui %[[M0]], %[[J]] : i32
-// CHECK: scf.yield %[[M1]]
-// CHECK: %[[BAD:.*]] = arith.cmpi uge, %[[MAX]], %[[LIMIT]] : i32
-// CHECK: scf.if %[[BAD]] {
-// CHECK: memref.atomic_rmw ori %{{.*}}, %[[STATUS]][%{{.*}}]
-// CHECK: } else {
-// CHECK: scf.for %[[I:.*]] = %[[T]] to %[[END]] step
-// CHECK: memref.load %[[POS]][%[[I]]]
-// The row's own loop is as it was: no check inside.
-// CHECK: scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}}) -> (f32) {
-// CHECK-NEXT: %[[JJ:.*]] = memref.load %[[CRD]][%[[P]]]
-// CHECK-NEXT: arith.index_cast %[[JJ]]
 // CHECK: } {sparse_iter.parallel}
 
-// Rows read from pos[i] to pos[i + 1] in the parallel loop: tiles of 64 rows,
-// each scanning its rows' coordinates first.
+// SpMV's rows: each coordinate is compared with the column count as it is
+// read and replaced by 0 where out of range; the row's loop carries "out of
+// range" out to the parallel loop's body.
 func.func @rows(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
                 %x: memref<?xf32>) -> memref<?xf32> attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]}],\"results\":[{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[null]}]}"} {
   %c0 = arith.constant 0 : index
@@ -76,74 +60,23 @@ func.func @rows(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %
 
 // -----
 
-// A sliced row (lowering/slices.py) runs from max(x, pos[i]) to
-// min(y, pos[i + 1]): inside row i, so the tiles cover it as they cover whole
-// rows; no scan before the row's own loop.
-// CHECK-LABEL: func.func @sliced_rows
-// CHECK-SAME: \22guarded\22:true,\22guarded_positions\22:true
-// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c64 {
-// CHECK: arith.maxui %{{.*}}, %{{.*}} : i32
-// CHECK: scf.for %[[I:.*]] = %[[T]] to
-// CHECK: %[[LO:.*]] = arith.maxui
-// CHECK: %[[HI:.*]] = arith.minui
-// CHECK-NOT: arith.maxui %{{.*}} : i32
-// CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]] step
-// CHECK: } {sparse_iter.parallel}
-func.func @sliced_rows(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
-                       %x: memref<?xf32>, %from: index, %to: index) -> memref<?xf32> attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]}],\"results\":[{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[null]}]}"} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %zero = arith.constant 0.0 : f32
-  %y = memref.alloc(%m) : memref<?xf32>
-  scf.for %i = %c0 to %m step %c1 {
-    %lo32 = memref.load %pos[%i] : memref<?xi32>
-    %lo = arith.index_castui %lo32 : i32 to index
-    %i1 = arith.addi %i, %c1 : index
-    %hi32 = memref.load %pos[%i1] : memref<?xi32>
-    %hi = arith.index_castui %hi32 : i32 to index
-    %a = arith.maxui %from, %lo : index
-    %b = arith.minui %to, %hi : index
-    %s = scf.for %p = %a to %b step %c1 iter_args(%acc = %zero) -> (f32) {
-      %j32 = memref.load %crd[%p] : memref<?xi32>
-      %j = arith.index_cast %j32 : i32 to index
-      %v = memref.load %val[%p] : memref<?xf32>
-      %xj = memref.load %x[%j] : memref<?xf32>
-      %t = arith.mulf %v, %xj : f32
-      %r = arith.addf %acc, %t : f32
-      scf.yield %r : f32
-    }
-    memref.store %s, %y[%i] : memref<?xf32>
-  } {sparse_iter.parallel}
-  return %y : memref<?xf32>
-}
-
-// -----
-
-// CHECK-LABEL: func.func @segment
+// CHECK-LABEL: func.func @no_parallel_loop
 // CHECK-SAME: (%{{[a-z0-9]+}}: memref<?xi64>, %[[CRD:[a-z0-9]+]]: memref<?xi64>, %{{[a-z0-9]+}}: memref<?xf64>, %[[N:[a-z0-9]+]]: index
-// CHECK-SAME: %{{[a-z0-9]+}}: index, %[[LO:[a-z0-9]+]]: index, %[[HI:[a-z0-9]+]]: index
 // CHECK-SAME: %[[STATUS:[a-z0-9]+]]: memref<1xi32>
 // A csc layout: the coordinates index rows (dimension 0); a 64-bit limit.
 // CHECK: %[[TOP:.*]] = arith.constant -9223372036854775808 : index
 // CHECK: %[[CLAMPED:.*]] = arith.minui %[[N]], %[[TOP]] : index
 // CHECK: %[[LIMIT:.*]] = arith.index_castui %[[CLAMPED]] : index to i64
-// CHECK: %[[MAX:.*]] = scf.for %{{.*}} = %[[LO]] to %[[HI]] step %{{.*}} iter_args(%{{.*}}) -> (i64) {
-// CHECK: arith.maxui
-// CHECK: %[[BAD:.*]] = arith.cmpi uge, %[[MAX]], %[[LIMIT]] : i64
-// CHECK: %[[SUM:.*]] = scf.if %[[BAD]] -> (f64) {
-// CHECK-NEXT: scf.yield %[[ZERO:.*]] : f64
-// CHECK-NEXT: } else {
-// CHECK-NEXT: %[[LOOP:.*]] = scf.for %{{.*}} = %[[LO]] to %[[HI]]
-// CHECK: scf.yield %[[LOOP]] : f64
-// CHECK: scf.if %[[BAD]] {
+// CHECK: %[[SUM:.*]]:2 = scf.for %{{.*}} iter_args(%{{.*}}, %{{.*}}) -> (f64, i1) {
+// CHECK: arith.cmpi ult, %{{.*}}, %[[LIMIT]] : i64
+// CHECK: scf.if %[[SUM]]#1 {
 // CHECK-NEXT: arith.constant 1 : i32
 // CHECK-NEXT: arith.constant 0 : index
 // CHECK-NEXT: memref.atomic_rmw ori %{{.*}}, %[[STATUS]]
-// CHECK: return %[[SUM]] : f64
+// CHECK: return %[[SUM]]#0 : f64
 
-// A loop over a segment that is not a row of the parallel loop (here: none):
-// the segment is scanned before the loop, which runs only if the scan passed.
-func.func @segment(%pos: memref<?xi64>, %crd: memref<?xi64>, %val: memref<?xf64>, %n: index, %m: index,
+// No parallel loop: "out of range" is reported at the function's end.
+func.func @no_parallel_loop(%pos: memref<?xi64>, %crd: memref<?xi64>, %val: memref<?xf64>, %n: index, %m: index,
                    %lo: index, %hi: index, %x: memref<?xf64>) -> f64 attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float64\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d1 : dense, d0 : compressed)}>\",\"buffers\":[[\"pos1\",\"index\"],[\"crd1\",\"index\"],[\"values\",\"float64\"]]},{\"kind\":\"scalar\",\"dtype\":\"int64\"},{\"kind\":\"scalar\",\"dtype\":\"int64\"},{\"kind\":\"dense\",\"dtype\":\"float64\",\"shape\":[\"s0\"]}],\"results\":[{\"kind\":\"scalar\",\"dtype\":\"float64\"}]}"} {
   %c1 = arith.constant 1 : index
   %zero = arith.constant 0.0 : f64
@@ -254,49 +187,4 @@ func.func @in_while(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32
     scf.yield %next, %s : index, f32
   }
   return %r#1 : f32
-}
-
-// -----
-
-// A parallel loop with a stack buffer inside is not tiled (each iteration
-// releases its stack): each row's loop is scanned before it runs instead.
-// CHECK-LABEL: func.func @rows_with_scratch
-// CHECK-NOT: step %c64
-// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK: memref.alloca() : memref<4xf32>
-// CHECK: %[[MAX:.*]] = scf.for %{{.*}} iter_args(%{{.*}}) -> (i32) {
-// CHECK: arith.maxui
-// CHECK: %[[BAD:.*]] = arith.cmpi uge, %[[MAX]], %{{.*}} : i32
-// CHECK: scf.if %[[BAD]] -> (f32) {
-// CHECK: scf.if %[[BAD]] {
-// CHECK-NEXT: arith.constant 1 : i32
-// CHECK-NEXT: arith.constant 0 : index
-// CHECK-NEXT: memref.atomic_rmw ori
-// CHECK: } {sparse_iter.parallel}
-func.func @rows_with_scratch(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
-                %x: memref<?xf32>) -> memref<?xf32> attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]}],\"results\":[{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[null]}]}"} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %zero = arith.constant 0.0 : f32
-  %y = memref.alloc(%m) : memref<?xf32>
-  scf.for %i = %c0 to %m step %c1 {
-    %scratch = memref.alloca() : memref<4xf32>
-    memref.store %zero, %scratch[%c0] : memref<4xf32>
-    %lo32 = memref.load %pos[%i] : memref<?xi32>
-    %lo = arith.index_castui %lo32 : i32 to index
-    %i1 = arith.addi %i, %c1 : index
-    %hi32 = memref.load %pos[%i1] : memref<?xi32>
-    %hi = arith.index_castui %hi32 : i32 to index
-    %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
-      %j32 = memref.load %crd[%p] : memref<?xi32>
-      %j = arith.index_cast %j32 : i32 to index
-      %v = memref.load %val[%p] : memref<?xf32>
-      %xj = memref.load %x[%j] : memref<?xf32>
-      %t = arith.mulf %v, %xj : f32
-      %a = arith.addf %acc, %t : f32
-      scf.yield %a : f32
-    }
-    memref.store %s, %y[%i] : memref<?xf32>
-  } {sparse_iter.parallel}
-  return %y : memref<?xf32>
 }
