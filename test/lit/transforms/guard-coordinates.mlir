@@ -188,3 +188,48 @@ func.func @in_while(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32
   }
   return %r#1 : f32
 }
+
+// -----
+
+// A loop that writes memory (SpGEMM's scatter into a row workspace) is not
+// one LLVM vectorizes whole: its range is scanned first (an unsigned max, a
+// loop LLVM does vectorize) and the loop runs as it was only if all are in
+// range.
+// CHECK-LABEL: func.func @scatter
+// CHECK-SAME: %[[STATUS:[a-z0-9]+]]: memref<1xi32>)
+// CHECK: %[[LIMIT:.*]] = arith.index_castui %{{.*}} : index to i32
+// CHECK: scf.for %{{.*}} {
+// CHECK: %[[MAX:.*]] = scf.for %[[Q:.*]] = %[[LO:.*]] to %[[HI:.*]] step %{{.*}} iter_args(%[[M0:.*]] = %{{.*}}) -> (i32) {
+// CHECK-NEXT: %[[J:.*]] = memref.load %{{.*}}[%[[Q]]] : memref<?xi32>
+// CHECK-NEXT: %[[M1:.*]] = arith.maxui %[[M0]], %[[J]] : i32
+// CHECK-NEXT: scf.yield %[[M1]] : i32
+// CHECK: %[[BAD:.*]] = arith.cmpi uge, %[[MAX]], %[[LIMIT]] : i32
+// CHECK: scf.if %[[BAD]] {
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.for %[[P:.*]] = %[[LO]] to %[[HI]] step %{{.*}} {
+// CHECK-NEXT: %[[JJ:.*]] = memref.load %{{.*}}[%[[P]]] : memref<?xi32>
+// CHECK-NEXT: arith.index_cast %[[JJ]] : i32 to index
+// CHECK: scf.if %[[BAD]] {
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[STATUS]]
+// CHECK: } {sparse_iter.parallel}
+func.func @scatter(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
+                   %w: memref<?xf32>) attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]}],\"results\":[]}"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %m step %c1 {
+    %lo32 = memref.load %pos[%i] : memref<?xi32>
+    %lo = arith.index_castui %lo32 : i32 to index
+    %i1 = arith.addi %i, %c1 : index
+    %hi32 = memref.load %pos[%i1] : memref<?xi32>
+    %hi = arith.index_castui %hi32 : i32 to index
+    scf.for %p = %lo to %hi step %c1 {
+      %j32 = memref.load %crd[%p] : memref<?xi32>
+      %j = arith.index_cast %j32 : i32 to index
+      %v = memref.load %val[%p] : memref<?xf32>
+      %old = memref.load %w[%j] : memref<?xf32>
+      %new = arith.addf %old, %v : f32
+      memref.store %new, %w[%j] : memref<?xf32>
+    }
+  } {sparse_iter.parallel}
+  return
+}
