@@ -133,6 +133,7 @@ def make_peers(args: argparse.Namespace) -> list[Peer]:
         ("sparsecomp-scipy", partial(SparsecompPeer, form="scipy")),
         ("sparsecomp-up", partial(SparsecompPeer, form="upstream")),
         ("sparsecomp-up-out", partial(SparsecompPeer, form="upstream-out")),
+        ("sparsecomp-prepared", partial(SparsecompPeer, form="prepared")),
         ("scipy", scipy_peer.ScipyPeer),
         ("dense", DensePeer),
         ("torch", TorchPeer),
@@ -365,7 +366,7 @@ def render(
         op, _, k = label.partition(" ")
         title = f"{TITLES[op]}, {k}" if k else TITLES[op]
         out.append(table(title, table_rows, names, args.baseline))
-    forms = [n for n in ("sparsecomp", "sparsecomp-up") if n in names]
+    forms = [n for n in ("sparsecomp", "sparsecomp-up", "sparsecomp-prepared") if n in names]
     if forms:
         out += [
             "## Summary",

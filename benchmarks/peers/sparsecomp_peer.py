@@ -19,6 +19,12 @@
   the scipy CSR matrix itself (int32 indices) and a zero output made once
   per case, as a user would. Its first call, untimed, compiles the variant
   for scipy's index widths (``runtime/specialize.py``).
+* ``sparsecomp-prepared`` (``form="prepared"``): the kernels written for
+  sparsecomp called with ``exe.prepare(A, k=K)``: the layout
+  ``sparsecomp.formats.choose`` and a timed sample pick per matrix (CSR,
+  BSR, ELL, hyb, ...), packed once per case, its variant compiled on first
+  need (SpMV and SpMM: SDDMM's result comes back in the chosen layout; the
+  peer's ``about`` lists the layouts other than CSR it chose).
 * ``sparsecomp-up-out`` (``form="upstream-out"``): the upstream form of SpMV
   and SpMM called with ``out=C``, its own outs operand: the kernel
   accumulates ``C += A B`` into the caller's array (``runtime/destinations.py``),
@@ -49,7 +55,11 @@ FORMS = {
     "scipy": ("sparsecomp-scipy", KERNELS),
     "upstream": ("sparsecomp-up", KERNELS / "upstream_form"),
     "upstream-out": ("sparsecomp-up-out", KERNELS / "upstream_form"),
+    "prepared": ("sparsecomp-prepared", KERNELS),
 }
+#: ops the prepared form runs: those ``exe.prepare`` chooses a layout for whose result
+#: is dense (SDDMM's comes back in the chosen layout, which the check does not read)
+PREPARED = ("spmv", "spmm")
 #: ops whose upstream form takes its dense output as an outs operand
 OUTS = ("spmv", "spmm")
 _LAYOUT = re.compile(r"#csr = (#sparse_iter\.layout<\{.*?\}>)", re.S)
@@ -84,6 +94,14 @@ class SparsecompPeer(Peer):
             )
         if form == "scipy":
             self.about += " on the kernels written for sparsecomp, called with the scipy matrix"
+        if form == "prepared":
+            self.about += (
+                " on the kernels written for sparsecomp, called with exe.prepare(A, k=K), "
+                "the layout chosen per matrix"
+            )
+        self._about = self.about
+        #: "<op> on <matrix>" -> the layout exe.prepare chose (prepared form)
+        self.chosen: dict[str, str] = {}
         if form == "upstream":
             self.about += (
                 " on upstream-syntax kernels (index-typed #sparse_tensor.encoding CSR, outs "
@@ -122,9 +140,24 @@ class SparsecompPeer(Peer):
             raise Unavailable(self.missing)
         if self.form == "upstream-out" and case.op not in OUTS:
             raise Unavailable(f"upstream-form {case.op} has no dense outs operand")
+        if self.form == "prepared" and case.op not in PREPARED:
+            raise Unavailable(f"exe.prepare chooses no layout for {case.op}")
         exe = self._executable(case.op)
         if self.form == "scipy":
             a: Any = case.a
+            dense = case.dense
+        elif self.form == "prepared":
+            try:
+                a = exe.prepare(case.a, k=case.k or 64)
+            except Exception as err:
+                raise Unavailable(f"prepare failed: {_why(err)}") from None
+            self.chosen[f"{case.op}{'' if case.k is None else f' K={case.k}'} on {case.matrix}"] = (
+                a.layout
+            )
+            other = [f"{what}: {layout}" for what, layout in self.chosen.items() if layout != "csr"]
+            self.about = self._about + (
+                f" (not CSR: {'; '.join(other)})" if other else " (CSR throughout)"
+            )
             dense = case.dense
         elif self.form != "ours":
             a = case.a
@@ -145,7 +178,7 @@ class SparsecompPeer(Peer):
         try:
             start = time.perf_counter()
             run()  # a scipy operand's first call compiles its variants (scipy's widths, out=)
-            if self.form != "ours":
+            if self.form not in ("ours", "prepared"):
                 what = "scipy's arrays" if self.form == "scipy" else "scipy's widths"
                 what += ", out=" if into is not None else ""
                 key = f"{case.op}+variant first call ({what})"
