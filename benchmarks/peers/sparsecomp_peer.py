@@ -100,7 +100,7 @@ class SparsecompPeer(Peer):
                 "the layout chosen per matrix"
             )
         self._about = self.about
-        #: "<op> on <matrix>" -> the layout exe.prepare chose (prepared form)
+        #: "<op>[ K=<k>] on <matrix>" -> the layout exe.prepare chose (prepared form)
         self.chosen: dict[str, str] = {}
         if form == "upstream":
             self.about += (
