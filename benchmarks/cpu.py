@@ -372,7 +372,9 @@ def render(
             "## Summary",
             "",
             "Geomean over the matrices of each peer's time over each "
-            "program form's (worst case in parentheses; above 1: the form is faster).",
+            "program form's (worst case in parentheses; above 1: the form is faster); "
+            "`form / sparsecomp` is the form's time over sparsecomp's (above 1: slower; "
+            "the worst case is the largest).",
             "",
         ]
         out += [*summary(rows, forms, [n for n in names if n != SCIPY_FORM]), ""]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -110,7 +111,8 @@ def summary(
     """Per op and program form: geomean (and worst) of each peer's time over the form's.
 
     Above 1 the form is faster; the worst case is the smallest ratio. The first
-    form's column "form / first" is the other forms' time over the first's.
+    form's column "form / first" is the other forms' time over the first's: there
+    above 1 the form is slower, and the worst case is the largest ratio.
     """
     others = [p for p in peers if p not in forms]
     head = ["op", "form", *(f"{p} / form" for p in others)]
@@ -121,7 +123,7 @@ def summary(
         for form in forms:
             cells = [label, form]
             if len(forms) > 1:
-                cells.append(_summary_cell(table_rows, form, forms[0]))
+                cells.append(_summary_cell(table_rows, form, forms[0], worst=max))
             cells += [_summary_cell(table_rows, p, form) for p in others]
             lines.append(_line(cells))
     return lines
@@ -151,10 +153,12 @@ def _ratios(rows: list[Row], peer: str, base: str) -> list[float]:
     return [x for r in rows if (x := ratio(r.cells[peer], r.cells[base])) is not None]
 
 
-def _summary_cell(rows: list[Row], peer: str, base: str) -> str:
+def _summary_cell(
+    rows: list[Row], peer: str, base: str, worst: Callable[[list[float]], float] = min
+) -> str:
     values = _ratios(rows, peer, base)
     if not values or peer == base:
         return "-"
     g = geomean(values)
     assert g is not None
-    return f"{g:.2f} (worst {min(values):.2f})"
+    return f"{g:.2f} (worst {worst(values):.2f})"

@@ -108,3 +108,21 @@ def test_upstream_compiler_abort_is_reported(repo, tmp_path, monkeypatch):
     finally:
         worker.close()
         shutil.rmtree(worker.dir)
+
+
+def test_summary_worst_cases_point_the_right_way(repo, monkeypatch):
+    # Peer columns ("peer / form", above 1: the form is faster) show the smallest
+    # ratio as the worst case; the forms' column ("form / first", above 1: the
+    # form is slower) the largest.
+    monkeypatch.syspath_prepend(str(repo / "benchmarks"))
+    from report import Cell, Row, summary
+
+    def row(name, ours, up, peer):
+        cells = {"ours": Cell(ours), "up": Cell(up), "peer": Cell(peer)}
+        return Row(name, 1, 1, cells)
+
+    rows = {"spmv": [row("a", 1.0, 1.5, 2.0), row("b", 1.0, 0.8, 0.5)]}
+    lines = summary(rows, ["ours", "up"], ["ours", "up", "peer"])
+    assert lines[0] == "| op | form | form / ours | peer / form |"
+    assert lines[2] == "| spmv | ours | - | 1.00 (worst 0.50) |"
+    assert lines[3] == "| spmv | up | 1.10 (worst 1.50) | 0.91 (worst 0.62) |"
