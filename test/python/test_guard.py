@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import cpu_kernels as K
@@ -205,6 +205,42 @@ def test_bad_indices_raise(
     _spoil(a, bad)
     with pytest.raises(FormatError, match=r"index is out of range|indptr"):
         call(exe, args, native)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    case=st.sampled_from(sorted(CASES)),
+    m=st.integers(1, 300),
+    n=st.integers(1, 60),
+    density=st.sampled_from([0.05, 0.3, 1.0]),
+    where=st.floats(0.0, 1.0, exclude_max=True),
+    value=st.sampled_from(["size", "far", "-1", "int min"]),
+    seed=st.integers(0, 2**16),
+)
+def test_any_bad_index_raises(
+    exes: dict[str, tuple[Any, Any]],
+    case: str,
+    m: int,
+    n: int,
+    density: float,
+    where: float,
+    value: str,
+    seed: int,
+) -> None:
+    """One bad index anywhere (in a tile's full vectors or its masked last one, a
+    first or a last row), after calls that passed, raises through the C path."""
+    _, fmt, make = CASES[case]
+    exe = exes[case][0]
+    a = matrix(m, n, density, seed, fmt)
+    assume(a.nnz > 0)
+    args, want = make(a, np.random.default_rng(seed))
+    for _ in range(2):
+        np.testing.assert_allclose(call(exe, args, True), want, rtol=1e-12, atol=1e-12)
+    minor = a.shape[1] if fmt == "csr" else a.shape[0]
+    bad = {"size": minor, "far": minor + 12345, "-1": -1, "int min": np.iinfo(np.int32).min}
+    a.indices[int(where * a.nnz)] = bad[value]
+    with pytest.raises(FormatError, match="index is out of range"):
+        call(exe, args, True)
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["c", "python"])

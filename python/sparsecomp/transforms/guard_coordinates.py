@@ -35,6 +35,15 @@ _METADATA = (
     "memref.extract_aligned_pointer_as_index",
 )
 _ULT, _UGE = 6, 9  # arith::CmpIPredicate
+#: Coordinates a tile of rows holds, about (8 KiB of 32-bit ones: in the core's L1
+#: cache still when its rows are done and the tile scans them).
+TILE_ENTRIES = 2048
+#: Tiles a parallel loop has at least (where it has that many rows), for load balance.
+MIN_TILES = 64
+#: Rows a tile holds at most.
+MAX_TILE_ROWS = 1024
+#: Lanes of a tile's scan (LLVM splits them into the target's vectors).
+SCAN_LANES = 16
 _ORI = 14  # arith::AtomicRMWKind::ori
 
 
@@ -46,8 +55,8 @@ class _Refused(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class GuardCoordinatesPass(SparsecompPass):
-    """Check every coordinate a kernel reads from a caller's buffer as it is read,
-    and report any out of range through a status word, so that the runtime need not.
+    """Check every coordinate a kernel reads from a caller's buffer, and report any
+    out of range through a status word, so that the runtime need not.
 
     A scipy CSR (CSC) matrix reaches a kernel with its own arrays, which the
     caller may change between calls: the runtime checked every index against
@@ -55,33 +64,49 @@ class GuardCoordinatesPass(SparsecompPass):
     kernel's (a third of SpMV's traffic). A function whose attribute
     ``sparse_iter.guard`` names sparse arguments (ABI positions; a ``csr`` or
     ``csc`` layout each) checks them itself, each read (``memref.load``,
-    vector reads, reads through views) in one of two ways:
+    vector reads, reads through views) in one of three ways:
 
-    1. **Clamped.** The read is followed by a compare with the level size,
-       and its value is replaced by 0 where out of range (so that no read it
-       indexes leaves its buffer). In SpMV's row loop that is an unsigned
-       compare and an ``or`` per coordinate, which LLVM vectorizes with the
-       loop (a mask register carried along).
+    1. **Rows, checked by their tile after them.** A load at the induction
+       variable of a loop from ``pos[i]`` to ``pos[i + 1]`` (or within them:
+       from ``max(x, pos[i])`` to ``min(y, pos[i + 1])``, a row of a sliced
+       nest, ``lowering/slices.py``), ``i`` that of the ``sparse_iter.parallel``
+       loop (step 1, no ``memref.alloca`` inside, whose stack an iteration
+       releases), in a loop with no region ops that writes no memory (SpMV's
+       and SpMM's rows): the value read is clamped to the largest coordinate
+       in range (``arith.minui``, one instruction, so no read it indexes
+       leaves its buffer), and the parallel loop goes by tiles of rows. After
+       its rows, each tile takes the unsigned max of their coordinates
+       (``pos[t]`` to ``pos[t_end]``, in the core's L1 cache now: vectors of
+       ``SCAN_LANES``, the last one a masked load) and sets the status word if
+       it is out of range. A tile holds about ``TILE_ENTRIES`` coordinates (its
+       row count is computed at run time from the loop's mean row length, at
+       least ``MIN_TILES`` tiles where there are as many rows).
     2. **Scanned first.** A load at the induction variable of an ``scf.for``
        whose body writes memory or holds region ops (SpGEMM's scatter into a
        row workspace: a loop LLVM does not vectorize, where a check per read
        lengthens every iteration): before the loop, an unsigned max over the
        coordinates it will read (a loop LLVM vectorizes, over memory the loop
        then reads from cache), and the loop runs only if that is in range.
+    3. **Clamped and flagged.** Any other read: an unsigned compare follows
+       it, its value is replaced by 0 where out of range, and "out of range"
+       is or-ed through the enclosing ``scf.for`` (``iter_args``), ``scf.if``
+       and ``scf.while`` ops up to the ``sparse_iter.parallel`` loop's body
+       (else the function's), where ``memref.atomic_rmw ori`` sets the status
+       word when it is true: one conditional atomic per iteration of the
+       parallel loop, none in inner loops.
 
-    Either way "out of range" is or-ed through the enclosing ``scf.for``
-    (``iter_args``), ``scf.if`` and ``scf.while`` ops up to the
-    ``sparse_iter.parallel`` loop's body (else the function's), where
-    ``memref.atomic_rmw ori`` sets the status word when it is true: one
-    conditional atomic per row of the parallel loop, none in inner loops.
-
-    Measured on a 2-core Xeon, guarded over unguarded kernel: SpMV 1.0-1.05x
-    (R-MAT, uniform, ca-HepPh) to 1.2-1.25x (FEM, the band: short rows, where
-    the core's instruction throughput bounds SpMV); SpGEMM 1.1-1.25x with its
-    scatter loops scanned first, 1.3-1.5x with them clamped. (An earlier form
-    scanned a tile of 64 rows' coordinates before the rows, SpMV's included:
-    SpMV 1.2-1.4x, the scan's loads taking the memory stalls that the rows'
-    loads had hidden.)
+    Measured on a 2-core Xeon, SpMV with a scipy operand over the same kernel
+    with a packed ``SparseTensor`` (both forms, interleaved in one process):
+    rows checked by their tiles 1.08-1.13x on FEM matrices, the band, graphs
+    and pruned weights alike; the compare and flag of way 3 in the row loop
+    1.2-1.4x where rows are short (FEM, the band, 4elt, memplus: SpMV there is
+    bound by the core's instruction throughput, and the flag is reduced at the
+    end of every row), 1.0-1.05x on R-MAT and the uniform matrices (bound by
+    the latency of their gathers). Tiles of 64 rows, whatever their length,
+    took 1.15-1.28x on long rows (a tile's coordinates outgrew L1); a scan
+    before the rows, 1.2-1.4x (its loads took the memory stalls that the
+    rows' loads had hidden); SpGEMM's scatter loops clamped 1.3-1.5x, scanned
+    first 1.1-1.25x.
 
     The level size is clamped to the coordinate type's largest value + 1, so
     that a negative coordinate (unsigned: above it) fails too. The function
@@ -90,8 +115,8 @@ class GuardCoordinatesPass(SparsecompPass):
     the runtime passes a zeroed word and, where it comes back set, checks the
     arguments itself and raises the error it finds; the results are dropped.
     Positions are checked by the runtime (O(rows), not O(entries)): the reads'
-    ranges come from them, and a level size of 0 with entries is refused
-    there (the clamped reads would read element 0).
+    ranges and the tiles' scans come from them, and a level size of 0 with
+    entries is refused there (clamped reads would read element 0).
 
     Runs on bufferized functions, before ``sparse-iter-parallelize``. An
     argument whose coordinates go anywhere else (a copy into a result, as
@@ -112,24 +137,30 @@ class GuardCoordinatesPass(SparsecompPass):
       } {sparse_iter.parallel}
     ```
 
-    After (clamped):
+    After (rows checked by their tiles):
 
     ```mlir
     func.func @spmv(..., %status: memref<1xi32>) attributes {sparse_iter.abi = "..."} {
-      scf.for %i = %c0 to %rows step %c1 {
-        ...
-        %s:2 = scf.for %p = %lo to %hi step %c1
-            iter_args(%acc = %zero, %seen = %false) -> (f32, i1) {
-          %j = memref.load %crd[%p] : memref<?xi32>
-          %ok = arith.cmpi ult, %j, %limit : i32
-          %safe = arith.select %ok, %j, %c0_i32 : i32
-          %out = arith.xori %ok, %true : i1
-          ... (%safe where %j was)
-          %any = arith.ori %seen, %out : i1
-          scf.yield %a, %any : f32, i1
+      %top = arith.subi %limit_or_1, %c1_i32 : i32
+      %tile = ... : index  // rows per tile, from pos[rows] - pos[0]
+      scf.for %t = %c0 to %rows step %tile {
+        %end = arith.minui %t_plus_tile, %rows : index
+        scf.for %i = %t to %end step %c1 {
+          ...
+          %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
+            %j = memref.load %crd[%p] : memref<?xi32>
+            %safe = arith.minui %j, %top : i32
+            ... (%safe where %j was)
+          }
+          ...
         }
-        ...
-        scf.if %s#1 {
+        %max = scf.for %q = %first to %full step %c16 iter_args(%m = %zeros) -> (vector<16xi32>) {
+          %v = vector.load %crd[%q] : memref<?xi32>, vector<16xi32>
+          ...
+        }
+        ... (the last vector masked; vector.reduction <maxui>)
+        %bad = arith.cmpi uge, %top_read, %limit : i32
+        scf.if %bad {
           %old = memref.atomic_rmw ori %c1_i32, %status[%c0] : (i32, memref<1xi32>) -> i32
         }
       } {sparse_iter.parallel}
@@ -165,6 +196,8 @@ def _guard(func: ir.Operation) -> None:
     if not guards:
         return
     status = _add_status(func)
+    for rows, tiled in _tiles(guards).items():
+        _tile(rows, tiled, status)
     for guard in guards:
         for read in guard.reads:
             _guard_read(read, guard.limit, status)
@@ -177,7 +210,7 @@ def _guards(func: ir.Operation, abi: dict[str, Any]) -> list[_Guard]:
     entry = func.regions[0].blocks[0]
     guards = []
     for argument in [int(i) for i in ir.DenseI64ArrayAttr(func.attributes[GUARD])]:
-        crd, bound = _buffers(func, abi["args"], argument)
+        pos, crd, bound = _buffers(func, abi["args"], argument)
         buffer = entry.arguments[crd]
         reads = _reads(buffer)
         abi["args"][argument]["guarded"] = reads is not None
@@ -186,7 +219,9 @@ def _guards(func: ir.Operation, abi: dict[str, Any]) -> list[_Guard]:
         ty = ir.IntegerType(ir.MemRefType(buffer.type).element_type)
         with ir.InsertionPoint.at_block_begin(entry), func.location:
             limit = _limit(entry.arguments[bound], ty)
-        guards.append(_Guard(limit, reads))
+            one = arith.ConstantOp(ty, ir.IntegerAttr.get(ty, 1)).result
+            top = arith.SubIOp(arith.MaxUIOp(limit, one).result, one).result
+        guards.append(_Guard(entry.arguments[pos], buffer, limit, top, reads))
     return guards
 
 
@@ -237,10 +272,189 @@ def _add_status(func: ir.Operation) -> ir.Value:
 
 @dataclasses.dataclass
 class _Guard:
-    """One guarded argument: its coordinates' limit and the reads of them."""
+    """One guarded argument: its positions and coordinates, the coordinates' limit
+    and the reads of them that no tile covers (yet)."""
 
+    positions: ir.Value
+    coordinates: ir.Value
     limit: ir.Value
+    top: ir.Value  # the largest coordinate in range: max(limit, 1) - 1
     reads: list[ir.Operation]
+
+
+def _tiles(guards: list[_Guard]) -> dict[ir.Operation, list[_Guard]]:
+    """Parallel loops over rows -> the guards whose rows they read in straight loops;
+    those reads are clamped (``minui``) here and leave ``reads``: the tiles check them."""
+    tiles: dict[ir.Operation, list[_Guard]] = {}
+    for guard in guards:
+        for read in list(guard.reads):
+            rows = _row_loop(read, guard)
+            if rows is None or not _straight(read.parent.operation):
+                continue
+            with read.location, ir.InsertionPoint(_next(read)):
+                _clamp_within(read, guard.top)
+            tiled = tiles.setdefault(rows, [])
+            if guard not in tiled:
+                tiled.append(guard)
+            guard.reads.remove(read)
+    return tiles
+
+
+def _row_loop(read: ir.Operation, guard: _Guard) -> ir.Operation | None:
+    """The parallel loop whose row ``read`` reads a coordinate of: ``read`` loads at the
+    induction variable of a loop from ``pos[i]`` to ``pos[i + 1]`` (or from ``max(x,
+    pos[i])`` to ``min(y, pos[i + 1])``, a row of a sliced nest, ``lowering/slices.py``),
+    ``i`` the induction variable of the parallel loop (step 1, no ``memref.alloca``
+    inside: an iteration releases its stack, and a tile would hold 64 rows' worth).
+    None for other reads."""
+    if not _scannable(read) or read.operands[0] != guard.coordinates:
+        return None
+    rows = _parallel_loop(read)
+    if rows is None or not _is_one(rows.operands[2]) or len(rows.results) or _allocates(rows):
+        return None
+    row = rows.regions[0].blocks[0].arguments[0]
+    loop = read.parent
+    lower = _loaded_from(_within(loop.operands[0], "arith.maxui", guard), guard.positions)
+    upper = _loaded_from(_within(loop.operands[1], "arith.minui", guard), guard.positions)
+    if lower != row or upper is None or not _is_next(upper, row):
+        return None
+    return rows
+
+
+def _parallel_loop(op: ir.Operation) -> ir.Operation | None:
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name == "scf.for" and _PARALLEL in parent.attributes:
+            return parent.operation
+        parent = parent.parent
+    return None
+
+
+def _loaded_from(value: ir.Value, buffer: ir.Value) -> ir.Value | None:
+    """The index ``value`` was loaded from ``buffer`` at (through casts), or None."""
+    op = value.owner
+    if isinstance(op, ir.Block):
+        return None
+    if op.name in ("arith.index_cast", "arith.index_castui"):
+        return _loaded_from(op.operands[0], buffer)
+    if op.name == "memref.load" and len(op.operands) == 2 and op.operands[0] == buffer:
+        return op.operands[1]
+    return None
+
+
+def _is_next(value: ir.Value, of: ir.Value) -> bool:
+    """Whether ``value`` is ``of + 1``."""
+    op = value.owner
+    if isinstance(op, ir.Block) or op.name != "arith.addi":
+        return False
+    a, b = op.operands
+    return (a == of and _is_one(b)) or (b == of and _is_one(a))
+
+
+def _is_one(value: ir.Value) -> bool:
+    op = value.owner
+    if isinstance(op, ir.Block) or op.name != "arith.constant":
+        return False
+    attr = op.attributes["value"]
+    return isinstance(attr, ir.IntegerAttr) and ir.IntegerAttr(attr).value == 1
+
+
+def _within(bound: ir.Value, clamp: str, guard: _Guard) -> ir.Value:
+    """The position load a bound is clamped by (``clamp``: ``maxui`` of a lower, ``minui``
+    of an upper bound, as a sliced row's), else ``bound``: a loop from ``max(x,
+    pos[i])`` to ``min(y, pos[i + 1])`` stays in row ``i``."""
+    op = bound.owner
+    if isinstance(op, ir.Block) or op.name != clamp:
+        return bound
+    for operand in op.operands:
+        if _loaded_from(operand, guard.positions) is not None:
+            return operand
+    return bound
+
+
+def _allocates(loop: ir.Operation) -> bool:
+    return any(op.name == "memref.alloca" for op in preorder(loop))
+
+
+def _tile(rows: ir.Operation, guards: list[_Guard], status: ir.Value) -> None:
+    """Run ``rows`` (a parallel loop over rows) a tile of ``TILE_ROWS`` rows at a time;
+    after its rows each tile scans their coordinates (``pos[t]`` to ``pos[t + tile]``,
+    in cache now) of each of ``guards`` and sets the status word if any is out of range."""
+    loc = rows.location
+    index = ir.IndexType.get()
+    lower, upper, _ = rows.operands
+    with ir.InsertionPoint(rows), loc:
+        size = _tile_rows(lower, upper, guards[0].positions)
+        tiles = scf.ForOp(lower, upper, size)
+    for name in rows.attributes:
+        tiles.attributes[name] = rows.attributes[name]
+    with ir.InsertionPoint(tiles.body), loc:
+        start = tiles.induction_variable
+        end = arith.MinUIOp(arith.AddIOp(start, size).result, upper).result
+        inner = scf.ForOp(start, end, arith.ConstantOp(index, 1).result)
+        with ir.InsertionPoint(inner.body):
+            end_of_row = scf.YieldOp([])
+        for guard in guards:
+            first = _position(guard.positions, start)
+            last = _position(guard.positions, end)
+            bad = _scan_vectors(guard.coordinates, first, last, guard.limit)
+            when = scf.IfOp(bad)
+            with ir.InsertionPoint(when.then_block):
+                _set_status(status)
+                scf.YieldOp([])
+        scf.YieldOp([])
+    body = rows.regions[0].blocks[0]
+    body.arguments[0].replace_all_uses_with(inner.induction_variable)
+    for op in list(body.operations)[:-1]:  # all but its yield
+        op.move_before(end_of_row)
+    rows.erase()
+
+
+def _tile_rows(lower: ir.Value, upper: ir.Value, positions: ir.Value) -> ir.Value:
+    """Rows per tile: ``TILE_ENTRIES`` coordinates' worth at the loop's mean row
+    length, at most a ``MIN_TILES``-th of its rows, within 1..``MAX_TILE_ROWS``."""
+    index = ir.IndexType.get()
+
+    def const(value: int) -> ir.Value:
+        return arith.ConstantOp(index, value).result
+
+    rows = arith.SubIOp(upper, lower).result
+    span = arith.SubIOp(_position(positions, upper), _position(positions, lower)).result
+    per = arith.DivUIOp(
+        arith.MulIOp(const(TILE_ENTRIES), rows).result, arith.MaxUIOp(span, const(1)).result
+    ).result
+    per = arith.MinUIOp(per, arith.DivUIOp(rows, const(MIN_TILES)).result).result
+    return arith.MinUIOp(arith.MaxUIOp(per, const(1)).result, const(MAX_TILE_ROWS)).result
+
+
+def _scan_vectors(buffer: ir.Value, lower: ir.Value, upper: ir.Value, limit: ir.Value) -> ir.Value:
+    """Whether any of ``buffer[lower:upper]`` is at or above ``limit`` (unsigned):
+    vectors of ``SCAN_LANES``, an unsigned max, the last one a masked load."""
+    ty = ir.IntegerType(ir.MemRefType(buffer.type).element_type)
+    vty = ir.VectorType.get([SCAN_LANES], ty)
+    index = ir.IndexType.get()
+    zeros = arith.ConstantOp(
+        vty, ir.DenseElementsAttr.get_splat(vty, ir.IntegerAttr.get(ty, 0))
+    ).result
+    lanes = arith.ConstantOp(index, SCAN_LANES).result
+    count = arith.SubIOp(upper, lower).result
+    full = arith.SubIOp(count, arith.RemUIOp(count, lanes).result).result
+    stop = arith.AddIOp(lower, full).result
+    scan = scf.ForOp(lower, stop, lanes, [zeros])
+    with ir.InsertionPoint(scan.body):
+        value = vector.LoadOp(vty, buffer, [scan.induction_variable]).result
+        scf.YieldOp([arith.MaxUIOp(scan.inner_iter_args[0], value).result])
+    mask_t = ir.VectorType.get([SCAN_LANES], ir.IntegerType.get_signless(1))
+    mask = vector.CreateMaskOp(mask_t, [arith.SubIOp(upper, stop).result]).result
+    tail = vector.MaskedLoadOp(vty, buffer, [stop], mask, zeros).result
+    most = arith.MaxUIOp(scan.results[0], tail).result
+    top = vector.ReductionOp(ty, vector.CombiningKind.MAXUI, most).result
+    return arith.CmpIOp(_UGE, top, limit).result
+
+
+def _position(positions: ir.Value, at: ir.Value) -> ir.Value:
+    value = memref.LoadOp(positions, [at]).result
+    return arith.IndexCastUIOp(ir.IndexType.get(), value).result
 
 
 def _scan(buffer: ir.Value, lower: ir.Value, upper: ir.Value, limit: ir.Value) -> ir.Value:
@@ -265,9 +479,9 @@ def _set_status(status: ir.Value) -> None:
     memref.AtomicRMWOp(kind, one, status, [zero])
 
 
-def _buffers(func: ir.Operation, args: list[dict], argument: int) -> tuple[int, int]:
-    """The flat positions of ABI argument ``argument``'s coordinates and of their
-    level size."""
+def _buffers(func: ir.Operation, args: list[dict], argument: int) -> tuple[int, int, int]:
+    """The flat positions of ABI argument ``argument``'s positions and coordinates,
+    and of the coordinates' level size."""
     if not 0 <= argument < len(args) or args[argument].get("kind") != "sparse":
         raise _Refused(func, f"'{GUARD}' names argument {argument}, which is not sparse")
     spec = args[argument]
@@ -277,7 +491,7 @@ def _buffers(func: ir.Operation, args: list[dict], argument: int) -> tuple[int, 
     base = sum(
         len(a["buffers"]) + len(a["shape"]) if a["kind"] == "sparse" else 1 for a in args[:argument]
     )
-    return base + 1, base + 3 + (1 if kind == "csr" else 0)
+    return base, base + 1, base + 3 + (1 if kind == "csr" else 0)
 
 
 def _limit(size: ir.Value, ty: ir.IntegerType) -> ir.Value:
@@ -335,6 +549,16 @@ def _clamp(read: ir.Operation, limit: ir.Value) -> ir.Value:
     if isinstance(ty, ir.VectorType):
         ok = vector.ReductionOp(ir.IntegerType.get_signless(1), vector.CombiningKind.AND, ok).result
     return arith.XOrIOp(ok, boolean(True)).result
+
+
+def _clamp_within(read: ir.Operation, top: ir.Value) -> None:
+    """Replace ``read``'s value by ``min(value, top)`` (unsigned): no read it indexes
+    leaves its buffer (its tile's scan reports it)."""
+    value = read.results[0]
+    users = [u.owner for u in value.uses]
+    clamped = arith.MinUIOp(value, top).result
+    for user in users:
+        user.operation.replace_uses_of_with(value, clamped)
 
 
 def _scannable(read: ir.Operation) -> bool:

@@ -10,28 +10,48 @@
 // CHECK: %[[TOP:.*]] = arith.constant 2147483648 : index
 // CHECK: %[[CLAMPED:.*]] = arith.minui %[[N]], %[[TOP]] : index
 // CHECK: %[[LIMIT:.*]] = arith.index_castui %[[CLAMPED]] : index to i32
-// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[M]] step %{{.*}} {
-// CHECK: %[[FALSE:.*]] = arith.constant false
-// CHECK: %[[ROW:.*]]:2 = scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[SEEN:.*]] = %[[FALSE]]) -> (f32, i1) {
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK: %[[LEAST:.*]] = arith.maxui %[[LIMIT]], %[[ONE]] : i32
+// CHECK: %[[LAST:.*]] = arith.subi %[[LEAST]], %[[ONE]] : i32
+// Rows per tile: 2048 coordinates' worth, at most a 64th of the rows, 1 to 1024.
+// CHECK: %[[END_ALL:.*]] = memref.load %[[POS]][%[[M]]]
+// CHECK: %[[C2048:.*]] = arith.constant 2048 : index
+// CHECK: arith.divui
+// CHECK: %[[C64:.*]] = arith.constant 64 : index
+// CHECK: arith.divui %{{.*}}, %[[C64]] : index
+// CHECK: %[[C1024:.*]] = arith.constant 1024 : index
+// CHECK: %[[TILE:.*]] = arith.minui %{{.*}}, %[[C1024]] : index
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[M]] step %[[TILE]] {
+// CHECK: %[[NEXT:.*]] = arith.addi %[[T]], %[[TILE]] : index
+// CHECK: %[[END:.*]] = arith.minui %[[NEXT]], %[[M]] : index
+// CHECK: scf.for %[[I:.*]] = %[[T]] to %[[END]] step %{{.*}} {
+// CHECK: scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32) {
 // CHECK-NEXT: %[[J:.*]] = memref.load %[[CRD]][%[[P]]]
-// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
-// CHECK-NEXT: %[[OK:.*]] = arith.cmpi ult, %[[J]], %[[LIMIT]] : i32
-// CHECK-NEXT: %[[SAFE:.*]] = arith.select %[[OK]], %[[J]], %[[ZERO]] : i32
-// CHECK-NEXT: %[[TRUE:.*]] = arith.constant true
-// CHECK-NEXT: %[[OUT:.*]] = arith.xori %[[OK]], %[[TRUE]] : i1
+// CHECK-NEXT: %[[SAFE:.*]] = arith.minui %[[J]], %[[LAST]] : i32
 // CHECK-NEXT: %[[JX:.*]] = arith.index_cast %[[SAFE]] : i32 to index
 // CHECK: memref.load %[[X]][%[[JX]]]
-// CHECK: %[[ANY:.*]] = arith.ori %[[SEEN]], %[[OUT]] : i1
-// CHECK-NEXT: scf.yield %{{.*}}, %[[ANY]] : f32, i1
-// CHECK: memref.store %[[ROW]]#0
-// One conditional atomic per row, in the parallel loop's body.
-// CHECK-NEXT: scf.if %[[ROW]]#1 {
+// CHECK-NOT: atomic_rmw
+// CHECK: memref.store
+// After the tile's rows, the max of their coordinates: vectors, the last masked.
+// CHECK: %[[FIRST32:.*]] = memref.load %[[POS]][%[[T]]]
+// CHECK: %[[LAST32:.*]] = memref.load %[[POS]][%[[END]]]
+// CHECK: %[[MAX:.*]] = scf.for %[[Q:.*]] = %{{.*}} step %{{.*}} iter_args(%[[M16:.*]] = %{{.*}}) -> (vector<16xi32>) {
+// CHECK-NEXT: %[[V:.*]] = vector.load %[[CRD]][%[[Q]]] : memref<?xi32>, vector<16xi32>
+// CHECK-NEXT: %[[M16N:.*]] = arith.maxui %[[M16]], %[[V]] : vector<16xi32>
+// CHECK-NEXT: scf.yield %[[M16N]]
+// CHECK: %[[MASK:.*]] = vector.create_mask %{{.*}} : vector<16xi1>
+// CHECK: %[[TAIL:.*]] = vector.maskedload %[[CRD]][%{{.*}}], %[[MASK]]
+// CHECK: %[[BOTH:.*]] = arith.maxui %[[MAX]], %[[TAIL]] : vector<16xi32>
+// CHECK: %[[HIGHEST:.*]] = vector.reduction <maxui>, %[[BOTH]] : vector<16xi32> into i32
+// CHECK: %[[BAD:.*]] = arith.cmpi uge, %[[HIGHEST]], %[[LIMIT]] : i32
+// One conditional atomic per tile.
+// CHECK: scf.if %[[BAD]] {
 // CHECK: memref.atomic_rmw ori %{{.*}}, %[[STATUS]][%{{.*}}]
 // CHECK: } {sparse_iter.parallel}
 
-// SpMV's rows: each coordinate is compared with the column count as it is
-// read and replaced by 0 where out of range; the row's loop carries "out of
-// range" out to the parallel loop's body.
+// SpMV's rows: each coordinate read is clamped to the last column (one
+// instruction); the parallel loop goes by tiles of rows, and each tile checks
+// its rows' coordinates after them, from cache.
 func.func @rows(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
                 %x: memref<?xf32>) -> memref<?xf32> attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\"]}],\"results\":[{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[null]}]}"} {
   %c0 = arith.constant 0 : index
