@@ -71,42 +71,44 @@ class GuardCoordinatesPass(SparsecompPass):
        from ``max(x, pos[i])`` to ``min(y, pos[i + 1])``, a row of a sliced
        nest, ``lowering/slices.py``), ``i`` that of the ``sparse_iter.parallel``
        loop (step 1, no ``memref.alloca`` inside, whose stack an iteration
-       releases), in a loop with no region ops that writes no memory (SpMV's
-       and SpMM's rows): the value read is clamped to the largest coordinate
-       in range (``arith.minui``, one instruction, so no read it indexes
-       leaves its buffer), and the parallel loop goes by tiles of rows. After
-       its rows, each tile takes the unsigned max of their coordinates
-       (``pos[t]`` to ``pos[t_end]``, in the core's L1 cache now: vectors of
-       ``SCAN_LANES``, the last one a masked load) and sets the status word if
-       it is out of range. A tile holds about ``TILE_ENTRIES`` coordinates (its
-       row count is computed at run time from the loop's mean row length, at
-       least ``MIN_TILES`` tiles where there are as many rows).
+       releases), in a loop with no region ops and no vector values that
+       writes no memory (SpMV's rows, which LLVM vectorizes over their
+       entries): the value read is clamped to the largest coordinate in range
+       (``arith.minui``, one instruction, so no read it indexes leaves its
+       buffer), and the parallel loop goes by tiles of rows. After its rows,
+       each tile takes the unsigned max of their coordinates (``pos[t]`` to
+       ``pos[t_end]``, in the core's L1 cache now: vectors of
+       ``SCAN_LANES``, the last one a masked load) and sets the status word
+       if it is out of range. A tile holds about ``TILE_ENTRIES``
+       coordinates (its row count is computed at run time from the loop's
+       mean row length, at least ``MIN_TILES`` tiles where there are as many
+       rows).
     2. **Scanned first.** A load at the induction variable of an ``scf.for``
        whose body writes memory or holds region ops (SpGEMM's scatter into a
        row workspace: a loop LLVM does not vectorize, where a check per read
        lengthens every iteration): before the loop, an unsigned max over the
        coordinates it will read (a loop LLVM vectorizes, over memory the loop
        then reads from cache), and the loop runs only if that is in range.
-    3. **Clamped and flagged.** Any other read: an unsigned compare follows
-       it, its value is replaced by 0 where out of range, and "out of range"
-       is or-ed through the enclosing ``scf.for`` (``iter_args``), ``scf.if``
-       and ``scf.while`` ops up to the ``sparse_iter.parallel`` loop's body
-       (else the function's), where ``memref.atomic_rmw ori`` sets the status
-       word when it is true: one conditional atomic per iteration of the
-       parallel loop, none in inner loops.
+    3. **Clamped and flagged.** Any other read (SpMM's rows among them): an unsigned
+       compare follows it, its value is replaced by 0 where out of range, and "out
+       of range" is or-ed through the enclosing ``scf.for`` (``iter_args``),
+       ``scf.if`` and ``scf.while`` ops up to the ``sparse_iter.parallel`` loop's
+       body (else the function's), where ``memref.atomic_rmw ori`` sets the status
+       word when it is true: one conditional atomic per iteration of the parallel
+       loop, none in inner loops.
 
-    Measured on a 2-core Xeon, SpMV with a scipy operand over the same kernel
-    with a packed ``SparseTensor`` (both forms, interleaved in one process):
-    rows checked by their tiles 1.08-1.13x on FEM matrices, the band, graphs
-    and pruned weights alike; the compare and flag of way 3 in the row loop
-    1.2-1.4x where rows are short (FEM, the band, 4elt, memplus: SpMV there is
-    bound by the core's instruction throughput, and the flag is reduced at the
-    end of every row), 1.0-1.05x on R-MAT and the uniform matrices (bound by
-    the latency of their gathers). Tiles of 64 rows, whatever their length,
-    took 1.15-1.28x on long rows (a tile's coordinates outgrew L1); a scan
-    before the rows, 1.2-1.4x (its loads took the memory stalls that the
-    rows' loads had hidden); SpGEMM's scatter loops clamped 1.3-1.5x, scanned
-    first 1.1-1.25x.
+    Measured on a 2-core Xeon, interleaved in one process, SpMV with a scipy operand
+    over the same variant without checks: rows checked by their tiles 1.05-1.10x on
+    FEM matrices, the band, graphs, 2:4, R-MAT and the uniform matrices alike; the
+    compare and flag of way 3 in the row loop 1.2-1.4x where rows are short (FEM,
+    the band, 4elt, memplus: SpMV there is bound by the core's instruction
+    throughput, and the flag is reduced at the end of every row), 1.0-1.05x on R-MAT
+    and the uniform matrices (bound by the latency of their gathers). SpMM's rows
+    (vectors over ``K`` per entry) hide the compare: there the tiles measured 3-8%
+    slower than way 3, which they keep. Tiles of 64 rows, whatever their length,
+    took 1.15-1.28x on long rows (a tile's coordinates outgrew L1); a scan before
+    the rows, 1.2-1.4x (its loads took the memory stalls that the rows' loads had
+    hidden); SpGEMM's scatter loops clamped 1.3-1.5x, scanned first 1.1-1.25x.
 
     The level size is clamped to the coordinate type's largest value + 1, so
     that a negative coordinate (unsigned: above it) fails too. The function
@@ -254,6 +256,20 @@ def _straight(loop: ir.Operation) -> bool:
     return True
 
 
+def _scalar(loop: ir.Operation) -> bool:
+    """Whether ``loop`` is straight (:func:`_straight`) and holds no vector values: a
+    loop over a row's entries that LLVM vectorizes (SpMV's), where a compare and a
+    flag reduced at the row's end cost more than the clamp and the tile's scan. (SpMM's
+    rows, vectors over ``K`` per entry, hide the compare; there the scan cost more.)"""
+    if not _straight(loop):
+        return False
+    for op in loop.regions[0].blocks[0].operations:
+        values = [*op.operands, *op.results]
+        if any(isinstance(v.type, ir.VectorType) for v in values):
+            return False
+    return True
+
+
 def _add_status(func: ir.Operation) -> ir.Value:
     """A new last argument of ``func``: its status word, ``memref<1xi32>``."""
     entry = func.regions[0].blocks[0]
@@ -289,7 +305,7 @@ def _tiles(guards: list[_Guard]) -> dict[ir.Operation, list[_Guard]]:
     for guard in guards:
         for read in list(guard.reads):
             rows = _row_loop(read, guard)
-            if rows is None or not _straight(read.parent.operation):
+            if rows is None or not _scalar(read.parent.operation):
                 continue
             with read.location, ir.InsertionPoint(_next(read)):
                 _clamp_within(read, guard.top)

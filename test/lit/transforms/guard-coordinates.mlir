@@ -253,3 +253,44 @@ func.func @scatter(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>
   } {sparse_iter.parallel}
   return
 }
+
+// -----
+
+// SpMM's rows: vectors over K per entry. The compare and flag of each read
+// hide behind them (the tile's scan measured slower), so the rows keep the
+// row loop and the flag is reported once per row.
+// CHECK-LABEL: func.func @vector_rows
+// CHECK-SAME: %[[STATUS:[a-z0-9]+]]: memref<1xi32>)
+// CHECK: %[[LIMIT:.*]] = arith.index_castui %{{.*}} : index to i32
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: %[[ROW:.*]]:2 = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<8xf32>, i1) {
+// CHECK: %[[J:.*]] = memref.load
+// CHECK: arith.cmpi ult, %[[J]], %[[LIMIT]] : i32
+// CHECK-NOT: vector.maskedload
+// CHECK: scf.if %[[ROW]]#1 {
+// CHECK: memref.atomic_rmw ori %{{.*}}, %[[STATUS]]
+// CHECK: } {sparse_iter.parallel}
+func.func @vector_rows(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %m: index, %n: index,
+                       %b: memref<?x8xf32>, %c: memref<?x8xf32>) attributes {sparse_iter.guard = array<i64: 0>, sparse_iter.abi = "{\"args\":[{\"kind\":\"sparse\",\"dtype\":\"float32\",\"shape\":[\"s0\",\"s1\"],\"layout\":\"#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32}>\",\"buffers\":[[\"pos1\",\"int32\"],[\"crd1\",\"int32\"],[\"values\",\"float32\"]]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s1\",8]},{\"kind\":\"dense\",\"dtype\":\"float32\",\"shape\":[\"s0\",8]}],\"results\":[]}"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zeros = arith.constant dense<0.0> : vector<8xf32>
+  scf.for %i = %c0 to %m step %c1 {
+    %lo32 = memref.load %pos[%i] : memref<?xi32>
+    %lo = arith.index_castui %lo32 : i32 to index
+    %i1 = arith.addi %i, %c1 : index
+    %hi32 = memref.load %pos[%i1] : memref<?xi32>
+    %hi = arith.index_castui %hi32 : i32 to index
+    %row = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zeros) -> (vector<8xf32>) {
+      %j32 = memref.load %crd[%p] : memref<?xi32>
+      %j = arith.index_cast %j32 : i32 to index
+      %v = memref.load %val[%p] : memref<?xf32>
+      %bj = vector.load %b[%j, %c0] : memref<?x8xf32>, vector<8xf32>
+      %vv = vector.broadcast %v : f32 to vector<8xf32>
+      %next = vector.fma %vv, %bj, %acc : vector<8xf32>
+      scf.yield %next : vector<8xf32>
+    }
+    vector.store %row, %c[%i, %c0] : memref<?x8xf32>, vector<8xf32>
+  } {sparse_iter.parallel}
+  return
+}
