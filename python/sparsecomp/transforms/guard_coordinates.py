@@ -299,8 +299,9 @@ class _Guard:
 
 
 def _tiles(guards: list[_Guard]) -> dict[ir.Operation, list[_Guard]]:
-    """Parallel loops over rows -> the guards whose rows they read in straight loops;
-    those reads are clamped (``minui``) here and leave ``reads``: the tiles check them."""
+    """Parallel loops over rows -> the guards whose rows they read in scalar loops
+    (:func:`_scalar`); those reads are clamped (``minui``) here and leave ``reads``:
+    the tiles check them."""
     tiles: dict[ir.Operation, list[_Guard]] = {}
     for guard in guards:
         for read in list(guard.reads):
@@ -321,7 +322,7 @@ def _row_loop(read: ir.Operation, guard: _Guard) -> ir.Operation | None:
     induction variable of a loop from ``pos[i]`` to ``pos[i + 1]`` (or from ``max(x,
     pos[i])`` to ``min(y, pos[i + 1])``, a row of a sliced nest, ``lowering/slices.py``),
     ``i`` the induction variable of the parallel loop (step 1, no ``memref.alloca``
-    inside: an iteration releases its stack, and a tile would hold 64 rows' worth).
+    inside: an iteration releases its stack, and a tile would hold all its rows' worth).
     None for other reads."""
     if not _scannable(read) or read.operands[0] != guard.coordinates:
         return None
@@ -389,11 +390,12 @@ def _within(bound: ir.Value, clamp: str, guard: _Guard) -> ir.Value:
 
 
 def _allocates(loop: ir.Operation) -> bool:
+    """Whether ``loop`` holds a ``memref.alloca`` (see :func:`_row_loop`)."""
     return any(op.name == "memref.alloca" for op in preorder(loop))
 
 
 def _tile(rows: ir.Operation, guards: list[_Guard], status: ir.Value) -> None:
-    """Run ``rows`` (a parallel loop over rows) a tile of ``TILE_ROWS`` rows at a time;
+    """Run ``rows`` (a parallel loop over rows) a tile of rows at a time (:func:`_tile_rows`);
     after its rows each tile scans their coordinates (``pos[t]`` to ``pos[t + tile]``,
     in cache now) of each of ``guards`` and sets the status word if any is out of range."""
     loc = rows.location
