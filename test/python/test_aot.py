@@ -30,7 +30,7 @@ from sparsecomp.compiler.aot import (
     optimizer_flags,
     runtime_needs,
 )
-from sparsecomp.errors import ToolchainError
+from sparsecomp.errors import SparsecompError, ToolchainError
 from sparsecomp.ir import odsgen
 from sparsecomp.runtime.libs import RuntimeLibraryError, library_path
 from sparsecomp.targets.cpu import CpuTarget, detect_host
@@ -233,6 +233,62 @@ def test_link_command_uses_origin_rpath(tmp_path) -> None:
     assert command.index("-Wl,-rpath,$ORIGIN") < command.index(
         f"-Wl,-rpath,{library_path('omp').parent}"
     )
+
+
+#: Kernels named as functions every process has (libc's abs and qsort).
+LIBC_NAMED = """
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>
+#rows = {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+         iterator_types = ["parallel", "reduction"]}
+func.func @abs(%A: tensor<?x?xf32, #csr>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #csr>
+  %e = tensor.empty(%m) : tensor<?xf32>
+  %y0 = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %y = linalg.generic #rows ins(%A : tensor<?x?xf32, #csr>) outs(%y0 : tensor<?xf32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %s = arith.addf %acc, %a : f32
+      linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+func.func @qsort(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #csr>
+  %e = tensor.empty(%m) : tensor<?xf32>
+  %y0 = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %y = linalg.matvec ins(%A, %x : tensor<?x?xf32, #csr>, tensor<?xf32>)
+                     outs(%y0 : tensor<?xf32>) -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+"""
+
+
+def test_kernels_named_like_libc_functions_run_their_own_code(tmp_path) -> None:
+    """A kernel named ``@floor`` once called libm's ``floor`` from its C interface
+    wrapper (the call went through the PLT to the process's first definition): a
+    garbage result descriptor and a crash freeing it. Linked ``-Bsymbolic`` now;
+    names of functions compiled code itself calls are refused (next test)."""
+    program = tmp_path / "libc_named.mlir"
+    program.write_text(LIBC_NAMED)
+    exe = sparsecomp.compile(program)
+    a = sp.random(70, 50, density=0.1, format="csr", dtype=np.float32, random_state=2)
+    x = np.random.default_rng(2).standard_normal(50, dtype=np.float32)
+    for _ in range(2):  # the first call takes the Python path, the next the C path
+        np.testing.assert_allclose(exe.abs(a), np.asarray(a.sum(axis=1)).ravel(), rtol=1e-5)
+        np.testing.assert_allclose(exe.qsort(a, x), a @ x, rtol=1e-5, atol=1e-6)
+    assert "-Wl,-Bsymbolic" in link_command(tmp_path / "k.o", tmp_path / "k.so", [])
+
+
+def test_kernels_named_like_functions_compiled_code_calls_are_refused(tmp_path) -> None:
+    """``@exp`` with ``math.exp`` on f64 in its body called itself until the stack
+    ran out (segfault); ``@floor`` called libm's floor. Both are errors now."""
+    program = tmp_path / "floor.mlir"
+    program.write_text(LIBC_NAMED.replace("@abs", "@floor"))
+    with pytest.raises(SparsecompError, match=r"function @floor has the name of the C library"):
+        sparsecomp.compile(program)
 
 
 def test_unknown_runtime_library_is_an_error(tmp_path) -> None:

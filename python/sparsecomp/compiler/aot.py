@@ -147,8 +147,15 @@ def optimizer_flags(target: CpuTarget) -> list[str]:
 def link_command(
     obj: Path, library: Path, libraries: Sequence[Path], sources: Sequence[Path] = ()
 ) -> list[str]:
-    """``cc -shared`` for ``obj`` and C ``sources`` against ``libraries`` (``$ORIGIN`` first)."""
-    command = ["cc", "-shared", "-o", str(library), str(obj)]
+    """``cc -shared`` for ``obj`` and C ``sources`` against ``libraries`` (``$ORIGIN`` first).
+
+    ``-Bsymbolic``: the library's calls to its own functions stay in it. A kernel
+    is named as its MLIR function (``@floor``, ``@exp``, ``@sum``), and without it
+    the call from the C interface wrapper to the function went through the PLT to
+    the first definition in the process, libm's ``floor`` for ``@floor``: a
+    garbage result and a crash freeing it.
+    """
+    command = ["cc", "-shared", "-Wl,-Bsymbolic", "-o", str(library), str(obj)]
     if sources:
         command += ["-O2", "-fPIC", *map(str, sources)]
     directories = list(dict.fromkeys(str(lib.parent) for lib in libraries))

@@ -31,6 +31,20 @@ _ENCODING_OPS = ("sparse_iter.set_encoding", "sparse_iter.unset_encoding", "spar
 
 Problem = str
 
+_C = "malloc calloc realloc free aligned_alloc posix_memalign memcpy memmove memset madvise"
+_LIBM = (
+    "acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc exp exp2 "
+    "expm1 fabs floor fma fmax fmin fmod hypot log log10 log1p log2 pow round roundeven sin "
+    "sinh sqrt tan tanh trunc"
+).split()
+#: Functions of the C library that compiled code calls: the allocator, memory
+#: copies, ``madvise`` (huge pages) and libm (math ops LLVM or
+#: ``convert-math-to-libm`` turn into calls; double and float (``f``) names). A
+#: function of the module named as one of them would take those calls (a kernel
+#: named ``@exp`` whose body has ``math.exp`` called itself until the stack ran
+#: out), or its own callers would reach the C function instead.
+RESERVED_NAMES = frozenset([*_LIBM, *(f"{name}f" for name in _LIBM), *_C.split()])
+
 
 def _layout_rank(enc: ir.Attribute) -> int | None:
     from sparsecomp.formats.names import layout_from_attr
@@ -151,8 +165,22 @@ def _module_targets(op: ir.Operation) -> set[str]:
     return set()
 
 
+def check_function_name(op: ir.Operation) -> Iterator[Problem]:
+    """A function defined under a name of :data:`RESERVED_NAMES` (declarations, which
+    stand for the C function, may use them)."""
+    if op.name != "func.func" or not op.regions[0].blocks:
+        return
+    name = ir.StringAttr(op.attributes["sym_name"]).value
+    if name in RESERVED_NAMES:
+        yield (
+            f"function @{name} has the name of the C library's {name}, which compiled "
+            f"code calls; rename it (e.g. @{name}_kernel)"
+        )
+
+
 def _problems(op: ir.Operation, seen: set[str]) -> list[Problem]:
     problems = list(check_op_attributes(op))
+    problems += list(check_function_name(op))
     if op.name in _ENCODING_OPS:
         problems += list(check_encoding_op(op))
     elif op.name in ACCESS_OPS:

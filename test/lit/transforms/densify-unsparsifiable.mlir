@@ -20,10 +20,10 @@ func.func @max(%a: tensor<?xf64, #SV>, %c: tensor<f64>) -> tensor<f64> {
 }
 
 // An op the sparsifier's merger does not know (exp(0) = 1).
-// CHECK-LABEL: func.func @exp
+// CHECK-LABEL: func.func @exp_values
 // CHECK: %[[D:.*]] = sparse_tensor.convert %{{.*}} : tensor<?x?xf64, #{{.*}}> to tensor<?x?xf64>
 // CHECK: linalg.generic {{.*}} ins(%[[D]] : tensor<?x?xf64>)
-func.func @exp(%a: tensor<?x?xf64, #CSR>, %c: tensor<?x?xf64>) -> tensor<?x?xf64> {
+func.func @exp_values(%a: tensor<?x?xf64, #CSR>, %c: tensor<?x?xf64>) -> tensor<?x?xf64> {
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
                        iterator_types = ["parallel", "parallel"]}
       ins(%a : tensor<?x?xf64, #CSR>) outs(%c : tensor<?x?xf64>) {
