@@ -126,3 +126,22 @@ def test_summary_worst_cases_point_the_right_way(repo, monkeypatch):
     assert lines[0] == "| op | form | form / ours | peer / form |"
     assert lines[2] == "| spmv | ours | - | 1.00 (worst 0.50) |"
     assert lines[3] == "| spmv | up | 1.10 (worst 1.50) | 0.91 (worst 0.62) |"
+
+
+def test_spmv_floor_quick(repo):
+    """benchmarks/spmv_floor.py checks its floor kernel and the SpMVs against scipy and
+    prints a ratio per matrix and their geomeans."""
+    proc = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "spmv_floor.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ")][2:]
+    assert [r.split("|")[1].strip() for r in rows][-1] == "geomean"
+    assert len(rows) == 1 + len([ln for ln in proc.stderr.splitlines() if ln.endswith(" done")])
+    for row in rows[:-1]:
+        cells = [c.strip() for c in row.split("|")[1:-1]]
+        assert all(float(c) > 0 for c in cells[2:5] + cells[6:]), row
