@@ -91,9 +91,10 @@ def pipeline(cpu: CpuTarget, vector_bits: int = -1) -> str:
     # The stock sparsifier lowers scf.parallel sequentially (convert-scf-to-cf):
     # OpenMP first, with memref-to-llvm for the alloca_scope it creates (before
     # scf-to-cf splits its region), and omp-to-llvm before the final conversion.
-    # Scratch allocas the sparsifier hoists out of a parallel loop (COO/DCSR
-    # iterators) are made private to its iterations first.
-    omp = "sparse-iter-privatize-allocas,convert-scf-to-openmp"
+    # Loops whose iterations may write one element (a reduction scattered into the
+    # output: CSC SpMV) run sequentially; scratch allocas the sparsifier hoists
+    # out of a parallel loop (COO/DCSR iterators) are made private to its iterations.
+    omp = "sparse-iter-sequentialize-racy-loops,sparse-iter-privatize-allocas,convert-scf-to-openmp"
     omp += f"{{num-threads={cpu.threads}}}" if cpu.threads else ""
     scf_to_cf = text.index("func.func(convert-scf-to-cf")
     to_llvm = text.index("convert-to-llvm{")

@@ -45,6 +45,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-parallelize": "parallelize:ParallelizePass",
     "sparse-iter-privatize-allocas": "privatize_allocas:PrivatizeAllocasPass",
     "sparse-iter-report-conversions": "report_conversions:ReportConversionsPass",
+    "sparse-iter-sequentialize-racy-loops": "sequentialize_racy_loops:SequentializeRacyLoopsPass",
     "sparse-iter-set-encodings": "set_encodings:SetEncodingsPass",
     "sparse-iter-soa-coo": "soa_coo:SoaCooPass",
     "sparse-iter-specialize-encodings": "specialize_encodings:SpecializeEncodingsPass",
