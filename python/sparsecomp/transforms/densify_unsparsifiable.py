@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from mlir import ir
+from mlir.dialects import arith, tensor
 from mlir.dialects import sparse_tensor as st
 from mlir.passmanager import ExternalPass
 
@@ -24,6 +25,10 @@ _MERGER_OPS = frozenset(
     | {f"sparse_tensor.{n}" for n in "unary binary reduce select yield".split()}
     | {"linalg.index", "linalg.yield"}
 )  # fmt: skip
+#: Ops that say themselves what happens at stored and absent entries: the sparsifier's.
+_SEMANTIC_OPS = frozenset(f"sparse_tensor.{n}" for n in ("unary", "binary", "reduce", "select"))
+#: Ops whose result is a fresh tensor: a sparse output built from one is filled by insertion.
+_FRESH = frozenset({"tensor.empty", "bufferization.alloc_tensor"})
 #: Reductions the sparsifier runs over stored entries only: zero is their identity.
 _SPARSE_REDUCTIONS = frozenset({"arith.addf", "arith.addi", "arith.ori", "arith.xori"})
 
@@ -38,6 +43,8 @@ def _dense_reason(op: ir.Operation) -> str | None:
     """Why the sparsifier cannot take ``op`` on its sparse inputs, or None."""
     n_in = len(op.operands) - len(op.results)
     body = op.regions[0].blocks[0]
+    if any(inner.name in _SEMANTIC_OPS for inner in body.operations):
+        return None  # sparse_tensor.unary/reduce/...: defined over stored entries
     for inner in body.operations:
         if inner.name not in _MERGER_OPS:
             return f"'{inner.name}'"
@@ -70,6 +77,50 @@ def _densify(op: ir.Operation) -> None:
             op.operands[n] = st.ConvertOp(dense, value).result
 
 
+def _fresh(value: ir.Value) -> bool:
+    return isinstance(value, ir.OpResult) and value.owner.operation.name in _FRESH
+
+
+def _sparse_outputs(op: ir.Operation) -> None:
+    """The sparse outputs of ``op`` that are not built fresh, made sparsifiable.
+
+    An output the body does not read starts from a ``tensor.empty`` of its type
+    (linalg overwrites every element; its old values never matter). One it reads,
+    in an op with tensor inputs, is computed dense: a dense copy of the initial
+    value goes in, the dense result is converted back to the sparse type.
+    """
+    n_in = len(op.operands) - len(op.results)
+    body = op.regions[0].blocks[0]
+    has_inputs = any(
+        isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).rank > 0
+        for v in list(op.operands)[:n_in]
+    )
+    for k, result in enumerate(op.results):
+        init = op.operands[n_in + k]
+        if not _is_sparse(result.type) or _fresh(init):
+            continue
+        rt = ir.RankedTensorType(result.type)
+        read = bool(list(body.arguments[n_in + k].uses))
+        if read and not has_inputs:
+            continue  # x = f(x) over x's own entries: the sparsifier updates in place
+        with ir.InsertionPoint(op), op.location:
+            if not read:
+                sizes = [
+                    tensor.DimOp(init, arith.ConstantOp(ir.IndexType.get(), d)).result
+                    for d in range(rt.rank)
+                    if rt.is_dynamic_dim(d)
+                ]
+                empty = tensor.EmptyOp(sizes, rt.element_type, encoding=rt.encoding)
+                op.operands[n_in + k] = empty.result
+                continue
+            dense = ir.RankedTensorType.get(rt.shape, rt.element_type)
+            op.operands[n_in + k] = st.ConvertOp(dense, init).result
+        result.set_type(dense)
+        with ir.InsertionPoint.after(op), op.location:
+            back = st.ConvertOp(rt, result)
+        result.replace_all_uses_except(back.result, back.operation)
+
+
 @dataclasses.dataclass(frozen=True)
 class DensifyUnsparsifiablePass(SparsecompPass):
     """Give the sparsifier dense copies of operands of ops it cannot sparsify.
@@ -93,8 +144,20 @@ class DensifyUnsparsifiablePass(SparsecompPass):
     something other than ``out + x`` / ``out | x`` / ``out ^ x`` (``addf``,
     ``addi``, ``ori``, ``xori``, the output read once): the sparsifier keeps
     the output where the sparse inputs are zero, which only those keep too.
-    Sums, elementwise arithmetic and sparse outputs are left to the
-    sparsifier. Runs in the fallback before ``sparsification-and-bufferization``.
+    Sums, elementwise arithmetic and bodies with ``sparse_tensor.unary``,
+    ``binary``, ``reduce`` or ``select`` (which say themselves what happens at
+    absent entries; densified, they were refused) are left to the sparsifier.
+
+    Sparse outputs whose initial value is not a fresh ``tensor.empty``: the
+    sparsifier fills a sparse output by insertion into an empty tensor, or
+    updates one in place over its own entries (``x = 2 * x``, no inputs); any
+    other it compiled as if the output were empty, reading it as zero (``X = X +
+    A .* X`` returned X unchanged, ``C += A B`` dropped C). So an output the
+    body does not read starts from a ``tensor.empty`` of its type (linalg
+    overwrites every element), and one it reads in an op with inputs is
+    computed dense: a dense copy of its initial value goes in, and the dense
+    result is converted back to the sparse type. Runs in the fallback before
+    ``sparsification-and-bufferization``.
 
     Before:
 
@@ -120,6 +183,8 @@ class DensifyUnsparsifiablePass(SparsecompPass):
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         for generic in preorder(op):
+            if generic.name == "linalg.generic":
+                _sparse_outputs(generic)
             if generic.name != "linalg.generic" or any(_is_sparse(r.type) for r in generic.results):
                 continue
             n_in = len(generic.operands) - len(generic.results)

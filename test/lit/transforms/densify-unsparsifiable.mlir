@@ -113,3 +113,99 @@ func.func @product(%a: tensor<?x?xi64, #CSR>, %c: tensor<?xi64>) -> tensor<?xi64
   } -> tensor<?xi64>
   return %r : tensor<?xi64>
 }
+
+// -----
+
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+#id2 = affine_map<(i, j) -> (i, j)>
+
+// A sparse output the body reads, initialized by an argument, with an input that
+// drives the loops: computed dense, converted back (the sparsifier read such an
+// output as zero and returned garbage).
+// CHECK-LABEL: func.func @read_sparse_out
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf64>, %[[X:.*]]: tensor<?x?xf64, #[[E:.*]]>)
+// CHECK: %[[D:.*]] = sparse_tensor.convert %[[X]] : tensor<?x?xf64, #[[E]]> to tensor<?x?xf64>
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[A]] : tensor<?x?xf64>) outs(%[[D]] : tensor<?x?xf64>)
+// CHECK: %[[S:.*]] = sparse_tensor.convert %[[R]] : tensor<?x?xf64> to tensor<?x?xf64, #[[E]]>
+// CHECK: return %[[S]]
+func.func @read_sparse_out(%a: tensor<?x?xf64>, %x: tensor<?x?xf64, #CSR>) -> tensor<?x?xf64, #CSR> {
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf64>) outs(%x : tensor<?x?xf64, #CSR>) {
+  ^bb0(%v: f64, %o: f64):
+    %m = arith.mulf %v, %o : f64
+    %s = arith.addf %o, %m : f64
+    linalg.yield %s : f64
+  } -> tensor<?x?xf64, #CSR>
+  return %r : tensor<?x?xf64, #CSR>
+}
+
+// A sparse output the body does not read: it starts from an empty tensor of its type.
+// CHECK-LABEL: func.func @unread_sparse_out
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf64, #[[E:.*]]>, %[[X:.*]]: tensor<?x?xf64, #[[E]]>)
+// CHECK-DAG: %[[M:.*]] = tensor.dim %[[X]], %c0
+// CHECK-DAG: %[[N:.*]] = tensor.dim %[[X]], %c1
+// CHECK: %[[E0:.*]] = tensor.empty(%[[M]], %[[N]]) : tensor<?x?xf64, #[[E]]>
+// CHECK: linalg.generic {{.*}} ins(%[[A]] : {{.*}}) outs(%[[E0]] : tensor<?x?xf64, #[[E]]>)
+func.func @unread_sparse_out(%a: tensor<?x?xf64, #CSR>, %x: tensor<?x?xf64, #CSR>) -> tensor<?x?xf64, #CSR> {
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf64, #CSR>) outs(%x : tensor<?x?xf64, #CSR>) {
+  ^bb0(%v: f64, %o: f64):
+    %n = arith.negf %v : f64
+    linalg.yield %n : f64
+  } -> tensor<?x?xf64, #CSR>
+  return %r : tensor<?x?xf64, #CSR>
+}
+
+// An update in place over the output's own entries (no inputs), and a sparse
+// output built from tensor.empty: left to the sparsifier.
+// CHECK-LABEL: func.func @negative_in_place
+// CHECK-NOT: sparse_tensor.convert
+// CHECK-NOT: tensor.empty
+// CHECK: linalg.generic
+func.func @negative_in_place(%x: tensor<?x?xf64, #CSR>) -> tensor<?x?xf64, #CSR> {
+  %r = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]}
+      outs(%x : tensor<?x?xf64, #CSR>) {
+  ^bb0(%o: f64):
+    %s = arith.addf %o, %o : f64
+    linalg.yield %s : f64
+  } -> tensor<?x?xf64, #CSR>
+  return %r : tensor<?x?xf64, #CSR>
+}
+
+// CHECK-LABEL: func.func @negative_fresh
+// CHECK-NOT: sparse_tensor.convert
+func.func @negative_fresh(%a: tensor<?x?xf64, #CSR>, %m: index, %n: index) -> tensor<?x?xf64, #CSR> {
+  %e = tensor.empty(%m, %n) : tensor<?x?xf64, #CSR>
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf64, #CSR>) outs(%e : tensor<?x?xf64, #CSR>) {
+  ^bb0(%v: f64, %o: f64):
+    %s = arith.negf %v : f64
+    linalg.yield %s : f64
+  } -> tensor<?x?xf64, #CSR>
+  return %r : tensor<?x?xf64, #CSR>
+}
+
+// -----
+
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+
+// A custom reduction (sparse_tensor.unary / reduce) says what happens at stored and
+// absent entries itself: left to the sparsifier (densified, its ops were refused).
+// CHECK-LABEL: func.func @negative_custom_reduce
+// CHECK-NOT: sparse_tensor.convert
+// CHECK: sparse_tensor.reduce
+func.func @negative_custom_reduce(%a: tensor<?x?xf64, #CSR>, %x: tensor<?xf64>) -> tensor<?xf64> {
+  %one = arith.constant 1.0 : f64
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<?x?xf64, #CSR>) outs(%x : tensor<?xf64>) {
+  ^bb0(%v: f64, %o: f64):
+    %m = sparse_tensor.reduce %v, %o, %one : f64 {
+      ^bb0(%p: f64, %q: f64):
+        %t = arith.mulf %p, %q : f64
+        sparse_tensor.yield %t : f64
+    }
+    linalg.yield %m : f64
+  } -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
