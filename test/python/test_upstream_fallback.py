@@ -22,7 +22,7 @@ import scipy.sparse as sp
 import cpu_kernels
 import sparsecomp
 from sparsecomp.compiler import upstream
-from sparsecomp.errors import CompileError, SparsecompError
+from sparsecomp.errors import ArgumentError, CompileError, SparsecompError
 from sparsecomp.formats import SparseTensor
 from sparsecomp.runtime import Executable
 
@@ -427,3 +427,31 @@ def test_custom_reduction_over_stored_entries() -> None:
     a = sp.random(30, 8, density=0.3, format="csr", random_state=5)
     want = np.array([np.prod(a.data[a.indptr[i] : a.indptr[i + 1]]) for i in range(30)])
     np.testing.assert_allclose(exe.prod_stored(a, np.ones(30)), want, rtol=1e-12)
+
+
+STATIC = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func @mm_static(%a: tensor<4x4xf64, #CSR>, %b: tensor<4x4xf64>, %c: tensor<4x4xf64>)
+    -> (tensor<4x4xf64>, index) MARK {
+  %d = linalg.matmul ins(%a, %b : tensor<4x4xf64, #CSR>, tensor<4x4xf64>)
+                     outs(%c : tensor<4x4xf64>) -> tensor<4x4xf64>
+  %n = sparse_tensor.number_of_entries %a : tensor<4x4xf64, #CSR>
+  return %d, %n : tensor<4x4xf64>, index
+}
+""".replace("MARK", MARK)
+
+
+def test_static_sizes_of_the_fallback_are_checked() -> None:
+    """The fallback's ABI gave static dimensions size symbols, so a 2x2 matrix passed
+    for a 4x4 one was read out of bounds (a segfault) and a 4x1 B gave garbage."""
+    exe = compiled(STATIC)
+    assert went_upstream(exe, "mm_static")
+    a = sp.random(4, 4, density=0.5, format="csr", random_state=1)
+    b, c = np.ones((4, 4)), np.zeros((4, 4))
+    d, n = exe.mm_static(a, b, c)
+    np.testing.assert_allclose(d, a @ b, rtol=1e-12)
+    assert n == a.nnz
+    with pytest.raises(ArgumentError, match=r"argument 0 .* expected size 4 in dimension 0"):
+        exe.mm_static(sp.random(2, 2, density=0.5, format="csr"), np.ones((2, 2)), np.zeros((2, 2)))
+    with pytest.raises(ArgumentError, match=r"argument 1 .* expected size 4 in dimension 1"):
+        exe.mm_static(a, np.ones((4, 1)), c)

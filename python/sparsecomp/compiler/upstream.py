@@ -165,7 +165,9 @@ def _abi(func: ir.Operation) -> str:
     try:
         args = []
         for n, ty in enumerate(fty.inputs):
-            shape = [symbols.get((n, d), s) for d, s in enumerate(static_shape(ty))]
+            # a static size stays (the runtime checks it); a dynamic one may be a symbol
+            static = static_shape(ty)
+            shape = [symbols.get((n, d)) if s is None else s for d, s in enumerate(static)]
             args.append(describe(ty, _abi_layout(ty, argument=True), shape))
         results = [describe(t, _abi_layout(t), static_shape(t)) for t in fty.results]
         if DECLARED_ATTR in func.attributes:  # held unblocked, returned as declared
