@@ -31,6 +31,8 @@ from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 DECLARED_ATTR = "sparse_iter.declared_results"
 #: sparse_iter ops with an upstream counterpart (a layout conversion).
 _CONVERSIONS = ("sparse_iter.set_encoding", "sparse_iter.unset_encoding")
+#: Tensor ops on sparse tensors that the sparsifier rewrites and sparse_iter does not.
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape", "tensor.concat")
 
 
 def _encoded(op: ir.Operation) -> bool:
@@ -62,6 +64,8 @@ def _refusal(func: ir.Operation) -> str | None:
             except SparsecompError as exc:
                 return f"has a conversion{_where(op)} that sparse_iter cannot lower: {exc.message}"
             continue
+        if op.name in _RESHAPES and _encoded(op):
+            return f"has '{op.name}'{_where(op)} on sparse tensors, which sparse_iter cannot lower"
         if not op.name.startswith("linalg.") or op.name == "linalg.yield" or not _encoded(op):
             continue
         if op.name != "linalg.generic":
@@ -172,9 +176,12 @@ class MarkUpstreamPass(SparsecompPass):
     over sparse_iter-encoded tensors is refused by sparse_iter's lowering:
     a dry run of the analysis ``sparse-iter-lower-iterations`` runs
     (``sparsecomp.lowering.choose_plan``: a loop nest, else row by row),
-    which changes no IR, or when it refuses a layout conversion
-    (``sparsecomp.lowering.convert.check_conversion``). Callers and callees of a marked function are
-    marked too, so that calls keep matching types.
+    which changes no IR, when it refuses a layout conversion
+    (``sparsecomp.lowering.convert.check_conversion``), or when it reshapes a
+    sparse tensor (``tensor.expand_shape``, ``collapse_shape``, ``reshape``,
+    ``concat``: the sparsifier rewrites them, sparse_iter has no lowering).
+    Callers and callees of a marked function are marked too, so that calls
+    keep matching types.
 
     In marked functions every ``#sparse_iter.layout`` type becomes the
     equivalent ``#sparse_tensor.encoding`` (singleton levels stored SoA, as
