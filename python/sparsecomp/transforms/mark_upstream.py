@@ -31,6 +31,12 @@ from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 DECLARED_ATTR = "sparse_iter.declared_results"
 #: sparse_iter ops with an upstream counterpart (a layout conversion).
 _CONVERSIONS = ("sparse_iter.set_encoding", "sparse_iter.unset_encoding")
+#: Ops that read a sparse tensor's storage, which an unblocked type changes.
+_STORAGE_QUERIES = frozenset(
+    f"sparse_tensor.{n}"
+    for n in "positions coordinates coordinates_buffer values lvl number_of_entries print "
+    "disassemble".split()
+)
 #: Tensor ops on sparse tensors that the sparsifier rewrites and sparse_iter does not.
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape", "tensor.concat")
 
@@ -138,6 +144,15 @@ class _Exporter:
                     self(ty)
                 except FormatError as exc:
                     problem = f"{encoding_of(ty)} has no #sparse_tensor form: {exc.message}"
+            held = len(op.operands) > 0 and str(op.operands[0].type) in self.unblock
+            if op.name in _STORAGE_QUERIES and held:
+                problem = (
+                    f"'{op.name}' reads the storage of {op.operands[0].type}, which is held "
+                    "unblocked there (as CSR: this MLIR build stores blocks whole and "
+                    "mishandles n:m levels), so it would read other storage than declared; "
+                    "read the storage of a sparse_tensor.convert of it to a layout such as "
+                    "CSR, or (BSR) give it a static shape that its blocks divide"
+                )
             if problem is not None:
                 op.location.emit_error(
                     f"'{name_of(func)}' needs the upstream sparsifier (it {why}), but {problem}"

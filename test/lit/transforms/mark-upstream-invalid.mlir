@@ -26,3 +26,15 @@ func.func @negative_composable(%a: tensor<?x?xf32, #hyb>) attributes {sparse_ite
 // The input is verified first: a bad sparse_iter layout is reported, not marked around.
 // expected-error@+1 {{unknown level format 'sparse'}}
 func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<{map = (i) -> (i : sparse), posWidth = 32, crdWidth = 32}>>)
+
+// -----
+
+// A BSR tensor of dynamic shape is held unblocked (as CSR) in an upstream
+// function: reading its storage would read the CSR storage, so it is an error.
+#BSR = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense) }>
+
+func.func @negative_block_storage(%a: tensor<?x?xf64, #BSR>) -> index attributes {sparse_iter.upstream = "requested"} {
+  // expected-error@+1 {{'negative_block_storage' needs the upstream sparsifier (it requested), but 'sparse_tensor.number_of_entries' reads the storage of tensor<?x?xf64, #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 2 : compressed, d0 mod 2 : dense, d1 mod 2 : dense) }>>, which is held unblocked there (as CSR}}
+  %n = sparse_tensor.number_of_entries %a : tensor<?x?xf64, #BSR>
+  return %n : index
+}
