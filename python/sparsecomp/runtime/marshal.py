@@ -209,7 +209,7 @@ def sparse_shape(spec: ArgSpec, value: Any, where: str) -> tuple[int, ...]:
             f"{where}: expected a SparseTensor or scipy.sparse matrix, got {type(value).__name__}",
             hint="pack arrays with SparseTensor.from_dense(x, layout)",
         )
-    _check_dtype(spec, value.dtype, where)
+    _check_dtype(spec, value.dtype, where, scipy=_is_sparse(value))
     if len(value.shape) != spec.rank:
         raise ArgumentError(f"{where}: expected rank {spec.rank}, got rank {len(value.shape)}")
     return tuple(int(d) for d in value.shape)
@@ -237,12 +237,15 @@ def _too_narrow(spec: ArgSpec, err: IndexWidthError, where: str) -> FormatError:
     )
 
 
-def _check_dtype(spec: ArgSpec, dtype: np.dtype[Any], where: str) -> None:
+def _check_dtype(spec: ArgSpec, dtype: np.dtype[Any], where: str, scipy: bool = False) -> None:
     if dtype != spec.dtype:
-        raise ArgumentError(
-            f"{where}: expected dtype {spec.dtype}, got {dtype}",
-            hint=f"convert the values with .astype(np.{spec.dtype}) first",
-        )
+        hint = f"convert the values with .astype(np.{spec.dtype}) first"
+        if scipy and spec.dtype == np.float16:  # scipy.sparse refuses float16
+            hint = (
+                "scipy.sparse holds no float16: pass a SparseTensor, e.g. "
+                "SparseTensor.from_scipy(A, 'csr').with_values(A.data.astype(np.float16))"
+            )
+        raise ArgumentError(f"{where}: expected dtype {spec.dtype}, got {dtype}", hint=hint)
 
 
 def sparse_buffers(spec: ArgSpec, tensor: SparseTensor, where: str) -> list[np.ndarray]:
