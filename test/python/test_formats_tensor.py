@@ -701,3 +701,15 @@ def test_coo_shortcut_matches_the_general_path(widths: tuple[int, int]) -> None:
         assert a.dtype == b.dtype, name
         assert np.array_equal(a, b), name
     assert (fast.to_scipy() != m).nnz == 0
+
+
+def test_from_scipy_takes_sparse_vectors() -> None:
+    """scipy's 1-D sparse arrays (coo_array, dok_array) pack into rank-1 layouts, their
+    duplicates summed; they were refused as 'expected a 2-D scipy.sparse matrix'."""
+    coo = sp.coo_array((np.array([1.0, 2.0, 3.0]), (np.array([4, 1, 4]),)), shape=(6,))
+    t = SparseTensor.from_scipy(coo, "csr")
+    assert t.shape == (6,)
+    np.testing.assert_array_equal(t.to_dense(), [0, 2, 0, 0, 4, 0])
+    dok = sp.dok_array((5,), dtype=np.float32)
+    dok[3] = 7.0
+    np.testing.assert_array_equal(SparseTensor.from_scipy(dok, "coo").to_dense(), [0, 0, 0, 7, 0])

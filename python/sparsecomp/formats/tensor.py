@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp  # type: ignore[import-untyped]
 
 from sparsecomp.errors import FormatError
 from sparsecomp.formats import scipyio
@@ -116,7 +117,10 @@ class SparseTensor:
     def from_scipy(
         cls, m: Any, layout: str | AnyLayout = "csr", *, copy: bool = True
     ) -> SparseTensor:
-        """Pack a 2-D scipy.sparse matrix or array; explicit zeros are kept as entries.
+        """Pack a scipy.sparse matrix or array; explicit zeros are kept as entries.
+
+        A 1-D array (scipy's sparse vectors: ``coo_array``, ``dok_array`` of one
+        dimension) is packed from its coordinates, in a rank-1 layout.
 
         Duplicate entries are summed, as scipy means them (on a copy: ``m``
         is never changed).
@@ -126,6 +130,10 @@ class SparseTensor:
         dtypes already match the layout's widths. Other canonical scipy inputs
         reach ``csr``/``csc`` layouts through scipy's own conversion.
         """
+        if sp.issparse(m) and m.ndim == 1:
+            vector = m.tocoo(copy=True)
+            vector.sum_duplicates()
+            return cls.from_coo(vector.shape, np.asarray(vector.coords), vector.data, layout)
         given = scipyio.check_matrix(m)
         m = scipyio.summed(given)
         shape = check_shape(m.shape)
