@@ -160,3 +160,18 @@ def test_converted_calls_match_scipy(
             else:
                 arg.data *= scale
         np.testing.assert_allclose(exe(arg, x, y), y + scale * (a @ x), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sparsecomp.errors.ConversionWarning")
+def test_new_index_arrays_are_seen_even_at_an_old_id(private_cache: None) -> None:
+    """A CSC operand's ``indices`` replaced by new arrays twice: the second new array
+    took the freed original's ``id``, and the structure cached for the original was
+    used (wrong rows, silently). The cache now holds the arrays it was built from."""
+    exe = _spmv("csr")
+    b = sp.random(30, 45, density=0.1, format="csc", random_state=0)
+    a = sp.csc_matrix((b.data, b.indices.copy(), b.indptr.copy()), shape=(60, 45))
+    x, y = np.random.default_rng(0).random(45), np.zeros(60)
+    np.testing.assert_allclose(exe.spmv(a, x, y), a @ x, rtol=1e-12)
+    for _ in range(2):
+        a.indices = a.indices + 10  # a new array (the old one freed); rows move down by 10
+    np.testing.assert_allclose(exe.spmv(a, x, y), a @ x, rtol=1e-12)

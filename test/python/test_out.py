@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import cpu_kernels as K
 import sparsecomp
-from sparsecomp.errors import ArgumentError, FormatError
+from sparsecomp.errors import ArgumentError, FormatError, SparsecompError
 from sparsecomp.formats import SparseTensor
 from sparsecomp.runtime import specialize
 
@@ -390,3 +390,33 @@ def test_repeated_calls_take_the_c_path(private_cache: None, monkeypatch: Any) -
     np.testing.assert_allclose(apart[40:], 1 + a @ b, rtol=1e-12)
     assert len(seen) == 5
     del half
+
+
+def test_one_array_for_two_results_is_refused(private_cache: None) -> None:
+    """``out=(o, o)``: both results were written into ``o``, which held neither."""
+    exe = sparsecomp.compile(TWO_RESULTS)
+    a, x = _matrix(12, 9, 0.4, 5), np.random.default_rng(5).random(9)
+    o = np.empty(12)
+    with pytest.raises(ArgumentError, match="results 0 and 1 share memory"):
+        exe(a, x, out=(o, o[:9]))
+
+
+def test_prepared_operand_writes_into_out(spmm: Any, spmv: Any) -> None:
+    """``exe(exe.prepare(A), ..., out=C)``: the prepared variant writes into C (it was
+    never written when C was also the outs operand, and refused otherwise)."""
+    a, x = _matrix(61, 47, 0.1, 11), np.random.default_rng(11).random(47)
+    for layout in ("csr", "bsr:4x4"):
+        y = np.full(61, np.nan)
+        assert spmv(spmv.prepare(a, layout=layout), x, out=y) is y
+        np.testing.assert_allclose(y, a @ x, rtol=1e-12)
+        b, c = np.ones((47, 8)), np.ones((61, 8))
+        assert spmm(spmm.prepare(a, layout=layout), b, c, out=c) is c
+        np.testing.assert_allclose(c, 1 + a @ b, rtol=1e-12)
+
+
+def test_prepared_operand_in_another_place_is_refused(spmv: Any) -> None:
+    """It recursed until Python's limit (RecursionError)."""
+    a = _matrix(6, 6, 0.5, 12)
+    prepared = spmv.prepare(a, layout="csr")
+    with pytest.raises(SparsecompError, match="prepared for its argument 0 as argument 1"):
+        spmv(a, prepared)

@@ -21,7 +21,8 @@ Which operands are remembered (by identity, while they live; at most
 
 * a ``SparseTensor`` that is not ``shared``: its index buffers are read-only;
 * a canonical scipy CSR/CSC/COO/BSR matrix, while its ``indptr``/``indices``
-  (``row``/``col``) arrays are the same objects with the same sizes. Editing
+  (``row``/``col``) arrays are the same objects with the same sizes (the entry
+  holds them, so a new array cannot reuse an old one's ``id``). Editing
   those arrays in place is not seen (scipy's own cached flags have the same
   rule); it can never make a kernel read out of bounds, since the cached
   structure is sparsecomp's own, checked when it was built.
@@ -85,7 +86,7 @@ class Conversions:
         """``value`` (a SparseTensor or scipy matrix) in ``layout``, from the cache when held."""
         key = (argument, id(value))
         entry = self.entries.get(key)
-        if entry is not None and entry.ref() is value and entry.guard == _guard(value):
+        if entry is not None and entry.ref() is value and _unchanged(entry.guard, value):
             return _gather(entry, _source_values(value))
         started = time.perf_counter()
         converted, entry = _convert(value, layout)
@@ -156,12 +157,24 @@ def _describe(value: Any) -> str:
 
 
 def _guard(value: Any) -> tuple[Any, ...]:
-    """What identifies ``value``'s structure; () for tensors (immutable structure)."""
+    """What identifies ``value``'s structure: its format, shape and index arrays (the
+    objects themselves, held so that no new array can take one's ``id``) with their
+    sizes; () for tensors (immutable structure)."""
     if isinstance(value, SparseTensor):
         return ()
     names = ("indptr", "indices", "row", "col")
-    arrays = [a for n in names if (a := getattr(value, n, None)) is not None]
-    return (value.format, value.shape, *((id(a), a.shape[0]) for a in arrays))
+    arrays = tuple(a for n in names if (a := getattr(value, n, None)) is not None)
+    return (value.format, value.shape, arrays, tuple(a.shape[0] for a in arrays))
+
+
+def _unchanged(guard: tuple[Any, ...], value: Any) -> bool:
+    """Whether ``value`` still has the structure ``guard`` (from :func:`_guard`) describes:
+    the same index array objects, of the same sizes."""
+    now = _guard(value)
+    if not guard or not now:
+        return guard == now
+    same = len(now[2]) == len(guard[2]) and all(a is b for a, b in zip(now[2], guard[2]))
+    return same and now[0] == guard[0] and now[1] == guard[1] and now[3] == guard[3]
 
 
 def _source_values(value: Any) -> np.ndarray:

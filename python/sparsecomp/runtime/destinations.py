@@ -212,6 +212,14 @@ def _outs(sig: Signature, out: Any) -> dict[int, np.ndarray]:
         found[r] = array
     if not found:
         raise ArgumentError(f"{name}: out= names no array")
+    arrays = list(found.items())
+    for i, (r, array) in enumerate(arrays):
+        for q, other in arrays[i + 1 :]:
+            if np.shares_memory(array, other):
+                raise ArgumentError(
+                    f"{name}: the out= arrays for results {r} and {q} share memory; "
+                    "each result needs an array of its own"
+                )
     return found
 
 
@@ -254,9 +262,6 @@ def _key(
             elif not isinstance(arg, _SCALARS):
                 if any(np.shares_memory(array, a) for a in _arrays(arg)):
                     return (), f"the out= array for result {r} shares memory with argument {k}"
-        for other in outs.values():
-            if other is not array and np.shares_memory(array, other):
-                return (), "two out= arrays share memory"
         key.append((r, same))
     return tuple(key), None
 

@@ -115,6 +115,9 @@ class Function:
         return caller(args)
 
     def _into(self, args: tuple[Any, ...], out: Any) -> Any:
+        prepared = self._prepared(args)
+        if prepared is not None:  # its variant writes into ``out``
+            return prepared.call(args, out)
         destinations = self._destinations
         if destinations is None:
             destinations = Destinations(self.signature, self.__call__, self.make_destinations)
@@ -160,14 +163,29 @@ class Function:
         """What runs a call the fast path did not take, instead of converting its
         arguments: a prepared operand's variant, or the variant for the arguments'
         index widths (:mod:`.specialize`); None: the careful path."""
-        for arg in args:
-            if type(arg) is Prepared:
-                if arg.function != self.name:
-                    raise SparsecompError(
-                        f"'{self.name}' was given an operand prepared for '{arg.function}'"
-                    )
-                return lambda *given: arg.call(given)
+        prepared = self._prepared(args)
+        if prepared is not None:
+            return lambda *given: prepared.call(given)
         return self.specializer.pick(args) if self.specializer is not None else None
+
+    def _prepared(self, args: tuple[Any, ...]) -> Prepared | None:
+        """The prepared operand among ``args``, checked to be this function's and in
+        its place; None if there is none."""
+        found = None
+        for i, arg in enumerate(args):
+            if type(arg) is not Prepared:
+                continue
+            if arg.function != self.name:
+                raise SparsecompError(
+                    f"'{self.name}' was given an operand prepared for '{arg.function}'"
+                )
+            if i != arg.argument or found is not None:
+                raise SparsecompError(
+                    f"'{self.name}' was given an operand prepared for its argument "
+                    f"{arg.argument} as argument {i}"
+                )
+            found = arg
+        return found
 
     def profile(self, *args: Any) -> Profile:
         """Call it and count the global-memory traffic of its emulated GPU kernels.

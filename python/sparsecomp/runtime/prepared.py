@@ -44,10 +44,11 @@ class Prepared:
     #: the argument it stands for
     argument: int
 
-    def call(self, args: tuple[Any, ...]) -> Any:
-        """Call the variant with ``args``, this operand in its place."""
+    def call(self, args: tuple[Any, ...], out: Any = None) -> Any:
+        """Call the variant with ``args``, this operand in its place (``out``: the
+        arrays the results are written into, as in a call with ``out=``)."""
         args = (*args[: self.argument], self.tensor, *args[self.argument + 1 :])
-        return self.variant(*args)
+        return self.variant(*args) if out is None else self.variant(*args, out=out)
 
     def __repr__(self) -> str:
         why = f" ({self.choice.why})" if self.choice is not None else " (forced)"
