@@ -60,3 +60,32 @@ def test_opview_is_the_generated_class(ctx):
         op = func.regions[0].blocks[0].operations[0]
         assert isinstance(op, sparse_iter.SetEncodingOp)
         assert op.source.type == func.regions[0].blocks[0].arguments[0].type
+
+
+_FIRST_IMPORTS = """
+import threading
+from sparsecomp.ir import context
+barrier, errors = threading.Barrier(8), []
+def first() -> None:
+    barrier.wait()
+    try:
+        context.ops()
+    except Exception as exc:
+        errors.append(exc)
+threads = [threading.Thread(target=first) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert not errors, errors
+"""
+
+
+def test_threads_importing_the_op_classes_at_once() -> None:
+    """Threads making their first calls together both imported the generated op classes;
+    the second raised "Dialect namespace 'sparse_iter' is already registered"."""
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-c", _FIRST_IMPORTS], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]

@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import json
 import sys
+import threading
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -106,11 +107,27 @@ def _context_pointer(ctx: ir.Context) -> int:
     return int(pointer)
 
 
+#: Held while the generated op classes are imported: two threads making their first
+#: calls at once both imported them, and the second registration of the dialect's
+#: Python classes raised "Dialect namespace 'sparse_iter' is already registered".
+_IMPORTING = threading.Lock()
+
+
+_OPS: list[ModuleType] = []  # the module, once imported completely
+
+
 def _ops_module() -> ModuleType:
     """The generated Python op classes, imported once per process."""
-    name = "sparsecomp.ir._sparse_iter_ops_gen"
-    if name in sys.modules:
-        return sys.modules[name]
+    if _OPS:
+        return _OPS[0]
+    with _IMPORTING:
+        if not _OPS:
+            name = "sparsecomp.ir._sparse_iter_ops_gen"
+            _OPS.append(sys.modules[name] if name in sys.modules else _import_ops(name))
+        return _OPS[0]
+
+
+def _import_ops(name: str) -> ModuleType:
     path = generated(PY_FILE)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
