@@ -611,8 +611,8 @@ def test_more_validation_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     big = np.array([[0], [2**63]], dtype=np.uint64)
     with pytest.raises(FormatError, match="coordinate 9223372036854775808 is out of range"):
         SparseTensor.from_coo((3, 3), big, [1.0], "csr")
-    with pytest.raises(FormatError, match=r"expected a 2-D scipy\.sparse matrix, got 1-D"):
-        SparseTensor.from_scipy(sp.coo_array(np.ones(3)))
+    with pytest.raises(FormatError, match=r"expected a 2-D scipy\.sparse matrix, got 3-D"):
+        SparseTensor.from_scipy(sp.coo_array(np.ones((2, 2, 2))))
     bad = sp.csr_array((np.array([1.0]), np.array([7]), np.array([0, 1])), shape=(1, 3))
     with pytest.raises(FormatError, match="invalid scipy csr matrix: an index is out of range"):
         SparseTensor.from_scipy(bad, "csr")
@@ -713,3 +713,18 @@ def test_from_scipy_takes_sparse_vectors() -> None:
     dok = sp.dok_array((5,), dtype=np.float32)
     dok[3] = 7.0
     np.testing.assert_array_equal(SparseTensor.from_scipy(dok, "coo").to_dense(), [0, 0, 0, 7, 0])
+
+
+def test_index_buffers_cannot_be_made_writable_again() -> None:
+    """Calls check a tensor's index buffers once and trust them after; a caller who set
+    one writable again and edited it made the next call read out of bounds (a
+    segfault). They are views numpy will not make writable."""
+    t = SparseTensor.from_dense(A, "csr")
+    for buf in (t.positions[1], t.coordinates[1]):
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            buf.setflags(write=True)
+    u = t.with_values(np.ones(t.nse))  # shares them, still locked
+    assert u.coordinates[1] is t.coordinates[1]
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        u.coordinates[1].setflags(write=True)
+    t.values[0] = 7.0  # values may change

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,19 @@ from sparsecomp.formats.validate import (
     check_value_dtype,
     check_values,
 )
+
+
+def _locked(buf: np.ndarray | None) -> np.ndarray | None:
+    """A read-only view of a read-only ``buf``: numpy refuses to make such a view
+    writable again (``setflags(write=True)``), so calls that checked the buffer once
+    can trust it (an index edited after a first call was read out of bounds)."""
+    if buf is None:
+        return None
+    base = buf.base
+    if not buf.flags.writeable and isinstance(base, np.ndarray) and not base.flags.writeable:
+        return buf  # locked already (a tensor sharing another's structure)
+    buf.flags.writeable = False
+    return buf.view()
 
 
 class SparseTensor:
@@ -78,6 +92,12 @@ class SparseTensor:
         ``shared``: some index buffer belongs to the caller, who may still
         change it; else every index buffer is made read-only.
         """
+        if storage is not None and not shared:
+            storage = dataclasses.replace(
+                storage,
+                positions=tuple(_locked(b) for b in storage.positions),
+                coordinates=tuple(_locked(b) for b in storage.coordinates),
+            )
         self.shape = shape
         self.layout = layout
         self.dtype = dtype
@@ -85,10 +105,6 @@ class SparseTensor:
         self.parts = parts
         self._nnz: int | None = None
         self.shared = shared
-        if storage is not None and not shared:
-            for buf in (*storage.positions, *storage.coordinates):
-                if buf is not None:
-                    buf.flags.writeable = False
 
     # -- construction ----------------------------------------------------------
     @classmethod
@@ -263,7 +279,7 @@ class SparseTensor:
         """Validate again index buffers that may have changed since construction.
 
         Only writable index buffers can change: those of a ``shared`` tensor
-        (or ones a caller made writable again). Calls run this before
+        (any other's are read-only views that numpy will not make writable). Calls run this before
         handing such a tensor to native code; it raises :class:`FormatError`
         where :meth:`from_buffers` would.
         """
