@@ -72,3 +72,29 @@ def test_save_then_load_without_mlir(add_dir: Path, tmp_path: Path) -> None:
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     assert proc.stdout.splitlines() == [str((a + a).tolist()), "['libomp.so']", "[]"]
     assert load(saved).libraries == [saved / "libomp.so"]  # the copy beside kernel.so
+
+
+def test_saving_another_kernel_where_one_was_loaded(tmp_path: Path) -> None:
+    """A directory loaded, emptied, saved into again with another kernel of the same
+    function name and loaded: the dynamic loader handed back the first library under
+    that path (float64 data read as float32: garbage; CSC as CSR: a segfault)."""
+    import shutil
+
+    import scipy.sparse as sp
+
+    import sparsecomp
+    from cpu_kernels import compiled, spmv
+
+    a = sp.random(40, 30, density=0.2, format="csr", random_state=3)
+    x = np.random.default_rng(3).random(30)
+    first, second = compiled(spmv("csr", "f32")), compiled(spmv("csc", "f64"))
+    place = tmp_path / "kernel"
+    first.save(place)
+    got = sparsecomp.load(place).spmv(
+        a.astype(np.float32), x.astype(np.float32), np.zeros(40, np.float32)
+    )
+    np.testing.assert_allclose(got, a @ x, rtol=1e-5)
+    shutil.rmtree(place)
+    second.save(place)
+    got = sparsecomp.load(place).spmv(a.tocsc(), x, np.zeros(40))
+    np.testing.assert_allclose(got, a @ x, rtol=1e-12)

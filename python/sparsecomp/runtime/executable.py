@@ -18,6 +18,7 @@ import ctypes
 import functools
 import json
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -483,8 +484,23 @@ def needed_library(directory: Path, name: str) -> Path:
     return library_path(name)
 
 
+#: Libraries loaded from a path: its file's identity then (device, inode, mtime, size).
+_LOADED: dict[str, tuple[int, int, int, int]] = {}
+
+
 def _dlopen(path: Path, mode: int) -> ctypes.CDLL:
+    """``path`` loaded; a file written anew where one was loaded before is loaded from a
+    copy (the dynamic loader hands back the library it has under that name: a kernel
+    saved again into a directory and loaded ran the old code, garbage or a segfault)."""
     try:
+        st = path.stat()
+        identity = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+        key = str(path.resolve())
+        seen = _LOADED.setdefault(key, identity)
+        if seen != identity:
+            copy = Path(tempfile.mkdtemp(prefix="sparsecomp-reload-")) / path.name
+            shutil.copy2(path, copy)
+            path = copy
         return ctypes.CDLL(str(path), mode=mode)
     except OSError as err:
         raise SparsecompError(f"cannot load {path}: {err}") from None
