@@ -70,6 +70,7 @@ X5 = np.zeros(5, np.float32)
         ),
         (lambda e: e.views(np.zeros(5)), r"views: argument 0 .*: expected size 6 in dimension 0"),
         (lambda e: e.less("1", 2.0), r"less: argument 0 \(float32\): expected a float32 scalar"),
+        (lambda e: e.less(10**400, 2.0), r"less: argument 0 \(float32\): expected a float32"),
         (lambda e: e.less(np.float64(1), 2.0), r"expected dtype float32, got float64"),
         (lambda e: e.twice(True), r"expected a int64 scalar, got True"),
         (lambda e: e.twice(2.0), r"expected a int64 scalar, got 2.0"),

@@ -273,3 +273,19 @@ def test_width_overflow_says_how_to_recompile(private_cache: None) -> None:
     assert "crdWidth = 64" in wide
     again = sparsecomp.compile(TOTAL.replace("LAYOUT", wide))
     assert float(again(m)) == 6.0
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("", "an empty program"),
+        ("   \n", "an empty program"),
+        ("/no/such/dir/spmv.mlri", "cannot read /no/such/dir/spmv.mlri: No such file"),
+        ("/tmp", "cannot read /tmp: Is a directory"),
+    ],
+)
+def test_compile_names_a_bad_source(source: str, message: str) -> None:
+    """A mistyped path was parsed as MLIR ('expected operation name in quotes'), and an
+    empty string compiled to an executable with no functions."""
+    with pytest.raises(SparsecompError, match=message):
+        sparsecomp.compile(source)

@@ -64,10 +64,23 @@ EMULATION_PREFIX = "cuda-emu:"
 CUDA_PREFIX = "cuda:"
 
 
+def _names_a_file(text: str) -> bool:
+    """Whether a string given to compile() is a path rather than MLIR: one line that is
+    a file, ends with ``.mlir``, or has a ``/`` and none of MLIR's punctuation (so that
+    a mistyped path is not parsed as a program)."""
+    if "\n" in text:
+        return False
+    line = text.strip()
+    if line.endswith(".mlir") or Path(line).is_file():
+        return True
+    return "/" in line and not any(c in line for c in "{}()=%@<>:")
+
+
 def _source_text(source: Any) -> tuple[str, str]:
     """``(text, file name for diagnostics)`` of a path, MLIR text or ``ir.Module``."""
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
-                                    and source.endswith(".mlir")):  # fmt: skip
+    if isinstance(source, str) and not source.strip():
+        raise SparsecompError("compile() was given an empty program")
+    if isinstance(source, Path) or (isinstance(source, str) and _names_a_file(source)):
         path = Path(source)
         try:
             return path.read_text(), str(path)

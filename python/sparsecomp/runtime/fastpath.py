@@ -134,8 +134,9 @@ def _scalar_step(spec: ArgSpec) -> Step:
     kind = spec.dtype.kind
     if kind == "b":
         accept: Callable[[Any], bool] = lambda v: type(v) is bool  # noqa: E731
-    elif kind == "f":
-        accept = lambda v: type(v) is float or type(v) is int  # noqa: E731
+    elif kind == "f":  # an int beyond a double's range: the careful path refuses it
+        top = int(np.finfo(np.float64).max)
+        accept = lambda v: type(v) is float or (type(v) is int and -top <= v <= top)  # noqa: E731
     else:
         info = np.iinfo(spec.dtype)
         lo, hi = int(info.min), int(info.max)

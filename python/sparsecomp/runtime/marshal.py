@@ -157,6 +157,10 @@ def flatten(
     return items
 
 
+#: The largest int a float argument takes (beyond, float(value) overflows).
+_FLOAT_MAX = int(np.finfo(np.float64).max)
+
+
 def scalar_value(spec: ArgSpec, value: Any, where: str) -> Any:
     """A Python scalar for a scalar argument: same-dtype numpy scalars, or a Python number."""
     dtype = spec.dtype
@@ -167,7 +171,7 @@ def scalar_value(spec: ArgSpec, value: Any, where: str) -> Any:
     if isinstance(value, bool | np.bool_):
         ok = dtype.kind == "b"
     elif isinstance(value, int):
-        ok = dtype.kind == "f" or (
+        ok = (dtype.kind == "f" and abs(value) <= _FLOAT_MAX) or (
             dtype.kind == "i" and np.iinfo(dtype).min <= value <= np.iinfo(dtype).max
         )
     else:
