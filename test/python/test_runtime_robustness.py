@@ -19,7 +19,7 @@ import pytest
 import scipy.sparse as sp
 
 import sparsecomp
-from sparsecomp.errors import SparsecompError
+from sparsecomp.errors import FormatError, SparsecompError
 from sparsecomp.formats import SparseTensor, parse_layout
 
 SPMV = """
@@ -239,7 +239,8 @@ def test_packing_tall_matrices_needs_no_per_row_temporaries(fmt: str, layout: st
     m = sp.coo_matrix((np.array([1.0, 2.0, 3.0]), (rows, cols)), shape=(ROWS, 10)).asformat(fmt)
     own = 4 * (ROWS + 1) if layout == "csr" else 0  # only CSR stores one position per row
     out: list[SparseTensor] = []
-    assert peak_bytes(lambda: out.append(SparseTensor.from_scipy(m, layout))) < own + 2**20
+    # the input's check runs over indptr in chunks of 2**20 elements (a bool each)
+    assert peak_bytes(lambda: out.append(SparseTensor.from_scipy(m, layout))) < own + 2**21
     assert peak_bytes(lambda: out[0].to_coo()) < 2**20
     np.testing.assert_array_equal(out[0].to_coo()[0], [rows, cols])
 
@@ -289,3 +290,30 @@ def test_compile_names_a_bad_source(source: str, message: str) -> None:
     empty string compiled to an executable with no functions."""
     with pytest.raises(SparsecompError, match=message):
         sparsecomp.compile(source)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "layout", "message"),
+    [
+        ("csr", "csc", "invalid scipy csr matrix: an index is out of range for size 53"),
+        ("csc", "csr", "invalid scipy csc matrix: an index is out of range for size 37"),
+        ("csr", "bsr:4x4", "invalid scipy csr matrix: an index is out of range"),
+        ("coo", "csr", "invalid scipy coo matrix: an index of axis 1 is out of range"),
+    ],
+)
+def test_bad_scipy_indices_are_refused_before_scipy_converts(
+    fmt: str, layout: str, message: str
+) -> None:
+    """A bad index reached scipy's own conversion (``tocsc``, ``sum_duplicates``) first,
+    which wrote out of bounds: heap corruption, a segfault, or an entry silently lost."""
+    a = sp.random(37, 53, density=0.15, format="csr", random_state=4)
+    if fmt == "csr":
+        a.indices[5] = 56  # column 56 of 53
+    elif fmt == "csc":
+        a = a.tocsc()
+        a.indices[5] = 40  # row 40 of 37
+    else:
+        a = a.tocoo()
+        a.col[5] = 56
+    with pytest.raises(FormatError, match=message):
+        SparseTensor.from_scipy(a, layout)

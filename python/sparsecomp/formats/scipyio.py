@@ -18,7 +18,7 @@ import scipy.sparse as sp  # type: ignore[import-untyped]
 
 from sparsecomp.errors import FormatError
 from sparsecomp.formats.dimmap import DimMap
-from sparsecomp.formats.indptr import check_compressed, compressed_from_coo
+from sparsecomp.formats.indptr import check_compressed, compressed_from_coo, in_range
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.levels import Level
 from sparsecomp.formats.storage import Storage
@@ -52,7 +52,32 @@ def check_matrix(m: Any) -> Any:
     if m.ndim != 2:
         raise FormatError(f"expected a 2-D scipy.sparse matrix, got {m.ndim}-D")
     check_value_dtype(m.dtype)
+    _check_indices(m)
     return m
+
+
+def _check_indices(m: Any) -> None:
+    """Every index of a CSR/CSC/BSR/COO ``m`` in range, its ``indptr`` consistent, before
+    anything of scipy's reads them: its own conversions (``tocsc``, ``sum_duplicates``)
+    do not check, and wrote out of bounds on a bad index (heap corruption, segfaults)."""
+    fmt = m.format
+    what = f"invalid scipy {fmt} matrix"
+    if fmt in ("csr", "csc", "bsr"):
+        indptr, indices = np.asarray(m.indptr), np.asarray(m.indices)
+        if fmt == "bsr":
+            rows, cols = m.blocksize
+            sizes = (m.shape[0] // rows, m.shape[1] // cols)
+        else:
+            sizes = m.shape if fmt == "csr" else m.shape[::-1]
+        nnz = int(indptr[-1]) if indptr.shape[0] else 0
+        if not 0 <= nnz <= indices.shape[0]:
+            raise FormatError(f"{what}: indptr/indices lengths are inconsistent")
+        check_compressed(what, sizes, indptr, indices[:nnz])
+    elif fmt == "coo":
+        for axis, (index, size) in enumerate(zip((m.row, m.col), m.shape, strict=True)):
+            index = np.asarray(index)
+            if index.size and not in_range(index, size):
+                raise FormatError(f"{what}: an index of axis {axis} is out of range ({size})")
 
 
 def summed(m: Any) -> Any:
