@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 import cpu_kernels
 import sparsecomp
-from sparsecomp.errors import SparsecompError
+from sparsecomp.errors import ArgumentError, SparsecompError
 from sparsecomp.formats import SparseTensor, parse_layout
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -119,3 +119,17 @@ func.func @emul(%A: tensor<?x?xf32, {attr}>, %D: tensor<?x?xf32>, %E: tensor<?x?
 """
     with pytest.raises(SparsecompError, match="lowered part by part, which needs the body to"):
         sparsecomp.compile(text, cache_results=False)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_dense_operands_sizes_are_checked(layout: str) -> None:
+    """A composable kernel's signature had no size symbols (``[?, ?]``, ``[?]``), so an x
+    one element short was read out of bounds (garbage; a segfault at 50M columns)."""
+    A = power_law(37, 53, seed=3)
+    exe = compiled(spmv(layout))
+    with pytest.raises(ArgumentError, match="size 52 in dimension 0"):
+        exe(A, np.ones(52, np.float32), np.zeros(37, np.float32))
+    with pytest.raises(ArgumentError, match="size 36 in dimension 0"):
+        exe(A, np.ones(53, np.float32), np.zeros(36, np.float32))
+    got = exe(A, np.ones(53, np.float32), np.zeros(37, np.float32))
+    np.testing.assert_allclose(got, A @ np.ones(53), rtol=1e-4, atol=1e-4)

@@ -143,7 +143,7 @@ def _dim(value: ir.Value, d: int, entry: ir.Block, depth: int) -> Size:
     if name == "tensor.empty":
         dynamic = sum(1 for k in range(d) if ty.is_dynamic_dim(k))
         return _size(op.operands[dynamic], entry, depth + 1)
-    if name == "tensor.cast":
+    if name in ("tensor.cast", "sparse_iter.get_part"):  # a part has its whole's shape
         return _dim(op.operands[0], d, entry, depth + 1)
     if name in _SHAPED_LIKE:
         return _dim(op.operands[_SHAPED_LIKE[name]], d, entry, depth + 1)
