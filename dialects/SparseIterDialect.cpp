@@ -210,7 +210,11 @@ Attribute SparsityAttr::parse(AsmParser &parser, Type) {
   StringRef kind;
   SmallVector<int64_t> params;
   double density = 1.0;
-  if (parser.parseLess() || parseWord(parser, kind, "a sparsity kind") ||
+  if (parser.parseLess() ||
+      parseWord(parser, kind,
+                "a sparsity kind, unquoted: unstructured, nm[n, m], "
+                "block[r, c] or ragged (#sparse_iter.sparsity<ragged, density "
+                "= 0.1>)") ||
       parseOptionalIntList(parser, params))
     return {};
   if (succeeded(parser.parseOptionalComma()) &&
@@ -429,8 +433,20 @@ Attribute LayoutAttr::parse(AsmParser &parser, Type) {
            << key << "'; expected map, posWidth, crdWidth, indexGroup or "
            << "nmMetadata";
   };
-  if (parser.parseLess() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Braces, entry) ||
+  if (parser.parseLess())
+    return {};
+  // The positional form of earlier releases, `<["dense_fixed", ...], map, 32,
+  // 32, {}>`, is no longer read: say what to write instead of "expected '{'".
+  if (SMLoc square = parser.getCurrentLocation();
+      succeeded(parser.parseOptionalLSquare()))
+    return parser.emitError(square,
+                            "the positional layout form '[levels], map, "
+                            "widths' is no longer read; write "
+                            "#sparse_iter.layout<{map = (i, j) -> (i : dense, "
+                            "j : compressed), posWidth = 32, crdWidth = 32}> "
+                            "(docs/dialect.md)"),
+           Attribute();
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Braces, entry) ||
       parser.parseGreater())
     return {};
   if (!map)

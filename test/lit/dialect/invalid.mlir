@@ -3,7 +3,7 @@
 // The dialect's parsers check the syntax and report at the offending token;
 // layout syntax errors are in layout-invalid.mlir.
 
-// expected-error@+1 {{expected a sparsity kind}}
+// expected-error@+1 {{expected a sparsity kind, unquoted: unstructured, nm[n, m], block[r, c] or ragged (#sparse_iter.sparsity<ragged, density = 0.1>)}}
 func.func private @kind_not_bare(tensor<?xf32, #sparse_iter.sparsity<"unstructured">>)
 
 // -----
@@ -35,7 +35,7 @@ func.func private @part_layout() attributes {p = #sparse_iter.part<rest, #sparse
 // -----
 
 // The positional syntax of earlier versions is refused.
-// expected-error@+1 {{expected a sparsity kind}}
+// expected-error@+1 {{expected a sparsity kind, unquoted: unstructured, nm[n, m], block[r, c] or ragged (#sparse_iter.sparsity<ragged, density = 0.1>)}}
 func.func private @positional(tensor<?xf32, #sparse_iter.sparsity<"unstructured", array<i64>, 1.000000e-02 : f64>>)
 
 // -----

@@ -267,6 +267,6 @@ func.func private @negative_structured_arity(tensor<?x?xf32, #sparse_iter.layout
 
 // -----
 
-// The positional syntax of earlier versions is refused.
-// expected-error@+1 {{expected '{'}}
-func.func private @negative_positional(tensor<?xf32, #sparse_iter.layout<["compressed_varied"], affine_map<(i) -> (i)>, 32, 32, {}>>)
+// The positional form of earlier releases gets the form to write instead.
+// expected-error@+1 {{the positional layout form '[levels], map, widths' is no longer read; write #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>}}
+func.func private @negative_positional_form(tensor<?x?xf32, #sparse_iter.layout<["dense_fixed", "compressed_varied"], affine_map<(i, j) -> (i, j)>, 32, 32, {}>>)
