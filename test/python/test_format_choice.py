@@ -411,3 +411,17 @@ def test_emulated_gpu_calibration_measures_the_roofline() -> None:
     expected = exe.profile(SparseTensor.from_scipy(a, "csr"), x).h100_seconds
     assert csr["seconds"] == pytest.approx(expected)  # traffic does not depend on the values
     assert csr["features"] == features("csr", matrix_stats(a), 1, "cuda")
+
+
+def test_prepare_refuses_another_dtype_as_a_call_does() -> None:
+    """float64 data for a float32 kernel: refused with the cast to make, as a direct call
+    does, not cast silently (``prepare`` used to ``astype`` it)."""
+    a = power_law(30, 20, seed=6).astype(np.float64)
+    exe = sparsecomp.compile(program("spmv", "csr"))
+    with pytest.raises(SparsecompError, match="expected dtype float32, got float64"):
+        exe(a, np.ones(20, np.float32))
+    for layout in (None, "csr", "bsr:2x2"):
+        with pytest.raises(SparsecompError, match=r"prepare\(\) for spmv: .*got float64"):
+            exe.prepare(a, layout=layout)
+    prepared = exe.prepare(a.astype(np.float32), layout="csr")
+    np.testing.assert_allclose(prepared.tensor.to_dense(), a.toarray(), rtol=1e-6)

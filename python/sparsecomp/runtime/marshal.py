@@ -213,7 +213,7 @@ def sparse_shape(spec: ArgSpec, value: Any, where: str) -> tuple[int, ...]:
             f"{where}: expected a SparseTensor or scipy.sparse matrix, got {type(value).__name__}",
             hint="pack arrays with SparseTensor.from_dense(x, layout)",
         )
-    _check_dtype(spec, value.dtype, where, scipy=_is_sparse(value))
+    check_dtype(spec, value.dtype, where, scipy=_is_sparse(value))
     if len(value.shape) != spec.rank:
         raise ArgumentError(f"{where}: expected rank {spec.rank}, got rank {len(value.shape)}")
     return tuple(int(d) for d in value.shape)
@@ -241,7 +241,9 @@ def _too_narrow(spec: ArgSpec, err: IndexWidthError, where: str) -> FormatError:
     )
 
 
-def _check_dtype(spec: ArgSpec, dtype: np.dtype[Any], where: str, scipy: bool = False) -> None:
+def check_dtype(spec: ArgSpec, dtype: np.dtype[Any], where: str, scipy: bool = False) -> None:
+    """Refuse values of another dtype than ``spec``'s (no silent cast: float64 data into a
+    float32 kernel would lose precision unasked), with the conversion to make as hint."""
     if dtype != spec.dtype:
         hint = f"convert the values with .astype(np.{spec.dtype}) first"
         if scipy and spec.dtype == np.float16:  # scipy.sparse refuses float16

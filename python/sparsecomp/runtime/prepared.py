@@ -22,6 +22,7 @@ from sparsecomp.formats.choice import Choice, choose
 from sparsecomp.formats.names import parse_layout
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import Signature
+from sparsecomp.runtime.marshal import check_dtype
 from sparsecomp.runtime.tournament import tournament
 
 LOG = logging.getLogger("sparsecomp")
@@ -90,6 +91,9 @@ def prepare(
         raise SparsecompError(
             f"prepare() takes a scipy.sparse matrix or a SparseTensor, not {type(A).__name__}"
         )
+    spec = signature.args[argument]
+    where = f"prepare() for {signature.name}: argument {argument} ({spec.describe()})"
+    check_dtype(spec, A.dtype, where, scipy=True)
     choice = None
     if layout is None:
         choice = choose(A, op=op, k=k, target=target)
@@ -98,8 +102,6 @@ def prepare(
         layout = choice.layout
         LOG.info("sparsecomp: %s(%s): %s", signature.name, op, choice)
     name = str(parse_layout(layout))
-    spec = signature.args[argument]
-    dtype = spec.dtype
-    tensor = SparseTensor.from_scipy(A.astype(dtype, copy=False), name)
+    tensor = SparseTensor.from_scipy(A, name)
     variant = variant_for(name)
     return Prepared(tensor, name, choice, signature.name, variant, argument)
