@@ -425,3 +425,23 @@ def test_prepare_refuses_another_dtype_as_a_call_does() -> None:
             exe.prepare(a, layout=layout)
     prepared = exe.prepare(a.astype(np.float32), layout="csr")
     np.testing.assert_allclose(prepared.tensor.to_dense(), a.toarray(), rtol=1e-6)
+
+
+def test_prepare_on_an_emulated_gpu_uses_the_gpu_model() -> None:
+    """A ``cuda-emu:sm_80`` executable runs that GPU's schedule: ``prepare`` ranks layouts
+    with the GPU's model (dense is no GPU candidate) and times nothing on this CPU."""
+    d = np.random.default_rng(2).standard_normal((64, 48)).astype(np.float32)
+    d[np.abs(d) < 0.3] = 0  # about 24% zeros: the host model would take it dense
+    a = sp.csr_matrix(d)
+    exe = sparsecomp.compile(program("spmm", "csr"), "cuda-emu:sm_80")
+    assert exe.manifest["emulates"] == "cuda:sm_80"
+    prepared = exe.prepare(a, k=8)
+    want = choose(a, "spmm", 8, target="cuda:sm_80")
+    assert prepared.choice is not None
+    assert prepared.choice.estimates == want.estimates
+    assert prepared.layout == want.layout
+    assert "dense" not in want.estimates
+    assert "timed on" not in prepared.choice.why
+    b = np.ones((48, 8), np.float32)
+    bound = 2e-3 * (np.abs(d) @ b)  # block layouts run as TF32 on tensor cores
+    assert np.all(np.abs(exe(prepared, b) - d @ b) <= bound)

@@ -63,6 +63,15 @@ def _add_device(out: Path, device: CudaTarget, kernels: list[dict[str, Any]]) ->
     path.write_text(json.dumps(manifest, indent=1))
 
 
+def _add_emulated(out: Path, device: CudaTarget) -> None:
+    """The manifest's ``emulates`` (``cuda:sm_80``): the GPU whose schedule a
+    ``cuda-emu`` build runs, whose cost model ``exe.prepare`` then uses."""
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["emulates"] = f"cuda:{device.chip}"
+    path.write_text(json.dumps(manifest, indent=1))
+
+
 def _fail(
     log: DiagnosticLog,
     what: str,
@@ -255,5 +264,7 @@ def build(
     write_manifest(out, common, functions, needs, targets, conversions, profile)
     if device is not None:
         _add_device(out, device, kernels)
+    if emulate is not None:
+        _add_emulated(out, emulate)
     if progress:
         progress("so", time.perf_counter() - started)

@@ -331,7 +331,8 @@ class Executable:
         ``layout`` forces one (a name ``SparseTensor.from_scipy`` accepts); else
         :func:`sparsecomp.formats.choose` picks it for the function's op (SpMM, SpMV
         or SDDMM, told from its signature) with ``k`` dense columns (the GPU's model
-        for a ``cuda:sm_XX`` executable), and the ``sparsecomp`` logger says what it
+        for a ``cuda:sm_XX`` executable, and for a ``cuda-emu:sm_XX`` one, which runs
+        that GPU's schedule), and the ``sparsecomp`` logger says what it
         chose and why (``Prepared.choice``). The
         variant is compiled on first need (needs the executable's source: one from
         ``sparsecomp.compile``) and cached like any kernel.
@@ -360,7 +361,8 @@ class Executable:
             attr = parse_layout(name).attr_text()
             return self.recompile(own.name, {argument: attr}).functions[own.name]
 
-        return prepare(own, A, layout, k, variant_for, self.manifest.get("device") or "host")
+        device = self.manifest.get("device") or self.manifest.get("emulates") or "host"
+        return prepare(own, A, layout, k, variant_for, device)
 
     def plan(self) -> Plan:
         """The layout conversions the program runs, in program order; ``print`` it for the
