@@ -445,3 +445,13 @@ def test_prepare_on_an_emulated_gpu_uses_the_gpu_model() -> None:
     b = np.ones((48, 8), np.float32)
     bound = 2e-3 * (np.abs(d) @ b)  # block layouts run as TF32 on tensor cores
     assert np.all(np.abs(exe(prepared, b) - d @ b) <= bound)
+
+
+@pytest.mark.parametrize("layout", ["hyb:1:8", "bsr+csr:4x4"])
+def test_prepare_refuses_composable_sddmm_results(layout: str) -> None:
+    """SDDMM returns its result in its operand's layout: a composable one is refused up
+    front, in one line, not by three copies of a compile error about the variant."""
+    exe = sparsecomp.compile(program("sddmm", "csr"))
+    with pytest.raises(SparsecompError, match=r"composable layout \(.*\) cannot be built") as e:
+        exe.prepare(power_law(40, 30, seed=4), layout=layout)
+    assert len(str(e.value)) < 300

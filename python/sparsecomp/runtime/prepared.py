@@ -19,6 +19,7 @@ from typing import Any
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.choice import Choice, choose
+from sparsecomp.formats.composable import Composable
 from sparsecomp.formats.names import parse_layout
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import Signature
@@ -101,7 +102,14 @@ def prepare(
             choice = tournament(signature, argument, A, choice, k, variant_for)
         layout = choice.layout
         LOG.info("sparsecomp: %s(%s): %s", signature.name, op, choice)
-    name = str(parse_layout(layout))
+    parsed = parse_layout(layout)
+    if op == "sddmm" and isinstance(parsed, Composable):
+        raise SparsecompError(
+            f"prepare(): {signature.name} (SDDMM) returns its result in its operand's "
+            f"layout, and a composable layout ({layout}) cannot be built as a result",
+            hint="prepare it as csr, ell or bsr:RxC",
+        )
+    name = str(parsed)
     tensor = SparseTensor.from_scipy(A, name)
     variant = variant_for(name)
     return Prepared(tensor, name, choice, signature.name, variant, argument)
