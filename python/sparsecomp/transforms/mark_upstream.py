@@ -70,6 +70,8 @@ def _refusal(func: ir.Operation) -> str | None:
             except SparsecompError as exc:
                 return f"has a conversion{_where(op)} that sparse_iter cannot lower: {exc.message}"
             continue
+        if op.name.startswith("sparse_tensor.") and _encoded(op):
+            return f"uses '{op.name}'{_where(op)}, which sparse_iter has no counterpart for"
         if op.name in _RESHAPES and _encoded(op):
             return f"has '{op.name}'{_where(op)} on sparse tensors, which sparse_iter cannot lower"
         if not op.name.startswith("linalg.") or op.name == "linalg.yield" or not _encoded(op):
@@ -194,7 +196,10 @@ class MarkUpstreamPass(SparsecompPass):
     which changes no IR, when it refuses a layout conversion
     (``sparsecomp.lowering.convert.check_conversion``), or when it reshapes a
     sparse tensor (``tensor.expand_shape``, ``collapse_shape``, ``reshape``,
-    ``concat``: the sparsifier rewrites them, sparse_iter has no lowering).
+    ``concat``: the sparsifier rewrites them, sparse_iter has no lowering), or
+    when it applies a ``sparse_tensor`` op to sparse_iter-encoded tensors (a
+    ``sparse_tensor.convert`` building a matrix in a test-style ``main``, as
+    ``sparse-iter-import-sparse-tensor`` keeps such functions upstream).
     Callers and callees of a marked function are marked too, so that calls
     keep matching types.
 

@@ -203,3 +203,19 @@ func.func @sub_nm(%a: tensor<4x8xf32, #csr>, %b: tensor<4x8xf32, #nm>, %o: tenso
   } -> tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// A sparse_tensor op on #sparse_iter types (a test-style main building its
+// matrix with sparse_tensor.convert) goes upstream whole, as the same op on
+// #sparse_tensor types does.
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+
+// CHECK: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32 }>
+// CHECK-LABEL: func.func @build
+// CHECK-SAME: sparse_iter.upstream = "uses 'sparse_tensor.convert' at line [[@LINE+3]], which sparse_iter has no counterpart for"
+// CHECK: sparse_tensor.convert %{{.*}} : tensor<2x3xf64> to tensor<2x3xf64, #[[$CSR]]>
+func.func @build(%d: tensor<2x3xf64>) -> tensor<2x3xf64, #csr> {
+  %s = sparse_tensor.convert %d : tensor<2x3xf64> to tensor<2x3xf64, #csr>
+  return %s : tensor<2x3xf64, #csr>
+}
