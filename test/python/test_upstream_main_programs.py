@@ -345,3 +345,70 @@ func.func @to_csc(%a: tensor<?x?xf32, {csr}>) -> tensor<?x?xf32, {csc}> {{
     turned = exe.to_csc(m)
     assert "(d1 : dense, d0 : compressed)" in str(turned.layout)
     np.testing.assert_array_equal(turned.to_dense(), m.toarray())
+
+
+SPARSE_MASK = """
+#DCSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @select(%c: tensor<NxNxi1>, %a: tensor<NxNxf64, #DCSR>, %b: tensor<NxNxf64, #DCSR>)
+    -> tensor<NxNxf64, #DCSR> {
+  %e = tensor.empty() : tensor<NxNxf64, #DCSR>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id, #id],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%c, %a, %b : tensor<NxNxi1>, tensor<NxNxf64, #DCSR>, tensor<NxNxf64, #DCSR>)
+      outs(%e : tensor<NxNxf64, #DCSR>) {
+  ^bb0(%p: i1, %x: f64, %y: f64, %o: f64):
+    %s = arith.select %p, %x, %y : f64
+    linalg.yield %s : f64
+  } -> tensor<NxNxf64, #DCSR>
+  return %r : tensor<NxNxf64, #DCSR>
+}
+func.func @main() {
+  %cond = arith.constant COND : tensor<NxNxi1>
+  %l = arith.constant LHS : tensor<NxNxf64>
+  %r = arith.constant RHS : tensor<NxNxf64>
+  %sl = sparse_tensor.convert %l : tensor<NxNxf64> to tensor<NxNxf64, #DCSR>
+  %sr = sparse_tensor.convert %r : tensor<NxNxf64> to tensor<NxNxf64, #DCSR>
+  %s = call @select(%cond, %sl, %sr)
+      : (tensor<NxNxi1>, tensor<NxNxf64, #DCSR>, tensor<NxNxf64, #DCSR>) -> tensor<NxNxf64, #DCSR>
+  %d = sparse_tensor.convert %s : tensor<NxNxf64, #DCSR> to tensor<NxNxf64>
+  %c0 = arith.constant 0 : index
+  %f = arith.constant 0.0 : f64
+  %v = vector.transfer_read %d[%c0, %c0], %f : tensor<NxNxf64>, vector<NxNxf64>
+  vector.print %v : vector<NxNxf64>
+  return
+}
+"""
+
+
+def _sparse_constant(a: np.ndarray, stored: np.ndarray) -> str:
+    """``sparse<...>`` of ``a``'s entries where ``stored`` (explicit zeros and falses too)."""
+    rows, cols = np.nonzero(stored)
+    where = ", ".join(f"[{i}, {j}]" for i, j in zip(rows, cols, strict=True))
+    values = ", ".join(
+        str(bool(a[i, j])).lower() if a.dtype == bool else f"{a[i, j]:.1f}"
+        for i, j in zip(rows, cols, strict=True)
+    )
+    return f"sparse<[{where}], [{values}]>"
+
+
+@pytest.mark.parametrize("n", [5, 24])  # 24: more than 100 mask entries, printed as hex
+def test_sparse_bool_constant_as_a_mask(tmp_path: Path, n: int) -> None:
+    """An ``arith.constant sparse<...> : tensor<NxNxi1>`` mask (as in MLIR's
+    sparse_semiring_select test): its global's i1 values are widened to bytes like a
+    dense one's ("initial value element expected to be of type 'i8', but was 'i1'")."""
+    rng = np.random.default_rng(n)
+    stored = rng.random((n, n)) < 0.6  # stored mask entries hold true and false
+    cond = (rng.random((n, n)) < 0.5) & stored
+    lhs = np.where(rng.random((n, n)) < 0.5, rng.integers(1, 9, (n, n)), 0).astype(float)
+    rhs = np.where(rng.random((n, n)) < 0.5, rng.integers(1, 9, (n, n)), 0).astype(float)
+    program = (
+        SPARSE_MASK.replace("COND", _sparse_constant(cond, stored))
+        .replace("LHS", _sparse_constant(lhs, lhs != 0))
+        .replace("RHS", _sparse_constant(rhs, rhs != 0))
+        .replace("NxN", f"{n}x{n}")
+    )
+    (got,) = _run(tmp_path, program)
+    # upstream's select over DCSR operands visits the union of their entries
+    want = np.where((lhs != 0) | (rhs != 0), np.where(cond, lhs, rhs), 0.0)
+    np.testing.assert_array_equal(got, want.ravel())

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.ir.elements import is_sparse_elements, sparse_elements, sparse_parts
 from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.base import SparsecompPass
 
@@ -76,6 +78,22 @@ def _retype_function(op: ir.Operation) -> None:
     op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(widen, results))
 
 
+def _widened_sparse(init: ir.Attribute, wide: ir.MemRefType) -> ir.Attribute:
+    """An i1 ``sparse<indices, values>`` initial value (``arith.constant sparse<...>``,
+    a mask) as the same ``sparse<...>`` of i8 values."""
+    indices, values = sparse_parts(init)
+    i8 = wide.element_type
+    count = len(values)
+    if values.is_splat:
+        bits = np.full(count, bool(ir.BoolAttr(values.get_splat_value()).value), np.int8)
+    else:
+        bits = np.array([int(bool(values[i])) for i in range(count)], np.int8)
+    loc = ir.Location.unknown(init.context)
+    vty = ir.RankedTensorType.get([count], i8, loc=loc)
+    tensor = ir.RankedTensorType.get(wide.shape, i8, loc=loc)
+    return sparse_elements(tensor, indices, ir.DenseElementsAttr.get(bits, type=vty))
+
+
 def _retype_global(get_global: ir.Operation, table: ir.SymbolTable) -> None:
     """The ``memref.global`` a ``memref.get_global`` reads: i8 type and initial value."""
     name = ir.FlatSymbolRefAttr(get_global.attributes["name"]).value
@@ -85,10 +103,11 @@ def _retype_global(get_global: ir.Operation, table: ir.SymbolTable) -> None:
         return  # another get_global of the same global already retyped it
     glob.attributes["type"] = ir.TypeAttr.get(_widened(mt))
     init = glob.attributes["initial_value"] if "initial_value" in glob.attributes else None
+    if init is not None and is_sparse_elements(init):
+        glob.attributes["initial_value"] = _widened_sparse(init, _widened(mt))
+        return
     if init is None or not isinstance(init, ir.DenseIntElementsAttr):
         return  # uninitialized
-    import numpy as np
-
     dense = ir.DenseIntElementsAttr(init)
     bits = [int(bool(dense[i])) for i in range(len(dense))]
     shape = ir.ShapedType(dense.type).shape

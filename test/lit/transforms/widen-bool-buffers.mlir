@@ -89,6 +89,30 @@ func.func @globals(%i: index) -> i1 {
 
 // -----
 
+// A sparse<...> bool constant (arith.constant sparse<...> : tensor<5x5xi1>, a
+// mask, bufferized): the global becomes a sparse<...> of bytes, splat or not.
+// CHECK: memref.global "private" constant @mask : memref<3x3xi8> = sparse<{{\[}}[0, 0], [1, 2], [2, 1]], [1, 0, 1]>
+// CHECK: memref.global "private" constant @diagonal : memref<3x3xi8> = sparse<{{\[}}[0, 0], [1, 1]], 1>
+// CHECK-LABEL: func.func @sparse_globals
+// CHECK: memref.get_global @mask : memref<3x3xi8>
+// CHECK: memref.get_global @diagonal : memref<3x3xi8>
+memref.global "private" constant @mask : memref<3x3xi1> = sparse<[[0, 0], [1, 2], [2, 1]], [true, false, true]>
+memref.global "private" constant @diagonal : memref<3x3xi1> = sparse<[[0, 0], [1, 1]], true>
+func.func @sparse_globals(%i: index) -> i1 {
+  %c0 = arith.constant 0 : index
+  %g = memref.get_global @mask : memref<3x3xi1>
+  %h = memref.get_global @diagonal : memref<3x3xi1>
+  %a = memref.load %g[%i, %i] : memref<3x3xi1>
+  %b = memref.load %h[%i, %i] : memref<3x3xi1>
+  %s = memref.alloc() : memref<2xi1>
+  memref.store %a, %s[%c0] : memref<2xi1>
+  memref.store %b, %s[%i] : memref<2xi1>
+  memref.dealloc %s : memref<2xi1>
+  return %a : i1
+}
+
+// -----
+
 // An i1 buffer only read by an op the pass does not rewrite (and nothing
 // stores to an i1 buffer): nothing changes.
 // CHECK-LABEL: func.func @negative_prefetch
