@@ -189,8 +189,12 @@ module attributes {{sparse_iter.targets = {{cpu = {TARGETS["wide"]},
   }}
 }}
 """
-    with pytest.raises(CompileError, match=r"CUDA target: 'on_gpu' \(<source>:5:3, target 'gpu'\)"):
+    with pytest.raises(
+        CompileError, match=r"CUDA target: 'on_gpu' \(<source>:5:3, target 'gpu'\)"
+    ) as e:
         sparsecomp.compile(source)
+    assert "not built yet" not in str(e.value)  # the CUDA back end is: say how to use it
+    assert "target='cuda:sm_80'" in (e.value.hint or "")
     on_op = source.replace('target = "gpu"}', 'target = "cpu"}').replace(
         "linalg.matmul ins", 'linalg.matmul {sparse_iter.target = "gpu"} ins'
     )

@@ -134,8 +134,11 @@ def _cpu_targets(module: ir.Module) -> dict[str, CpuTarget]:
 def _refuse_device_functions(module: ir.Module, filename: str) -> None:
     """A :class:`CompileError` naming every function and op for a non-CPU (CUDA) target.
 
-    ``sparsecomp-opt`` resolves their layouts (``sparsecomp-cpu-layouts``);
-    executables need the CUDA back end, which does not exist yet.
+    ``sparsecomp-opt`` resolves their layouts (``sparsecomp-cpu-layouts``); an
+    executable is built for one kind of device: the CPU targets of a module, or
+    (``target="cuda:sm_XX"`` / ``"cuda-emu:sm_XX"``) one GPU for a whole module
+    without ``sparse_iter.targets``. One executable running parts of a module on
+    the CPU and parts on a GPU is not built.
     """
     named = module_targets(module.operation)
     found: list[str] = []
@@ -154,10 +157,12 @@ def _refuse_device_functions(module: ir.Module, filename: str) -> None:
     module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     if found:
         raise CompileError(
-            f"{filename}: sparsecomp.compile builds CPU executables, and the CUDA back end "
-            f"is not built yet; these functions and ops are for a CUDA target: {', '.join(found)}",
-            hint="sparsecomp-opt --pass-pipeline='builtin.module(sparsecomp-cpu-layouts)' "
-            "shows the layouts each target resolves; compile the CPU functions alone",
+            f"{filename}: an executable runs on the CPU or on one GPU, not both, and this "
+            f"module's CPU code has functions and ops for a CUDA target: {', '.join(found)}",
+            hint="compile the GPU part as a module of its own without sparse_iter.targets "
+            "(target='cuda:sm_80', or 'cuda-emu:sm_80' to run its schedule here) and the CPU "
+            "functions alone; sparsecomp-opt --pass-pipeline='builtin.module("
+            "sparsecomp-cpu-layouts)' shows the layouts each target resolves",
         )
 
 
