@@ -208,6 +208,51 @@ def test_operand_layout() -> None:
     assert operand_layout(index, SparseTensor.from_scipy(_matrix(1), "csr")) == narrow
     assert operand_layout(index, SparseTensor.from_scipy(_matrix(1), "csc")) is None
     assert operand_layout(index, np.ones((2, 2))) is None
+    # converted operands: a variant only where the declared widths cannot hold them
+    tiny = parse_layout("csr").with_widths(8, 8)
+    assert operand_layout(tiny, sp.random(100, 90, density=0.01, format="coo")) is None
+    wide = sp.random(300, 90, density=0.004, format="coo")  # 300 rows: past 8 bits
+    assert operand_layout(tiny, wide) == tiny.with_widths(8, 32)
+    many = sp.random(40, 40, density=0.2, format="csc")  # 320 entries: past 8 bits
+    assert operand_layout(tiny, many) == tiny.with_widths(32, 8)
+    assert operand_layout(tiny, SparseTensor.from_scipy(wide, "csc")) == tiny.with_widths(8, 32)
+
+
+NARROW_MATVEC = """
+#E = #sparse_tensor.encoding<{ map = (i, j) -> LEVELS, posWidth = 8, crdWidth = 8 }>
+func.func @mv(%a: tensor<?x?xf32, #E>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.matvec ins(%a, %x : tensor<?x?xf32, #E>, tensor<?xf32>)
+                     outs(%y : tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "levels", ["(i : dense, j : compressed)", "(i : compressed(nonunique), j : singleton)"]
+)
+def test_converted_operands_past_narrow_widths_take_a_wide_variant(
+    levels: str, private_cache: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8-bit widths declared, a 500x500 operand of another format: the conversion goes to
+    a variant at widths that hold it, as a CSR operand in the kernel's own format always
+    did (COO operands, and every operand of a COO kernel, were refused)."""
+    exe = sparsecomp.compile(NARROW_MATVEC.replace("LEVELS", levels))
+    a = sp.random(500, 500, density=0.01, format="coo", random_state=4, dtype=np.float32)
+    x = np.arange(500, dtype=np.float32) / 500
+    for operand in (a, a.tocsr(), a.tocsc(), SparseTensor.from_scipy(a, "csc")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the conversion's one-time warning
+            got = exe(operand, x, np.zeros(500, np.float32))
+        np.testing.assert_allclose(got, a @ x, rtol=1e-5)
+    small = sp.random(50, 50, density=0.1, format="coo", random_state=5, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = exe(small, x[:50], np.zeros(50, np.float32))
+    np.testing.assert_allclose(got, small @ x[:50], rtol=1e-5)
+    monkeypatch.setenv("SPARSECOMP_SPECIALIZE", "0")
+    with pytest.raises(sparsecomp.errors.FormatError, match="does not fit 8-bit coordinates"):
+        exe(a.tocsc(), x, np.zeros(500, np.float32))
 
 
 @settings(

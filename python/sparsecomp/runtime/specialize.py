@@ -24,6 +24,12 @@ builds have none (their counters are their own library's). A
 variant that cannot be compiled (arguments of one type given different
 widths, say) is remembered, and its calls convert.
 
+An operand converted at the call (another format than the argument's
+layout) is converted to that layout; where the layout's declared widths are
+too narrow for it (8-bit coordinates and a 500-row matrix), the conversion
+goes to a variant at widths that hold it (32 bits, 64 beyond 2^31 - 1), as
+an operand in the layout's own format gets one at its own widths.
+
 The widths are a storage detail: results are the same, except that a
 sparse result of the argument's type (SDDMM's) comes back with the
 operand's widths.
@@ -69,7 +75,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.scipyio import compressed_kind
 from sparsecomp.formats.tensor import SparseTensor
-from sparsecomp.formats.validate import index_dtype
+from sparsecomp.formats.validate import index_dtype, index_max
 from sparsecomp.runtime.abi import Signature
 
 _log = logging.getLogger("sparsecomp")
@@ -82,19 +88,57 @@ Compile = Callable[[Mapping[int, str], tuple[int, ...]], Any]
 GUARD_FROM = 1 << 14
 
 
+def _width_for(count: int, width: int) -> int:
+    """``width``, or the narrowest of 32 and 64 bits whose buffers hold ``count``."""
+    if count <= index_max(width):
+        return width
+    return 32 if count <= index_max(32) else 64
+
+
+def _fitting(layout: Layout, value: Any) -> Layout | None:
+    """``layout`` at index widths that hold ``value``'s sizes and entries, where its own
+    (declared narrow: 8 or 16 bits) do not; else None. A conversion to it then succeeds
+    where one to ``layout`` would be refused (conservative: any dimension's size for the
+    coordinates, every entry for the positions)."""
+    shape, nnz = getattr(value, "shape", None), _entries(value)
+    if not isinstance(shape, tuple) or not isinstance(nnz, int):
+        return None
+    pos = _width_for(nnz, layout.pos_width)
+    crd = _width_for(max(shape, default=0), layout.crd_width)
+    if (pos, crd) == (layout.pos_width, layout.crd_width):
+        return None
+    return layout.with_widths(pos, crd)
+
+
+def _size_class(value: Any) -> tuple[int, int]:
+    """What :func:`_fitting` depends on, coarsely: the widths ``value``'s largest size
+    and its entries need (a key of :attr:`Specializer.rules`)."""
+    shape, nnz = getattr(value, "shape", None), _entries(value)
+    if not isinstance(shape, tuple) or not isinstance(nnz, int):
+        return (0, 0)
+    return (_width_for(nnz, 8), _width_for(max(shape, default=0), 8))
+
+
+def _entries(value: Any) -> Any:
+    """A tensor's stored entries (``nnz`` may unpack it), a scipy matrix's ``nnz``."""
+    return value.nse if type(value) is SparseTensor else getattr(value, "nnz", None)
+
+
 def operand_layout(layout: Layout, value: Any) -> Layout | None:
     """``layout`` at the index widths ``value`` has, where they differ and nothing
-    else does; else None (the operand needs no variant, or a conversion anyway)."""
+    else does; for an operand converted at the call, ``layout`` at widths that hold it
+    where its own are too narrow; else None (no variant: the operand goes as it is, or is
+    converted to ``layout``)."""
     if type(value) is SparseTensor:
         got = value.layout
         if not isinstance(got, Layout) or got == layout:
             return None
         if got.with_widths(layout.pos_width, layout.crd_width) != layout:
-            return None
+            return _fitting(layout, value)
     else:
         kind = compressed_kind(layout)
         if kind is None or getattr(value, "format", None) != kind:
-            return None
+            return _fitting(layout, value) if hasattr(value, "format") else None
         pos, crd = getattr(value, "indptr", None), getattr(value, "indices", None)
         if not (isinstance(pos, np.ndarray) and isinstance(crd, np.ndarray)):
             return None
@@ -135,8 +179,8 @@ class Specializer:
         #: (rules: (argument, layout text) pairs, guarded arguments) -> the variant's
         #: function, or None (not compilable)
         self.variants: dict[tuple[tuple[tuple[int, str], ...], tuple[int, ...]], Any] = {}
-        #: (argument, kind of operand) -> the layout text it needs, or None
-        self.rules: dict[tuple[int, Any], str | None] = {}
+        #: (argument, kind of operand, its size class) -> the layout text it needs, or None
+        self.rules: dict[tuple[int, Any, tuple[int, int]], str | None] = {}
 
     def pick(self, args: tuple[Any, ...]) -> Any:
         """The variant function for ``args``' index widths, or None (call this one)."""
@@ -183,12 +227,14 @@ class Specializer:
         kind of operand: the scipy format and index dtypes, or the tensor's layout."""
         if type(value) is SparseTensor:
             kind: Any = value.layout
+        elif getattr(value, "format", None) == "coo":  # no indptr/indices: its widths
+            kind = ("coo", value.row.dtype, value.col.dtype)
         else:
             pos, crd = getattr(value, "indptr", None), getattr(value, "indices", None)
             if not (isinstance(pos, np.ndarray) and isinstance(crd, np.ndarray)):
                 return None
             kind = (getattr(value, "format", None), pos.dtype, crd.dtype)
-        key = (argument, kind)
+        key = (argument, kind, _size_class(value))
         if key not in self.rules:
             got = operand_layout(layout, value)
             self.rules[key] = None if got is None else got.attr_text()
