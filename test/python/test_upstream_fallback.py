@@ -481,3 +481,32 @@ def test_reshapes_of_sparse_tensors_go_upstream() -> None:
     vector = SparseTensor.from_dense(flat, "csr")  # rank 1: one compressed level
     np.testing.assert_array_equal(exe.expand(vector).to_dense(), a.toarray())
     np.testing.assert_array_equal(exe.collapse(a).to_dense(), flat)
+
+
+#: A static-shape sparse output argument the body does not read (an outer product into
+#: a 5x3 CSR): its empty tensor lost the static sizes (a rank-0 sparse type, an internal
+#: error "expected non-scalar sparse tensor").
+STATIC_OUTER = """
+#SV = #sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func @outer(%a: tensor<5xf64, #SV>, %b: tensor<3xf64>, %out: tensor<5x3xf64, #CSR>)
+    -> tensor<5x3xf64, #CSR> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<5xf64, #SV>, tensor<3xf64>) outs(%out : tensor<5x3xf64, #CSR>) {
+  ^bb0(%x: f64, %y: f64, %o: f64):
+    %p = arith.mulf %x, %y : f64
+    linalg.yield %p : f64
+  } -> tensor<5x3xf64, #CSR>
+  return %r : tensor<5x3xf64, #CSR>
+}
+"""
+
+
+def test_static_sparse_output_argument() -> None:
+    exe = compiled(STATIC_OUTER)
+    a, b = np.array([1.0, 0.0, 2.0, 0.0, 3.0]), np.array([1.0, 2.0, 3.0])
+    out = sp.random(5, 3, density=0.5, format="csr", random_state=1)  # not read
+    got = exe(sp.coo_array(a), b, out).to_dense()
+    np.testing.assert_array_equal(got, np.outer(a, b))

@@ -105,10 +105,11 @@ def _sparse_outputs(op: ir.Operation) -> None:
             continue  # x = f(x) over x's own entries: the sparsifier updates in place
         with ir.InsertionPoint(op), op.location:
             if not read:
-                sizes = [
+                sizes = [  # the builder takes static sizes as ints, dynamic ones as values
                     tensor.DimOp(init, arith.ConstantOp(ir.IndexType.get(), d)).result
-                    for d in range(rt.rank)
                     if rt.is_dynamic_dim(d)
+                    else rt.shape[d]
+                    for d in range(rt.rank)
                 ]
                 empty = tensor.EmptyOp(sizes, rt.element_type, encoding=rt.encoding)
                 op.operands[n_in + k] = empty.result

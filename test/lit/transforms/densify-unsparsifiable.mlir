@@ -156,6 +156,22 @@ func.func @unread_sparse_out(%a: tensor<?x?xf64, #CSR>, %x: tensor<?x?xf64, #CSR
   return %r : tensor<?x?xf64, #CSR>
 }
 
+// The same with a partly static shape: the empty tensor keeps the static size.
+// CHECK-LABEL: func.func @unread_static_sparse_out
+// CHECK-SAME: (%[[A:.*]]: tensor<5x?xf64, #[[E:.*]]>, %[[X:.*]]: tensor<5x?xf64, #[[E]]>)
+// CHECK: %[[N:.*]] = tensor.dim %[[X]], %c1
+// CHECK: %[[E0:.*]] = tensor.empty(%[[N]]) : tensor<5x?xf64, #[[E]]>
+// CHECK: linalg.generic {{.*}} ins(%[[A]] : {{.*}}) outs(%[[E0]] : tensor<5x?xf64, #[[E]]>)
+func.func @unread_static_sparse_out(%a: tensor<5x?xf64, #CSR>, %x: tensor<5x?xf64, #CSR>) -> tensor<5x?xf64, #CSR> {
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<5x?xf64, #CSR>) outs(%x : tensor<5x?xf64, #CSR>) {
+  ^bb0(%v: f64, %o: f64):
+    %n = arith.negf %v : f64
+    linalg.yield %n : f64
+  } -> tensor<5x?xf64, #CSR>
+  return %r : tensor<5x?xf64, #CSR>
+}
+
 // An update in place over the output's own entries (no inputs), and a sparse
 // output built from tensor.empty: left to the sparsifier.
 // CHECK-LABEL: func.func @negative_in_place
