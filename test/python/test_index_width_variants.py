@@ -153,6 +153,45 @@ def test_callee_of_an_upstream_main_takes_a_width_variant(private_cache: None) -
     assert variant.signature.args[0].layout.pos_width == 32
 
 
+WRAPPED_SPMV = """
+#CSR = ENCODING
+func.func private @spmv(%a: tensor<?x?xf64, #CSR>, %x: tensor<?xf64>, %y: tensor<?xf64>)
+    -> tensor<?xf64> {
+  %r = linalg.matvec ins(%a, %x : tensor<?x?xf64, #CSR>, tensor<?xf64>)
+                     outs(%y : tensor<?xf64>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+func.func @k(%a: tensor<?x?xf64, #CSR>, %x: tensor<?xf64>, %y: tensor<?xf64>) -> tensor<?xf64> {
+  %r = call @spmv(%a, %x, %y) : (tensor<?x?xf64, #CSR>, tensor<?xf64>, tensor<?xf64>)
+      -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "encoding",
+    [
+        "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>",
+        "#sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>",
+    ],
+)
+def test_function_with_a_callee_takes_a_width_variant(private_cache: None, encoding: str) -> None:
+    """A public kernel passing its matrix to a private callee (sparse_iter's road): the
+    variant retypes both; a rule on the argument alone left the call mismatched, the
+    variant failed to compile and every call converted scipy's int32 arrays."""
+    exe = sparsecomp.compile(WRAPPED_SPMV.replace("ENCODING", encoding))
+    a = _matrix(11)
+    x, y = np.random.default_rng(1).random(30), np.random.default_rng(2).random(40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ConversionWarning would fail the test
+        got = exe.k(a, x, y)
+    np.testing.assert_allclose(got, y + a @ x, rtol=1e-12)
+    (variant,) = exe.functions["k"].specializer.variants.values()
+    assert variant is not None
+    assert variant.signature.args[0].layout.pos_width == 32
+
+
 def test_kernel_widths_need_no_variant(spmm: Any) -> None:
     a, b = _matrix(4, np.int64), np.ones((30, 3))
     c = np.zeros((40, 3))

@@ -22,6 +22,7 @@ from mlir.dialects import bufferization, tensor
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.names import parse_layout
+from sparsecomp.ir.attrs import layout_of
 from sparsecomp.ir.calls import close_over_calls, functions, name_of
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.destinations import DESTINATIONS, returns
@@ -46,12 +47,14 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
     ``#sparse_iter`` layout: where its rules only change index widths, its
     ``#sparse_tensor.encoding`` types take those widths instead (every value
     of such a type in the functions connected to it by calls, so that calls
-    keep agreeing types)."""
+    keep agreeing types). So do the types (of either syntax) of a function
+    with callers or callees on sparse_iter's road, where a rule would retype
+    the function's values but not its callee's arguments."""
     ctx = make_context()
     with ctx, ir.Location.unknown():
         module = parse_module(text, "<variant>", ctx)
         func = _function(module, function)
-        road = _upstream_road(module.operation, function)
+        road = _upstream_road(module.operation, function) or _called(module.operation, function)
         if road and (types := _width_types(func, rules)):
             for other in road:
                 _retype(other, types)
@@ -81,6 +84,15 @@ def _upstream_road(module: ir.Operation, function: str) -> list[ir.Operation]:
     return [f for f in funcs if name_of(f) in together]
 
 
+def _called(module: ir.Operation, function: str) -> list[ir.Operation]:
+    """``function`` and the functions connected to it by calls, where there are any
+    (a decomposition rule retypes one function's values: a callee taking the argument
+    would no longer match), else []."""
+    funcs = functions(module)
+    together = close_over_calls(funcs, {function: ""})
+    return [f for f in funcs if name_of(f) in together] if len(together) > 1 else []
+
+
 def _has_sparse_tensor_ops(func: ir.Operation) -> bool:
     """Whether ``func`` uses ``sparse_tensor`` ops: it then takes the upstream
     sparsifier's road, where ``#sparse_iter`` layouts cannot go."""
@@ -89,25 +101,27 @@ def _has_sparse_tensor_ops(func: ir.Operation) -> bool:
 
 def _width_types(func: ir.Operation, rules: Mapping[int, str]) -> dict[ir.Type, ir.Type]:
     """``old type -> new type`` when every rule only changes the index widths of an
-    argument's ``#sparse_tensor.encoding`` (an upstream-road function's width variant:
-    the encoding keeps its dialect); empty when any rule does more."""
+    argument's ``#sparse_tensor.encoding`` or ``#sparse_iter.layout`` (a width variant
+    of a function on the upstream road or with callers or callees: the encoding keeps
+    its dialect); empty when any rule does more."""
     arguments = func.regions[0].blocks[0].arguments
     types: dict[ir.Type, ir.Type] = {}
     for argument, attr in rules.items():
         ty = arguments[argument].type
         encoding = ir.RankedTensorType(ty).encoding if isinstance(ty, ir.RankedTensorType) else None
-        if not is_sparse_tensor_encoding(encoding):
-            return {}
+        upstream = is_sparse_tensor_encoding(encoding)
         try:
-            own = layout_from_sparse_tensor(encoding)
+            own = layout_from_sparse_tensor(encoding) if upstream else layout_of(ty)
             wanted = parse_layout(attr)
             if (
-                not isinstance(wanted, Layout)
+                not isinstance(own, Layout)
+                or not isinstance(wanted, Layout)
                 or dataclasses.replace(own, pos_width=wanted.pos_width, crd_width=wanted.crd_width)
                 != wanted
             ):
                 return {}
-            new = ir.Attribute.parse(sparse_tensor_text(wanted))
+            text = sparse_tensor_text(wanted) if upstream else wanted.attr_text()
+            new = ir.Attribute.parse(text)
         except (SparsecompError, ValueError):
             return {}
         tensor_ty = ir.RankedTensorType(ty)
