@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -510,3 +511,64 @@ def test_static_sparse_output_argument() -> None:
     out = sp.random(5, 3, density=0.5, format="csr", random_state=1)  # not read
     got = exe(sp.coo_array(a), b, out).to_dense()
     np.testing.assert_array_equal(got, np.outer(a, b))
+
+
+#: Bodies the sparsifier should take but crashes on: select(cmpf) of a sparse and a
+#: dense operand (an assertion in Sparsification.cpp) and A + v over DCSR and CSC
+#: (a segfault). The last try densifies their sparse inputs.
+CRASHERS = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+#DCSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>
+#CSC = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @select_max(%a: tensor<?x?xf64, #CSR>, %d: tensor<?x?xf64>, %o: tensor<?x?xf64>)
+    -> tensor<?x?xf64> {
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %d : tensor<?x?xf64, #CSR>, tensor<?x?xf64>) outs(%o : tensor<?x?xf64>) {
+  ^bb0(%x: f64, %y: f64, %z: f64):
+    %c = arith.cmpf ogt, %x, %y : f64
+    %v = arith.select %c, %x, %y : f64
+    linalg.yield %v : f64
+  } -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}
+func.func @plus_row_dcsr(%a: tensor<4x5xf64, #DCSR>, %v: tensor<5xf64>) -> tensor<4x5xf64> {
+  %e = tensor.empty() : tensor<4x5xf64>
+  %r = linalg.generic {indexing_maps = [#id, affine_map<(i, j) -> (j)>, #id],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a, %v : tensor<4x5xf64, #DCSR>, tensor<5xf64>) outs(%e : tensor<4x5xf64>) {
+  ^bb0(%x: f64, %y: f64, %z: f64):
+    %s = arith.addf %x, %y : f64
+    linalg.yield %s : f64
+  } -> tensor<4x5xf64>
+  return %r : tensor<4x5xf64>
+}
+func.func @plus_row_csc(%a: tensor<4x5xf64, #CSC>, %v: tensor<5xf64>) -> tensor<4x5xf64> {
+  %e = tensor.empty() : tensor<4x5xf64>
+  %r = linalg.generic {indexing_maps = [#id, affine_map<(i, j) -> (j)>, #id],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a, %v : tensor<4x5xf64, #CSC>, tensor<5xf64>) outs(%e : tensor<4x5xf64>) {
+  ^bb0(%x: f64, %y: f64, %z: f64):
+    %s = arith.addf %x, %y : f64
+    linalg.yield %s : f64
+  } -> tensor<4x5xf64>
+  return %r : tensor<4x5xf64>
+}
+"""
+
+
+def test_bodies_the_sparsifier_crashes_on_compile_densified() -> None:
+    exe = compiled(CRASHERS)
+    rng = np.random.default_rng(3)
+    a = sp.random(6, 7, density=0.4, format="csr", random_state=3)
+    d = rng.standard_normal((6, 7))
+    np.testing.assert_array_equal(
+        exe.select_max(a, d, np.zeros((6, 7))), np.maximum(a.toarray(), d)
+    )
+    b = sp.random(4, 5, density=0.5, format="csr", random_state=4)
+    v = rng.standard_normal(5)
+    for name in ("plus_row_dcsr", "plus_row_csc"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the conversion to DCSR / CSC
+            got = getattr(exe, name)(b, v)
+        np.testing.assert_allclose(got, b.toarray() + v, rtol=1e-15)

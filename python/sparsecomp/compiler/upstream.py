@@ -47,6 +47,8 @@ FIRST_PASSES = "sparse-iter-soa-coo,sparse-iter-order-levels,"
 _SPECIFIER_TO_LLVM = "sparse-storage-specifier-to-llvm"
 #: Before the sparsifier proper: ops whose bodies it cannot sparsify get dense inputs.
 DENSIFY = "sparse-iter-densify-unsparsifiable,"
+#: The same for every op with sparse inputs and dense outputs (:func:`densified`).
+DENSIFY_ALL = "sparse-iter-densify-unsparsifiable{all=true},"
 _SPARSIFY = "sparsification-and-bufferization"
 _PARALLEL = "parallelization-strategy=dense-outer-loop"
 
@@ -114,6 +116,18 @@ def sequential(pipeline: str) -> str | None:
     if _PARALLEL not in pipeline:
         return None
     return pipeline.replace(_PARALLEL, "parallelization-strategy=none")
+
+
+def densified(pipeline: str) -> str:
+    """``pipeline`` with every ``linalg.generic`` that has sparse inputs and dense
+    outputs given dense copies of its inputs (:data:`DENSIFY` ``{all=true}``).
+
+    The worker's last try at a build the sparsifier refused or crashed on (it
+    aborts on ``select(cmpf(x, y), x, y)`` of a sparse and a dense operand and
+    segfaults on ``A + v`` over DCSR or CSC ``A``): exact for every body, at the
+    cost of the dense iteration space for those ops.
+    """
+    return pipeline.replace(DENSIFY, DENSIFY_ALL)
 
 
 def _location(op: ir.Operation) -> str | None:

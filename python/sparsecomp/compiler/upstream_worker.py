@@ -41,20 +41,32 @@ class Lowered:
     needs: list[str] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)
     crash: str = ""
+    #: built by the densified last try: why the first try failed (its crash or error)
+    densified: str = ""
 
 
 def run(out: Path, filename: str, pipeline: str) -> Lowered:
     """Run ``pipeline`` on ``out/upstream.mlir`` in a worker process.
 
     A threaded pipeline that fails is tried once more with sequential
-    sparsifier loops (:func:`upstream.sequential`); if that fails too, the
-    first failure is the answer.
+    sparsifier loops (:func:`upstream.sequential`); if that fails too, with
+    the sparse inputs of every op with dense outputs densified
+    (:func:`upstream.densified`, threaded, then sequential), and the answer
+    says so (``densified``); if every try fails, the first failure is the
+    answer.
     """
     done = _run_once(out, filename, pipeline)
-    retry = None if done.ok else upstream.sequential(pipeline)
-    if retry is not None:
+    if done.ok:
+        return done
+    sequential = upstream.sequential(pipeline)
+    dense = [upstream.densified(p) for p in (pipeline, sequential) if p is not None]
+    for retry in [sequential, *dense]:
+        if retry is None or retry == pipeline:
+            continue
         again = _run_once(out, filename, retry)
         if again.ok:
+            if retry in dense:
+                again.densified = done.crash or (done.diagnostics or ["it failed"])[0]
             return again
     return done
 

@@ -39,11 +39,17 @@ def _is_sparse(ty: ir.Type) -> bool:
     )
 
 
+def _semantic(op: ir.Operation) -> bool:
+    """Whether ``op``'s body says what happens at absent entries (``sparse_tensor.unary``,
+    ``reduce``, ...): defined over stored entries, it must stay sparse."""
+    return any(inner.name in _SEMANTIC_OPS for inner in op.regions[0].blocks[0].operations)
+
+
 def _dense_reason(op: ir.Operation) -> str | None:
     """Why the sparsifier cannot take ``op`` on its sparse inputs, or None."""
     n_in = len(op.operands) - len(op.results)
     body = op.regions[0].blocks[0]
-    if any(inner.name in _SEMANTIC_OPS for inner in body.operations):
+    if _semantic(op):
         return None  # sparse_tensor.unary/reduce/...: defined over stored entries
     for inner in body.operations:
         if inner.name not in _MERGER_OPS:
@@ -160,6 +166,11 @@ class DensifyUnsparsifiablePass(SparsecompPass):
     result is converted back to the sparse type. Runs in the fallback before
     ``sparsification-and-bufferization``.
 
+    ``all``: every ``linalg.generic`` with sparse inputs and dense outputs gets
+    dense inputs, whatever its body (``sparse_tensor`` semantic ops excepted):
+    the fallback's last try when the sparsifier crashed on or refused the
+    program as it is (:func:`sparsecomp.compiler.upstream.densified`).
+
     Before:
 
     ```mlir
@@ -181,6 +192,9 @@ class DensifyUnsparsifiablePass(SparsecompPass):
     """
 
     NAME = "sparse-iter-densify-unsparsifiable"
+    #: densify every such op, whatever its body (the fallback's last try after the
+    #: sparsifier crashed on or refused a body it should take)
+    all: bool = False
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         for generic in preorder(op):
@@ -191,5 +205,5 @@ class DensifyUnsparsifiablePass(SparsecompPass):
             n_in = len(generic.operands) - len(generic.results)
             if not any(_is_sparse(v.type) for v in list(generic.operands)[:n_in]):
                 continue
-            if _dense_reason(generic) is not None:
+            if (self.all and not _semantic(generic)) or _dense_reason(generic) is not None:
                 _densify(generic)

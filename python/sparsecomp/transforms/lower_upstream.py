@@ -13,6 +13,7 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.calls import functions
+from sparsecomp.ir.context import emit_remark
 from sparsecomp.ir.targets import function_target
 from sparsecomp.targets import CpuTarget
 from sparsecomp.transforms.base import SparsecompPass
@@ -76,7 +77,10 @@ class LowerUpstreamPass(SparsecompPass):
     threads; see :func:`sparsecomp.compiler.upstream.pipeline`) in a worker
     subprocess, and come back as ``llvm.func`` ops, which the later stages
     leave alone. An assertion in an upstream pass kills the worker, not the
-    caller: it becomes an error at the marked function. Public functions
+    caller: it becomes an error at the marked function, unless a second
+    try with loops left sequential, or a last one with the sparse inputs of
+    every op with dense results densified, succeeds (a remark at the first
+    marked function says so). Public functions
     get sparsecomp's buffer ABI (``_mlir_ciface_<name>``) and carry it in
     ``sparse_iter.abi``, as stage III gives it to the others. Declarations
     both halves share are merged; clashing private symbols are renamed.
@@ -147,6 +151,14 @@ class LowerUpstreamPass(SparsecompPass):
             _report(marked, part.marked, what, done.diagnostics)
             pass_.signal_pass_failure()
             return
+        if done.densified:
+            names = ", ".join(f"'{n}'" for n in part.marked)
+            emit_remark(
+                marked[0].location,
+                f"the upstream sparsifier could not compile {names} as written "
+                f"({done.densified}); compiled with the sparse inputs of its ops with dense "
+                "results converted to dense",
+            )
         lowered = ir.Module.parse(text, op.context)
         for entry in lowered.body.operations:
             name = _symbol(entry.operation)
