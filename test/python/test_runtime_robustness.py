@@ -317,3 +317,48 @@ def test_bad_scipy_indices_are_refused_before_scipy_converts(
         a.col[5] = 56
     with pytest.raises(FormatError, match=message):
         SparseTensor.from_scipy(a, layout)
+
+
+#: A dynamic-shape matrix reduced into an output of static shape: every row writes
+#: one of the 5 elements, so a matrix of another row count wrote past their end.
+STATIC_ROW_SUMS = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func @rowsums(%A: tensor<?x?xf64, #CSR>) -> tensor<5xf64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<5xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<5xf64>) -> tensor<5xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%A : tensor<?x?xf64, #CSR>) outs(%f : tensor<5xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %v = arith.addf %o, %a : f64
+    linalg.yield %v : f64
+  } -> tensor<5xf64>
+  return %r : tensor<5xf64>
+}
+"""
+
+
+def test_static_output_sizes_are_checked_against_dynamic_operands(tmp_path: Path) -> None:
+    """The loop a static output dimension shares with an argument's dynamic one fixes
+    that one: a 2000-row matrix is refused (it corrupted the heap), a 5-row one runs."""
+    code = f"""
+import numpy as np, scipy.sparse as sp, sparsecomp
+from sparsecomp.errors import ArgumentError
+exe = sparsecomp.compile('''{STATIC_ROW_SUMS}''')
+assert "float64[5, ?]" in exe.functions["rowsums"].signature.describe()
+a = sp.random(5, 50, density=0.5, format="csr", random_state=0)
+np.testing.assert_allclose(exe(a), np.asarray(a.sum(axis=1)).ravel(), rtol=1e-12)
+for rows in (2000, 4, 0):
+    b = sp.random(rows, 50, density=0.5, format="csr", random_state=1)
+    try:
+        exe(b)
+    except ArgumentError as e:
+        assert "expected size 5 in dimension 0" in str(e), e
+    else:
+        raise AssertionError(f"{{rows}} rows were not refused")
+print("ok")
+"""
+    done = run_python(code, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("ok")

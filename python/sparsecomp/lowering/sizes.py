@@ -5,8 +5,11 @@ every operand dimension indexed by the same loop has the same size; a call
 with mismatched shapes would then read out of bounds. Before the op goes,
 ``record`` notes each such pair of *function argument* dimensions in the
 function's ``sparse_iter.same_sizes`` attribute (``[arg, dim, arg, dim]``
-entries); ``sparse-iter-lower-buffers`` turns the classes into the size
-symbols of ``sparse_iter.abi``.
+entries), and each argument dimension a loop shares with a static size
+(``[arg, dim, CONSTANT, size]``: an operand or output of static shape);
+``sparse-iter-lower-buffers`` turns the classes into the size symbols of
+``sparse_iter.abi``, and a class with a static size into that size, which
+the runtime checks as it checks a static argument's.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from sparsecomp.lowering.plan import Plan
 from sparsecomp.lowering.rowplan import RowPlan
 
 ATTR = "sparse_iter.same_sizes"
+#: The "argument" of a static size in an entry: ``[arg, dim, CONSTANT, size]`` says
+#: that argument dimension must be ``size`` (a dynamic matrix reduced into a
+#: ``tensor<5xf64>``: a call with another row count wrote past its end).
+CONSTANT = -1
 
 
 def _function(op: ir.Operation) -> ir.Operation | None:
@@ -55,6 +62,8 @@ def record(plan: Plan | RowPlan) -> None:
             if dim is None:
                 continue
             at = _dim(acc.value, pos, entry, 0)
+            if isinstance(at, int):  # a static size (an output of tensor<5xf64>)
+                at = (CONSTANT, at)
             members = by_loop.setdefault(dim, [])
             if isinstance(at, tuple) and at not in members:  # (an output sized by an input)
                 members.append(at)
@@ -70,7 +79,8 @@ def record(plan: Plan | RowPlan) -> None:
 
 
 def size_symbols(func: ir.Operation, n_args: int) -> dict[tuple[int, int], str]:
-    """``(arg, dim) -> symbol`` for argument dimensions that must be equal."""
+    """``(arg, dim) -> symbol`` for argument dimensions that must be equal; a class
+    with a static size has ``(CONSTANT, size)`` among its keys (:func:`fixed_sizes`)."""
     parent: dict[tuple[int, int], tuple[int, int]] = {}
 
     def find(x: tuple[int, int]) -> tuple[int, int]:
@@ -92,6 +102,11 @@ def size_symbols(func: ir.Operation, n_args: int) -> dict[tuple[int, int], str]:
         for key in classes[root]:
             symbols[key] = f"s{n}"
     return symbols
+
+
+def fixed_sizes(symbols: dict[tuple[int, int], str]) -> dict[str, int]:
+    """``symbol -> size`` for the classes of :func:`size_symbols` with a static size."""
+    return {name: size for (arg, size), name in symbols.items() if arg == CONSTANT}
 
 
 def _keys(entry: Any) -> list[tuple[int, int]]:

@@ -83,7 +83,7 @@ def _abi(func: ir.Operation, fty: ir.FunctionType) -> str:
         _destination_sizes(func, into, shapes)
     symbols = sizes.size_symbols(func, len(fty.inputs))
     # a symbol some argument has statically: every dimension it names has that size
-    known = {
+    known = sizes.fixed_sizes(symbols) | {
         symbols[(n, d)]: size
         for n, shape in enumerate(shapes)
         for d, size in enumerate(shape)
