@@ -292,6 +292,21 @@ def test_compile_names_a_bad_source(source: str, message: str) -> None:
         sparsecomp.compile(source)
 
 
+def test_compile_names_a_file_that_is_not_text(tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 raised UnicodeDecodeError from deep in the driver."""
+    path = tmp_path / "bad.mlir"
+    path.write_bytes(b"func.func @f() {\n  return\n}\n\xff\n")
+    with pytest.raises(SparsecompError, match=r"cannot read .*bad.mlir: it is not UTF-8 text"):
+        sparsecomp.compile(path)
+    done = subprocess.run(
+        [sys.executable, "-m", "sparsecomp.tools.run", str(path)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "it is not UTF-8 text" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize(
     ("fmt", "layout", "message"),
     [

@@ -83,9 +83,11 @@ def _source_text(source: Any) -> tuple[str, str]:
     if isinstance(source, Path) or (isinstance(source, str) and _names_a_file(source)):
         path = Path(source)
         try:
-            return path.read_text(), str(path)
+            return path.read_text(encoding="utf-8"), str(path)
         except OSError as exc:
             raise SparsecompError(f"cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise SparsecompError(f"cannot read {path}: it is not UTF-8 text ({exc})") from None
     if isinstance(source, str):
         return source, "<source>"
     if hasattr(source, "operation"):  # an mlir.ir.Module

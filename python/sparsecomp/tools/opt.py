@@ -195,7 +195,10 @@ def process(text: str, opts: Options, marker: str | None) -> tuple[list[str], bo
 
 def _read(path: str) -> str:
     if path == "-":
-        return sys.stdin.read()
+        try:
+            return sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SparsecompError(f"cannot read standard input: {exc}") from None
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()

@@ -132,8 +132,8 @@ class HugePagesPass(SparsecompPass):
     min_bytes: int = 4 << 20
 
     def __post_init__(self) -> None:
-        if self.min_bytes <= 0:
-            raise ValueError(f"min-bytes must be > 0, got {self.min_bytes}")
+        if not 0 < self.min_bytes < 2**63:
+            raise ValueError(f"min-bytes must be > 0 and < 2^63, got {self.min_bytes}")
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         allocs = [inner for inner in preorder(op) if inner.name == "memref.alloc"]

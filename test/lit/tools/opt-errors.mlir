@@ -4,6 +4,10 @@
 // MISSING: sparsecomp-opt: error: cannot read input file '{{.*}}does-not-exist.mlir': No such file or directory
 // MISSING-NOT: Traceback
 
+// RUN: printf 'func.func @f() {\n  return\n}\n\377\n' | not sparsecomp-opt - 2>&1 | FileCheck %s --check-prefix=NOTUTF8
+// NOTUTF8: sparsecomp-opt: error: cannot read standard input: 'utf-8' codec can't decode byte 0xff
+// NOTUTF8-NOT: Traceback
+
 // RUN: not sparsecomp-opt %S/Inputs/garbage.mlir 2>&1 | FileCheck %s --check-prefix=GARBAGE
 // GARBAGE: garbage.mlir:1:1: error: custom op 'this' is unknown
 // GARBAGE-NOT: Traceback

@@ -1,7 +1,10 @@
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-huge-pages
 // RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-huge-pages='min-bytes=0' 2>&1 | FileCheck %s --check-prefix=OPTION
 
-// OPTION: min-bytes must be > 0, got 0
+// OPTION: min-bytes must be > 0 and < 2^63, got 0
+// RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-huge-pages='min-bytes=99999999999999999999' 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: error: pass 'sparse-iter-huge-pages': min-bytes must be > 0 and < 2^63, got 99999999999999999999
+// HUGE-NOT: Traceback
 
 // A function of the module's own is in the way of libc's madvise.
 // expected-error@+1 {{sparse-iter-huge-pages: the module defines '@madvise' as something other than libc's madvise (index, index, i32) -> i32; rename it}}
