@@ -229,3 +229,37 @@ def test_position_overflow_is_refused_before_the_call(monkeypatch: pytest.Monkey
     small = matrix((4, 100), 0.05, np.float32, 27)
     x, y = dense((100,), np.float32, 28), dense((4,), np.float32, 29)
     close(exe(small, x, y), y + small @ x, "f32")
+
+
+POWER_ITERATION = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func @power(%A: tensor<?x?xf64, #CSR>, %x0: tensor<?xf64>, %steps: index) -> tensor<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f64
+  %n = tensor.dim %x0, %c0 : tensor<?xf64>
+  %r = scf.for %it = %c0 to %steps step %c1 iter_args(%v = %x0) -> (tensor<?xf64>) {
+    %e = tensor.empty(%n) : tensor<?xf64>
+    %f = linalg.fill ins(%z : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+    %y = linalg.matvec ins(%A, %v : tensor<?x?xf64, #CSR>, tensor<?xf64>)
+                       outs(%f : tensor<?xf64>) -> tensor<?xf64>
+    scf.yield %y : tensor<?xf64>
+  }
+  return %r : tensor<?xf64>
+}
+"""
+
+
+@pytest.mark.parametrize("steps", [0, 1, 7])
+def test_loop_yielding_a_new_tensor_each_step(steps: int) -> None:
+    """x = A x in an scf.for (power iteration): each step yields a new vector, which
+    one-shot bufferization refused ("Yield operand #0 is not equivalent to the
+    corresponding iter bbArg") until loops may return allocations."""
+    exe = compiled(POWER_ITERATION)
+    a = matrix((30, 30), 0.2, np.float64, 4)
+    x = np.random.default_rng(5).standard_normal(30)
+    want = x.copy()
+    for _ in range(steps):
+        want = a @ want
+    np.testing.assert_allclose(exe(a, x, steps), want, rtol=1e-12)
+    np.testing.assert_array_equal(x, np.random.default_rng(5).standard_normal(30))  # untouched
