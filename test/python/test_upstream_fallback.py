@@ -572,3 +572,55 @@ def test_bodies_the_sparsifier_crashes_on_compile_densified() -> None:
             warnings.simplefilter("ignore")  # the conversion to DCSR / CSC
             got = getattr(exe, name)(b, v)
         np.testing.assert_allclose(got, b.toarray() + v, rtol=1e-15)
+
+
+#: Sparse results the sparsifier cannot build: bodies that do not vanish at zero
+#: (max with a dense operand; exp) and a BSR input into a CSR result.
+SPARSE_RESULT_CRASHERS = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+#BSR = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed,
+                                                  i mod 2 : dense, j mod 2 : dense) }>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @max_into_csr(%a: tensor<4x6xf64, #CSR>, %d: tensor<4x6xf64>) -> tensor<4x6xf64, #CSR> {
+  %e = tensor.empty() : tensor<4x6xf64, #CSR>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %d : tensor<4x6xf64, #CSR>, tensor<4x6xf64>) outs(%e : tensor<4x6xf64, #CSR>) {
+  ^bb0(%x: f64, %y: f64, %o: f64):
+    %v = arith.maximumf %x, %y : f64
+    linalg.yield %v : f64
+  } -> tensor<4x6xf64, #CSR>
+  return %r : tensor<4x6xf64, #CSR>
+}
+func.func @exp_into_csr(%a: tensor<4x6xf64, #CSR>) -> tensor<4x6xf64, #CSR> {
+  %e = tensor.empty() : tensor<4x6xf64, #CSR>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x6xf64, #CSR>) outs(%e : tensor<4x6xf64, #CSR>) {
+  ^bb0(%x: f64, %o: f64):
+    %v = math.exp %x : f64
+    linalg.yield %v : f64
+  } -> tensor<4x6xf64, #CSR>
+  return %r : tensor<4x6xf64, #CSR>
+}
+func.func @abs_bsr_into_csr(%a: tensor<4x6xf64, #BSR>) -> tensor<4x6xf64, #CSR> {
+  %e = tensor.empty() : tensor<4x6xf64, #CSR>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x6xf64, #BSR>) outs(%e : tensor<4x6xf64, #CSR>) {
+  ^bb0(%x: f64, %o: f64):
+    %v = math.absf %x : f64
+    linalg.yield %v : f64
+  } -> tensor<4x6xf64, #CSR>
+  return %r : tensor<4x6xf64, #CSR>
+}
+"""
+
+
+def test_sparse_results_the_sparsifier_cannot_build_compile_densified() -> None:
+    exe = compiled(SPARSE_RESULT_CRASHERS)
+    a = sp.random(4, 6, density=0.4, format="csr", random_state=5)
+    d = np.random.default_rng(5).standard_normal((4, 6))
+    np.testing.assert_array_equal(exe.max_into_csr(a, d).to_dense(), np.maximum(a.toarray(), d))
+    np.testing.assert_allclose(exe.exp_into_csr(a).to_dense(), np.exp(a.toarray()), rtol=1e-15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the conversion to BSR
+        got = exe.abs_bsr_into_csr(-a).to_dense()
+    np.testing.assert_array_equal(got, np.abs(a.toarray()))

@@ -47,7 +47,7 @@ FIRST_PASSES = "sparse-iter-soa-coo,sparse-iter-order-levels,"
 _SPECIFIER_TO_LLVM = "sparse-storage-specifier-to-llvm"
 #: Before the sparsifier proper: ops whose bodies it cannot sparsify get dense inputs.
 DENSIFY = "sparse-iter-densify-unsparsifiable,"
-#: The same for every op with sparse inputs and dense outputs (:func:`densified`).
+#: The same for every op with sparse inputs or results (:func:`densified`).
 DENSIFY_ALL = "sparse-iter-densify-unsparsifiable{all=true},"
 _SPARSIFY = "sparsification-and-bufferization"
 _PARALLEL = "parallelization-strategy=dense-outer-loop"
@@ -119,13 +119,15 @@ def sequential(pipeline: str) -> str | None:
 
 
 def densified(pipeline: str) -> str:
-    """``pipeline`` with every ``linalg.generic`` that has sparse inputs and dense
-    outputs given dense copies of its inputs (:data:`DENSIFY` ``{all=true}``).
+    """``pipeline`` with every ``linalg.generic`` that has sparse inputs or results
+    computed dense (:data:`DENSIFY` ``{all=true}``): dense copies of its sparse
+    inputs, its sparse results converted back from dense ones.
 
     The worker's last try at a build the sparsifier refused or crashed on (it
-    aborts on ``select(cmpf(x, y), x, y)`` of a sparse and a dense operand and
-    segfaults on ``A + v`` over DCSR or CSC ``A``): exact for every body, at the
-    cost of the dense iteration space for those ops.
+    aborts on ``select(cmpf(x, y), x, y)`` of a sparse and a dense operand,
+    segfaults on ``A + v`` over DCSR or CSC ``A`` and on ``exp(A)`` into a CSR
+    result, and cannot build ``max(A, D)`` into one): exact for every body, at
+    the cost of the dense iteration space for those ops.
     """
     return pipeline.replace(DENSIFY, DENSIFY_ALL)
 

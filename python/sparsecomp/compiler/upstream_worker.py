@@ -50,8 +50,8 @@ def run(out: Path, filename: str, pipeline: str) -> Lowered:
 
     A threaded pipeline that fails is tried once more with sequential
     sparsifier loops (:func:`upstream.sequential`); if that fails too, with
-    the sparse inputs of every op with dense outputs densified
-    (:func:`upstream.densified`, threaded, then sequential), and the answer
+    every op on sparse tensors computed dense (:func:`upstream.densified`,
+    threaded, then sequential), and the answer
     says so (``densified``); if every try fails, the first failure is the
     answer.
     """

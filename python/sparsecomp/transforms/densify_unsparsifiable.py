@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from mlir import ir
-from mlir.dialects import arith, tensor
+from mlir.dialects import arith, bufferization, tensor
 from mlir.dialects import sparse_tensor as st
 from mlir.passmanager import ExternalPass
 
@@ -111,13 +112,7 @@ def _sparse_outputs(op: ir.Operation) -> None:
             continue  # x = f(x) over x's own entries: the sparsifier updates in place
         with ir.InsertionPoint(op), op.location:
             if not read:
-                sizes = [  # the builder takes static sizes as ints, dynamic ones as values
-                    tensor.DimOp(init, arith.ConstantOp(ir.IndexType.get(), d)).result
-                    if rt.is_dynamic_dim(d)
-                    else rt.shape[d]
-                    for d in range(rt.rank)
-                ]
-                empty = tensor.EmptyOp(sizes, rt.element_type, encoding=rt.encoding)
+                empty = tensor.EmptyOp(_sizes(init, rt), rt.element_type, encoding=rt.encoding)
                 op.operands[n_in + k] = empty.result
                 continue
             dense = ir.RankedTensorType.get(rt.shape, rt.element_type)
@@ -126,6 +121,43 @@ def _sparse_outputs(op: ir.Operation) -> None:
         with ir.InsertionPoint.after(op), op.location:
             back = st.ConvertOp(rt, result)
         result.replace_all_uses_except(back.result, back.operation)
+
+
+def _dense_outputs(op: ir.Operation) -> None:
+    """Every sparse output of ``op`` computed dense and converted back to its type after
+    the op: the initial value a dense copy where the body reads it, else a dense
+    ``tensor.empty`` of its sizes (``all=true``: the sparsifier could not build it)."""
+    n_in = len(op.operands) - len(op.results)
+    body = op.regions[0].blocks[0]
+    for k, result in enumerate(op.results):
+        if not _is_sparse(result.type):
+            continue
+        init = op.operands[n_in + k]
+        rt = ir.RankedTensorType(result.type)
+        with ir.InsertionPoint(op), op.location:
+            dense = ir.RankedTensorType.get(rt.shape, rt.element_type)
+            if list(body.arguments[n_in + k].uses):
+                op.operands[n_in + k] = st.ConvertOp(dense, init).result
+            else:
+                op.operands[n_in + k] = tensor.EmptyOp(_sizes(init, rt), rt.element_type).result
+        result.set_type(dense)
+        with ir.InsertionPoint.after(op), op.location:
+            # through an op the sparsifier's pre-rewrite does not see through: it folds a
+            # convert of a linalg result into the op, making the output sparse again
+            kept = bufferization.MaterializeInDestinationOp(dense, result, op.operands[n_in + k])
+            back = st.ConvertOp(rt, kept.result)
+        result.replace_all_uses_except(back.result, kept.operation)
+
+
+def _sizes(value: ir.Value, rt: ir.RankedTensorType) -> list[Any]:
+    """The sizes of tensor ``value`` as ``tensor.EmptyOp`` takes them: static ones as
+    ints, dynamic ones as ``tensor.dim`` values."""
+    return [
+        tensor.DimOp(value, arith.ConstantOp(ir.IndexType.get(), d)).result
+        if rt.is_dynamic_dim(d)
+        else rt.shape[d]
+        for d in range(rt.rank)
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,10 +198,12 @@ class DensifyUnsparsifiablePass(SparsecompPass):
     result is converted back to the sparse type. Runs in the fallback before
     ``sparsification-and-bufferization``.
 
-    ``all``: every ``linalg.generic`` with sparse inputs and dense outputs gets
-    dense inputs, whatever its body (``sparse_tensor`` semantic ops excepted):
-    the fallback's last try when the sparsifier crashed on or refused the
-    program as it is (:func:`sparsecomp.compiler.upstream.densified`).
+    ``all``: every ``linalg.generic`` with sparse inputs or outputs is computed
+    dense, whatever its body (``sparse_tensor`` semantic ops excepted): dense
+    copies of its sparse inputs, dense outputs (a dense copy of an initial value
+    the body reads, else an empty dense tensor), its sparse results converted
+    back after it. The fallback's last try when the sparsifier crashed on or
+    refused the program as it is (:func:`sparsecomp.compiler.upstream.densified`).
 
     Before:
 
@@ -199,6 +233,8 @@ class DensifyUnsparsifiablePass(SparsecompPass):
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         for generic in preorder(op):
             if generic.name == "linalg.generic":
+                if self.all and not _semantic(generic):
+                    _dense_outputs(generic)
                 _sparse_outputs(generic)
             if generic.name != "linalg.generic" or any(_is_sparse(r.type) for r in generic.results):
                 continue

@@ -78,9 +78,9 @@ class LowerUpstreamPass(SparsecompPass):
     subprocess, and come back as ``llvm.func`` ops, which the later stages
     leave alone. An assertion in an upstream pass kills the worker, not the
     caller: it becomes an error at the marked function, unless a second
-    try with loops left sequential, or a last one with the sparse inputs of
-    every op with dense results densified, succeeds (a remark at the first
-    marked function says so). Public functions
+    try with loops left sequential, or a last one with every op on sparse
+    tensors computed dense, succeeds (a remark at the first marked function
+    says so). Public functions
     get sparsecomp's buffer ABI (``_mlir_ciface_<name>``) and carry it in
     ``sparse_iter.abi``, as stage III gives it to the others. Declarations
     both halves share are merged; clashing private symbols are renamed.
@@ -156,8 +156,8 @@ class LowerUpstreamPass(SparsecompPass):
             emit_remark(
                 marked[0].location,
                 f"the upstream sparsifier could not compile {names} as written "
-                f"({done.densified}); compiled with the sparse inputs of its ops with dense "
-                "results converted to dense",
+                f"({done.densified}); compiled with its ops on sparse tensors computed dense "
+                "(sparse inputs converted to dense, sparse results converted back)",
             )
         lowered = ir.Module.parse(text, op.context)
         for entry in lowered.body.operations:

@@ -1,4 +1,5 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-densify-unsparsifiable | FileCheck %s --enable-var-scope
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-densify-unsparsifiable=all=true | FileCheck %s --enable-var-scope --check-prefix=ALL
 
 #SV = #sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>
 #CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
@@ -224,4 +225,69 @@ func.func @negative_custom_reduce(%a: tensor<?x?xf64, #CSR>, %x: tensor<?xf64>) 
     linalg.yield %m : f64
   } -> tensor<?xf64>
   return %r : tensor<?xf64>
+}
+
+// -----
+
+// all=true, the fallback's last try after the sparsifier crashed: every op with
+// sparse inputs or results is computed dense, merger bodies included
+// (select(cmpf) of a sparse and a dense operand aborted the sparsifier).
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+#id = affine_map<(i, j) -> (i, j)>
+
+// ALL-LABEL: func.func @select_max
+// ALL-SAME: (%[[A:[a-z0-9]+]]: tensor<?x?xf64, #{{[a-z]+}}>, %[[D:[a-z0-9]+]]: tensor<?x?xf64>
+// ALL: %[[C:.*]] = sparse_tensor.convert %[[A]] : tensor<?x?xf64, #{{.*}}> to tensor<?x?xf64>
+// ALL: linalg.generic {{.*}} ins(%[[C]], %[[D]] : tensor<?x?xf64>, tensor<?x?xf64>)
+func.func @select_max(%a: tensor<?x?xf64, #CSR>, %d: tensor<?x?xf64>, %o: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %d : tensor<?x?xf64, #CSR>, tensor<?x?xf64>) outs(%o : tensor<?x?xf64>) {
+  ^bb0(%x: f64, %y: f64, %z: f64):
+    %c = arith.cmpf ogt, %x, %y : f64
+    %v = arith.select %c, %x, %y : f64
+    linalg.yield %v : f64
+  } -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}
+
+// A sparse result (max(CSR, dense) or exp(CSR) into CSR crashed the sparsifier):
+// computed dense, materialized (the sparsifier would fold a convert of the op's
+// result back into the op) and converted to the result's type.
+// ALL-LABEL: func.func @sparse_result
+// ALL-SAME: (%[[A:[a-z0-9]+]]: tensor<?x?xf64, #[[$S:[a-z]+]]>, %[[E:[a-z0-9]+]]: tensor<?x?xf64, #[[$S]]>)
+// ALL-DAG: %[[M:.*]] = tensor.dim %[[E]], %c0
+// ALL-DAG: %[[N:.*]] = tensor.dim %[[E]], %c1
+// ALL: %[[D:.*]] = tensor.empty(%[[M]], %[[N]]) : tensor<?x?xf64>
+// ALL: %[[C:.*]] = sparse_tensor.convert %[[A]] : tensor<?x?xf64, #[[$S]]> to tensor<?x?xf64>
+// ALL: %[[G:.*]] = linalg.generic {{.*}} ins(%[[C]] : tensor<?x?xf64>) outs(%[[D]] : tensor<?x?xf64>)
+// ALL: %[[K:.*]] = bufferization.materialize_in_destination %[[G]] in %[[D]]
+// ALL: %[[R:.*]] = sparse_tensor.convert %[[K]] : tensor<?x?xf64> to tensor<?x?xf64, #[[$S]]>
+// ALL: return %[[R]]
+func.func @sparse_result(%a: tensor<?x?xf64, #CSR>, %e: tensor<?x?xf64, #CSR>) -> tensor<?x?xf64, #CSR> {
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf64, #CSR>) outs(%e : tensor<?x?xf64, #CSR>) {
+  ^bb0(%x: f64, %z: f64):
+    %v = math.exp %x : f64
+    linalg.yield %v : f64
+  } -> tensor<?x?xf64, #CSR>
+  return %r : tensor<?x?xf64, #CSR>
+}
+
+// A body that says what happens at absent entries: left as it is.
+// ALL-LABEL: func.func @negative_semantic_body
+// ALL-NOT: sparse_tensor.convert
+// ALL: sparse_tensor.unary
+func.func @negative_semantic_body(%a: tensor<?x?xf64, #CSR>, %o: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf64, #CSR>) outs(%o : tensor<?x?xf64>) {
+  ^bb0(%x: f64, %z: f64):
+    %v = sparse_tensor.unary %x : f64 to f64
+      present = {
+        ^bb0(%p: f64):
+          sparse_tensor.yield %p : f64
+      }
+      absent = {}
+    linalg.yield %v : f64
+  } -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
 }
