@@ -315,20 +315,21 @@ func.func @f(%n: index, %v: f64) -> tensor<?xf64> {
 """
 
 
-def test_size_from_a_scalar_is_copied(
+def test_size_from_a_scalar_is_checked(
     private_cache: None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A result sized by a scalar argument has no size the runtime can check before the
-    call: no variant is built (the compiler says why) and the result is copied in."""
+    """A result sized by an index argument: the runtime checks the out= array against the
+    argument's value before the call, so the variant that writes into it is built."""
     exe = sparsecomp.compile(FILLED)
     out = np.zeros(5)
     with caplog.at_level(logging.INFO, logger="sparsecomp"):
         assert exe(5, 2.5, out=out) is out
     np.testing.assert_array_equal(out, np.full(5, 2.5))
-    assert "its size in dimension 0 is not known from the arguments" in caplog.text
-    wrong = r"the array has shape \(5,\), the result has shape \(6,\)"
+    assert "compiled its variant for out=" in caplog.text
+    wrong = r"size 5 in dimension 0 does not match size symbol 's0' = 6 \(from argument 0's value\)"
     with pytest.raises(ArgumentError, match=wrong):
         exe(6, 1.0, out=out)
+    np.testing.assert_array_equal(out, np.full(5, 2.5))  # untouched
 
 
 def test_repeated_calls_take_the_c_path(private_cache: None, monkeypatch: Any) -> None:

@@ -259,13 +259,20 @@ def test_huge_dimension_in_o_nnz(private_cache: None) -> None:
 # -- 5. the index-width hint works for a caller holding a compiled kernel ----------------------
 
 
-def test_width_overflow_says_how_to_recompile(private_cache: None) -> None:
+def test_width_overflow_says_how_to_recompile(
+    private_cache: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversion the kernel's widths cannot hold goes to a variant at wider widths;
+    where there are no variants (switched off, a loaded executable), the refusal says
+    how to compile the kernel for such operands."""
     m = sp.coo_matrix(
         (np.array([1.0, 2.0, 3.0]), (np.array([0, 5, HUGE - 1]), np.array([1, 2, 9]))),
         shape=(HUGE, 10),
     )
     narrow = sparsecomp.compile(TOTAL.replace("LAYOUT", CSC32))
     assert float(narrow(matrix())) == pytest.approx(matrix().sum())
+    assert float(narrow(m)) == 6.0  # through a variant with 64-bit coordinates
+    monkeypatch.setenv("SPARSECOMP_SPECIALIZE", "0")
     with pytest.raises(SparsecompError, match="does not fit 32-bit coordinates") as info:
         narrow(m)
     hint = info.value.hint
@@ -372,6 +379,52 @@ for rows in (2000, 4, 0):
         assert "expected size 5 in dimension 0" in str(e), e
     else:
         raise AssertionError(f"{{rows}} rows were not refused")
+print("ok")
+"""
+    done = run_python(code, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("ok")
+
+
+#: Row sums into an output sized by an index argument: the loop over rows runs to the
+#: matrix's row count, so a smaller %m wrote past the output's end.
+SIZED_BY_ARGUMENT = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func @rowsums(%A: tensor<?x?xf64, #CSR>, %m: index) -> tensor<?xf64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty(%m) : tensor<?xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%A : tensor<?x?xf64, #CSR>) outs(%f : tensor<?xf64>) {
+  ^bb0(%a: f64, %o: f64):
+    %v = arith.addf %o, %a : f64
+    linalg.yield %v : f64
+  } -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+"""
+
+
+def test_index_argument_sizes_are_checked(tmp_path: Path) -> None:
+    """An index argument that sizes an output the kernel's loops fill is checked against
+    the operand dimension those loops run over, on every call path (the first call's
+    and the fast path's); a mismatch corrupted the heap."""
+    code = f"""
+import numpy as np, scipy.sparse as sp, sparsecomp
+from sparsecomp.errors import ArgumentError
+exe = sparsecomp.compile('''{SIZED_BY_ARGUMENT}''')
+a = sp.random(300, 40, density=0.2, format="csr", random_state=0)
+want = np.asarray(a.sum(axis=1)).ravel()
+for _ in range(3):  # later calls take the fast path
+    np.testing.assert_allclose(exe(a, 300), want, rtol=1e-12)
+    for m in (5, 0, 301):
+        try:
+            exe(a, m)
+        except ArgumentError as e:
+            assert "does not match size symbol" in str(e), e
+        else:
+            raise AssertionError(f"m={{m}} was not refused")
 print("ok")
 """
     done = run_python(code, tmp_path)

@@ -5,11 +5,13 @@ every operand dimension indexed by the same loop has the same size; a call
 with mismatched shapes would then read out of bounds. Before the op goes,
 ``record`` notes each such pair of *function argument* dimensions in the
 function's ``sparse_iter.same_sizes`` attribute (``[arg, dim, arg, dim]``
-entries), and each argument dimension a loop shares with a static size
-(``[arg, dim, CONSTANT, size]``: an operand or output of static shape);
+entries), each argument dimension a loop shares with a static size
+(``[arg, dim, CONSTANT, size]``: an operand or output of static shape) and each
+one it shares with the value of a scalar ``index`` argument (``[arg, dim, n,
+VALUE]``: an output of ``tensor.empty(%n)``);
 ``sparse-iter-lower-buffers`` turns the classes into the size symbols of
 ``sparse_iter.abi``, and a class with a static size into that size, which
-the runtime checks as it checks a static argument's.
+the runtime checks as it checks a static argument's (a scalar's value too).
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from sparsecomp.lowering.plan import Plan
 from sparsecomp.lowering.rowplan import RowPlan
 
 ATTR = "sparse_iter.same_sizes"
+#: The "dimension" of a scalar ``index`` argument in an entry: ``[arg, dim, n, VALUE]``
+#: says that argument dimension must equal the value of argument ``n`` (an output
+#: built as ``tensor.empty(%m)`` of a function argument ``%m``).
+VALUE = -1
 #: The "argument" of a static size in an entry: ``[arg, dim, CONSTANT, size]`` says
 #: that argument dimension must be ``size`` (a dynamic matrix reduced into a
 #: ``tensor<5xf64>``: a call with another row count wrote past its end).
@@ -210,9 +216,11 @@ def built_from(value: ir.Value) -> ir.Value:
 
 
 def _size(value: ir.Value, entry: ir.Block, depth: int) -> Size:
-    """An ``index`` value as an argument dimension or a constant."""
+    """An ``index`` value as an argument dimension, a scalar argument's value
+    (``(arg, VALUE)``) or a constant."""
     if isinstance(value, ir.BlockArgument):
-        return None
+        number = _arg_number(value, entry)
+        return None if number is None else (number, VALUE)
     op = value.owner
     if op.name == "arith.constant":
         return ir.IntegerAttr(op.attributes["value"]).value

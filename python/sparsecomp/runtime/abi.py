@@ -4,12 +4,15 @@ Each argument and result is one of::
 
     {"kind": "dense",  "dtype": "float32", "shape": [null, "k", 16]}
     {"kind": "scalar", "dtype": "float32"}
+    {"kind": "scalar", "dtype": "int64", "shape": ["m"]}
     {"kind": "sparse", "dtype": "float32", "shape": ["m", "k"],
      "layout": "#sparse_iter.layout<...>",
      "buffers": [["pos1", "int32"], ["crd1", "int32"], ["values", "float32"]]}
 
 Shape entries are static sizes (ints), size symbols (strings: equal symbols
-are equal sizes) or null (any size). A sparse result may name a
+are equal sizes) or null (any size). A scalar with a shape of one entry is an
+``index`` argument that sizes a loop of the kernel (``tensor.empty(%m)``): its
+value is checked as that size. A sparse result may name a
 ``"declared_layout"`` (a function compiled by the upstream sparsifier holds
 n:m values, and BSR ones whose shape is not whole blocks, unblocked): the
 runtime converts the result to it. A sparse argument marked ``"guarded": true``
@@ -78,8 +81,8 @@ class ArgSpec:
 
     @functools.cached_property
     def _description(self) -> str:  # computed once: error messages name it on every call
-        if self.kind == "scalar":
-            return str(self.dtype)
+        if self.kind == "scalar":  # a size: "int64 = m"
+            return f"{self.dtype} = {self.shape[0]}" if self.shape else str(self.dtype)
         dims = ", ".join("?" if d is None else str(d) for d in self.shape)
         text = f"{self.kind} {self.dtype}[{dims}]"
         return f"{text} {self.layout}" if self.layout is not None else text
@@ -164,8 +167,8 @@ def _spec(raw: Any, where: str) -> ArgSpec:
         raise SparsecompError(f"{where}: expected kind dense, scalar or sparse, got {raw!r}")
     kind = raw["kind"]
     dtype = _dtype(raw.get("dtype"), where)
-    if kind == "scalar":
-        return ArgSpec(kind, dtype)
+    if kind == "scalar":  # a "shape" of one entry: the value is that size
+        return ArgSpec(kind, dtype, _shape(raw.get("shape", []), where))
     shape = _shape(raw.get("shape"), where)
     if kind == "dense":
         return ArgSpec(kind, dtype, shape)

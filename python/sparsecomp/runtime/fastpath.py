@@ -142,12 +142,13 @@ def _scalar_step(spec: ArgSpec) -> Step:
         lo, hi = int(info.min), int(info.max)
         accept = lambda v: type(v) is int and lo <= v <= hi  # noqa: E731
     as_int = kind == "b"
+    sized = bool(spec.shape)  # an index argument that sizes a loop: its value is a size
 
     def scalar(value: Any, out: Out) -> tuple[int, ...] | None:
         if not accept(value):
             return None
         out.params.append(int(value) if as_int else value)
-        return ()
+        return (value,) if sized else ()
 
     return scalar
 

@@ -138,6 +138,8 @@ def flatten(
             items += taken[1]
         elif spec.kind == "scalar":
             items.append(scalar_value(spec, value, where))
+            if spec.shape:  # an index argument that sizes a loop: checked as that size
+                check_shape(spec, (int(items[-1]),), (where, label), sizes)
         elif spec.kind == "dense":
             array = dense_array(spec, value, where)
             check_shape(spec, array.shape, (where, label), sizes)
@@ -282,20 +284,23 @@ def check_shape(
     bound so far to its size and the place that bound it.
     """
     prefix, label = where
+    value = spec.kind == "scalar"  # an index argument that is a size: its value
     for axis, (want, got) in enumerate(zip(spec.shape, shape, strict=True)):
+        what = f"value {got}" if value else f"size {got} in dimension {axis}"
         if isinstance(want, int) and want != got:
+            if value:
+                raise ArgumentError(f"{prefix}: expected the value {want}, got {got}")
             raise ArgumentError(
                 f"{prefix}: expected size {want} in dimension {axis}, got shape {tuple(shape)}"
             )
         if not isinstance(want, str):
             continue
         if want not in sizes:
-            sizes[want] = (got, f"{label} dimension {axis}")
+            sizes[want] = (got, f"{label}'s value" if value else f"{label} dimension {axis}")
         elif sizes[want][0] != got:
             size, origin = sizes[want]
             raise ArgumentError(
-                f"{prefix}: size {got} in dimension {axis} does not match size symbol "
-                f"'{want}' = {size} (from {origin})"
+                f"{prefix}: {what} does not match size symbol '{want}' = {size} (from {origin})"
             )
 
 

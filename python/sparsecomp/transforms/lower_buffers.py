@@ -95,7 +95,11 @@ def _abi(func: ir.Operation, fty: ir.FunctionType) -> str:
             known.get(symbols[(n, d)], symbols[(n, d)]) if (n, d) in symbols else s
             for d, s in enumerate(shapes[n])
         ]
-        args.append(describe(ty, layout_of(ty), shape))
+        entry = describe(ty, layout_of(ty), shape)
+        if (n, sizes.VALUE) in symbols:  # an index argument that sizes a loop
+            symbol = symbols[(n, sizes.VALUE)]
+            entry["shape"] = [known.get(symbol, symbol)]
+        args.append(entry)
     results = [
         describe(ty, layout_of(ty), static_shape(ty))
         for r, ty in enumerate(fty.results)
