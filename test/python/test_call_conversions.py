@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import sparsecomp
 from cpu_kernels import compiled, spmv
 from sparsecomp.errors import ConversionWarning
 from sparsecomp.formats import SparseTensor
@@ -175,3 +176,25 @@ def test_new_index_arrays_are_seen_even_at_an_old_id(private_cache: None) -> Non
     for _ in range(2):
         a.indices = a.indices + 10  # a new array (the old one freed); rows move down by 10
     np.testing.assert_allclose(exe.spmv(a, x, y), a @ x, rtol=1e-12)
+
+
+def test_vector_conversion_warning_names_a_vector(private_cache: None) -> None:
+    """A scipy 1-D array converted for a sparse-vector argument: the warning says "coo
+    vector" (it said "coo matrix") and offers no exe.prepare, which takes matrices."""
+    exe = sparsecomp.compile("""
+#SV = #sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>
+func.func @dot(%a: tensor<?xf64, #SV>, %b: tensor<?xf64>) -> tensor<f64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<f64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<f64>) -> tensor<f64>
+  %r = linalg.dot ins(%a, %b : tensor<?xf64, #SV>, tensor<?xf64>) outs(%f : tensor<f64>)
+      -> tensor<f64>
+  return %r : tensor<f64>
+}
+""")
+    v = sp.coo_array(np.array([0.0, 1.0, 0.0, 2.0]))
+    with pytest.warns(ConversionWarning) as record:
+        assert float(exe(v, np.arange(4.0))) == 7.0
+    message = str(record[0].message)
+    assert "converting a scipy coo vector (int32 indices)" in message
+    assert "exe.prepare" not in message

@@ -118,8 +118,8 @@ class Conversions:
         warnings.warn(
             f"'{self.name}' argument {argument}: converting {source} to the kernel's layout "
             f"{layout} took {seconds * 1e3:.1f} ms; {again}. To avoid it, pass the operand in "
-            "that layout (SparseTensor.from_scipy(A, layout)) or pack it once with "
-            "exe.prepare(A)",
+            "that layout (SparseTensor.from_scipy(A, layout))"
+            + (" or pack it once with exe.prepare(A)" if len(value.shape) == 2 else ""),
             ConversionWarning,
             stacklevel=_caller_level(),
         )
@@ -151,9 +151,13 @@ def _describe(value: Any) -> str:
     if isinstance(value, SparseTensor):
         return f"a SparseTensor in {value.layout}"
     fmt = getattr(value, "format", "?")
-    index = getattr(value, "indices", getattr(value, "row", None))
+    index = getattr(value, "indices", getattr(value, "coords", (None,))[-1])
     width = f" ({index.dtype} indices)" if isinstance(index, np.ndarray) else ""
-    return f"a scipy {fmt} matrix{width}"
+    shape = getattr(value, "shape", ())
+    kind = (
+        "vector" if len(shape) == 1 else "matrix" if "matrix" in type(value).__name__ else "array"
+    )
+    return f"a scipy {fmt} {kind}{width}"
 
 
 def _guard(value: Any) -> tuple[Any, ...]:
