@@ -35,6 +35,17 @@ def test_compile_writes_a_loadable_directory(tmp_path: Path, monkeypatch, capsys
     np.testing.assert_allclose(exe(A, x), A @ x, rtol=1e-5)
 
 
+def test_compile_onto_a_file_is_an_error(tmp_path: Path, monkeypatch, capsys) -> None:
+    """-o naming an existing file: a one-line error (it was a FileExistsError traceback)."""
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path / "cache"))
+    taken = tmp_path / "taken"
+    taken.write_text("not a directory")
+    assert compile_tool.main([str(REPO / "examples/spmv.mlir"), "-o", str(taken)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot save the executable to {taken}: it is a file" in err
+    assert "Traceback" not in err
+
+
 def test_compile_reports_located_errors(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path))
     bad = tmp_path / "bad.mlir"

@@ -321,8 +321,8 @@ def test_from_options_converts(options: dict[str, str], expected: OptionsPass) -
     [
         ({"flag": "maybe"}, "invalid value 'maybe' for option 'flag': expected true or false"),
         ({"flag": ""}, "invalid value '' for option 'flag'"),
-        ({"count": "3.5"}, "invalid value '3.5' for option 'count': expected an integer"),
-        ({"count": "many"}, "expected an integer"),
+        ({"count": "3.5"}, "invalid value '3.5' for option 'count': expected a 64-bit integer"),
+        ({"count": "many"}, "expected a 64-bit integer"),
         ({"ratio": "half"}, "invalid value 'half' for option 'ratio': expected a number"),
         (
             {"mode": "medium"},
@@ -393,7 +393,7 @@ _LABELS = st.text(string.ascii_letters + string.digits + "_.-+/:@", min_size=1, 
 
 @given(
     flag=st.booleans(),
-    count=st.integers(min_value=0),
+    count=st.integers(min_value=0, max_value=2**63 - 1),  # options are int64
     ratio=st.floats(allow_nan=False),
     label=_LABELS,
     mode=st.sampled_from(["fast", "slow"]),
@@ -408,7 +408,7 @@ def test_pipeline_text_round_trip_property(
     assert again.pipeline_text() == instance.pipeline_text()
 
 
-@given(max_iterations=st.integers(min_value=1), test_convergence=st.booleans())
+@given(max_iterations=st.integers(min_value=1, max_value=2**31 - 1), test_convergence=st.booleans())
 def test_registered_pass_pipeline_text_round_trip(max_iterations: int, test_convergence: bool):
     cls = get_pass("sparse-iter-fold-encodings")
     instance = cls(max_iterations=max_iterations, test_convergence=test_convergence)
@@ -542,5 +542,13 @@ def test_pass_validation_error_is_located() -> None:
     pipeline = "cse, sparse-iter-fold-encodings{max-iterations=0}"
     with pytest.raises(PipelineError) as info:
         build_pass_manager(pipeline, make_context())
-    assert "max-iterations must be at least 1, got 0" in info.value.message
+    assert "max-iterations must be at least 1 and below 2^31, got 0" in info.value.message
     assert info.value.location == "<pass-pipeline>:1:6"
+
+
+def test_integer_options_hold_int64() -> None:
+    """An integer option beyond int64 is a located option error: passes hand options to
+    C++ (a huge max-iterations or min-bytes was a TypeError traceback)."""
+    with pytest.raises(PipelineError, match="expected a 64-bit integer"):
+        OptionsPass.from_options({"count": str(2**63)})
+    assert OptionsPass.from_options({"count": str(2**63 - 1)}).count == 2**63 - 1

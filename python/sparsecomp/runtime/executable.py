@@ -379,7 +379,11 @@ class Executable:
         changes nothing.
         """
         dest = Path(directory)
-        dest.mkdir(parents=True, exist_ok=True)
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file of that name, no permission, ...
+            why = "it is a file" if dest.is_file() else exc.strerror
+            raise SparsecompError(f"cannot save the executable to {dest}: {why}") from None
         if dest.resolve() == self.directory.resolve():
             return dest
         files = [self.directory / self.manifest["library"], self.directory / MANIFEST]

@@ -42,7 +42,12 @@ def _convert(value: str, annotation: Any, option: str) -> Any:
             if lowered not in _TRUE | _FALSE:
                 raise ValueError
             return lowered in _TRUE
-        if annotation in (int, float, str):
+        if annotation is int:  # passes hand options to C++ (int64 at most)
+            number = int(value)
+            if not -(2**63) <= number < 2**63:
+                raise ValueError
+            return number
+        if annotation in (float, str):
             return annotation(value)
         if typing.get_origin(annotation) is typing.Literal:
             if value not in typing.get_args(annotation):
@@ -59,7 +64,9 @@ def _convert(value: str, annotation: Any, option: str) -> Any:
 def _describe(annotation: Any) -> str:
     if typing.get_origin(annotation) is typing.Literal:
         return "one of " + ", ".join(map(str, typing.get_args(annotation)))
-    return {bool: "true or false", int: "an integer", float: "a number"}.get(annotation, "a string")
+    return {bool: "true or false", int: "a 64-bit integer", float: "a number"}.get(
+        annotation, "a string"
+    )
 
 
 def _quote(value: Any) -> str:

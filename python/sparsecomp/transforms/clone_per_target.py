@@ -7,7 +7,9 @@ import dataclasses
 from mlir import ir
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.errors import TargetError
 from sparsecomp.ir.targets import TARGET_ATTR, module_targets
+from sparsecomp.targets.resolve import select_target
 from sparsecomp.transforms.base import SparsecompPass
 
 FUNC, CALL = "func.func", "func.call"
@@ -68,7 +70,8 @@ class ClonePerTargetPass(SparsecompPass):
     without a target stay an error of ``sparse-iter-specialize-encodings``.
 
     Does nothing in a module with at most one target, or when the option
-    ``target`` names one target for every function.
+    ``target`` names one target for every function (``host`` or one of the
+    module's; another name is an error).
 
     Before (two targets ``wide`` and ``narrow``):
 
@@ -101,7 +104,14 @@ class ClonePerTargetPass(SparsecompPass):
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         targets = module_targets(op)
-        if len(targets) <= 1 or self.target:
+        if self.target:  # one target for every function: nothing to clone, if it exists
+            try:
+                select_target(self.target, None, targets)
+            except TargetError as exc:
+                op.location.emit_error(f"{self.NAME}: {exc.message}")
+                pass_.signal_pass_failure()
+            return
+        if len(targets) <= 1:
             return
         # One representative name per distinct target description.
         canonical: dict[str, str] = {}

@@ -74,8 +74,10 @@ class FoldEncodingsPass(SparsecompPass):
     test_convergence: bool = False
 
     def __post_init__(self) -> None:
-        if self.max_iterations < 1:
-            raise ValueError(f"max-iterations must be at least 1, got {self.max_iterations}")
+        if not 1 <= self.max_iterations < 2**31:  # GreedyRewriteConfig holds an int
+            raise ValueError(
+                f"max-iterations must be at least 1 and below 2^31, got {self.max_iterations}"
+            )
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         patterns = RewritePatternSet(op.context)

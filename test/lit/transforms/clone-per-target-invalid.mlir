@@ -1,4 +1,6 @@
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-clone-per-target
+// RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-clone-per-target=target=bogus 2>&1 | FileCheck %s --check-prefix=OPTION
+// OPTION: error: sparse-iter-clone-per-target: unknown target 'bogus': expected 'host' or a name from the module's sparse_iter.targets
 
 // A call cycle of private functions reached from two targets: copying it
 // per target is not supported; the error asks for explicit targets.

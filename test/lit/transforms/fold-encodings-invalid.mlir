@@ -2,9 +2,14 @@
 // RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='max-iterations=0' 2>&1 | FileCheck %s --check-prefix=OPTION
 // RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='max-iterations=many' 2>&1 | FileCheck %s --check-prefix=OPTION-TYPE
 // RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='iterations=2' 2>&1 | FileCheck %s --check-prefix=OPTION-NAME
+// RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='max-iterations=9999999999' 2>&1 | FileCheck %s --check-prefix=OPTION-BIG
+// RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-fold-encodings='max-iterations=99999999999999999999999' 2>&1 | FileCheck %s --check-prefix=OPTION-HUGE
 
-// OPTION: error: pass 'sparse-iter-fold-encodings': max-iterations must be at least 1, got 0
-// OPTION-TYPE: error: invalid value 'many' for option 'max-iterations': expected an integer
+// OPTION: error: pass 'sparse-iter-fold-encodings': max-iterations must be at least 1 and below 2^31, got 0
+// OPTION-TYPE: error: invalid value 'many' for option 'max-iterations': expected a 64-bit integer
+// OPTION-BIG: error: pass 'sparse-iter-fold-encodings': max-iterations must be at least 1 and below 2^31, got 9999999999
+// OPTION-HUGE: error: invalid value '99999999999999999999999' for option 'max-iterations': expected a 64-bit integer
+// OPTION-HUGE-NOT: Traceback
 // OPTION-NAME: error: pass 'sparse-iter-fold-encodings' has no option 'iterations' (options: max-iterations, test-convergence)
 
 // The pass refuses malformed sparse_iter ops instead of folding them.

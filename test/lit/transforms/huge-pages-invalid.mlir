@@ -3,7 +3,7 @@
 
 // OPTION: min-bytes must be > 0 and < 2^63, got 0
 // RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-huge-pages='min-bytes=99999999999999999999' 2>&1 | FileCheck %s --check-prefix=HUGE
-// HUGE: error: pass 'sparse-iter-huge-pages': min-bytes must be > 0 and < 2^63, got 99999999999999999999
+// HUGE: error: invalid value '99999999999999999999' for option 'min-bytes': expected a 64-bit integer
 // HUGE-NOT: Traceback
 
 // A function of the module's own is in the way of libc's madvise.
