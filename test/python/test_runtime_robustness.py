@@ -299,6 +299,14 @@ def test_compile_names_a_bad_source(source: str, message: str) -> None:
         sparsecomp.compile(source)
 
 
+def test_compile_refuses_an_empty_file(tmp_path: Path) -> None:
+    """An empty file compiled to an executable with no functions; empty text was refused."""
+    path = tmp_path / "empty.mlir"
+    path.write_text("\n")
+    with pytest.raises(SparsecompError, match=r"empty.mlir holds no program"):
+        sparsecomp.compile(path)
+
+
 def test_compile_names_a_file_that_is_not_text(tmp_path: Path) -> None:
     """Bytes that are not UTF-8 raised UnicodeDecodeError from deep in the driver."""
     path = tmp_path / "bad.mlir"

@@ -83,7 +83,10 @@ def _source_text(source: Any) -> tuple[str, str]:
     if isinstance(source, Path) or (isinstance(source, str) and _names_a_file(source)):
         path = Path(source)
         try:
-            return path.read_text(encoding="utf-8"), str(path)
+            text = path.read_text(encoding="utf-8")
+            if not text.strip():
+                raise SparsecompError(f"{path} holds no program (it is empty)")
+            return text, str(path)
         except OSError as exc:
             raise SparsecompError(f"cannot read {path}: {exc.strerror}") from None
         except UnicodeDecodeError as exc:
