@@ -195,8 +195,9 @@ def process(text: str, opts: Options, marker: str | None) -> tuple[list[str], bo
 
 def _read(path: str) -> str:
     if path == "-":
+        raw = getattr(sys.stdin, "buffer", None)  # None: a text stream (a test's StringIO)
         try:
-            return sys.stdin.buffer.read().decode("utf-8")
+            return sys.stdin.read() if raw is None else raw.read().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SparsecompError(f"cannot read standard input: {exc}") from None
     try:
