@@ -384,11 +384,13 @@ static ParseResult parseLevelMap(AsmParser &parser, AffineMap &map,
 static ParseResult parseBitWidth(AsmParser &parser, StringRef key,
                                  unsigned &width) {
   SMLoc loc = parser.getCurrentLocation();
-  if (parser.parseInteger(width))
+  int64_t value; // signed: "-1" is reported as -1, not as 4294967295
+  if (parser.parseInteger(value))
     return failure();
-  if (!llvm::is_contained({0u, 8u, 16u, 32u, 64u}, width))
+  if (!llvm::is_contained({0, 8, 16, 32, 64}, value))
     return parser.emitError(loc)
-           << key << " must be 0, 8, 16, 32 or 64, got " << width;
+           << key << " must be 0, 8, 16, 32 or 64, got " << value;
+  width = static_cast<unsigned>(value);
   return success();
 }
 

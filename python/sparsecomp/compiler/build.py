@@ -14,7 +14,7 @@ from sparsecomp import knobs
 from sparsecomp.compiler import aot
 from sparsecomp.compiler.cuda import device_pipeline, write_kernels
 from sparsecomp.compiler.driver import EMULATION_STAGES, STAGES, write_manifest
-from sparsecomp.errors import CompileError, ParseError
+from sparsecomp.errors import CompileError, ParseError, TargetError
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.conversions import find_conversions
 from sparsecomp.ir.parsing import DiagnosticLog, convert, location_text, parse_module
@@ -227,7 +227,11 @@ def build(
             _refuse_device_functions(module, filename)
         targets = _cpu_targets(module)
         # What llc gets as -mattr: every function's own target extends it.
-        common = CpuTarget.common(list(targets.values())) if targets else cpu
+        try:
+            common = CpuTarget.common(list(targets.values())) if targets else cpu
+        except TargetError as exc:
+            where = location_text(module.operation.location, filename)
+            raise TargetError(f"{where}: {exc.message}", hint=exc.hint) from None
         functions: dict[str, Any] = {}
         conversions: list[dict[str, Any]] = []
         # Each stage's input, with locations: the reproducer if the stage fails.

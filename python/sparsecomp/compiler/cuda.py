@@ -33,6 +33,7 @@ from sparsecomp.errors import CompileError, ParseError, SparsecompError, Toolcha
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.parsing import convert, parse_module
 from sparsecomp.targets import CudaTarget
+from sparsecomp.targets.cuda import SM_VERSIONS
 from sparsecomp.tools.diagnostics import format_diagnostic
 
 #: PTX ISA version requested from LLVM's NVPTX back end (8.0: sm_90 and below).
@@ -46,7 +47,8 @@ def parse_target(target: str | CudaTarget) -> CudaTarget:
         return target
     chip = target.removeprefix(PREFIX)
     if not target.startswith(PREFIX) or not chip.startswith("sm_") or not chip[3:].isdigit():
-        raise SparsecompError(f"expected cuda:sm_80 or cuda:sm_90, got '{target}'")
+        chips = ", ".join(f"sm_{v}" for v in SM_VERSIONS)
+        raise SparsecompError(f"expected cuda:sm_XY ({chips}), got '{target}'")
     return CudaTarget.for_sm(int(chip[3:]))
 
 

@@ -41,6 +41,7 @@ from sparsecomp.compiler import cache
 from sparsecomp.errors import SparsecompError, TargetError
 from sparsecomp.runtime import Executable, load
 from sparsecomp.targets import CpuTarget, CudaTarget, detect_host
+from sparsecomp.targets.cuda import SM_VERSIONS
 
 STAGES = (
     ("layouts", "sparsecomp-cpu-layouts"),
@@ -119,7 +120,8 @@ def _gpu(target: str | CpuTarget, prefix: str = CUDA_PREFIX) -> CudaTarget | Non
         return None
     chip = target.removeprefix(prefix)
     if not chip.startswith("sm_") or not chip[3:].isdigit():
-        raise TargetError(f"expected {prefix}sm_80 or {prefix}sm_90, got '{target}'")
+        chips = ", ".join(f"sm_{v}" for v in SM_VERSIONS)
+        raise TargetError(f"expected {prefix}sm_XY ({chips}), got '{target}'")
     return CudaTarget.for_sm(int(chip[3:]))
 
 

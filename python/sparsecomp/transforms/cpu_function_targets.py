@@ -8,6 +8,7 @@ import json
 from mlir import ir
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.errors import TargetError
 from sparsecomp.ir.targets import module_targets
 from sparsecomp.ir.verify import TARGET_ATTR
 from sparsecomp.targets import CpuTarget
@@ -31,7 +32,8 @@ class CpuFunctionTargetsPass(SparsecompPass):
     every target has.
 
     Functions whose target is not a CPU (a CUDA target) are an error: they
-    need the CUDA back end.
+    need the CUDA back end. So are CPU targets of different architectures in
+    one module (one library holds them all).
 
     ```mlir
     llvm.func @on_narrow(...) attributes {sparse_iter.target = "narrow"}
@@ -45,6 +47,13 @@ class CpuFunctionTargetsPass(SparsecompPass):
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         targets = module_targets(op)
+        cpus = [t for t in targets.values() if isinstance(t, CpuTarget)]
+        try:  # one library: the module's CPU targets share an architecture
+            CpuTarget.common(cpus) if cpus else None
+        except TargetError as exc:
+            op.location.emit_error(f"{self.NAME}: {exc.message}")
+            pass_.signal_pass_failure()
+            return
         for func in op.regions[0].blocks[0].operations:
             func = func.operation
             if func.name != "llvm.func" or TARGET_ATTR not in func.attributes:

@@ -116,8 +116,10 @@ class LowerUpstreamPass(SparsecompPass):
     vector_bits: int = -1
 
     def __post_init__(self) -> None:
-        if self.vector_bits < -1:
-            raise ValueError(f"vector-bits must be -1 (the target's) or >= 0: {self.vector_bits}")
+        if self.vector_bits not in (-1, 0, 128, 256, 512):  # as sparse-iter-lower-iterations
+            raise ValueError(
+                f"vector-bits must be -1 (the target's), 0, 128, 256 or 512, got {self.vector_bits}"
+            )
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         from sparsecomp.compiler import upstream, upstream_worker

@@ -60,6 +60,12 @@ func.func private @negative_crd_width(tensor<?xf32, #sparse_iter.layout<{map = (
 
 // -----
 
+// A negative width is reported as written (it was read as unsigned: 4294967295).
+// expected-error@+1 {{crdWidth must be 0, 8, 16, 32 or 64, got -1}}
+func.func private @negative_crd_width_signed(tensor<?xf32, #sparse_iter.layout<{map = (i) -> (i : compressed), crdWidth = -1}>>)
+
+// -----
+
 // expected-error@+1 {{layout maps 2 dimensions but the tensor tensor<?xf32, }}
 func.func private @negative_rank(tensor<?xf32, #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>>)
 

@@ -1,4 +1,6 @@
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(sparse-iter-lower-upstream)'
+// RUN: not sparsecomp-opt %s --split-input-file --pass-pipeline='builtin.module(sparse-iter-lower-upstream{vector-bits=100})' 2>&1 | FileCheck %s --check-prefix=OPTION
+// OPTION: error: pass 'sparse-iter-lower-upstream': vector-bits must be -1 (the target's), 0, 128, 256 or 512, got 100
 
 // What the sparsifier refuses is reported at its own location, after one
 // error at the marked function that says why it went upstream.
