@@ -455,3 +455,35 @@ def test_prepare_refuses_composable_sddmm_results(layout: str) -> None:
     with pytest.raises(SparsecompError, match=r"composable layout \(.*\) cannot be built") as e:
         exe.prepare(power_law(40, 30, seed=4), layout=layout)
     assert len(str(e.value)) < 300
+
+
+def test_prepare_takes_float16_tensors_and_refuses_bad_operands(tmp_path) -> None:
+    """A float16 SparseTensor is prepared from itself (its scipy form is float32, which
+    was refused), in a forced or a chosen layout; k < 1 and a vector are clean errors
+    (ZeroDivisionError, ValueError); a loaded executable prepares in its own layout
+    (the choice tried to compile variants)."""
+    rng = np.random.default_rng(7)
+    d = ((rng.random((40, 24)) < 0.2) * rng.standard_normal((40, 24))).astype(np.float16)
+    exe = sparsecomp.compile(program("spmm", "csr").replace("f32", "f16"))
+    b = np.ones((24, 4), np.float16)
+    want = d.astype(np.float32) @ b.astype(np.float32)
+    for layout in ("bsr:2x2", None):
+        prepared = exe.prepare(SparseTensor.from_dense(d, "csr"), layout=layout, k=4)
+        assert prepared.tensor.dtype == np.float16
+        np.testing.assert_allclose(exe(prepared, b).astype(np.float32), want, atol=2e-2)
+    spmm = sparsecomp.compile(program("spmm", "csr"))
+    a = power_law(30, 20, seed=8)
+    for k in (0, -3):
+        with pytest.raises(SparsecompError, match=f"must be at least 1, got {k}"):
+            spmm.prepare(a, k=k)
+        with pytest.raises(SparsecompError, match=f"must be at least 1, got {k}"):
+            choose(a, "spmm", k)
+    vector = sp.coo_array(np.array([0.0, 1.0, 2.0], np.float32))
+    with pytest.raises(SparsecompError, match=r"takes a matrix, not an operand of shape \(3,\)"):
+        spmm.prepare(vector)
+    loaded = sparsecomp.load(spmm.save(tmp_path / "k"))
+    prepared = loaded.prepare(a)
+    assert prepared.layout == "csr"
+    np.testing.assert_allclose(
+        loaded(prepared, np.ones((20, 2), np.float32)), a @ np.ones((20, 2)), rtol=1e-5
+    )

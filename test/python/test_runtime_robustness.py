@@ -438,3 +438,32 @@ print("ok")
     done = run_python(code, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().endswith("ok")
+
+
+def test_loading_a_cut_short_library_is_an_error(tmp_path: Path) -> None:
+    """A kernel.so cut to half its size: the loader mapped segments past the file's end
+    and the process died of SIGBUS; a file given for the directory raised
+    NotADirectoryError."""
+    code = f"""
+import shutil, sparsecomp
+from sparsecomp.errors import SparsecompError
+exe = sparsecomp.compile('''{SPMV}''')
+d = exe.save(r"{tmp_path / "k"}")
+lib = d / "kernel.so"
+data = lib.read_bytes()
+lib.write_bytes(data[: len(data) // 2])
+try:
+    sparsecomp.load(d)
+except SparsecompError as e:
+    assert "is cut short" in str(e), e
+else:
+    raise AssertionError("a cut-short library was loaded")
+try:
+    sparsecomp.load(lib)
+except SparsecompError as e:
+    assert "is not a compiled kernel" in str(e), e
+print("ok")
+"""
+    done = run_python(code, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("ok")

@@ -334,6 +334,13 @@ def choose(
     start = time.perf_counter()
     if op not in ("spmm", "spmv", "sddmm"):
         raise SparsecompError(f"choose() knows spmm, spmv and sddmm, not '{op}'")
+    if k < 1:
+        raise SparsecompError(
+            f"choose(): k, the dense operand's columns, must be at least 1, got {k}"
+        )
+    if stats is None and len(getattr(A, "shape", ())) != 2:
+        shape = getattr(A, "shape", None)
+        raise SparsecompError(f"choose() takes a matrix, not an operand of shape {shape}")
     device = device_of(target)
     stats = stats if stats is not None else matrix_stats(A, nm=device == "cuda")
     coefficients = coefficients if coefficients is not None else load_coefficients(device)[0]

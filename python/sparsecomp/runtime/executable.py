@@ -17,7 +17,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import json
+import logging
 import shutil
+import struct
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -39,6 +41,8 @@ from sparsecomp.targets import CpuTarget, detect_host, target_from_attr
 
 MANIFEST = "manifest.json"
 FORMAT = 1
+
+LOG = logging.getLogger("sparsecomp")
 
 
 #: ``(function, {argument: layout attribute text}[, {argument: {dimension: size}}[,
@@ -361,6 +365,16 @@ class Executable:
             attr = parse_layout(name).attr_text()
             return self.recompile(own.name, {argument: attr}).functions[own.name]
 
+        if layout is None and self.recompile is None:  # loaded: its own layout or none
+            declared = own.args[infer_op(own)[1]].layout
+            if declared is not None:
+                layout = declared.attr_text()
+                LOG.info(
+                    "sparsecomp: %s: a loaded executable compiles no variants; prepared in "
+                    "its own layout %s",
+                    own.name,
+                    declared,
+                )
         device = self.manifest.get("device") or self.manifest.get("emulates") or "host"
         return prepare(own, A, layout, k, variant_for, device)
 
@@ -464,7 +478,7 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     file = directory / MANIFEST
     try:
         manifest = json.loads(file.read_text())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise SparsecompError(f"{directory} is not a compiled kernel: no {MANIFEST}") from None
     except json.JSONDecodeError as err:
         raise SparsecompError(f"{file} is not valid JSON: {err}") from None
@@ -507,9 +521,44 @@ def _dlopen(path: Path, mode: int) -> ctypes.CDLL:
             copy = Path(tempfile.mkdtemp(prefix="sparsecomp-reload-")) / path.name
             shutil.copy2(path, copy)
             path = copy
+        if (short := _cut_short(path, st.st_size)) is not None:
+            raise SparsecompError(f"cannot load {path}: {short}")
         return ctypes.CDLL(str(path), mode=mode)
     except OSError as err:
         raise SparsecompError(f"cannot load {path}: {err}") from None
+
+
+_PT_LOAD = 1
+
+
+def _cut_short(path: Path, size: int) -> str | None:
+    """Why ELF64 shared object ``path`` of ``size`` bytes is incomplete, or None.
+
+    The dynamic loader maps each loadable segment from the file; one that a
+    truncated file (a copy cut short, a full disk) ends before is mapped past
+    the file's end, and the first touch of it kills the process (SIGBUS). Other
+    files (not ELF64, garbage) are left to ``dlopen``, which refuses them cleanly.
+    """
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:
+            return None
+        order = "<" if head[5] == 1 else ">"
+        (phoff,) = struct.unpack_from(order + "Q", head, 0x20)
+        phentsize, phnum = struct.unpack_from(order + "HH", head, 0x36)
+        if phentsize < 56 or phoff + phentsize * phnum > size:
+            return f"it is cut short ({size} bytes, its program headers end past that)"
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    for k in range(phnum):
+        kind, offset, filesz = (
+            struct.unpack_from(order + "I", table, k * phentsize)[0],
+            *struct.unpack_from(order + "Q", table, k * phentsize + 8),
+            struct.unpack_from(order + "Q", table, k * phentsize + 32)[0],
+        )
+        if kind == _PT_LOAD and offset + filesz > size:
+            return f"it is cut short ({size} bytes, a segment ends at byte {offset + filesz})"
+    return None
 
 
 def _names(functions: Mapping[str, Any]) -> str:

@@ -86,15 +86,22 @@ def prepare(
     import scipy.sparse as sp  # type: ignore[import-untyped]
 
     op, argument = infer_op(signature)
-    if isinstance(A, SparseTensor):
-        A = A.to_scipy()
+    given = A if isinstance(A, SparseTensor) else None
+    if given is not None:  # packed from it; its scipy form (float32 for float16) for the choice
+        A = given.to_scipy()
     if not sp.issparse(A):
         raise SparsecompError(
             f"prepare() takes a scipy.sparse matrix or a SparseTensor, not {type(A).__name__}"
         )
+    if len(A.shape) != 2:
+        raise SparsecompError(f"prepare() takes a matrix, not an operand of shape {A.shape}")
+    if k < 1:
+        raise SparsecompError(
+            f"prepare(): k, the dense operand's columns, must be at least 1, got {k}"
+        )
     spec = signature.args[argument]
     where = f"prepare() for {signature.name}: argument {argument} ({spec.describe()})"
-    check_dtype(spec, A.dtype, where, scipy=True)
+    check_dtype(spec, given.dtype if given is not None else A.dtype, where, scipy=given is None)
     choice = None
     if layout is None:
         choice = choose(A, op=op, k=k, target=target)
@@ -110,6 +117,6 @@ def prepare(
             hint="prepare it as csr, ell or bsr:RxC",
         )
     name = str(parsed)
-    tensor = SparseTensor.from_scipy(A, name)
+    tensor = given.to(name) if given is not None else SparseTensor.from_scipy(A, name)
     variant = variant_for(name)
     return Prepared(tensor, name, choice, signature.name, variant, argument)
