@@ -37,6 +37,10 @@ _STORAGE_QUERIES = frozenset(
     for n in "positions coordinates coordinates_buffer values lvl number_of_entries print "
     "disassemble".split()
 )
+#: sparse_tensor ops of linalg bodies (on scalars): the linalg op's check decides for them.
+_BODY_OPS = frozenset(
+    f"sparse_tensor.{n}" for n in ("unary", "binary", "reduce", "select", "yield")
+)
 #: Tensor ops on sparse tensors that the sparsifier rewrites and sparse_iter does not.
 _RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape", "tensor.concat")
 
@@ -70,7 +74,7 @@ def _refusal(func: ir.Operation) -> str | None:
             except SparsecompError as exc:
                 return f"has a conversion{_where(op)} that sparse_iter cannot lower: {exc.message}"
             continue
-        if op.name.startswith("sparse_tensor.") and _encoded(op):
+        if op.name.startswith("sparse_tensor.") and (_encoded(op) or op.name not in _BODY_OPS):
             return f"uses '{op.name}'{_where(op)}, which sparse_iter has no counterpart for"
         if op.name in _RESHAPES and _encoded(op):
             return f"has '{op.name}'{_where(op)} on sparse tensors, which sparse_iter cannot lower"
@@ -197,9 +201,10 @@ class MarkUpstreamPass(SparsecompPass):
     (``sparsecomp.lowering.convert.check_conversion``), or when it reshapes a
     sparse tensor (``tensor.expand_shape``, ``collapse_shape``, ``reshape``,
     ``concat``: the sparsifier rewrites them, sparse_iter has no lowering), or
-    when it applies a ``sparse_tensor`` op to sparse_iter-encoded tensors (a
-    ``sparse_tensor.convert`` building a matrix in a test-style ``main``, as
-    ``sparse-iter-import-sparse-tensor`` keeps such functions upstream).
+    when it uses a ``sparse_tensor`` op other than those of linalg bodies (a
+    ``sparse_tensor.convert`` building a matrix in a test-style ``main``, a
+    ``sort`` or ``push_back`` on memrefs; as ``sparse-iter-import-sparse-tensor``
+    keeps such functions upstream).
     Callers and callees of a marked function are marked too, so that calls
     keep matching types.
 
