@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 
 from mlir import ir
@@ -38,6 +39,19 @@ def _upstream_layout(ty: ir.Type) -> Layout | None:
         return layout_from_sparse_tensor(ty.encoding)
     except FormatError:
         return None
+
+
+def _sliced_aos(ty: ir.Type) -> bool:
+    """Whether ``ty``'s ``#sparse_tensor`` encoding has dimension slices and an AoS
+    singleton level: a slice of a COO tensor, which sparsecomp's layouts do not model,
+    so it keeps AoS, and so must the tensor it slices (the sparsifier asserts that a
+    slice's encoding is its source's, slices aside)."""
+    if not isinstance(ty, ir.RankedTensorType) or not is_sparse_tensor_encoding(ty.encoding):
+        return False
+    text = str(ty.encoding)
+    return "slice(" in text and any(
+        "soa" not in level for level in re.findall(r"singleton(?:\([^)]*\))?", text)
+    )
 
 
 def to_soa(layout: Layout) -> Layout:
@@ -79,10 +93,11 @@ class Retyper:
     def _exposes(self, func: ir.Operation) -> str | None:
         """Why ``func`` must keep the types as written, or None."""
         for op in preorder(func):
-            if op.name in _EXPOSING and any(
-                self.changes(v.type) for v in [*op.operands, *op.results]
-            ):
+            values = [*op.operands, *op.results]
+            if op.name in _EXPOSING and any(self.changes(v.type) for v in values):
                 return f"uses '{op.name}' on such a tensor"
+            if any(_sliced_aos(v.type) for v in values):
+                return "slices such a tensor (a slice's encoding cannot be retyped)"
         return None
 
     def run(self, module: ir.Operation) -> None:
@@ -121,8 +136,10 @@ class SoaCooPass(SparsecompPass):
     A function keeps its AoS types when it uses an op whose types spell
     out the storage (``sparse_tensor.assemble``, ``disassemble``,
     ``coordinates``, ``coordinates_buffer``) or an ``arith.constant`` of
-    such a type; so do its callers and callees, so that calls keep
-    matching types. Runs on the fallback's module before the sparsifier.
+    such a type, or slices a COO tensor (a slice's encoding, with dimension
+    slices, cannot be retyped, and must match its source's); so do its
+    callers and callees, so that calls keep matching types. Runs on the
+    fallback's module before the sparsifier.
 
     Before:
 

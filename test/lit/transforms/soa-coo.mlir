@@ -52,3 +52,20 @@ func.func @negative_caller(%a: tensor<4x4xf32, #AOS>) -> memref<?xindex> {
   %c = call @negative_coordinates_buffer(%a) : (tensor<4x4xf32, #AOS>) -> memref<?xindex>
   return %c : memref<?xindex>
 }
+
+// -----
+
+// A slice of a COO tensor: its encoding (dimension slices) cannot be retyped, and
+// the sparsifier asserts that a slice's encoding is its source's, so the function
+// keeps AoS (it retyped the source only: an assertion in SparseTensorCodegen).
+#COO = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton) }>
+#SLICE = #sparse_tensor.encoding<{ map = (d0 : #sparse_tensor<slice(1, 4, 1)>, d1 : #sparse_tensor<slice(1, 4, 2)>) -> (d0 : compressed(nonunique), d1 : singleton) }>
+
+// CHECK: #[[$AOS:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton) }>
+// CHECK-LABEL: func.func @negative_slice
+// CHECK-SAME: (%{{.*}}: tensor<8x8xf64, #[[$AOS]]>)
+// CHECK: tensor.extract_slice {{.*}} : tensor<8x8xf64, #[[$AOS]]> to
+func.func @negative_slice(%a: tensor<8x8xf64, #COO>) -> tensor<4x4xf64, #SLICE> {
+  %s = tensor.extract_slice %a[1, 1][4, 4][1, 2] : tensor<8x8xf64, #COO> to tensor<4x4xf64, #SLICE>
+  return %s : tensor<4x4xf64, #SLICE>
+}
