@@ -15,9 +15,11 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.calls import functions
 from sparsecomp.ir.context import emit_remark
 from sparsecomp.ir.targets import function_target
+from sparsecomp.lowering.abi import uncallable
 from sparsecomp.targets import CpuTarget
 from sparsecomp.transforms.base import SparsecompPass
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
+from sparsecomp.transforms.wrap_upstream import UNCALLABLE_ATTR
 
 #: Attribute on the lowered entry points: their ABI (JSON), read by the driver.
 ABI_ATTR = "sparse_iter.abi"
@@ -166,7 +168,10 @@ class LowerUpstreamPass(SparsecompPass):
             name = _symbol(entry.operation)
             if name in part.functions:
                 abi = json.dumps(part.functions[name]["abi"])
-                entry.operation.attributes[ABI_ATTR] = ir.StringAttr.get(abi, op.context)
+                attrs = entry.operation.attributes
+                if UNCALLABLE_ATTR in attrs:  # left unwrapped by sparse-iter-wrap-upstream
+                    abi = uncallable(ir.StringAttr(attrs[UNCALLABLE_ATTR]).value)
+                attrs[ABI_ATTR] = ir.StringAttr.get(abi, op.context)
         splice(lowered, _ModuleView(op))
 
 

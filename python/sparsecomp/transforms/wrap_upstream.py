@@ -23,6 +23,10 @@ _POSITIONS = (int(st.LevelFormat.compressed), int(st.LevelFormat.loose_compresse
 _SOA = st.LevelProperty.soa.value
 
 
+class AosCooError(FormatError):
+    """AoS COO coordinates in a signature: no buffer ABI (the function stays uncallable)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Storage:
     """A sparse tensor type's flat storage: ``(specifier kind, level)`` per buffer, dim map."""
@@ -40,7 +44,7 @@ class Storage:
         formats = zip(enc.lvl_types, enc.lvl_formats_enum, strict=True)
         for lvl, (lt, fmt) in enumerate(formats):
             if fmt == int(st.LevelFormat.singleton) and not lt & _SOA:
-                raise FormatError(
+                raise AosCooError(
                     "COO coordinates stored as an array of structs (singleton without soa) "
                     "cannot cross the sparsecomp ABI; sparse-iter-soa-coo makes them soa unless "
                     "the function or one it calls uses their storage (sparse_tensor.assemble, "
@@ -200,6 +204,10 @@ def _signatures(f: ir.Operation) -> tuple[ir.FunctionType, ir.FunctionType]:
     return tensor, fty
 
 
+#: On a public function left unwrapped: why Python cannot call it (read by the driver).
+UNCALLABLE_ATTR = "sparse_iter.uncallable"
+
+
 @dataclasses.dataclass(frozen=True)
 class WrapUpstreamPass(SparsecompPass):
     """Give functions the upstream sparsifier lowered sparsecomp's buffer ABI.
@@ -222,8 +230,11 @@ class WrapUpstreamPass(SparsecompPass):
     (``memref.reinterpret_cast``) and its dimension sizes (from ``lvl_sz``).
     Upstream fields and sparsecomp buffers agree in order (``pos{l}``,
     ``crd{l}``, values) when singleton levels are SoA
-    (``sparse-iter-soa-coo`` makes them so); an array-of-structs COO level
-    left in a public signature is an error at the function.
+    (``sparse-iter-soa-coo`` makes them so). A public function with an
+    array-of-structs COO level left in its signature (it reads that storage)
+    is not wrapped: it runs inside the program, and ``sparse_iter.uncallable``
+    says why Python cannot call it (the fallback puts that in its ABI entry).
+    Signatures that do not match their tensor signature are errors.
 
     Before:
 
@@ -261,6 +272,13 @@ class WrapUpstreamPass(SparsecompPass):
             name = name_of(f)
             try:
                 tensor, fty = _signatures(f)
+            except AosCooError as exc:
+                # No buffer ABI (AoS COO kept because the function reads its storage): it
+                # still runs inside the program; its ABI entry says Python cannot call it.
+                del f.attributes[SIGNATURE_ATTR]
+                why = f"'{name}' has no sparsecomp ABI: {exc.message}"
+                f.attributes[UNCALLABLE_ATTR] = ir.StringAttr.get(why)
+                continue
             except FormatError as exc:
                 f.location.emit_error(f"cannot give '{name}' the sparsecomp ABI: {exc.message}")
                 pass_.signal_pass_failure()

@@ -1,16 +1,5 @@
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-wrap-upstream
 
-// COO coordinates interleaved in one buffer (AoS) have no sparsecomp form.
-#COO = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton) }>
-
-// expected-error@+1 {{cannot give 'negative_aos' the sparsecomp ABI: COO coordinates stored as an array of structs (singleton without soa) cannot cross the sparsecomp ABI; sparse-iter-soa-coo makes them soa unless the function or one it calls uses their storage (sparse_tensor.assemble, disassemble, coordinates, coordinates_buffer, a constant)}}
-func.func @negative_aos(%p: memref<?xindex>, %c: memref<?xindex>, %v: memref<?xf64>, %s: !sparse_tensor.storage_specifier<#COO>)
-    attributes {sparse_iter.tensor_signature = (tensor<?x?xf64, #COO>) -> ()} {
-  return
-}
-
-// -----
-
 // The two signatures must agree (CSR has three buffers, not one).
 #CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
 

@@ -107,3 +107,19 @@ func.func @negative_no_signature(%v: memref<?xf64>, %s: !spec) {
   return
 }
 // CHECK-NOT: func.func @negative_no_signature
+
+// -----
+
+// COO coordinates interleaved in one buffer (AoS, kept because the function reads
+// them) have no sparsecomp form: the function is left as it is, marked uncallable
+// from Python (it was an error that stopped the whole program).
+#COO = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton) }>
+
+// CHECK-LABEL: func.func @aos
+// CHECK-SAME: sparse_iter.uncallable = "'aos' has no sparsecomp ABI: COO coordinates stored as an array of structs (singleton without soa) cannot cross the sparsecomp ABI
+// CHECK-NOT: sparse_iter.tensor_signature
+// CHECK-NOT: func.func @aos__sparsified
+func.func @aos(%p: memref<?xindex>, %c: memref<?xindex>, %v: memref<?xf64>, %s: !sparse_tensor.storage_specifier<#COO>)
+    attributes {sparse_iter.tensor_signature = (tensor<?x?xf64, #COO>) -> ()} {
+  return
+}
