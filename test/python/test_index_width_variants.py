@@ -294,6 +294,24 @@ def test_converted_operands_past_narrow_widths_take_a_wide_variant(
         exe(a.tocsc(), x, np.zeros(500, np.float32))
 
 
+def test_wide_variant_rules_follow_the_operands_size(
+    private_cache: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """16-bit widths declared: a COO operand with 200 columns fits them, one of the same
+    kind with 40000 does not; the rule remembered for the first must not serve the
+    second (its conversion was refused: "does not fit 16-bit coordinates")."""
+    exe = sparsecomp.compile(
+        NARROW_MATVEC.replace("LEVELS", "(i : dense, j : compressed)").replace(" = 8", " = 16")
+    )
+    for n in (200, 40_000):
+        a = sp.random(50, n, density=10 / n, format="coo", random_state=n, dtype=np.float32)
+        x = np.arange(n, dtype=np.float32) / n
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the conversion's one-time warning
+            got = exe(a, x, np.zeros(50, np.float32))
+        np.testing.assert_allclose(got, a @ x, rtol=1e-5)
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -110,13 +110,13 @@ def _fitting(layout: Layout, value: Any) -> Layout | None:
     return layout.with_widths(pos, crd)
 
 
-def _size_class(value: Any) -> tuple[int, int]:
-    """What :func:`_fitting` depends on, coarsely: the widths ``value``'s largest size
-    and its entries need (a key of :attr:`Specializer.rules`)."""
+def _size_class(layout: Layout, value: Any) -> tuple[int, int]:
+    """What :func:`_fitting` depends on: the widths ``value``'s entries and largest size
+    need at ``layout``'s (a key of :attr:`Specializer.rules`)."""
     shape, nnz = getattr(value, "shape", None), _entries(value)
     if not isinstance(shape, tuple) or not isinstance(nnz, int):
         return (0, 0)
-    return (_width_for(nnz, 8), _width_for(max(shape, default=0), 8))
+    return (_width_for(nnz, layout.pos_width), _width_for(max(shape, default=0), layout.crd_width))
 
 
 def _entries(value: Any) -> Any:
@@ -234,7 +234,7 @@ class Specializer:
             if not (isinstance(pos, np.ndarray) and isinstance(crd, np.ndarray)):
                 return None
             kind = (getattr(value, "format", None), pos.dtype, crd.dtype)
-        key = (argument, kind, _size_class(value))
+        key = (argument, kind, _size_class(layout, value))
         if key not in self.rules:
             got = operand_layout(layout, value)
             self.rules[key] = None if got is None else got.attr_text()
