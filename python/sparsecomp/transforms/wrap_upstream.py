@@ -23,8 +23,13 @@ _POSITIONS = (int(st.LevelFormat.compressed), int(st.LevelFormat.loose_compresse
 _SOA = st.LevelProperty.soa.value
 
 
-class AosCooError(FormatError):
-    """AoS COO coordinates in a signature: no buffer ABI (the function stays uncallable)."""
+#: Why array-of-structs COO has no buffer ABI (a public function with it stays uncallable).
+AOS_COO = (
+    "COO coordinates stored as an array of structs (singleton without soa) "
+    "cannot cross the sparsecomp ABI; sparse-iter-soa-coo makes them soa unless "
+    "the function or one it calls uses their storage (sparse_tensor.assemble, "
+    "disassemble, coordinates, coordinates_buffer, a constant)"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,12 +49,7 @@ class Storage:
         formats = zip(enc.lvl_types, enc.lvl_formats_enum, strict=True)
         for lvl, (lt, fmt) in enumerate(formats):
             if fmt == int(st.LevelFormat.singleton) and not lt & _SOA:
-                raise AosCooError(
-                    "COO coordinates stored as an array of structs (singleton without soa) "
-                    "cannot cross the sparsecomp ABI; sparse-iter-soa-coo makes them soa unless "
-                    "the function or one it calls uses their storage (sparse_tensor.assemble, "
-                    "disassemble, coordinates, coordinates_buffer, a constant)"
-                )
+                raise FormatError(AOS_COO)
             fields += [("pos_mem_sz", lvl)] if int(fmt) in _POSITIONS else []
             fields += [("crd_mem_sz", lvl)] if int(fmt) != int(st.LevelFormat.dense) else []
         text = str(enc.dim_to_lvl) if enc.dim_to_lvl else ""
@@ -272,14 +272,14 @@ class WrapUpstreamPass(SparsecompPass):
             name = name_of(f)
             try:
                 tensor, fty = _signatures(f)
-            except AosCooError as exc:
-                # No buffer ABI (AoS COO kept because the function reads its storage): it
-                # still runs inside the program; its ABI entry says Python cannot call it.
-                del f.attributes[SIGNATURE_ATTR]
-                why = f"'{name}' has no sparsecomp ABI: {exc.message}"
-                f.attributes[UNCALLABLE_ATTR] = ir.StringAttr.get(why)
-                continue
             except FormatError as exc:
+                if exc.message == AOS_COO:
+                    # No buffer ABI (AoS COO kept because the function reads its storage):
+                    # it still runs inside the program; its ABI says Python cannot call it.
+                    del f.attributes[SIGNATURE_ATTR]
+                    why = f"'{name}' has no sparsecomp ABI: {exc.message}"
+                    f.attributes[UNCALLABLE_ATTR] = ir.StringAttr.get(why)
+                    continue
                 f.location.emit_error(f"cannot give '{name}' the sparsecomp ABI: {exc.message}")
                 pass_.signal_pass_failure()
                 continue
