@@ -480,3 +480,26 @@ def test_slice_of_a_coo_tensor(tmp_path: Path) -> None:
     rows, cols = np.nonzero(window)
     want = np.column_stack([rows, cols, window[rows, cols]]).ravel()
     np.testing.assert_array_equal(got, want)
+
+
+BF16_PUBLIC = """
+func.func @id(%a: tensor<2xbf16>) -> tensor<2xbf16> {
+  return %a : tensor<2xbf16>
+}
+func.func @main() {
+  %c = arith.constant 1.5 : bf16
+  %f = arith.extf %c : bf16 to f32
+  vector.print %f : f32
+  return
+}
+"""
+
+
+def test_bf16_public_function_is_uncallable_not_fatal(tmp_path: Path) -> None:
+    """A public function with bf16 tensors (MLIR's sparse_sum_bf16): numpy has no bf16,
+    so Python cannot call it, but the module loads and main runs (the manifest's
+    'bfloat16' dtype made every load fail)."""
+    (got,) = _run(tmp_path, BF16_PUBLIC)
+    np.testing.assert_array_equal(got, [1.5])
+    exe = sparsecomp.compile(BF16_PUBLIC)
+    assert "bf16 has no numpy equivalent" in exe.functions.uncallable["id"]

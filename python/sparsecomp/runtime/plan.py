@@ -73,9 +73,7 @@ class Conversion:
                 f"the conversion at {self.location} has a dynamic shape: pass shape="
             )
         concrete = tuple(int(d) for d in dims)  # type: ignore[arg-type]
-        dtype = (
-            "float16" if self.dtype == "bfloat16" else self.dtype
-        )  # same size; numpy has no bf16
+        dtype = "float16" if self.dtype in ("bf16", "bfloat16") else self.dtype  # same size
         if self.destination == DENSE:
             return int(np.prod(concrete, dtype=np.int64)) * np.dtype(dtype).itemsize
         return storage_bytes(self.destination, concrete, dtype, nse=nse)
