@@ -100,23 +100,20 @@ def _fitting(layout: Layout, value: Any) -> Layout | None:
     (declared narrow: 8 or 16 bits) do not; else None. A conversion to it then succeeds
     where one to ``layout`` would be refused (conservative: any dimension's size for the
     coordinates, every entry for the positions)."""
-    shape, nnz = getattr(value, "shape", None), _entries(value)
-    if not isinstance(shape, tuple) or not isinstance(nnz, int):
-        return None
-    pos = _width_for(nnz, layout.pos_width)
-    crd = _width_for(max(shape, default=0), layout.crd_width)
+    pos, crd = _needed_widths(layout, value)
     if (pos, crd) == (layout.pos_width, layout.crd_width):
         return None
     return layout.with_widths(pos, crd)
 
 
-def _size_class(layout: Layout, value: Any) -> tuple[int, int]:
-    """What :func:`_fitting` depends on: the widths ``value``'s entries and largest size
-    need at ``layout``'s (a key of :attr:`Specializer.rules`)."""
+def _needed_widths(layout: Layout, value: Any) -> tuple[int, int]:
+    """The position and coordinate widths ``value``'s entries and largest size need at
+    ``layout``'s own (those, where they hold them); also a key of :attr:`Specializer.rules`,
+    since :func:`_fitting` depends on nothing else."""
     shape, nnz = getattr(value, "shape", None), _entries(value)
     if not isinstance(shape, tuple) or not isinstance(nnz, int):
-        return (0, 0)
-    return (_width_for(nnz, layout.pos_width), _width_for(max(shape, default=0), layout.crd_width))
+        return layout.pos_width, layout.crd_width
+    return _width_for(nnz, layout.pos_width), _width_for(max(shape, default=0), layout.crd_width)
 
 
 def _entries(value: Any) -> Any:
@@ -234,7 +231,7 @@ class Specializer:
             if not (isinstance(pos, np.ndarray) and isinstance(crd, np.ndarray)):
                 return None
             kind = (getattr(value, "format", None), pos.dtype, crd.dtype)
-        key = (argument, kind, _size_class(layout, value))
+        key = (argument, kind, _needed_widths(layout, value))
         if key not in self.rules:
             got = operand_layout(layout, value)
             self.rules[key] = None if got is None else got.attr_text()
