@@ -98,3 +98,31 @@ def test_stage_failure_names_the_op_and_a_reproducer(tmp_path: Path, monkeypatch
     pipeline = "--pass-pipeline=builtin.module(sparsecomp-cpu-layouts)"
     assert opt.main([str(repro), pipeline]) == 1
     assert "'sparse_iter.values' has no upstream counterpart" in capsys.readouterr().err
+
+
+def test_verbose_on_a_cache_hit_says_cached(tmp_path: Path, monkeypatch, capsys) -> None:
+    """``-v`` printed no stage times on a cache hit, and did not say it was one."""
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path / "cache"))
+    args = [str(REPO / "examples/spmv.mlir"), "-o", str(tmp_path / "k"), "-v"]
+    assert compile_tool.main(args) == 0
+    first = capsys.readouterr().err
+    assert "sparsecomp: layouts" in first
+    assert "sparsecomp: total" in first
+    assert compile_tool.main(args) == 0
+    again = capsys.readouterr().err
+    assert "sparsecomp: cached" in again
+    assert " (built in " in again
+    assert "sparsecomp: layouts" not in again
+
+
+def test_a_closed_pipe_ends_the_tools_quietly(tmp_path: Path) -> None:
+    """``sparsecomp-opt --list-passes | head -2`` ended in a BrokenPipeError traceback;
+    now it exits as a C tool killed by SIGPIPE does (141), saying nothing."""
+    bin_dir = Path(sys.executable).parent
+    done = subprocess.run(
+        ["bash", "-c", f"'{bin_dir}/sparsecomp-opt' --list-passes | head -2; "
+         'echo "status ${PIPESTATUS[0]}" >&2'],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert len(done.stdout.splitlines()) == 2
+    assert done.stderr.strip() == "status 141", done.stderr

@@ -225,3 +225,18 @@ def test_profile_counts_warp_mmas() -> None:
     assert p.h100_tensor_seconds == pytest.approx(12 * 2 * 16 * 8 * 8 / 494.7e12)
     assert p.h100_seconds == max(p.h100_bandwidth_seconds, p.h100_tensor_seconds)
     assert "MMA tf32: 12 warp instructions" in str(p)
+
+
+def test_sm_75_keeps_f32_products_off_tf32_tensor_cores() -> None:
+    """sm_75's m16n8k8 takes f16 only: f32 BSR products were put on tf32 MMAs there,
+    which ptxas refuses ("Feature '.tf32' requires .target sm_80"). They now run on
+    the plain schedule, in float32."""
+    kernels = cuda.ptx(OURS.format(r=16, c=8), "cuda:sm_75")
+    assert not any("mma.sync" in t or "tf32" in t for t in kernels.values())
+    for ptx in kernels.values():
+        assert cuda.assemble(ptx, "sm_75")
+    exe = sparsecomp.compile(OURS.format(r=16, c=8), "cuda-emu:sm_75")
+    a = _block_matrix(40, 24, 16, 8, 0.5, 7)
+    b = np.random.default_rng(7).standard_normal((24, 9)).astype(np.float32)
+    got = exe(SparseTensor.from_scipy(a, "bsr:16x8"), b)
+    np.testing.assert_allclose(got, a.toarray() @ b, rtol=1e-5, atol=1e-5)

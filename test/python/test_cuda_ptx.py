@@ -62,3 +62,28 @@ def test_compile_cli_writes_ptx_and_cubin(tmp_path: Path, capsys) -> None:
     assert (out / "spmv_kernel.cubin").read_bytes()[:4] == b"\x7fELF"
     assert cli.main([str(EXAMPLES / "spmv.mlir"), "--target", "cuda:90", "-o", str(out)]) == 1
     assert "expected cuda:sm_XY (sm_70, sm_75, sm_80" in capsys.readouterr().err
+
+
+def test_chips_this_ptxas_cannot_assemble_are_refused_up_front(capsys) -> None:
+    """``cuda:sm_70`` was accepted until ptxas failed at the end of the build ("Value
+    'sm_70' is not defined"): CUDA 13's ptxas dropped it. Now the target is refused
+    before anything is built, naming the chips that work; the emulator still runs it."""
+    import sparsecomp
+    from sparsecomp.compiler.ptxas import chips
+    from sparsecomp.errors import TargetError
+    from sparsecomp.tools import compile as cli
+
+    known = chips()
+    assert known is not None, "the test extra installs nvidia-cuda-nvcc (ptxas)"
+    assert "sm_80" in known
+    assert "sm_90" in known
+    if "sm_70" in known:
+        pytest.skip("this ptxas still assembles sm_70")
+    with pytest.raises(TargetError, match="does not assemble sm_70") as info:
+        sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda:sm_70")
+    assert "sparsecomp builds for sm_75, sm_80" in info.value.message
+    assert cli.main([str(EXAMPLES / "spmv.mlir"), "--target", "cuda:sm_70", "-o", "x"]) == 1
+    assert "does not assemble sm_70" in capsys.readouterr().err
+    # the hint's other road: the emulator takes every chip the lowering knows
+    exe = sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_70")
+    assert exe.manifest["emulates"] == "cuda:sm_70"

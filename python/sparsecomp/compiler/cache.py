@@ -11,14 +11,17 @@ and concurrent compiles of one key both succeed.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import importlib.metadata
+import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from sparsecomp import knobs
@@ -68,6 +71,20 @@ def lookup(key: str) -> Path | None:
     """The cached kernel directory for ``key`` if complete."""
     path = kernel_dir(key)
     return path if (path / MANIFEST).is_file() else None
+
+
+def intact(path: Path) -> bool:
+    """Whether kernel directory ``path`` is whole: a manifest and the library it
+    describes (``library_sha256``, where recorded), not cut short."""
+    from sparsecomp.runtime.loader import cut_short, digest
+
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+        data = (path / manifest["library"]).read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    expected = manifest.get("library_sha256")
+    return (expected is None or digest(data) == expected) and cut_short(data) is None
 
 
 def new_build_dir() -> Path:
@@ -139,10 +156,49 @@ def _remove_stale(paths: Iterable[Path], age_s: float) -> None:
 
 
 def publish(build: Path, key: str) -> Path:
-    """Move a finished build into place atomically; the first finished build wins."""
+    """Move a finished build into place atomically; the first finished build wins.
+
+    Where another process is removing the key's directory meanwhile (a cache
+    cleaned by hand, an eviction), what is left of it is removed and the build
+    moved in; if that keeps failing, the build stays where it is and is returned.
+    """
     final = kernel_dir(key)
+    for _ in range(3):
+        try:
+            os.replace(build, final)
+            return final
+        except OSError:  # the key's directory exists: another process published it first
+            if lookup(key) is not None:
+                shutil.rmtree(build, ignore_errors=True)
+                return final
+            shutil.rmtree(final, ignore_errors=True)  # a directory half removed
+    return build
+
+
+@contextlib.contextmanager
+def building(key: str) -> Iterator[None]:
+    """Hold the build lock of ``key`` (``kernels/.locks/<key>``, ``flock``): processes
+    compiling the same program at once (pytest-xdist workers, Dask workers) build
+    it once; the others wait, then find it in the cache. The lock is the
+    kernel's: a process that dies holding it releases it."""
+    folder = knobs.cache_dir() / "kernels" / ".locks"
     try:
-        os.replace(build, final)
-    except OSError:  # another process published the same key first
-        shutil.rmtree(build, ignore_errors=True)
-    return final
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / key, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a read-only or odd file system: build without the lock
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def record_build_time(build: Path, seconds: float) -> None:
+    """Note how long the build took in its ``manifest.json`` (``build_seconds``; shown
+    by ``sparsecomp-compile -v`` when the kernel later comes from the cache)."""
+    path = build / MANIFEST
+    manifest = json.loads(path.read_text())
+    manifest["build_seconds"] = round(seconds, 4)
+    path.write_text(json.dumps(manifest, indent=1))

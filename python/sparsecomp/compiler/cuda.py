@@ -8,7 +8,7 @@ entries on lanes), then ``gpu-kernel-outlining`` and MLIR's
 ``gpu-lower-to-nvvm-pipeline`` with
 ``format=isa``, and returns each kernel's PTX. The pipeline runs in a
 ``sparsecomp-opt`` subprocess: LLVM reports some target errors by aborting
-the process. :func:`assemble` runs ``ptxas`` (the ``nvidia-cuda-nvcc`` wheel,
+the process. :func:`~.ptxas.assemble` runs ``ptxas`` (the ``nvidia-cuda-nvcc`` wheel,
 extra ``cuda``) on the PTX for an sm; its errors come back as a
 :class:`~sparsecomp.errors.ToolchainError`.
 
@@ -20,16 +20,15 @@ the same schedule on the CPU.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
 from mlir import ir
 
-from sparsecomp.errors import CompileError, ParseError, SparsecompError, ToolchainError
+from sparsecomp.compiler.ptxas import assemble, check_chip, ptxas
+from sparsecomp.errors import CompileError, ParseError, SparsecompError
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.parsing import convert, parse_module
 from sparsecomp.targets import CudaTarget
@@ -49,7 +48,9 @@ def parse_target(target: str | CudaTarget) -> CudaTarget:
     if not target.startswith(PREFIX) or not chip.startswith("sm_") or not chip[3:].isdigit():
         chips = ", ".join(f"sm_{v}" for v in SM_VERSIONS)
         raise SparsecompError(f"expected cuda:sm_XY ({chips}), got '{target}'")
-    return CudaTarget.for_sm(int(chip[3:]))
+    device = CudaTarget.for_sm(int(chip[3:]))
+    check_chip(device.chip)
+    return device
 
 
 #: The first half: layouts resolved for the GPU (functions that need MLIR's
@@ -183,29 +184,3 @@ def _object_bytes(attr: ir.Attribute) -> bytes:
     from mlir.dialects import gpu
 
     return bytes(gpu.ObjectAttr(attr).object)
-
-
-def ptxas() -> Path | None:
-    """``ptxas`` from the ``nvidia-cuda-nvcc`` wheel, else from ``PATH``; None if neither."""
-    site = Path(sysconfig.get_paths()["purelib"]) / "nvidia"
-    for found in sorted(site.glob("*/bin/ptxas")) + sorted(site.glob("cuda_nvcc/bin/ptxas")):
-        return found
-    on_path = shutil.which("ptxas")
-    return Path(on_path) if on_path else None
-
-
-def assemble(ptx_text: str, chip: str) -> bytes:
-    """A cubin for ``chip`` (``sm_90``) from PTX, by ``ptxas``; its errors as ToolchainError."""
-    tool = ptxas()
-    if tool is None:
-        raise ToolchainError("no ptxas", hint="pip install 'sparsecomp[cuda]' (nvidia-cuda-nvcc)")
-    with tempfile.TemporaryDirectory(prefix="sparsecomp-ptxas-") as tmp:
-        src, out = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
-        src.write_text(ptx_text)
-        done = subprocess.run(
-            [str(tool), f"-arch={chip}", str(src), "-o", str(out)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise ToolchainError(f"ptxas -arch={chip} failed:\n{done.stderr.strip()}")
-        return out.read_bytes()

@@ -29,11 +29,12 @@ cache hit loads the library without parsing anything.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ EMULATION_STAGES = (
     ("gpu", "sparsecomp-cuda-schedule"),
     ("llvm", "sparsecomp-cuda-emulate"),
 )
+Progress = Callable[[str, float], None]
 _OPTIONS = {"vector_bits", "unroll", "panel_bytes", "slice_bytes", "gpu_columns"}
 EMULATION_PREFIX = "cuda-emu:"
 CUDA_PREFIX = "cuda:"
@@ -122,7 +124,12 @@ def _gpu(target: str | CpuTarget, prefix: str = CUDA_PREFIX) -> CudaTarget | Non
     if not chip.startswith("sm_") or not chip[3:].isdigit():
         chips = ", ".join(f"sm_{v}" for v in SM_VERSIONS)
         raise TargetError(f"expected {prefix}sm_XY ({chips}), got '{target}'")
-    return CudaTarget.for_sm(int(chip[3:]))
+    device = CudaTarget.for_sm(int(chip[3:]))
+    if prefix == CUDA_PREFIX:  # built to cubins: what this ptxas assembles
+        from sparsecomp.compiler.ptxas import check_chip
+
+        check_chip(device.chip)
+    return device
 
 
 def _target(target: str | CpuTarget) -> CpuTarget:
@@ -191,22 +198,92 @@ def compile(
     device += f" for {gpu.attr_text()}" if gpu is not None else ""
     device += " profiled" if profile else ""
     key = cache.cache_key(text, cpu.attr_text() + device, options)
-    if cache_results and (hit := cache.lookup(key)) is not None:
-        return _with_variants(load(hit), text, target, cache_results, options)
+    build = functools.partial(_build, text, filename, cpu, options, emulate, profile, gpu)
+    exe = _cached(key, verbose) if cache_results else None
+    if exe is None and cache_results:
+        with cache.building(key):  # one build per key at a time, across processes
+            exe = _cached(key, verbose) or _built(key, build, cache_results, verbose)
+    elif exe is None:
+        exe = _built(key, build, cache_results, verbose)
+    return _with_variants(exe, text, target, cache_results, options)
+
+
+#: How often a kernel that another process removes from the cache while this one
+#: loads it is looked up or built again before that is an error.
+RETRIES = 3
+
+
+def _cached(key: str, verbose: bool) -> Executable | None:
+    """The cached kernel of ``key`` loaded, or None where there is none (any more).
+
+    Another process may remove a kernel directory while this one loads it (a
+    cache cleaned by hand, an eviction), or have left one damaged (a disk that
+    filled up): such a directory is removed, to be built again; an error
+    loading an intact one (a library for another CPU) is raised.
+    """
+    for _ in range(RETRIES):
+        hit = cache.lookup(key)
+        if hit is None:
+            return None
+        try:
+            exe = load(hit)
+        except SparsecompError:
+            if cache.intact(hit):
+                raise
+            shutil.rmtree(hit, ignore_errors=True)
+            continue
+        if verbose:
+            _report_cached(exe)
+        return exe
+    return None
+
+
+def _built(
+    key: str, build: Callable[[Path, Progress | None], None], cache_results: bool, verbose: bool
+) -> Executable:
+    """Build the kernel of ``key``, publish it in the cache and load it (built again
+    if another process removed it from the cache before it was loaded)."""
+    for attempt in range(RETRIES):
+        started = time.perf_counter()
+        out = cache.new_build_dir()
+        try:
+            build(out, _progress if verbose else None)
+            cache.record_build_time(out, time.perf_counter() - started)
+        except BaseException:
+            shutil.rmtree(out, ignore_errors=True)  # a failed build leaves nothing in the cache
+            raise
+        path = cache.publish(out, key) if cache_results else out
+        if verbose:
+            _progress("total", time.perf_counter() - started)
+        try:
+            return load(path)
+        except SparsecompError:
+            if attempt == RETRIES - 1 or cache.intact(path):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _report_cached(exe: Executable) -> None:
+    """``-v`` on a cache hit: say so, with the time the build took when it was recorded."""
+    took = exe.manifest.get("build_seconds")
+    when = f" (built in {took * 1000:.1f} ms)" if isinstance(took, int | float) else ""
+    print(f"sparsecomp: cached   {exe.directory}{when}", file=sys.stderr)
+
+
+def _build(
+    text: str,
+    filename: str,
+    cpu: CpuTarget,
+    options: dict[str, Any],
+    emulate: CudaTarget | None,
+    profile: bool,
+    gpu: CudaTarget | None,
+    out: Path,
+    report: Progress | None,
+) -> None:
     from sparsecomp.compiler import server
 
-    started = time.perf_counter()
-    out = cache.new_build_dir()
-    try:
-        report = _progress if verbose else None
-        server.build(text, filename, cpu, options, out, report, emulate, profile, gpu)
-    except BaseException:
-        shutil.rmtree(out, ignore_errors=True)  # a failed build leaves nothing in the cache
-        raise
-    path = cache.publish(out, key) if cache_results else out
-    if verbose:
-        _progress("total", time.perf_counter() - started)
-    return _with_variants(load(path), text, target, cache_results, options)
+    server.build(text, filename, cpu, options, out, report, emulate, profile, gpu)
 
 
 def _with_variants(
@@ -258,6 +335,7 @@ def write_manifest(
     targets by name, which functions with a ``target`` of their own need;
     ``conversions`` the layout conversions the program runs (``exe.plan()``)."""
     from sparsecomp import __version__
+    from sparsecomp.runtime.loader import digest
 
     manifest = {
         "format": 1,
@@ -266,6 +344,7 @@ def write_manifest(
         "target": cpu.attr_text(),
         "targets": {name: t.attr_text() for name, t in (targets or {}).items()},
         "library": "kernel.so",
+        "library_sha256": digest((out / "kernel.so").read_bytes()),
         "needs": needs,
         "functions": functions,
         "conversions": conversions or [],

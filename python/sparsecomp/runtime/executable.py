@@ -18,16 +18,13 @@ import ctypes
 import functools
 import json
 import logging
-import shutil
-import struct
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from sparsecomp.errors import SparsecompError, TargetError
 from sparsecomp.formats.names import parse_layout
-from sparsecomp.runtime import specialize
+from sparsecomp.runtime import loader, specialize
 from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
 from sparsecomp.runtime.call import Caller
 from sparsecomp.runtime.destinations import Destinations, MakeVariant
@@ -390,7 +387,9 @@ class Executable:
         Stage IR files are the ``*.mlir`` and ``*.ll`` files beside the
         library; a CUDA executable also has its kernels' ``*.ptx`` and
         ``*.cubin`` files. Returns ``directory``; saving onto the loaded directory
-        changes nothing.
+        changes nothing. Each file replaces the old one by a rename (the manifest
+        last), so that processes running the kernel saved there before keep
+        running it (:func:`.loader.write_files`).
         """
         dest = Path(directory)
         try:
@@ -405,8 +404,19 @@ class Executable:
             p for ext in ("mlir", "ll", "ptx", "cubin") for p in self.directory.glob(f"*.{ext}")
         ]
         files += sorted(stages) + self.libraries
-        for path in files:
-            shutil.copy2(path, dest / path.name)
+        # the manifest last: a reader sees it once the files it describes are in place
+        ordered = [*(f for f in files if f.name != MANIFEST), self.directory / MANIFEST]
+        try:
+            loader.write_files([(path, dest / path.name) for path in ordered])
+        except FileNotFoundError as exc:
+            raise SparsecompError(
+                f"cannot save the executable to {dest}: {exc.filename} is gone (was "
+                f"{self.directory} removed since it was loaded? another process cleaning "
+                "the compile cache does that)",
+                hint="compile it again (sparsecomp.compile) and save that",
+            ) from None
+        except OSError as exc:
+            raise SparsecompError(f"cannot save the executable to {dest}: {exc}") from None
         return dest
 
     def __repr__(self) -> str:
@@ -416,17 +426,23 @@ class Executable:
 
 
 def load(directory: str | Path) -> Executable:
-    """Load the kernel in ``directory`` (``manifest.json`` + its library); imports no MLIR."""
+    """Load the kernel in ``directory`` (``manifest.json`` + its library); imports no MLIR.
+
+    The library is loaded from a private copy of its checked bytes
+    (:mod:`.loader`): another process saving into ``directory`` meanwhile
+    can make this an error, never a crash.
+    """
     path = Path(directory)
     manifest = read_manifest(path)
     entries = manifest["functions"]
     _check_host(path, manifest)
     uncallable = {n: why for n, e in entries.items() if (why := uncallable_reason(e)) is not None}
     signatures = [parse_signature(n, e) for n, e in entries.items() if n not in uncallable]
-    needed = [needed_library(path, name) for name in manifest.get("needs", [])]
-    for lib in needed:
-        _dlopen(lib, ctypes.RTLD_GLOBAL)
-    library = _dlopen(path / manifest["library"], ctypes.RTLD_LOCAL)
+    needed = [
+        loader.runtime(name, [*_local_copy(path, name), library_path(name)])
+        for name in manifest.get("needs", [])
+    ]
+    library = loader.kernel(path / manifest["library"], manifest.get("library_sha256"))
     for sig in signatures:
         if not hasattr(library, sig.symbol):
             raise SparsecompError(f"{path / manifest['library']} has no symbol '{sig.symbol}'")
@@ -495,70 +511,13 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     return manifest
 
 
-def needed_library(directory: Path, name: str) -> Path:
-    """A runtime library the kernel needs: a copy next to it, else the installed one."""
+def _local_copy(directory: Path, name: str) -> list[Path]:
+    """The copy of runtime library ``name`` saved beside a kernel, if it is there."""
     if name in LIBRARIES:
         local = directory / Path(LIBRARIES[name][1]).name
         if local.is_file():
-            return local
-    return library_path(name)
-
-
-#: Libraries loaded from a path: its file's identity then (device, inode, mtime, size).
-_LOADED: dict[str, tuple[int, int, int, int]] = {}
-
-
-def _dlopen(path: Path, mode: int) -> ctypes.CDLL:
-    """``path`` loaded; a file written anew where one was loaded before is loaded from a
-    copy (the dynamic loader hands back the library it has under that name: a kernel
-    saved again into a directory and loaded ran the old code, garbage or a segfault)."""
-    try:
-        st = path.stat()
-        identity = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
-        key = str(path.resolve())
-        seen = _LOADED.setdefault(key, identity)
-        if seen != identity:
-            copy = Path(tempfile.mkdtemp(prefix="sparsecomp-reload-")) / path.name
-            shutil.copy2(path, copy)
-            path = copy
-        if (short := _cut_short(path, st.st_size)) is not None:
-            raise SparsecompError(f"cannot load {path}: {short}")
-        return ctypes.CDLL(str(path), mode=mode)
-    except OSError as err:
-        raise SparsecompError(f"cannot load {path}: {err}") from None
-
-
-_PT_LOAD = 1
-
-
-def _cut_short(path: Path, size: int) -> str | None:
-    """Why ELF64 shared object ``path`` of ``size`` bytes is incomplete, or None.
-
-    The dynamic loader maps each loadable segment from the file; one that a
-    truncated file (a copy cut short, a full disk) ends before is mapped past
-    the file's end, and the first touch of it kills the process (SIGBUS). Other
-    files (not ELF64, garbage) are left to ``dlopen``, which refuses them cleanly.
-    """
-    with open(path, "rb") as f:
-        head = f.read(64)
-        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:
-            return None
-        order = "<" if head[5] == 1 else ">"
-        (phoff,) = struct.unpack_from(order + "Q", head, 0x20)
-        phentsize, phnum = struct.unpack_from(order + "HH", head, 0x36)
-        if phentsize < 56 or phoff + phentsize * phnum > size:
-            return f"it is cut short ({size} bytes, its program headers end past that)"
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-    for k in range(phnum):
-        kind, offset, filesz = (
-            struct.unpack_from(order + "I", table, k * phentsize)[0],
-            *struct.unpack_from(order + "Q", table, k * phentsize + 8),
-            struct.unpack_from(order + "Q", table, k * phentsize + 32)[0],
-        )
-        if kind == _PT_LOAD and offset + filesz > size:
-            return f"it is cut short ({size} bytes, a segment ends at byte {offset + filesz})"
-    return None
+            return [local]
+    return []
 
 
 def _names(functions: Mapping[str, Any]) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.tools.pipes import run_tool
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return run_tool(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     names = ("vector_bits", "unroll", "panel_bytes", "slice_bytes")
     given = {name: getattr(args, name) for name in names}

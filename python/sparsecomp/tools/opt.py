@@ -32,6 +32,7 @@ from sparsecomp.tools.diagnostics import (
     format_diagnostic,
     parse_expectations,
 )
+from sparsecomp.tools.pipes import run_tool
 from sparsecomp.transforms.pipeline import build_pass_manager
 
 PROG = "sparsecomp-opt"
@@ -254,7 +255,12 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (0 success, 1 error)."""
+    """Entry point; returns the exit code (0 success, 1 error, 141 when the reader of
+    standard output went away early, as with ``| head``)."""
+    return run_tool(lambda: _checked(argv))
+
+
+def _checked(argv: Sequence[str] | None) -> int:
     try:
         return _main(argv)
     except SparsecompError as exc:

@@ -15,9 +15,14 @@ import sys
 from collections.abc import Sequence
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.tools.pipes import run_tool
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return run_tool(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="sparsecomp-run", description="Compile an MLIR file and run one function."
     )

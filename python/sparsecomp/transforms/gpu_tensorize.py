@@ -24,6 +24,9 @@ from sparsecomp.transforms.base import SparsecompPass
 si: Any = sparse_iter
 #: The MMA shape each input element type needs on the target.
 _NEEDS = {"f32": "m16n8k8", "f16": "m16n8k16"}
+#: The first sm with each input type's MMA: f32 runs as tf32, which sm_75's
+#: m16n8k8 (f16 only) lacks (ptxas: "Feature '.tf32' requires .target sm_80").
+_FIRST_SM = {"f32": 80, "f16": 80}
 _MATMUL_MAPS = (
     "affine_map<(d0, d1, d2) -> (d0, d2)>",
     "affine_map<(d0, d1, d2) -> (d2, d1)>",
@@ -179,6 +182,8 @@ class GpuTensorizePass(SparsecompPass):
         if blocks is None:
             return None
         if elements[0] not in _NEEDS or _NEEDS[elements[0]] not in device.mma_shapes:
+            return None
+        if device.sm < _FIRST_SM[elements[0]]:
             return None
         assert isinstance(layout, Layout)
         spec = BsrMma(*blocks, elements[0], _width_type(layout.pos_width),

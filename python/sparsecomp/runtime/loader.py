@@ -1,0 +1,164 @@
+"""Loading kernel libraries so that no other process can pull them from under us.
+
+``dlopen`` maps a library from its file and keeps reading that file for as
+long as the process lives: the dynamic loader walks the symbol tables of
+every library in the global scope on each later ``dlopen``, and pages
+dropped under memory pressure are read back from the file. A file that
+another process rewrites in place (``shutil.copy2`` onto a saved kernel,
+``cp``) therefore crashed this process inside ``dlopen`` or in a call: a
+segment past the new end of the file is SIGBUS, other bytes SIGSEGV. Two
+rules make loading safe whatever else runs on the machine:
+
+- **Kernel libraries are loaded from a private copy** of the bytes that were
+  checked: read once, checked against the manifest's ``library_sha256``
+  (a manifest and a library from two different saves are refused, never
+  called with the wrong ABI) and against truncation (:func:`cut_short`),
+  written to this process's own folder, loaded, and unlinked. The mapping
+  then belongs to a file nobody else can name. The same bytes loaded again
+  reuse the first copy.
+- **A runtime library is loaded once per process by name** (:func:`runtime`):
+  the first ``libomp.so`` loaded serves every kernel after it, so a process
+  never holds two OpenMP runtimes (one from a saved directory, one
+  installed), and a library in the global scope is never a file in a
+  directory that others write to later.
+
+Writers, for their part, never rewrite a file in place: :func:`write_files`
+writes a temporary file beside each destination and renames it over the old
+name, so a process that mapped the old file keeps the old bytes.
+
+Imports no MLIR.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import hashlib
+import os
+import shutil
+import struct
+import tempfile
+import threading
+from pathlib import Path
+
+from sparsecomp.errors import SparsecompError
+
+#: (sha256 of the bytes) -> the library loaded from them
+_KERNELS: dict[str, ctypes.CDLL] = {}
+#: runtime library name ("omp") -> (the file it was loaded from, the library)
+_RUNTIMES: dict[str, tuple[Path, ctypes.CDLL]] = {}
+_LOCK = threading.Lock()
+_PRIVATE: Path | None = None
+
+
+def digest(data: bytes) -> str:
+    """The ``library_sha256`` of a library's bytes (``manifest.json``)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def kernel(path: Path, expected: str | None) -> ctypes.CDLL:
+    """The kernel library at ``path``, loaded from a private copy of its bytes.
+
+    ``expected``: the manifest's ``library_sha256`` (None: a manifest written
+    before it was recorded, not checked). Raises :class:`SparsecompError` when
+    the bytes are not those, and for a file that cannot be read or loaded.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise SparsecompError(f"cannot load {path}: {err.strerror}") from None
+    if (short := cut_short(data)) is not None:
+        raise SparsecompError(f"cannot load {path}: {short}")
+    found = digest(data)
+    if expected is not None and found != expected:
+        raise SparsecompError(
+            f"cannot load {path}: it is not the library its manifest.json describes "
+            "(another process is saving into that directory, or the files were mixed)",
+            hint="load it again once the save has finished",
+        )
+    with _LOCK:
+        library = _KERNELS.get(found)
+        if library is not None:
+            return library
+        copy = _private_folder() / f"{found[:32]}-{path.name}"
+        try:
+            copy.write_bytes(data)
+            library = ctypes.CDLL(str(copy), mode=ctypes.RTLD_LOCAL)
+        except OSError as err:
+            raise SparsecompError(f"cannot load {path}: {err}") from None
+        finally:
+            copy.unlink(missing_ok=True)  # the mapping keeps the bytes
+        _KERNELS[found] = library
+        return library
+
+
+def runtime(name: str, candidates: list[Path]) -> Path:
+    """Load runtime library ``name`` (RTLD_GLOBAL) from the first of ``candidates``
+    that exists, unless one of that name is loaded already; the file in use."""
+    with _LOCK:
+        if name in _RUNTIMES:
+            return _RUNTIMES[name][0]
+        path = next((c for c in candidates if c.is_file()), candidates[-1])
+        try:
+            library = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        except OSError as err:
+            raise SparsecompError(f"cannot load {path}: {err}") from None
+        _RUNTIMES[name] = (path, library)
+        return path
+
+
+def write_files(copies: list[tuple[Path, Path]]) -> None:
+    """Copy each ``(source, destination)``, in order, through temporary files renamed
+    over the destinations once every source has been read: a process which
+    mapped an old destination keeps reading the old bytes, and a source that
+    cannot be read (removed meanwhile) leaves the destinations as they were
+    (the ``OSError`` is raised)."""
+    staged: list[tuple[str, Path]] = []
+    try:
+        for source, destination in copies:
+            fd, tmp = tempfile.mkstemp(prefix=f".{destination.name}.", dir=destination.parent)
+            os.close(fd)
+            staged.append((tmp, destination))
+            shutil.copy2(source, tmp)
+        for tmp, destination in staged:
+            os.replace(tmp, destination)
+    finally:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _private_folder() -> Path:
+    global _PRIVATE
+    if _PRIVATE is None or not _PRIVATE.is_dir():
+        _PRIVATE = Path(tempfile.mkdtemp(prefix="sparsecomp-libs-"))
+        atexit.register(shutil.rmtree, _PRIVATE, True)
+    return _PRIVATE
+
+
+_PT_LOAD = 1
+
+
+def cut_short(data: bytes) -> str | None:
+    """Why ELF64 shared object ``data`` is incomplete, or None.
+
+    The dynamic loader maps each loadable segment from the file; one that a
+    truncated file (a copy cut short, a full disk) ends before is mapped past
+    the file's end, and the first touch of it kills the process (SIGBUS). Other
+    files (not ELF64, garbage) are left to ``dlopen``, which refuses them cleanly.
+    """
+    size = len(data)
+    if size < 64 or data[:4] != b"\x7fELF" or data[4] != 2:
+        return None
+    order = "<" if data[5] == 1 else ">"
+    (phoff,) = struct.unpack_from(order + "Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from(order + "HH", data, 0x36)
+    if phentsize < 56 or phoff + phentsize * phnum > size:
+        return f"it is cut short ({size} bytes, its program headers end past that)"
+    for k in range(phnum):
+        at = phoff + k * phentsize
+        (kind,) = struct.unpack_from(order + "I", data, at)
+        (offset,) = struct.unpack_from(order + "Q", data, at + 8)
+        (filesz,) = struct.unpack_from(order + "Q", data, at + 32)
+        if kind == _PT_LOAD and offset + filesz > size:
+            return f"it is cut short ({size} bytes, a segment ends at byte {offset + filesz})"
+    return None
