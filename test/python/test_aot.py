@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -313,54 +310,3 @@ def test_untranslatable_module_is_refused_before_translation(tmp_path) -> None:
             build_shared_library(module, tmp_path, detect_host(), [])
 
 
-def spmm_seconds(kernel, a: sp.csr_matrix, b: np.ndarray, repeat: int = 10) -> float:
-    """Best wall time of ``repeat`` SpMM calls (descriptors made once, result freed)."""
-    arrays = [*csr_args(a), b]
-    pointers = [ctypes.byref(descriptor(x)) for x in arrays]
-    m, k = (ctypes.c_int64(s) for s in a.shape)
-    best = float("inf")
-    for _ in range(repeat):
-        result = MEMREF[2]()
-        start = time.perf_counter()
-        kernel._mlir_ciface_spmm(ctypes.byref(result), *pointers[:3], m, k, pointers[3])
-        best = min(best, time.perf_counter() - start)
-        LIBC.free(result.allocated)
-    return best
-
-
-def timing_problem() -> tuple[sp.csr_matrix, np.ndarray]:
-    rows = 1 << 16
-    a = random_csr((rows, rows), 16 / rows, seed=5)
-    return a, np.random.default_rng(6).standard_normal((rows, 64)).astype(np.float32)
-
-
-_TIMER = """
-import ctypes, sys
-sys.path.insert(0, {here!r})
-from test_aot import spmm_seconds, timing_problem
-kernel = ctypes.CDLL({library!r})
-kernel._mlir_ciface_spmm.restype = None
-print(spmm_seconds(kernel, *timing_problem()))
-"""
-
-
-def test_spmm_timing(kernel) -> None:
-    """Print (not assert) SpMM time, 2^16 rows x 16 nnz/row, 64 columns, vs scipy."""
-    a, b = timing_problem()
-    scipy_best = min(_time(lambda: a @ b) for _ in range(10))
-    script = _TIMER.format(here=str(Path(__file__).parent), library=kernel._name)
-    label = "spmm 2^16 x 2^16, 16 nnz/row, 64 columns:"
-    for threads in (1, 2):  # libomp reads OMP_NUM_THREADS once, at start-up
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-        out = subprocess.run(
-            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
-        )
-        ours = float(out.stdout.split()[-1])
-        print(f"{label} sparsecomp, {threads} thread(s): {ours * 1e3:.1f} ms")
-    print(f"{label} scipy: {scipy_best * 1e3:.1f} ms")
-
-
-def _time(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
