@@ -10,6 +10,7 @@ from mlir import ir
 import sparsecomp
 from sparsecomp.compiler import aot
 from sparsecomp.ir.context import make_context
+from sparsecomp.runtime.loader import digest
 from sparsecomp.targets import detect_host
 from sparsecomp.transforms.pipeline import build_pass_manager
 
@@ -22,6 +23,7 @@ def rebuild(gpu_ir: str, like: sparsecomp.Executable, out: Path) -> sparsecomp.E
         build_pass_manager("builtin.module(sparsecomp-cuda-emulate)", ctx).run(module.operation)
         needs = aot.runtime_needs(module)
         aot.build_shared_library(module, out, detect_host(), needs)
-    manifest = dict(like.manifest, needs=needs)
+    library = (out / aot.LIBRARY).read_bytes()
+    manifest = dict(like.manifest, needs=needs, library_sha256=digest(library))
     (out / "manifest.json").write_text(json.dumps(manifest))
     return sparsecomp.load(out)

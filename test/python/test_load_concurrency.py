@@ -163,3 +163,40 @@ def test_stress_cache_bounded() -> None:
     rows = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.strip()}
     assert int(rows["loader"][1]) > 0, done.stdout  # calls that ran and were checked
     assert int(rows["evictor"][1]) > 0, done.stdout  # kernels removed meanwhile
+
+
+PRINTS_THEN_PARSES = """
+import sys
+import sparsecomp
+exe = sparsecomp.load(sys.argv[1])   # needs libmlir_c_runner_utils.so, which needs libMLIR.so
+exe.main()
+from sparsecomp.ir.context import make_context
+make_context()                       # the sparse_iter dialect library loads after it
+print("ok")
+"""
+
+
+def test_runner_utils_do_not_shadow_the_bindings(tmp_path: Path) -> None:
+    """A kernel needing MLIR's C runner utilities loaded before the first context: the
+    utilities' libMLIR.so, put in the global scope, took the dialect library's
+    symbols ("Trying to register different dialects for the same namespace: builtin",
+    an abort of the process)."""
+    exe = compiled(PRINTS)
+    assert "c_runner_utils" in exe.manifest["needs"]
+    done = subprocess.run(
+        [sys.executable, "-c", PRINTS_THEN_PARSES, str(exe.directory)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["(", "1,", "2", ")", "ok"]
+
+
+PRINTS = """
+func.func @main() {
+  %c = arith.constant dense<[1.0, 2.0]> : vector<2xf64>
+  vector.print %c : vector<2xf64>
+  return
+}
+"""

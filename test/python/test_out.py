@@ -112,9 +112,7 @@ def _variant(exe: Any) -> tuple[Any, Any]:
 
 def _llvm_ir(call: Any) -> str:
     """The LLVM-dialect stage of a variant's kernel (``Function`` of its executable)."""
-    directory = call._library._name.rsplit("/", 1)[0]
-    with open(f"{directory}/llvm.mlir") as f:
-        return f.read()
+    return (call.directory / "llvm.mlir").read_text()
 
 
 def test_spmv_writes_into_out(spmv: Any) -> None:

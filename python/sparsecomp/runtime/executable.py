@@ -60,8 +60,11 @@ class Function:
         library: ctypes.CDLL,
         signature: Signature,
         make_caller: Callable[..., Caller] = Caller,
+        directory: Path | None = None,
     ) -> None:
         self.signature = signature
+        #: the kernel directory it was loaded from (its stage IR is there)
+        self.directory = directory
         self._caller: Caller | None = None
         self._library = library
         self._make_caller = make_caller
@@ -451,7 +454,7 @@ def load(directory: str | Path) -> Executable:
         from sparsecomp.runtime.cuda import CudaCaller
 
         make_caller = functools.partial(CudaCaller, directory=path, manifest=manifest)
-    functions = {sig.name: Function(library, sig, make_caller) for sig in signatures}
+    functions = {sig.name: Function(library, sig, make_caller, path) for sig in signatures}
     return Executable(path, manifest, functions, needed, uncallable)
 
 

@@ -33,6 +33,15 @@ LIBRARIES: dict[str, tuple[str, str, str]] = {
 }
 
 
+#: The MLIR bindings' own copy of MLIR's core (libMLIRPythonCAPI.so), found like a library.
+BINDINGS_CORE = ("xtc-mlir-python-bindings", "mlir/_mlir_libs/libMLIRPythonCAPI.so")
+
+
+def bindings_core() -> Path | None:
+    """The MLIR bindings' core library where the bindings are installed, else None."""
+    return next((c for c in _candidates(*BINDINGS_CORE) if c.is_file()), None)
+
+
 class RuntimeLibraryError(SparsecompError):
     """A native library a kernel needs is unknown or not installed."""
 

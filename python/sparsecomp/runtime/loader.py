@@ -42,6 +42,7 @@ import threading
 from pathlib import Path
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.runtime.libs import bindings_core
 
 #: (sha256 of the bytes) -> the library loaded from them
 _KERNELS: dict[str, ctypes.CDLL] = {}
@@ -92,15 +93,34 @@ def kernel(path: Path, expected: str | None) -> ctypes.CDLL:
         return library
 
 
+#: Runtime libraries loaded into the global scope. MLIR's runner utilities are not:
+#: libmlir_c_runner_utils.so needs libMLIR.so, a second copy of MLIR's core beside
+#: the bindings' own, and in the global scope its symbols took precedence when the
+#: sparse_iter dialect library was loaded later ("LLVM ERROR: Trying to register
+#: different dialects for the same namespace: builtin", an abort). A kernel finds a
+#: library it needs by its soname whatever the scope it was loaded into.
+GLOBAL = frozenset({"omp"})
+#: Runtime libraries that bring libMLIR.so: the bindings' core is loaded before them
+#: (without importing the bindings) where the bindings are installed. The two copies
+#: share MLIR's template statics (unique symbols, bound to the first copy loaded);
+#: with libMLIR.so first, the bindings' first context asserted in the transform
+#: dialect's registration (an abort) whatever the scope.
+AFTER_BINDINGS = frozenset({"c_runner_utils", "runner_utils"})
+
+
 def runtime(name: str, candidates: list[Path]) -> Path:
-    """Load runtime library ``name`` (RTLD_GLOBAL) from the first of ``candidates``
-    that exists, unless one of that name is loaded already; the file in use."""
+    """Load runtime library ``name`` from the first of ``candidates`` that exists,
+    unless one of that name is loaded already; the file in use (RTLD_GLOBAL for
+    :data:`GLOBAL`, else RTLD_LOCAL)."""
     with _LOCK:
         if name in _RUNTIMES:
             return _RUNTIMES[name][0]
         path = next((c for c in candidates if c.is_file()), candidates[-1])
+        mode = ctypes.RTLD_GLOBAL if name in GLOBAL else ctypes.RTLD_LOCAL
         try:
-            library = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+            if name in AFTER_BINDINGS and (core := bindings_core()) is not None:
+                ctypes.CDLL(str(core), mode=ctypes.RTLD_LOCAL)
+            library = ctypes.CDLL(str(path), mode=mode)
         except OSError as err:
             raise SparsecompError(f"cannot load {path}: {err}") from None
         _RUNTIMES[name] = (path, library)
