@@ -6,7 +6,8 @@ LLVM:
 
 1. LLVM dialect -> LLVM IR (``kernel.ll``): in process with
    ``translate_module_to_llvmir`` for an ``ir.Module`` (after checking that
-   only translatable dialects are left: the binding crashes on failure),
+   only translatable dialects are left, as ``sparse-iter-check-translatable``
+   does at the end of the pipeline: the binding crashes on failure),
    with ``mlir-translate --mlir-to-llvmir`` for text;
 2. ``opt -O3``: the IR-level optimizations (LICM, instcombine, unrolling)
    that ``llc`` alone does not run; MLIR's lowering relies on them; on an
@@ -33,17 +34,16 @@ from pathlib import Path
 
 from mlir import ir
 
+from sparsecomp import knobs
 from sparsecomp.errors import ToolchainError
 from sparsecomp.ir.odsgen import tool
+from sparsecomp.ir.parsing import location_text
 from sparsecomp.runtime.libs import library_path
 from sparsecomp.targets.cpu import LLVM_CPUS, TRIPLES, CpuTarget
+from sparsecomp.transforms.check_translatable import untranslatable
 
 LIBRARY = "kernel.so"
 LLVM_IR = "kernel.ll"
-#: Ops that LLVM IR translation understands, by dialect prefix (``gpu.binary``
-#: and the ``gpu.launch_func`` ops of a CUDA build become module loads and
-#: ``mgpuLaunchKernel`` calls).
-TRANSLATABLE = ("llvm.", "omp.", "builtin.module", "gpu.binary", "gpu.launch_func")
 #: Prefixes of functions libmlir_c_runner_utils.so defines (memref.copy of
 #: strided memrefs, vector.print, timers, C-interface helpers).
 _C_RUNNER_UTILS = ("memrefCopy", "print", "rtclock", "_mlir_ciface_")
@@ -171,26 +171,27 @@ def translate(llvm_module: ir.Module | str) -> str:
         return _run([tool("mlir-translate"), "--mlir-to-llvmir"], stdin=llvm_module)
     from mlir.dialects.llvm import translate_module_to_llvmir
 
-    leftover = _untranslatable(llvm_module.operation)
-    if leftover is not None:
+    leftover = untranslatable(llvm_module.operation)
+    if leftover:
         raise ToolchainError(
-            f"{leftover.location}: '{leftover.name}' cannot be translated to LLVM IR",
-            hint="run the sparsecomp-cpu-backend pipeline first",
+            f"'{leftover[0].name}' cannot be translated to LLVM IR "
+            "(the module is not all LLVM dialect)",
+            location=location_text(leftover[0].location, "<module>"),
+            hint=_lowering_hint(llvm_module),
         )
     return str(translate_module_to_llvmir(llvm_module.operation))
 
 
-def _untranslatable(root: ir.Operation) -> ir.Operation | None:
-    found: list[ir.Operation] = []
+def _lowering_hint(module: ir.Module) -> str:
+    """The module saved (:func:`.cache.save_reproducer`) and the command that lowers it."""
+    from sparsecomp.compiler.cache import save_reproducer
 
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name.startswith(TRANSLATABLE):
-            return ir.WalkResult.ADVANCE
-        found.append(op)
-        return ir.WalkResult.INTERRUPT
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found[0] if found else None
+    text = module.operation.get_asm(enable_debug_info=True)
+    path = save_reproducer(text, "sparsecomp-cpu", knobs.reproducer_dir())
+    return (
+        "lower it to the LLVM dialect first (a whole program; where it cannot, this says "
+        f"why, located): sparsecomp-opt --pass-pipeline='builtin.module(sparsecomp-cpu)' {path}"
+    )
 
 
 def _run(command: Sequence[str | Path], stdin: str | None = None) -> str:

@@ -131,7 +131,16 @@ def _cpu_targets(module: ir.Module) -> dict[str, CpuTarget]:
     return {n: t for n, t in named.items() if isinstance(t, CpuTarget)}
 
 
-def _refuse_device_functions(module: ir.Module, filename: str) -> None:
+def _program_file(text: str, filename: str, pipeline: str) -> str:
+    """A file holding the program, for a command in a hint: the user's own, or a saved copy."""
+    if Path(filename).is_file():
+        return filename
+    from sparsecomp.compiler.cache import save_reproducer
+
+    return str(save_reproducer(text, pipeline, knobs.reproducer_dir()))
+
+
+def _refuse_device_functions(module: ir.Module, filename: str, text: str) -> None:
     """A :class:`CompileError` naming every function and op for a non-CPU (CUDA) target.
 
     ``sparsecomp-opt`` resolves their layouts (``sparsecomp-cpu-layouts``); an
@@ -161,8 +170,9 @@ def _refuse_device_functions(module: ir.Module, filename: str) -> None:
             f"module's CPU code has functions and ops for a CUDA target: {', '.join(found)}",
             hint="compile the GPU part as a module of its own without sparse_iter.targets "
             "(target='cuda:sm_80', or 'cuda-emu:sm_80' to run its schedule here) and the CPU "
-            "functions alone; sparsecomp-opt --pass-pipeline='builtin.module("
-            "sparsecomp-cpu-layouts)' shows the layouts each target resolves",
+            "functions alone; the layouts each target resolves: sparsecomp-opt "
+            "--pass-pipeline='builtin.module(sparsecomp-cpu-layouts)' "
+            + _program_file(text, filename, "sparsecomp-cpu-layouts"),
         )
 
 
@@ -224,7 +234,7 @@ def build(
             _set_gpu_target(module, gpu, filename, "cuda-emu" if emulate else "cuda")
         else:
             _set_target(module, cpu)
-            _refuse_device_functions(module, filename)
+            _refuse_device_functions(module, filename, text)
         targets = _cpu_targets(module)
         # What llc gets as -mattr: every function's own target extends it.
         try:

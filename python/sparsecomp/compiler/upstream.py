@@ -24,6 +24,7 @@ from mlir import ir, passmanager
 
 from sparsecomp.errors import FormatError, SparsecompError
 from sparsecomp.formats.layout import Layout
+from sparsecomp.ir import whole_blocks
 from sparsecomp.ir.calls import functions, name_of
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
 from sparsecomp.ir.walk import preorder
@@ -42,8 +43,9 @@ OWN_PASSES = (
     "sparse-iter-widen-bool-buffers,sparse-iter-strided-vector-access,sparse-iter-wrap-upstream,"
 )
 #: sparsecomp passes run on tensors before the sparsifier: COO coordinates SoA
-#: (sparsecomp's ABI) and levels ordered (the sparsifier assumes it).
-FIRST_PASSES = "sparse-iter-soa-coo,sparse-iter-order-levels,"
+#: (sparsecomp's ABI), levels ordered (the sparsifier assumes it) and dynamic-shape
+#: BSR tensors checked to be whole blocks where they are built (it stores them so).
+FIRST_PASSES = "sparse-iter-soa-coo,sparse-iter-order-levels,sparse-iter-check-whole-blocks,"
 _SPECIFIER_TO_LLVM = "sparse-storage-specifier-to-llvm"
 #: Before the sparsifier proper: ops whose bodies it cannot sparsify get dense inputs.
 DENSIFY = "sparse-iter-densify-unsparsifiable,"
@@ -185,6 +187,8 @@ def _abi(func: ir.Operation) -> str:
             static = static_shape(ty)
             shape = [symbols.get((n, d)) if s is None else s for d, s in enumerate(static)]
             args.append(describe(ty, _abi_layout(ty, argument=True), shape))
+            if whole_blocks.dynamic_blocks(ty):  # kept blocked: the runtime checks its shape
+                args[-1]["blocks"] = list(whole_blocks.block_sizes(ty))
         results = [describe(t, _abi_layout(t), static_shape(t)) for t in fty.results]
         if DECLARED_ATTR in func.attributes:  # held unblocked, returned as declared
             declared = ir.ArrayAttr(func.attributes[DECLARED_ATTR])

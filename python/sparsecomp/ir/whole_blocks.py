@@ -17,8 +17,12 @@ be trusted with one.
 :func:`unblocked_types` finds the blocked tensor types a set of functions
 compiled by the fallback cannot keep blocked: every n:m type, and BSR types
 with a blocked dimension that is dynamic, empty or not a multiple of its
-block.
-``sparse-iter-mark-upstream`` gives those their unblocked form
+block, except (:func:`kept_blocked`) a BSR type of dynamic shape whose storage
+a function reads (``sparse_tensor.positions``, ``print``, ...: upstream
+answers those, and CSR storage would not be what the program declared).
+``sparse-iter-check-whole-blocks`` checks at run time that such a tensor's
+shape divides into whole blocks where it is built.
+``sparse-iter-mark-upstream`` gives the others their unblocked form
 (:func:`sparsecomp.targets.resolve.unblocked`: BSR and n:m become CSR),
 which upstream computes exactly for any shape; the runtime converts
 arguments to it at the call and results back to the declared layout (so an
@@ -39,6 +43,14 @@ from sparsecomp.formats.layout import Layout
 from sparsecomp.ir.attrs import layout_of
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding, layout_from_sparse_tensor
 from sparsecomp.ir.walk import preorder
+
+#: Ops that read a sparse tensor's storage (their first operand's), which an
+#: unblocked type changes.
+STORAGE_QUERIES = frozenset(
+    f"sparse_tensor.{n}"
+    for n in "positions coordinates coordinates_buffer values lvl number_of_entries print "
+    "disassemble".split()
+)
 
 
 def layout(ty: ir.Type) -> Layout | None:
@@ -71,6 +83,37 @@ def _must_unblock(ty: ir.Type) -> bool:
     return lay is not None and (lay.is_structured or _partial(ir.RankedTensorType(ty), lay))
 
 
+def block_sizes(ty: ir.Type) -> tuple[int, ...]:
+    """Per dimension of a blocked type (either syntax), its block (1 where not blocked)."""
+    lay = layout(ty)
+    return lay.dim_to_lvl.block_sizes() if lay is not None else ()
+
+
+def dynamic_blocks(ty: ir.Type) -> list[tuple[int, int]]:
+    """``(dimension, block)`` for each blocked dimension of dynamic size of a
+    BSR-like (not n:m) type whose static blocked dimensions are whole, nonzero
+    blocks; [] for any other type. Such a type can be held blocked upstream if
+    its run-time shape divides into blocks."""
+    lay = layout(ty)
+    if lay is None or lay.is_structured:
+        return []
+    rt = ir.RankedTensorType(ty)
+    blocked = [(d, b) for d, b in enumerate(lay.dim_to_lvl.block_sizes()) if b > 1]
+    if any(not rt.is_dynamic_dim(d) and (rt.shape[d] % b or not rt.shape[d]) for d, b in blocked):
+        return []
+    return [(d, b) for d, b in blocked if rt.is_dynamic_dim(d)]
+
+
+def kept_blocked(funcs: Iterable[ir.Operation]) -> set[str]:
+    """The dynamic-shape BSR types (text) whose storage one of ``funcs`` reads."""
+    return {
+        str(op.operands[0].type)
+        for func in funcs
+        for op in preorder(func)
+        if op.name in STORAGE_QUERIES and len(op.operands) and dynamic_blocks(op.operands[0].type)
+    }
+
+
 def _types(func: ir.Operation) -> Iterable[ir.Type]:
     """The type of every value ``func`` defines or declares."""
     fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
@@ -86,9 +129,12 @@ def _types(func: ir.Operation) -> Iterable[ir.Type]:
 def unblocked_types(funcs: Iterable[ir.Operation]) -> set[str]:
     """The text of each blocked tensor type ``funcs`` cannot keep blocked upstream.
 
-    A ``tensor.cast`` joins its two types (a static and a dynamic shape of
-    one encoding): both are unblocked or neither.
+    Types in :func:`kept_blocked` are not among them, unless a ``tensor.cast``
+    joins one with such a type: it joins its two types (a static and a dynamic
+    shape of one encoding), and both are unblocked or neither.
     """
+    funcs = list(funcs)
+    kept = kept_blocked(funcs)
     found: set[str] = set()
     casts: list[tuple[str, str]] = []
     for func in funcs:
@@ -97,7 +143,7 @@ def unblocked_types(funcs: Iterable[ir.Operation]) -> set[str]:
             for op in preorder(func)
             if op.name == "tensor.cast"
         ]
-        found |= {str(ty) for ty in _types(func) if _must_unblock(ty)}
+        found |= {str(ty) for ty in _types(func) if _must_unblock(ty) and str(ty) not in kept}
     grew = True
     while grew:
         grew = False

@@ -15,7 +15,10 @@ are equal sizes) or null (any size). A scalar with a shape of one entry is an
 value is checked as that size. A sparse result may name a
 ``"declared_layout"`` (a function compiled by the upstream sparsifier holds
 n:m values, and BSR ones whose shape is not whole blocks, unblocked): the
-runtime converts the result to it. A sparse argument marked ``"guarded": true``
+runtime converts the result to it. A sparse argument
+marked ``"blocks": [2, 2]`` (a BSR argument of dynamic shape that a function
+compiled by the upstream sparsifier keeps blocked) must have a shape that
+divides into those blocks. A sparse argument marked ``"guarded": true``
 has its coordinates checked by the kernel as it reads them (pass
 ``sparse-iter-guard-coordinates``; ``"guarded": false``: the pass was asked to and
 could not); such a function's ABI says ``"status": true``
@@ -70,6 +73,9 @@ class ArgSpec:
     guarded: bool = False
     #: a sparse argument the kernel was asked to guard and could not
     unguardable: bool = False
+    #: per dimension, the block its size must be a multiple of (the upstream
+    #: sparsifier's BSR of dynamic shape); () for no such rule
+    blocks: tuple[int, ...] = ()
 
     @property
     def rank(self) -> int:
@@ -182,7 +188,15 @@ def _spec(raw: Any, where: str) -> ArgSpec:
         None if declared is None else _layout(declared, len(shape), where),
         raw.get("guarded") is True,
         raw.get("guarded") is False,
+        _blocks(raw.get("blocks", []), len(shape), where),
     )
+
+
+def _blocks(raw: Any, rank: int, where: str) -> tuple[int, ...]:
+    ok = isinstance(raw, list) and all(type(b) is int and b > 0 for b in raw)
+    if not ok or len(raw) not in (0, rank):
+        raise SparsecompError(f"{where}: abi 'blocks' must be {rank} positive ints, got {raw!r}")
+    return tuple(raw)
 
 
 def _dtype(name: Any, where: str, known: tuple[str, ...] = DTYPES) -> np.dtype[Any]:

@@ -75,6 +75,8 @@ def _arg_plan(
     if spec.kind == "scalar":  # a scalar that is a size is checked by the Python paths
         code = _SCALARS.get(spec.dtype.name)
         return None if code is None or spec.shape else (_SCALAR, code)
+    if spec.blocks:  # its shape must be whole blocks: checked by the Python paths
+        return None
     names = tuple(name for name, _ in spec.buffers)
     kind = compressed_kind(spec.layout) if names == ("pos1", "crd1", "values") else None
     if kind is not None and not all(dt.itemsize in (4, 8) for _, dt in spec.buffers[:2]):

@@ -232,7 +232,7 @@ def _scipy_step(spec: ArgSpec) -> Step | None:
 
 
 def _sparse_step(spec: ArgSpec, checked: dict[int, _Checked]) -> Step:
-    dtype, rank, layout = spec.dtype, spec.rank, spec.layout
+    dtype, rank, layout, blocks = spec.dtype, spec.rank, spec.layout, spec.blocks
     names = tuple(name for name, _ in spec.buffers)
     dtypes = tuple(dt for _, dt in spec.buffers)
     offsets = tuple(8 * descriptor_words(1) * k for k in range(len(names)))
@@ -266,6 +266,8 @@ def _sparse_step(spec: ArgSpec, checked: dict[int, _Checked]) -> Step:
                 return None  # an index buffer that may change: checked on every call
         if value.summed() is not value:
             return None  # repeated coordinates: the careful path sums them
+        if any(size % block for size, block in zip(value.shape, blocks, strict=False)):
+            return None  # not whole blocks: the careful path says so
         key = id(value)
         ref = weakref.ref(value, lambda _: checked.pop(key, None))
         return _Checked(ref, [a for _, a in buffers], tuple(value.shape))

@@ -285,6 +285,13 @@ def check_shape(
     """
     prefix, label = where
     value = spec.kind == "scalar"  # an index argument that is a size: its value
+    if any(got % block for got, block in zip(shape, spec.blocks, strict=False)):
+        blocks = "x".join(map(str, spec.blocks))
+        raise ArgumentError(
+            f"{prefix}: shape {tuple(shape)} does not divide into whole {blocks} blocks, "
+            "which the function (compiled by the upstream sparsifier, reading the tensor's "
+            "storage) holds it in"
+        )
     for axis, (want, got) in enumerate(zip(spec.shape, shape, strict=True)):
         what = f"value {got}" if value else f"size {got} in dimension {axis}"
         if isinstance(want, int) and want != got:

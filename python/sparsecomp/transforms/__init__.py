@@ -17,8 +17,11 @@ from sparsecomp.transforms.base import SparsecompPass
 
 #: command-line name -> "module:Class" under sparsecomp.transforms
 _REGISTRY: dict[str, str] = {
+    "sparse-iter-check-translatable": "check_translatable:CheckTranslatablePass",
+    "sparse-iter-check-whole-blocks": "check_whole_blocks:CheckWholeBlocksPass",
     "sparse-iter-clone-per-target": "clone_per_target:ClonePerTargetPass",
     "sparse-iter-cpu-function-targets": "cpu_function_targets:CpuFunctionTargetsPass",
+    "sparse-iter-decompose-aggregates": "decompose_aggregates:DecomposeAggregatesPass",
     "sparse-iter-decompose-formats": "decompose_formats:DecomposeFormatsPass",
     "sparse-iter-densify-unsparsifiable": "densify_unsparsifiable:DensifyUnsparsifiablePass",
     "sparse-iter-destinations": "destinations:DestinationsPass",

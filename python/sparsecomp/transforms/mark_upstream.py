@@ -31,12 +31,6 @@ from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
 DECLARED_ATTR = "sparse_iter.declared_results"
 #: sparse_iter ops with an upstream counterpart (a layout conversion).
 _CONVERSIONS = ("sparse_iter.set_encoding", "sparse_iter.unset_encoding")
-#: Ops that read a sparse tensor's storage, which an unblocked type changes.
-_STORAGE_QUERIES = frozenset(
-    f"sparse_tensor.{n}"
-    for n in "positions coordinates coordinates_buffer values lvl number_of_entries print "
-    "disassemble".split()
-)
 #: sparse_tensor ops of linalg bodies (on scalars): the linalg op's check decides for them.
 _BODY_OPS = frozenset(
     f"sparse_tensor.{n}" for n in ("unary", "binary", "reduce", "select", "yield")
@@ -151,13 +145,13 @@ class _Exporter:
                 except FormatError as exc:
                     problem = f"{encoding_of(ty)} has no #sparse_tensor form: {exc.message}"
             held = len(op.operands) > 0 and str(op.operands[0].type) in self.unblock
-            if op.name in _STORAGE_QUERIES and held:
+            if op.name in whole_blocks.STORAGE_QUERIES and held:
                 problem = (
                     f"'{op.name}' reads the storage of {op.operands[0].type}, which is held "
                     "unblocked there (as CSR: this MLIR build stores blocks whole and "
                     "mishandles n:m levels), so it would read other storage than declared; "
                     "read the storage of a sparse_tensor.convert of it to a layout such as "
-                    "CSR, or (BSR) give it a static shape that its blocks divide"
+                    "CSR, or (BSR) give it a shape that its blocks can divide"
                 )
             if problem is not None:
                 op.location.emit_error(
@@ -217,7 +211,11 @@ class MarkUpstreamPass(SparsecompPass):
     mishandles n:m levels, so every n:m type and BSR types (of either
     syntax) with a dynamic, empty or partial shape are held unblocked (as
     CSR; see ``sparsecomp.ir.whole_blocks``); a function returning one names its
-    declared layout in ``sparse_iter.declared_results``. A layout with no upstream form
+    declared layout in ``sparse_iter.declared_results``. A BSR type of dynamic
+    shape whose storage a marked function reads (``sparse_tensor.positions``,
+    ``print``, ...) keeps its blocks (``sparse-iter-check-whole-blocks`` checks
+    at run time that its shape divides into them); a storage query of a type
+    held unblocked is an error. A layout with no upstream form
     (``mma.sp`` metadata, composable layouts) or another sparse_iter op in a
     marked function is an error where the type or op is defined. Unmarked
     functions are left alone; the CPU driver compiles the marked ones with

@@ -22,8 +22,11 @@ from sparsecomp.transforms.base import SparsecompPass
 from sparsecomp.transforms.wrap_upstream import SIGNATURE_ATTR
 
 #: Ops whose operand or result types spell out the AoS storage (one coordinates
-#: buffer for the COO region, strided views of it) or hold typed attributes.
+#: buffer for the COO region, strided views of it), that show it (``print``
+#: prints each stored buffer, the AoS region as one ``crd``) or hold typed
+#: attributes.
 _EXPOSING = (
+    "sparse_tensor.print",
     "sparse_tensor.assemble",
     "sparse_tensor.disassemble",
     "sparse_tensor.coordinates",
@@ -135,7 +138,9 @@ class SoaCooPass(SparsecompPass):
 
     A function keeps its AoS types when it uses an op whose types spell
     out the storage (``sparse_tensor.assemble``, ``disassemble``,
-    ``coordinates``, ``coordinates_buffer``) or an ``arith.constant`` of
+    ``coordinates``, ``coordinates_buffer``) or that prints it
+    (``sparse_tensor.print``: the program sees the storage it declared, the
+    AoS region as one interleaved ``crd``), or an ``arith.constant`` of
     such a type, or slices a COO tensor (a slice's encoding, with dimension
     slices, cannot be retyped, and must match its source's); so do its
     callers and callees, so that calls keep matching types. Runs on the

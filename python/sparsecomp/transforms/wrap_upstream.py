@@ -12,8 +12,10 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import FormatError
 from sparsecomp.formats.dimmap import DimMap
+from sparsecomp.ir import fatal, whole_blocks
 from sparsecomp.ir.calls import functions, name_of
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding
+from sparsecomp.transforms import check_whole_blocks
 from sparsecomp.transforms.base import SparsecompPass
 
 C_INTERFACE = "llvm.emit_c_interface"
@@ -28,7 +30,7 @@ AOS_COO = (
     "COO coordinates stored as an array of structs (singleton without soa) "
     "cannot cross the sparsecomp ABI; sparse-iter-soa-coo makes them soa unless "
     "the function or one it calls uses their storage (sparse_tensor.assemble, "
-    "disassemble, coordinates, coordinates_buffer, a constant)"
+    "disassemble, coordinates, coordinates_buffer, print, a constant)"
 )
 
 
@@ -152,7 +154,19 @@ def _abi_types(tensor_types: Sequence[ir.Type], types: Sequence[ir.Type]) -> lis
     return out
 
 
-def _emit_wrapper(inner: str, name: str, tensor: ir.FunctionType, fty: ir.FunctionType) -> None:
+def _check_whole_blocks(ty: ir.Type, dims: list[ir.Value], name: str, module: ir.Operation) -> None:
+    """Fail at run time unless ``dims`` divide into the blocks of ``ty`` (a dynamic-shape
+    BSR type kept blocked, see ``sparse-iter-check-whole-blocks``)."""
+    blocks = whole_blocks.dynamic_blocks(ty)
+    if blocks:
+        bad = fatal.any_not_whole([(dims[d], b) for d, b in blocks])
+        place = check_whole_blocks.where(ir.Location.current)
+        fatal.fail_if(bad, check_whole_blocks.message(place, name, ty), dims, module)
+
+
+def _emit_wrapper(
+    inner: str, name: str, tensor: ir.FunctionType, fty: ir.FunctionType, module: ir.Operation
+) -> None:
     abi = (_abi_types(tensor.inputs, fty.inputs), _abi_types(tensor.results, fty.results))
     wrapper = func.FuncOp(name, abi)
     wrapper.attributes[C_INTERFACE] = ir.UnitAttr.get()
@@ -160,7 +174,8 @@ def _emit_wrapper(inner: str, name: str, tensor: ir.FunctionType, fty: ir.Functi
     build = _Builder()
     with ir.InsertionPoint(block):
         args, at = [], 0
-        for first, storage in groups(tensor.inputs, fty.inputs):
+        inputs = groups(tensor.inputs, fty.inputs)
+        for ty, (first, storage) in zip(tensor.inputs, inputs, strict=True):
             if storage is None:
                 args.append(block.arguments[at])
                 at += 1
@@ -168,6 +183,7 @@ def _emit_wrapper(inner: str, name: str, tensor: ir.FunctionType, fty: ir.Functi
             k, rank = len(storage.fields), storage.dim_map.n_dims
             buffers = list(block.arguments[at : at + k])
             dims = list(block.arguments[at + k : at + k + rank])
+            _check_whole_blocks(ty, dims, name, module)
             args += [*buffers, build.specifier(fty.inputs[first + k], storage, buffers, dims)]
             at += k + rank
         call = func.CallOp(list(fty.results), ir.FlatSymbolRefAttr.get(inner), args)
@@ -228,6 +244,9 @@ class WrapUpstreamPass(SparsecompPass):
     the encoding's map, ``*_mem_sz`` from the buffer lengths) and returns a
     sparse result's buffers cut to their used length
     (``memref.reinterpret_cast``) and its dimension sizes (from ``lvl_sz``).
+    A BSR argument of dynamic shape (one whose storage the program reads, so
+    it keeps its blocks; see ``sparse-iter-check-whole-blocks``) is checked
+    to be whole blocks: if not, the program reports its shape and exits.
     Upstream fields and sparsecomp buffers agree in order (``pos{l}``,
     ``crd{l}``, values) when singleton levels are SoA
     (``sparse-iter-soa-coo`` makes them so). A public function with an
@@ -292,4 +311,4 @@ class WrapUpstreamPass(SparsecompPass):
                 if attr in f.attributes:
                     del f.attributes[attr]
             with ir.InsertionPoint(op.regions[0].blocks[0]), f.location:
-                _emit_wrapper(inner, name, tensor, fty)
+                _emit_wrapper(inner, name, tensor, fty, op)

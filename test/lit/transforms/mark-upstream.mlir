@@ -235,3 +235,25 @@ func.func @sort(%x: memref<?xi32>) {
   sparse_tensor.sort quick_sort %n, %x {perm_map = #id1, ny = 0 : index} : memref<?xi32>
   return
 }
+
+// -----
+
+// A BSR tensor of dynamic shape whose storage the function reads keeps its
+// blocks (CSR storage would not be what it declared); the tensor it is
+// converted from must be whole blocks, which sparse-iter-check-whole-blocks
+// checks at run time. One whose storage no function reads is held as CSR.
+#BSR = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense) }>
+#BSR3 = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 3 : dense, j floordiv 3 : compressed, i mod 3 : dense, j mod 3 : dense) }>
+
+// CHECK-DAG: #[[$BSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 2 : compressed, d0 mod 2 : dense, d1 mod 2 : dense) }>
+// CHECK-DAG: #[[$CSR:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
+// CHECK-LABEL: func.func @queried
+// CHECK: sparse_tensor.convert %{{.*}} : tensor<?x?xf64> to tensor<?x?xf64, #[[$BSR]]>
+// CHECK: sparse_tensor.print %{{.*}} : tensor<?x?xf64, #[[$BSR]]>
+// CHECK: sparse_tensor.convert %{{.*}} : tensor<?x?xf64> to tensor<?x?xf64, #[[$CSR]]>
+func.func @queried(%d: tensor<?x?xf64>) attributes {sparse_iter.upstream = "requested"} {
+  %a = sparse_tensor.convert %d : tensor<?x?xf64> to tensor<?x?xf64, #BSR>
+  sparse_tensor.print %a : tensor<?x?xf64, #BSR>
+  %b = sparse_tensor.convert %d : tensor<?x?xf64> to tensor<?x?xf64, #BSR3>
+  return
+}

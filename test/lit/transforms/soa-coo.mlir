@@ -69,3 +69,33 @@ func.func @negative_slice(%a: tensor<8x8xf64, #COO>) -> tensor<4x4xf64, #SLICE> 
   %s = tensor.extract_slice %a[1, 1][4, 4][1, 2] : tensor<8x8xf64, #COO> to tensor<4x4xf64, #SLICE>
   return %s : tensor<4x4xf64, #SLICE>
 }
+
+// -----
+
+// sparse_tensor.print shows the storage, the AoS region as one interleaved crd
+// buffer: the function keeps AoS (it printed crd[0] and crd[1] apart, unlike
+// upstream), as do 3-level COO tensors.
+// CHECK-DAG: #[[$AOS:.*]] = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed(nonunique), d1 : singleton) }>
+// CHECK-DAG: #[[$AOS3:.*]] = #sparse_tensor.encoding<{ map = (d0, d1, d2) -> (d0 : compressed(nonunique), d1 : singleton(nonunique), d2 : singleton) }>
+// CHECK-LABEL: func.func @negative_print
+// CHECK: tensor.insert {{.*}} : tensor<4x5xf64, #[[$AOS]]>
+// CHECK: sparse_tensor.print {{.*}} : tensor<4x5xf64, #[[$AOS]]>
+// CHECK-LABEL: func.func @negative_print3
+// CHECK-SAME: tensor<2x3x4xf64, #[[$AOS3]]>
+// CHECK: sparse_tensor.print {{.*}} : tensor<2x3x4xf64, #[[$AOS3]]>
+#COO = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>
+#COO3 = #sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed(nonunique), j : singleton(nonunique), k : singleton) }>
+func.func @negative_print() {
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %f1 = arith.constant 1.0 : f64
+  %e = tensor.empty() : tensor<4x5xf64, #COO>
+  %i = tensor.insert %f1 into %e[%c0, %c3] : tensor<4x5xf64, #COO>
+  %t = sparse_tensor.load %i hasInserts : tensor<4x5xf64, #COO>
+  sparse_tensor.print %t : tensor<4x5xf64, #COO>
+  return
+}
+func.func @negative_print3(%a: tensor<2x3x4xf64, #COO3>) {
+  sparse_tensor.print %a : tensor<2x3x4xf64, #COO3>
+  return
+}

@@ -55,13 +55,25 @@ func.func private @negative_caller(%pos: memref<?xindex>, %crd: memref<?xindex>,
 // -----
 
 // Blocks: level sizes are dimension sizes divided (rounded up) by the block,
-// and dimension sizes come back from the block levels.
+// and dimension sizes come back from the block levels. A dynamic-shape BSR
+// argument (kept blocked: the program reads its storage) must be whole blocks:
+// if not, the wrapper reports its shape and exits (sparsecomp.ir.fatal).
 #BSR = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense) }>
 #LVL = #sparse_tensor.encoding<{ map = (d0, d1, d2, d3) -> (d0 : dense, d1 : compressed, d2 : dense, d3 : dense) }>
 !spec = !sparse_tensor.storage_specifier<#LVL>
 
+// CHECK: llvm.func @dprintf(i32, !llvm.ptr, ...) -> i32
+// CHECK: llvm.func @exit(i32)
+// CHECK: llvm.mlir.global private constant @{{[a-z_0-9]+}}("{{.*}}:{{[0-9]+}}:{{[0-9]+}}: error: 'bsr' holds tensor<?x?xf32, {{.*}}> in whole 2x3 blocks, {{.*}} its shape at run time, %lldx%lld, does not divide into them\0A\00")
+// CHECK: func.func private @[[$FATAL:[a-z_0-9]+]](%{{.*}}: index, %{{.*}}: index)
+// CHECK: llvm.call @dprintf({{.*}})
+// CHECK: llvm.call @exit
 // CHECK-LABEL: func.func @bsr(
 // CHECK-SAME: %[[POS:.*]]: memref<?xi32>, %[[CRD:.*]]: memref<?xi32>, %[[VAL:.*]]: memref<?xf32>, %[[D0:.*]]: index, %[[D1:.*]]: index)
+// CHECK: %[[M0:.*]] = arith.remui %[[D0]], %{{.*}} : index
+// CHECK: %[[M1:.*]] = arith.remui %[[D1]], %{{.*}} : index
+// CHECK: scf.if %{{.*}} {
+// CHECK-NEXT: func.call @[[$FATAL]](%[[D0]], %[[D1]]) : (index, index) -> ()
 // CHECK: %[[C2:.*]] = arith.constant 2 : index
 // CHECK: %[[B0:.*]] = arith.ceildivui %[[D0]], %[[C2]]
 // CHECK: storage_specifier.set {{.*}} lvl_sz at 0 with %[[B0]]
