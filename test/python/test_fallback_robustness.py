@@ -227,10 +227,18 @@ def test_failed_threaded_build_is_retried_sequentially() -> None:
     threaded = upstream.pipeline(detect_host()).replace(upstream.DENSIFY, "")
     if "dense-outer-loop" not in threaded:
         pytest.skip("the host target is single-threaded")
-    assert upstream_worker._run_once(out, "k.mlir", threaded).crash
+    crashed = upstream_worker._run_once(out, "k.mlir", threaded).crash
+    assert "SIGABRT" in crashed
+    assert "Assertion" in crashed
     assert upstream.sequential(threaded) is not None
-    assert upstream_worker.run(out, "k.mlir", threaded).ok
+    assert upstream_worker.run(out, "k.mlir", threaded).ok  # a new worker
     assert upstream.sequential(upstream.sequential(threaded) or "") is None
+    # the worker serves the next jobs: its imports are paid once
+    assert upstream_worker._worker is not None
+    pid = upstream_worker._worker.proc.pid
+    sequential = upstream.sequential(threaded) or ""
+    assert upstream_worker._run_once(out, "k.mlir", sequential).ok
+    assert upstream_worker._worker.proc.pid == pid
 
 
 # -- crashes that would kill the process: in a subprocess --------------------

@@ -1,10 +1,12 @@
 """The upstream fallback's worker process: an abort in an upstream pass stays there.
 
-:func:`run` (parent side) starts ``python -m sparsecomp.compiler.upstream_worker``
-and writes one JSON job to its stdin::
+:func:`run` (parent side) sends each job to a worker process (``python -m
+sparsecomp.compiler.upstream_worker``), started on first use, kept for the
+next jobs (its imports, a third of a second, are paid once per compiling
+process) and started afresh after it dies. One JSON job per line on its stdin::
 
     {"input": ".../upstream.mlir", "filename": "user.mlir", "pipeline": "...",
-     "output": ".../upstream-llvm.mlir"}
+     "output": ".../upstream-llvm.mlir", "env": {"SPARSECOMP_...": "..."}}
 
 The worker (:func:`lower`) parses ``input`` (sparsecomp context, file
 locations kept), runs ``builtin.module(<pipeline>)`` (upstream passes and
@@ -13,20 +15,23 @@ LLVM-dialect result to ``output`` and
 answers one JSON line on stdout: ``{"ok": true, "needs": [...]}`` or
 ``{"ok": false, "diagnostics": ["file:line:col: error: ..."]}``. If a pass
 asserts, the worker dies and :func:`run` reports the signal and the
-assertion it printed.
+assertion it printed (what it wrote to stderr during that job).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from sparsecomp.compiler import upstream
 
@@ -77,19 +82,81 @@ def _run_once(out: Path, filename: str, pipeline: str) -> Lowered:
         "filename": filename,
         "pipeline": pipeline,
         "output": str(out / upstream.OUTPUT),
+        "env": {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")},
     }
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    proc = subprocess.run(
-        [sys.executable, "-m", __name__],
-        input=json.dumps(job), capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    answer = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not answer:
-        return Lowered(False, crash=crash_summary(proc.returncode, proc.stderr))
-    result = json.loads(answer[-1])
-    return Lowered(result["ok"], result.get("needs", []), result.get("diagnostics", []))
+    with _LOCK:
+        global _worker
+        if _worker is None or _worker.proc.poll() is not None:
+            if _worker is not None:
+                _worker.close()
+            _worker = _Worker()
+        worker = _worker
+        answer = worker.ask(job)
+        if answer is None:  # it died on this job
+            crash = worker.crash()
+            worker.close()
+            _worker = None
+            return Lowered(False, crash=crash)
+    return Lowered(answer["ok"], answer.get("needs", []), answer.get("diagnostics", []))
+
+
+class _Worker:
+    """One worker process, and the file its stderr goes to."""
+
+    def __init__(self) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        self.stderr: IO[str] = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.stderr, text=True, env=env,
+        )  # fmt: skip
+
+    def ask(self, job: dict[str, Any]) -> dict[str, Any] | None:
+        """The worker's answer to ``job``; None if it died."""
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.stderr.seek(0)
+        self.stderr.truncate()  # what it says from now on is about this job
+        try:
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return None
+        line = self.proc.stdout.readline()
+        return json.loads(line) if line else None
+
+    def crash(self) -> str:
+        returncode = self.proc.wait()
+        self.stderr.seek(0)
+        return crash_summary(returncode, self.stderr.read())
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:  # BrokenPipeError: it died with a job unread
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr.close()
+
+
+_LOCK = threading.Lock()
+_worker: _Worker | None = None
+
+
+@atexit.register
+def _shutdown() -> None:
+    global _worker
+    if _worker is not None:
+        _worker.close()
+        _worker = None
 
 
 def crash_summary(returncode: int, stderr: str) -> str:
@@ -132,7 +199,12 @@ def lower(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    print(json.dumps(lower(json.loads(sys.stdin.read()))), flush=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        for key in [k for k in os.environ if k.startswith("SPARSECOMP_")]:
+            del os.environ[key]
+        os.environ.update(job.get("env", {}))
+        print(json.dumps(lower(job)), flush=True)
     return 0
 
 

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp  # type: ignore[import-untyped]
 
 from sparsecomp.errors import FormatError
 from sparsecomp.formats import scipyio
@@ -146,7 +145,7 @@ class SparseTensor:
         dtypes already match the layout's widths. Other canonical scipy inputs
         reach ``csr``/``csc`` layouts through scipy's own conversion.
         """
-        if sp.issparse(m) and m.ndim == 1:
+        if scipyio.issparse(m) and m.ndim == 1:
             vector = m.tocoo(copy=True)
             vector.sum_duplicates()
             return cls.from_coo(vector.shape, np.asarray(vector.coords), vector.data, layout)

@@ -197,10 +197,20 @@ def make_pass(element: Element) -> SparsecompPass:
         raise PipelineError(exc.message, location=element.location, hint=exc.hint) from None
 
 
+class _Verified:
+    """Runs a sparsecomp pass on IR that an earlier pass of the pipeline verified."""
+
+    def __init__(self, inner: SparsecompPass):
+        self.inner = inner
+
+    def __call__(self, op: ir.Operation, pass_) -> None:
+        self.inner.run_verified(op, pass_)
+
+
 class _Nested:
     """Runs a sparsecomp pass on every op called ``anchor`` under the module."""
 
-    def __init__(self, anchor: str, inner: SparsecompPass):
+    def __init__(self, anchor: str, inner: SparsecompPass | _Verified):
         self.anchor, self.inner = anchor, inner
 
     def __call__(self, op: ir.Operation, pass_) -> None:
@@ -243,14 +253,25 @@ def _add_upstream(pm: PassManager, text: str, element: Element) -> None:
     raise PipelineError(f"pass '{element.name}': {reason}", location=element.location)
 
 
-def _add(pm: PassManager, element: Element, anchors: tuple[str, ...], ctx: ir.Context) -> None:
+def _add(
+    pm: PassManager,
+    element: Element,
+    anchors: tuple[str, ...],
+    ctx: ir.Context,
+    ours: list[SparsecompPass] | None = None,
+) -> None:
+    """Add ``element`` to ``pm``; ``ours``: the sparsecomp passes added so far (the
+    first verifies the pipeline's input, the later ones trust it)."""
+    ours = [] if ours is None else ours
     if element.children is not None and _contains_ours(element):
         for child in element.children:
-            _add(pm, child, (*anchors, element.name), ctx)
+            _add(pm, child, (*anchors, element.name), ctx, ours)
         return
     if element.children is None and is_sparsecomp_pass(element.name):
         instance = make_pass(element)
-        runner = _Nested(anchors[-1], instance) if anchors else instance
+        inner: SparsecompPass | _Verified = _Verified(instance) if ours else instance
+        ours.append(instance)
+        runner = _Nested(anchors[-1], inner) if anchors else inner
         pm.add(
             runner,
             name=type(instance).__name__,
@@ -293,6 +314,7 @@ def build_pass_manager(pipeline: str, ctx: ir.Context) -> PassManager:
     ):
         elements = elements[0].children
     pm = PassManager("builtin.module", ctx)
+    ours: list[SparsecompPass] = []
     for element in elements:
-        _add(pm, element, (), ctx)
+        _add(pm, element, (), ctx, ours)
     return pm
