@@ -105,9 +105,9 @@ def _source_text(source: Any) -> tuple[str, str]:
 
 #: What ``target`` may be (the hint of an unknown one).
 TARGETS = (
-    "targets are 'host', 'cuda:sm_80' / 'cuda:sm_90' (a GPU), 'cuda-emu:sm_80' / "
-    "'cuda-emu:sm_90' (the GPU's schedule run on this CPU), a CpuTarget, or "
-    "#sparse_iter.cpu<...> text"
+    "targets are 'host', 'cuda:sm_XY' (a GPU: sm_75 to sm_90 with CUDA 13's ptxas), "
+    "'cuda-emu:sm_XY' (the GPU's schedule run on this CPU: sm_70, sm_75, sm_80, sm_86, "
+    "sm_87, sm_89, sm_90), a CpuTarget, or #sparse_iter.cpu<...> text"
 )
 
 
@@ -161,11 +161,14 @@ def compile(
     ``target`` is ``"host"`` (this machine's ISA and cores), a
     :class:`~sparsecomp.targets.CpuTarget` or ``#sparse_iter.cpu<...>``
     text; it applies where the module does not name its own targets.
-    ``"cuda-emu:sm_80"`` / ``"cuda-emu:sm_90"`` compile the CUDA schedule
-    (layouts resolved for that GPU, ``sparsecomp-cuda-schedule``) and run
-    each launch on this CPU, block by block and thread by thread: slow, and
-    exact to the schedule. ``"cuda:sm_80"`` / ``"cuda:sm_90"`` build the
-    same kernels for an NVIDIA GPU (PTX, and cubins where ``ptxas`` is
+    ``"cuda-emu:sm_80"`` (any chip the CUDA lowering knows: sm_70, sm_75,
+    sm_80, sm_86, sm_87, sm_89, sm_90; tensor cores where the chip has them)
+    compiles the CUDA schedule (layouts resolved for that GPU,
+    ``sparsecomp-cuda-schedule``) and runs each launch on this CPU, block by
+    block and thread by thread: slow, and exact to the schedule.
+    ``"cuda:sm_80"`` / ``"cuda:sm_90"`` (a chip the installed ``ptxas``
+    assembles; CUDA 13's takes sm_75 and later, checked before the build)
+    build the same kernels for an NVIDIA GPU (PTX, and cubins where ``ptxas`` is
     installed) with host code that launches them through ``cuda-bindings``,
     built for the architecture's baseline so that it loads on any machine
     with the GPU (:mod:`sparsecomp.runtime.cuda`; calls raise
