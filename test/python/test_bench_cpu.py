@@ -11,11 +11,22 @@ import sys
 
 import pytest
 
+from long_runs import LONG
+
 
 def test_cpu_benchmark_quick(repo, tmp_path):
     md = tmp_path / "cpu.md"
+    # every quick matrix under --long; two (a graph, a band) in a plain run
+    subset = [] if LONG else ["--matrices", "rmat,band"]
     proc = subprocess.run(
-        [sys.executable, str(repo / "benchmarks" / "cpu.py"), "--quick", "--markdown", str(md)],
+        [
+            sys.executable,
+            str(repo / "benchmarks" / "cpu.py"),
+            "--quick",
+            "--markdown",
+            str(md),
+            *subset,
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import sparsecomp
 from gpu_rebuild import rebuild
+from long_runs import strength
 from sparsecomp.compiler import cuda
 from sparsecomp.formats import SparseTensor
 from sparsecomp.formats.layout import standard_layout
@@ -99,7 +100,7 @@ def test_fragment_table_is_the_ptx_isa() -> None:
             assert held == [(i, j) for i in range(rows) for j in range(cols)]
 
 
-@settings(deadline=None, max_examples=60)
+@settings(deadline=None, max_examples=strength(20, 60))
 @given(
     blocks=st.sampled_from(BLOCKS),
     m=st.integers(1, 90),

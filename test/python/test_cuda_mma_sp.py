@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import sparsecomp
 from gpu_rebuild import rebuild
+from long_runs import strength
 from sparsecomp.compiler import cuda
 from sparsecomp.formats import SparseTensor
 from sparsecomp.formats.layout import standard_layout
@@ -61,7 +62,7 @@ def _want(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return a.astype(np.float64) @ b.astype(np.float64) + c
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=strength(15, 40))
 @given(m=st.integers(0, 70), k=st.integers(0, 60), n=st.sampled_from([1, 7, 8, 32, 45]),
        seed=st.integers(0, 1000))  # fmt: skip
 def test_sparse_tensor_core_spmm_matches_numpy(exe, m, k, n, seed) -> None:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparsecomp
+from long_runs import strength
 from sparsecomp.errors import CompileError, TargetError
 from sparsecomp.runtime import executable
 from sparsecomp.targets import CpuTarget, target_from_attr
@@ -114,7 +115,7 @@ def call_graphs(draw: st.DrawFn) -> tuple[list[str], str, list[tuple[str, int]]]
     return targets, "\n".join(funcs), [(n, depth[f]) for n, _, f in entries]
 
 
-@settings(deadline=None, max_examples=15)
+@settings(deadline=None, max_examples=strength(6, 15))
 @given(graph=call_graphs(), rows=st.integers(0, 24), seed=st.integers(0, 100))
 def test_random_call_graphs_match_scipy(graph, rows: int, seed: int) -> None:
     targets, body, entries = graph
