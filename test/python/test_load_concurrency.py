@@ -154,7 +154,7 @@ def test_stress_cache_bounded() -> None:
     """scripts/stress_cache.py, short: loaders, a saver, an evictor and a memory hog
     on one cache; every call right or a clear error, no signal."""
     done = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "stress_cache.py"), "--seconds", "12",
+        [sys.executable, str(REPO / "scripts" / "stress_cache.py"), "--seconds", "8",
          "--loaders", "2", "--hog-mb", "256"],
         capture_output=True, text=True, check=False, timeout=600,
     )  # fmt: skip
