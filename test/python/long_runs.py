@@ -1,7 +1,8 @@
 """The suite's strength: ``scripts/test`` runs every test; ``scripts/test --long`` (what
 CI runs) sets ``SPARSECOMP_TEST_LONG=1``, and the long property runs (the fuzzer's
 fixed seed sets, the emulated tensor-core and random call-graph properties, whose
-every example compiles or emulates a kernel) then take all their cases:
+every example compiles or emulates a kernel, the benchmarks' smoke runs) then take
+all their cases:
 :func:`strength` picks the count."""
 
 from __future__ import annotations

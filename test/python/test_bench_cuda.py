@@ -5,12 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from long_runs import strength
+
 
 def test_emulated_traffic_table(repo, tmp_path) -> None:
     md = tmp_path / "cuda.md"
     done = subprocess.run(
         [sys.executable, str(repo / "benchmarks" / "cuda.py"), "--emulate",
-         "--matrices", "pruned90", "--k", "32", "--markdown", str(md)],
+         "--matrices", "pruned90", "--k", str(strength(16, 32)), "--markdown", str(md)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
