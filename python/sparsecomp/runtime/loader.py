@@ -81,14 +81,16 @@ def kernel(path: Path, expected: str | None) -> ctypes.CDLL:
         library = _KERNELS.get(found)
         if library is not None:
             return library
-        copy = _private_folder() / f"{found[:32]}-{path.name}"
+        copy: Path | None = None
         try:
+            copy = _private_folder() / f"{found[:32]}-{path.name}"
             copy.write_bytes(data)
             library = ctypes.CDLL(str(copy), mode=ctypes.RTLD_LOCAL)
-        except OSError as err:
+        except OSError as err:  # no room for the copy, or dlopen refused it
             raise SparsecompError(f"cannot load {path}: {err}") from None
         finally:
-            copy.unlink(missing_ok=True)  # the mapping keeps the bytes
+            if copy is not None:
+                copy.unlink(missing_ok=True)  # the mapping keeps the bytes
         _KERNELS[found] = library
         return library
 
