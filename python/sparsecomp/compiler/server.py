@@ -27,16 +27,15 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sparsecomp import errors, knobs
+from sparsecomp.compiler.worker_process import WorkerProcess
 from sparsecomp.errors import CompileError, SparsecompError
 from sparsecomp.targets import CpuTarget, CudaTarget
 
@@ -45,46 +44,7 @@ Progress = Callable[[str, float], None] | None
 #: How the worker is started (tests replace it).
 COMMAND = [sys.executable, "-m", __name__]
 _LOCK = threading.Lock()
-_server: _Server | None = None
-
-
-class _Server:
-    """One worker process and the file its stderr goes to."""
-
-    def __init__(self) -> None:
-        self.stderr: IO[str] = tempfile.TemporaryFile("w+")
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen(
-            COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.stderr, text=True, env=env,
-        )  # fmt: skip
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
-                self.proc.stdin.close()
-            except OSError:  # BrokenPipeError: the worker died with a job unread
-                pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self.stderr.close()
-
-    def crash(self) -> str:
-        from sparsecomp.compiler.upstream_worker import crash_summary
-
-        returncode = self.proc.wait()
-        self.stderr.seek(0)
-        return crash_summary(returncode, self.stderr.read())
+_server: WorkerProcess | None = None
 
 
 def _shutdown() -> None:
@@ -125,7 +85,7 @@ def build(
     with _LOCK:
         if _server is None or not _server.alive():
             _shutdown()
-            _server = _Server()
+            _server = WorkerProcess(COMMAND)
         server = _server
         assert server.proc.stdin is not None
         assert server.proc.stdout is not None

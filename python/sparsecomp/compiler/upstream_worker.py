@@ -23,19 +23,14 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sparsecomp.compiler import upstream
-
-_SOURCE = re.compile(r"([\w.-]+\.(?:cpp|h|hpp|inc)):(\d+)")
+from sparsecomp.compiler.worker_process import WorkerProcess
 
 
 @dataclass
@@ -100,18 +95,11 @@ def _run_once(out: Path, filename: str, pipeline: str) -> Lowered:
     return Lowered(answer["ok"], answer.get("needs", []), answer.get("diagnostics", []))
 
 
-class _Worker:
-    """One worker process, and the file its stderr goes to."""
+class _Worker(WorkerProcess):
+    """The worker process, asked one job at a time."""
 
     def __init__(self) -> None:
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        self.stderr: IO[str] = tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.stderr, text=True, env=env,
-        )  # fmt: skip
+        super().__init__([sys.executable, "-m", __name__])
 
     def ask(self, job: dict[str, Any]) -> dict[str, Any] | None:
         """The worker's answer to ``job``; None if it died."""
@@ -127,25 +115,6 @@ class _Worker:
         line = self.proc.stdout.readline()
         return json.loads(line) if line else None
 
-    def crash(self) -> str:
-        returncode = self.proc.wait()
-        self.stderr.seek(0)
-        return crash_summary(returncode, self.stderr.read())
-
-    def close(self) -> None:
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:  # BrokenPipeError: it died with a job unread
-                pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.stderr.close()
-
 
 _LOCK = threading.Lock()
 _worker: _Worker | None = None
@@ -157,18 +126,6 @@ def _shutdown() -> None:
     if _worker is not None:
         _worker.close()
         _worker = None
-
-
-def crash_summary(returncode: int, stderr: str) -> str:
-    """``SIGABRT: Assertion `...' failed (File.cpp:123)``, or the last line it printed."""
-    how = signal.Signals(-returncode).name if returncode < 0 else f"exit status {returncode}"
-    lines = stderr.strip().splitlines() or ["(no output)"]
-    said = next((ln for ln in lines if "Assertion" in ln), lines[-1]).strip()
-    if "Assertion" in said:
-        source = _SOURCE.search(said)
-        said = said[said.index("Assertion") :].removesuffix(".")
-        said += f" ({source.group(1)}:{source.group(2)})" if source else ""
-    return f"{how}: {said[:300]}"
 
 
 def lower(job: dict[str, Any]) -> dict[str, Any]:
