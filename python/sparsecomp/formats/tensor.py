@@ -257,17 +257,22 @@ class SparseTensor:
         """Bytes of all the tensor's buffers; ``formats.storage_bytes`` predicts it unpacked."""
         return sum(int(a.nbytes) for _, a in self.buffers())
 
-    def with_values(self, values: Any) -> SparseTensor:
+    def with_values(self, values: Any, *, copy: bool = True) -> SparseTensor:
         """The same index structure (shared arrays) with a copy of ``values`` (``nse`` long).
 
         For a composable tensor ``values`` is the parts' values concatenated in
-        part order.
+        part order. ``copy=False`` keeps ``values`` itself where it is already a
+        1-D contiguous numpy array of a value dtype (``sparsecomp.torch`` passes a
+        parameter's memory this way): the tensor then changes with it.
         """
-        vals = np.array(check_values(values, self.nse))
+        vals = check_values(values, self.nse)
+        if copy or not (isinstance(vals, np.ndarray) and vals.flags.c_contiguous):
+            vals = np.array(vals)
         if self._storage is None:
             cuts = np.cumsum([p.nse for p in self.parts])[:-1]
             parts = tuple(
-                p.with_values(v) for p, v in zip(self.parts, np.split(vals, cuts), strict=True)
+                p.with_values(v, copy=copy)
+                for p, v in zip(self.parts, np.split(vals, cuts), strict=True)
             )
             return SparseTensor(self.shape, self.layout, vals.dtype, None, parts)
         st = self._storage

@@ -1,0 +1,133 @@
+"""The compiled kernels behind :mod:`sparsecomp.torch`: SpMM and the pattern SDDMM.
+
+Two MLIR programs per value type (``f32``, ``f64``), compiled on first use
+with :func:`sparsecomp.compile` (so kept by the compile cache across
+processes) and specialized per storage layout with ``Executable.recompile``:
+
+* ``spmm``: ``C = A B``, ``A`` sparse ``m x k`` in any layout, ``B`` dense
+  ``k x n`` row-major, ``C`` dense ``m x n``. A linear layer's forward
+  pass is ``Y^T = W X^T``: the batch is ``B``'s (long, contiguous) rows.
+* ``sddmm``: ``out = S .* (X Y^T)`` at the stored entries of a CSR ``S``,
+  ``X`` ``m x n`` and ``Y`` ``k x n`` row-major (the reduction runs along
+  contiguous rows of both). With ``S``'s values all one it is the gradient
+  of a sparse weight at its stored entries: ``dW = dY^T X`` sampled at W.
+
+Kernels are looked up by ``(dtype, layout)``; a layout is any name or
+attribute text :func:`~sparsecomp.formats.names.parse_layout` accepts.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.names import parse_layout
+
+#: value types with kernels: numpy dtype name -> MLIR element type
+ELEMENTS = {"float32": "f32", "float64": "f64"}
+
+_CSR = (
+    "#sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), "
+    "posWidth = 32, crdWidth = 32}>"
+)
+
+_SPMM = """
+#csr = {csr}
+func.func @spmm(%A: tensor<?x?x{t}, #csr>, %B: tensor<?x?x{t}>) -> tensor<?x?x{t}> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : {t}
+  %m = tensor.dim %A, %c0 : tensor<?x?x{t}, #csr>
+  %n = tensor.dim %B, %c1 : tensor<?x?x{t}>
+  %e = tensor.empty(%m, %n) : tensor<?x?x{t}>
+  %C = linalg.fill ins(%zero : {t}) outs(%e : tensor<?x?x{t}>) -> tensor<?x?x{t}>
+  %r = linalg.matmul ins(%A, %B : tensor<?x?x{t}, #csr>, tensor<?x?x{t}>)
+                     outs(%C : tensor<?x?x{t}>) -> tensor<?x?x{t}>
+  return %r : tensor<?x?x{t}>
+}}
+"""
+
+_SDDMM = """
+#csr = {csr}
+#sddmm = {{
+  indexing_maps = [affine_map<(i, j, k) -> (i, j)>, affine_map<(i, j, k) -> (i, k)>,
+                   affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>],
+  iterator_types = ["parallel", "parallel", "reduction"]
+}}
+func.func @sddmm(%S: tensor<?x?x{t}, #csr>, %X: tensor<?x?x{t}>,
+                 %Y: tensor<?x?x{t}>) -> tensor<?x?x{t}, #csr> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %S, %c0 : tensor<?x?x{t}, #csr>
+  %n = tensor.dim %S, %c1 : tensor<?x?x{t}, #csr>
+  %empty = tensor.empty(%m, %n) : tensor<?x?x{t}, #csr>
+  %out = linalg.generic #sddmm
+      ins(%S, %X, %Y : tensor<?x?x{t}, #csr>, tensor<?x?x{t}>, tensor<?x?x{t}>)
+      outs(%empty : tensor<?x?x{t}, #csr>) {{
+    ^bb0(%s: {t}, %x: {t}, %y: {t}, %acc: {t}):
+      %p = arith.mulf %x, %y : {t}
+      %q = arith.mulf %s, %p : {t}
+      %r = arith.addf %acc, %q : {t}
+      linalg.yield %r : {t}
+  }} -> tensor<?x?x{t}, #csr>
+  return %out : tensor<?x?x{t}, #csr>
+}}
+"""
+
+_SOURCES = {"spmm": _SPMM, "sddmm": _SDDMM}
+_lock = threading.Lock()
+_programs: dict[tuple[str, str], Any] = {}
+_variants: dict[tuple[str, str, str], Any] = {}
+
+
+def element(dtype: Any) -> str:
+    """The MLIR element type for a numpy or torch dtype; a clear error for others."""
+    name = str(dtype).removeprefix("torch.")
+    if name not in ELEMENTS:
+        raise SparsecompError(
+            f"sparsecomp.torch has kernels for {', '.join(ELEMENTS)} values, not {name}",
+            hint="convert the module or tensor with .float() or .double()",
+        )
+    return ELEMENTS[name]
+
+
+def source(op: str, dtype: Any) -> str:
+    """The MLIR text of kernel ``op`` (``spmm`` or ``sddmm``) for ``dtype``."""
+    return _SOURCES[op].format(csr=_CSR, t=element(dtype))
+
+
+def program(op: str, dtype: Any) -> Any:
+    """The compiled ``op`` program for ``dtype`` (an ``Executable``; compiled once)."""
+    key = (op, element(dtype))
+    with _lock:
+        if key not in _programs:
+            from sparsecomp.compiler.driver import compile as compile_mlir
+
+            _programs[key] = compile_mlir(source(op, dtype))
+        return _programs[key]
+
+
+def kernel(op: str, dtype: Any, layout: str) -> Any:
+    """The ``Function`` computing ``op`` for ``dtype`` with its sparse operand in ``layout``."""
+    attr = parse_layout(layout).attr_text()
+    key = (op, element(dtype), attr)
+    found = _variants.get(key)
+    if found is not None:
+        return found
+    exe = program(op, dtype)
+    with _lock:
+        if key not in _variants:
+            if attr == _CSR:
+                _variants[key] = exe.functions[op]
+            else:
+                assert exe.recompile is not None
+                _variants[key] = exe.recompile(op, {0: attr}).functions[op]
+        return _variants[key]
+
+
+def numpy_dtype(dtype: Any) -> np.dtype[Any]:
+    """The numpy dtype of a torch dtype with kernels."""
+    return np.dtype(str(dtype).removeprefix("torch."))

@@ -1,0 +1,127 @@
+"""STen's programming model: sparsify a model's layers in place, and back.
+
+``sparsify_(model, rules)`` replaces each module a rule selects (an
+``nn.Linear``) by a :class:`~.nn.SparseLinear` holding the entries the rule's
+sparsifier keeps, stored in the rule's layout::
+
+    import sparsecomp.torch as st
+    st.sparsify_(bert_layer, {
+        "*.intermediate.dense": st.Rule("random_fraction:0.9", "csr"),
+        "*.output.dense":       st.Rule("nm:1:10", "auto"),
+        "attention.self.*":     st.Rule("scalar_fraction:0.8"),
+    })
+
+A rule's key is a glob over the qualified module names
+(``fnmatch``; ``"*"`` matches every ``nn.Linear``) or a module class; the first
+matching rule wins. A rule is a :class:`Rule`, a ``(sparsifier, layout)``
+pair, or a sparsifier alone (CSR). Sparsifiers are those of
+:mod:`sparsecomp.formats.sparsifiers`: ``threshold:T``,
+``scalar_fraction:S`` (magnitude), ``random_fraction:S[:SEED]``,
+``nm:N:M``, ``block_fraction:RxC:S``, or a ``Sparsifier``.
+
+``densify_(model)`` turns every ``SparseLinear`` back into an ``nn.Linear``
+with the same (masked) weight.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.sparsifiers import Sparsifier
+from sparsecomp.torch.nn import SparseLinear
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A selected weight keeps what ``sparsifier`` chooses, stored in ``layout``."""
+
+    sparsifier: str | Sparsifier
+    layout: str = "csr"
+
+
+def _rule(value: Any) -> Rule:
+    if isinstance(value, Rule):
+        return value
+    if isinstance(value, tuple) and len(value) == 2:
+        return Rule(*value)
+    if isinstance(value, str | Sparsifier):
+        return Rule(value)
+    raise SparsecompError(
+        f"a rule is a Rule, a (sparsifier, layout) pair or a sparsifier, not {value!r}"
+    )
+
+
+def mask_of(weight: torch.Tensor, sparsifier: str | Sparsifier) -> torch.Tensor:
+    """The entries of ``weight`` that ``sparsifier`` keeps (a bool tensor)."""
+    parsed = Sparsifier.parse(sparsifier)
+    keep = parsed.mask(weight.detach().cpu().numpy())
+    return torch.from_numpy(keep).to(weight.device)
+
+
+def _matches(key: Any, name: str, module: nn.Module) -> bool:
+    if isinstance(key, type):
+        return isinstance(module, key)
+    return fnmatch.fnmatchcase(name, str(key))
+
+
+def sparsify_(
+    model: nn.Module, rules: Mapping[Any, Any], *, batch: int | None = None
+) -> dict[str, SparseLinear]:
+    """Replace the ``nn.Linear`` modules ``rules`` select by ``SparseLinear``; see the module.
+
+    ``batch``: the rows a call will see (``batch * sequence`` for a
+    transformer), for layouts ``"auto"`` to choose now rather than on the first
+    call. Returns the new modules by qualified name; a rule that selects
+    nothing is an error (a misspelt name must not leave a model dense).
+    """
+    parsed = [(key, _rule(value)) for key, value in rules.items()]
+    chosen: list[tuple[str, nn.Linear, Rule]] = []
+    used: set[int] = set()
+    for name, module in model.named_modules():
+        if not isinstance(module, nn.Linear):
+            continue
+        for i, (key, rule) in enumerate(parsed):
+            if _matches(key, name, module):
+                used.add(i)
+                chosen.append((name, module, rule))
+                break
+    unused = [repr(key) for i, (key, _) in enumerate(parsed) if i not in used]
+    if unused:  # checked before any change: a failed call leaves the model as it was
+        names = ", ".join(n for n, m in model.named_modules() if isinstance(m, nn.Linear))
+        raise SparsecompError(
+            f"sparsify_: no nn.Linear matched {', '.join(unused)}",
+            hint=f"the nn.Linear modules: {names[:400]}",
+        )
+    done: dict[str, SparseLinear] = {}
+    for name, module, rule in chosen:
+        keep = mask_of(module.weight, rule.sparsifier)
+        sparse = SparseLinear.from_dense(module.weight, module.bias, rule.layout, keep, batch=batch)
+        sparse.sparsifier = str(Sparsifier.parse(rule.sparsifier))
+        done[name] = sparse
+    for name, sparse in done.items():
+        _replace(model, name, sparse)
+    return done
+
+
+def densify_(model: nn.Module) -> list[str]:
+    """Replace every ``SparseLinear`` by an ``nn.Linear`` with its weight; returns their names."""
+    names = [n for n, m in model.named_modules() if isinstance(m, SparseLinear)]
+    for name in names:
+        module = model.get_submodule(name)
+        assert isinstance(module, SparseLinear)
+        _replace(model, name, module.to_dense_linear())
+    return names
+
+
+def _replace(model: nn.Module, name: str, new: nn.Module) -> None:
+    if not name:
+        raise SparsecompError("sparsify_ replaces submodules; wrap a bare nn.Linear in a model")
+    parent, _, leaf = name.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, leaf, new)

@@ -1,0 +1,271 @@
+"""``SparseLinear``: ``nn.Linear`` with a sparse weight run by compiled kernels.
+
+The weight is a pattern (CSR ``indptr`` and ``indices`` buffers) and a
+``values`` parameter holding one number per kept entry, in CSR order (see
+:mod:`.structure`). The forward pass computes ``Y^T = W X^T`` with
+``sparsecomp::sparse_mm`` in the module's storage ``layout`` and returns
+``Y`` as a transposed view of that product: a following sparse layer's
+``X^T`` is then the product itself, with no copy. The backward pass gives
+``values`` a gradient only at kept entries, so any optimizer keeps the
+pattern (see :mod:`.optim` for the policies).
+
+``state_dict`` holds ``values``, ``indptr``, ``indices``, ``bias`` and an
+extra state naming the layout; loading one into a ``SparseLinear`` of any
+pattern adopts the saved pattern and layout.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.names import parse_layout
+from sparsecomp.torch import ops, structure
+
+LOG = logging.getLogger("sparsecomp")
+
+
+class SparseLinear(nn.Module):
+    """``y = x W^T + b`` with ``W`` sparse (``out_features x in_features``).
+
+    Build one with :meth:`from_dense` (keep a dense weight's nonzeros, or
+    those a mask selects) or let :func:`sparsecomp.torch.sparsify_` replace
+    a model's ``nn.Linear`` modules. ``layout`` is the storage the kernels
+    read: a short name (``"csr"``, ``"bsr:4x4"``, ``"nm:2:4"``, ``"hyb"``...)
+    or ``"auto"``, which picks the layout on the first call, for this weight
+    and the batch seen then (``Executable.prepare``'s choice, timed on this
+    machine); a model to be compiled with ``torch.compile`` must be called once
+    before, or given ``batch=`` at construction.
+    """
+
+    indptr: Tensor
+    indices: Tensor
+    values: nn.Parameter
+    bias: nn.Parameter | None
+    #: the sparsifier that chose the pattern (``sparsify_``), as text
+    sparsifier: str = ""
+    #: how ``"auto"`` chose the layout (``Choice``), once it has
+    chosen: Any = None
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        indptr: Any,
+        indices: Any,
+        values: Any,
+        bias: Tensor | None = None,
+        layout: str = "csr",
+        *,
+        batch: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.values = nn.Parameter(torch.as_tensor(values).detach().clone().contiguous())
+        if self.values.dim() != 1:
+            raise SparsecompError(f"values must be 1-D, got shape {tuple(self.values.shape)}")
+        self.register_buffer("indptr", torch.as_tensor(indptr, dtype=torch.int32).clone())
+        self.register_buffer("indices", torch.as_tensor(indices, dtype=torch.int32).clone())
+        self.bias = None if bias is None else nn.Parameter(bias.detach().clone())
+        self.layout = layout
+        self._placed: tuple[Any, ...] | None = None
+        self._adopt(layout, batch)
+
+    # -- construction -------------------------------------------------------------
+    @classmethod
+    def from_dense(
+        cls,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        layout: str = "csr",
+        mask: Tensor | None = None,
+        *,
+        batch: int | None = None,
+    ) -> SparseLinear:
+        """Keep ``weight``'s entries where ``mask`` is true (default: its nonzeros)."""
+        if weight.dim() != 2:
+            raise SparsecompError(f"a linear weight is a matrix, got shape {tuple(weight.shape)}")
+        w = weight.detach().cpu()
+        keep = (w != 0) if mask is None else mask.detach().cpu().bool()
+        if keep.shape != w.shape:
+            raise SparsecompError(f"mask shape {tuple(keep.shape)} != weight {tuple(w.shape)}")
+        rows, cols = np.nonzero(keep.numpy())
+        indptr = np.zeros(w.shape[0] + 1, np.int64)
+        np.add.at(indptr, rows + 1, 1)
+        indptr = np.cumsum(indptr)
+        values = w[torch.from_numpy(rows), torch.from_numpy(cols)]
+        module = cls(w.shape[1], w.shape[0], indptr, cols, values, bias, layout, batch=batch)
+        return module.to(weight.device)
+
+    # -- layout -------------------------------------------------------------------
+    def _adopt(self, layout: str, batch: int | None = None) -> None:
+        """Pack the pattern for ``layout`` (``"auto"`` waits for a batch size)."""
+        self._check_pattern()
+        if layout == "auto":
+            self.layout = "auto"
+            self._placed = None
+            if batch is not None:
+                self._choose(batch)
+            return
+        shape = (self.out_features, self.in_features)
+        indptr, indices = self.indptr.cpu().numpy(), self.indices.cpu().numpy()
+        fwd = structure.place(indptr, indices, shape, layout)
+        bwd = structure.place(
+            indptr, indices, shape, structure.transposed_layout(layout), transpose=True
+        )
+        csr = structure.place(indptr, indices, shape, "csr")
+        self.layout = str(parse_layout(layout))
+        pattern = (torch.from_numpy(csr.index[0].copy()), self.indptr, self.indices)
+        structure.remember(csr.layout, shape, pattern, csr.tensor)
+        torch_of = lambda p: tuple(torch.from_numpy(a.copy()) for a in p.index)  # noqa: E731
+        fwd_index, bwd_index = torch_of(fwd), torch_of(bwd)
+        structure.remember(fwd.layout, fwd.shape, fwd_index, fwd.tensor)
+        structure.remember(bwd.layout, bwd.shape, bwd_index, bwd.tensor)
+        self._placed = (
+            list(pattern),
+            torch.from_numpy(fwd.perm),
+            list(fwd_index),
+            torch.from_numpy(bwd.perm),
+            list(bwd_index),
+            fwd.layout,
+            bwd.layout,
+        )
+
+    def _choose(self, batch: int) -> None:
+        from sparsecomp.torch.kernels import program
+
+        matrix = self.to_scipy()
+        exe = program("spmm", self.values.dtype)
+        choice = exe.prepare(matrix, k=max(1, int(batch))).choice
+        LOG.info(
+            "sparsecomp.torch: %s weight %s: %s",
+            self.__class__.__name__,
+            tuple(matrix.shape),
+            choice,
+        )
+        self._adopt(choice.layout)
+        self.chosen = choice
+
+    def _check_pattern(self) -> None:
+        n = self.indptr.shape[0]
+        if n != self.out_features + 1:
+            raise SparsecompError(
+                f"indptr has {n} entries; a {self.out_features}-row weight "
+                f"needs {self.out_features + 1}"
+            )
+        if self.indices.shape != self.values.shape:
+            raise SparsecompError(
+                f"{self.indices.shape[0]} indices but {self.values.shape[0]} values"
+            )
+
+    # -- use ----------------------------------------------------------------------
+    def forward(self, x: Tensor) -> Tensor:
+        if x.shape[-1] != self.in_features:
+            raise SparsecompError(
+                f"SparseLinear({self.in_features} -> {self.out_features}) got an input "
+                f"with {x.shape[-1]} features (shape {tuple(x.shape)})"
+            )
+        lead = x.shape[:-1]
+        xt = x.reshape(-1, self.in_features).t().contiguous()
+        if self._placed is None:
+            if torch.compiler.is_compiling():
+                raise SparsecompError(
+                    "a SparseLinear with layout 'auto' chooses its layout on its first call",
+                    hint="call the model once before torch.compile, or pass batch= to sparsify_",
+                )
+            self._choose(xt.shape[1])
+        assert self._placed is not None
+        pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = self._placed
+        shape = [self.out_features, self.in_features]
+        yt = ops.sparse_mm(
+            self.values, xt, pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, shape
+        )
+        y = yt.t()
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*lead, self.out_features)
+
+    # -- conversions --------------------------------------------------------------
+    @property
+    def weight(self) -> Tensor:
+        """The weight as a dense tensor (a new one; gradients flow to ``values``)."""
+        dense = self.values.new_zeros(self.out_features * self.in_features)
+        rows, cols = structure.coordinates(self.indptr.cpu().numpy(), self.indices.cpu().numpy())
+        flat = torch.from_numpy(rows * self.in_features + cols).to(self.values.device)
+        return dense.index_put((flat,), self.values).reshape(self.out_features, self.in_features)
+
+    def to_scipy(self) -> Any:
+        """The weight as a ``scipy.sparse.csr_array`` (a copy)."""
+        import scipy.sparse as sp  # type: ignore[import-untyped]
+
+        return sp.csr_array(
+            (
+                self.values.detach().cpu().numpy().copy(),
+                self.indices.cpu().numpy().copy(),
+                self.indptr.cpu().numpy().copy(),
+            ),
+            shape=(self.out_features, self.in_features),
+        )
+
+    def to_dense_linear(self) -> nn.Linear:
+        """An ``nn.Linear`` holding the same (masked) weight."""
+        linear = nn.Linear(
+            self.in_features,
+            self.out_features,
+            bias=self.bias is not None,
+            device=self.values.device,
+            dtype=self.values.dtype,
+        )
+        with torch.no_grad():
+            linear.weight.copy_(self.weight)
+            if self.bias is not None:
+                linear.bias.copy_(self.bias)
+        return linear
+
+    @property
+    def density(self) -> float:
+        return self.values.shape[0] / max(1, self.out_features * self.in_features)
+
+    def extra_repr(self) -> str:
+        lay = self.layout
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"density={self.density:.3f}, layout={lay}, bias={self.bias is not None}"
+        )
+
+    # -- state_dict -----------------------------------------------------------------
+    def get_extra_state(self) -> dict[str, Any]:
+        return {"layout": self.layout, "shape": (self.out_features, self.in_features)}
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        self._loaded_layout = state.get("layout", "csr")
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+        # Adopt the saved pattern's sizes first, so that loading never fails on a
+        # pattern with another number of entries.
+        for name in ("values", "indptr", "indices"):
+            saved = state_dict.get(prefix + name)
+            if saved is not None:
+                old = getattr(self, name)
+                fresh = torch.empty_like(saved, dtype=old.dtype, device=old.device)
+                if name == "values":
+                    self.values = nn.Parameter(fresh, requires_grad=old.requires_grad)
+                else:
+                    setattr(self, name, fresh)
+        self._loaded_layout = self.layout
+        super()._load_from_state_dict(state_dict, prefix, *args)
+        self._adopt(self._loaded_layout)
+
+    def _apply(self, fn: Any, recurse: bool = True) -> SparseLinear:
+        super()._apply(fn, recurse)
+        if self.values.device.type != "cpu":
+            raise SparsecompError(
+                f"SparseLinear runs on the CPU; it was moved to {self.values.device}",
+                hint="CUDA kernels for sparsecomp.torch are not built yet (issue 40's note)",
+            )
+        return self

@@ -1,0 +1,179 @@
+"""The ``sparsecomp::`` custom ops: compiled sparse kernels as PyTorch operators.
+
+Each op is a :func:`torch.library.custom_op` with a fake (meta)
+implementation, so ``torch.compile(fullgraph=True)`` traces through it and
+``torch.library.opcheck`` checks it:
+
+* ``sparsecomp::layout_mm(values, b, perm, index, layout, shape)``:
+  ``A @ b`` for ``A`` stored in ``layout`` (a :class:`~.structure.Placement`:
+  ``perm`` gathers ``values``, kept in CSR order, into storage order;
+  ``index`` holds the packed index buffers). Not differentiable by itself.
+* ``sparsecomp::sddmm(pattern, x, y, shape)``: ``(x @ y.T)`` at the entries of
+  a CSR pattern, in CSR order: the gradient of a sparse weight.
+* ``sparsecomp::sparse_mm(values, b, pattern, fwd_perm, fwd_index, bwd_perm,
+  bwd_index, layout, layout_t, shape)``: ``A @ b`` with autograd. Its
+  backward computes ``d values = sddmm(pattern, dC, b)`` (only at stored
+  entries: the weight stays sparse) and ``d b = A^T @ dC`` with
+  ``layout_mm`` on the transposed placement (a compiled SpMM, never a dense
+  copy of ``A``).
+
+Dense operands are used in place (``Tensor.numpy()`` shares memory) and
+results are written straight into new torch tensors. A tensor on another
+device, or of a dtype with no kernel, is a :class:`SparsecompError`, never a
+silent fallback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.names import parse_layout
+from sparsecomp.torch import kernels, structure
+
+CSR = parse_layout("csr").attr_text()
+
+
+def host_array(t: Tensor, what: str, dtype: torch.dtype | None = None) -> np.ndarray:
+    """``t``'s memory as a numpy array (no copy) after checking device, dtype and layout."""
+    if t.device.type != "cpu":
+        raise SparsecompError(
+            f"{what} is on {t.device}, but this kernel runs on the CPU",
+            hint="move it with .cpu(), or compile the kernel for a cuda: target",
+        )
+    if t.layout != torch.strided:
+        raise SparsecompError(f"{what} must be a dense (strided) tensor, not {t.layout}")
+    if dtype is not None and t.dtype != dtype:
+        raise SparsecompError(
+            f"{what} is {t.dtype}, but the sparse weight is {dtype}",
+            hint="convert one of them with .to(dtype)",
+        )
+    if t.is_floating_point():
+        kernels.element(t.dtype)  # a clear error for a dtype with no kernel
+    return t.detach().contiguous().numpy()
+
+
+def _check_matrix(b: Tensor, what: str, rows: int) -> None:
+    if b.dim() != 2 or b.shape[0] != rows:
+        raise SparsecompError(
+            f"{what} must be a matrix with {rows} rows, got shape {tuple(b.shape)}"
+        )
+
+
+@torch.library.custom_op("sparsecomp::layout_mm", mutates_args=())
+def layout_mm(
+    values: Tensor, b: Tensor, perm: Tensor, index: list[Tensor], layout: str, shape: list[int]
+) -> Tensor:
+    """``A @ b``, ``A`` (``shape``) in ``layout``; see the module."""
+    _check_matrix(b, "the dense operand", shape[1])
+    vals = host_array(values, "the sparse weight's values")
+    dense = host_array(b, "the dense operand", values.dtype)
+    packed = structure.tensor_of(layout, tuple(shape), tuple(index))
+    if perm.numel():
+        padded = torch.cat([values.detach(), values.new_zeros(1)])
+        vals = padded[perm].numpy()
+    stored = packed.with_values(vals, copy=False)
+    out = torch.empty((shape[0], b.shape[1]), dtype=values.dtype)
+    kernels.kernel("spmm", values.dtype, layout)(stored, dense, out=out.numpy())
+    return out
+
+
+@layout_mm.register_fake
+def _layout_mm_fake(
+    values: Tensor, b: Tensor, perm: Tensor, index: list[Tensor], layout: str, shape: list[int]
+) -> Tensor:
+    torch._check(b.dim() == 2 and b.shape[0] == shape[1])
+    return b.new_empty((shape[0], b.shape[1]), dtype=values.dtype)
+
+
+@torch.library.custom_op("sparsecomp::sddmm", mutates_args=())
+def sddmm(pattern: list[Tensor], x: Tensor, y: Tensor, shape: list[int]) -> Tensor:
+    """``(x @ y.T)`` at a CSR pattern's entries (``pattern``: counts, indptr, indices)."""
+    _check_matrix(x, "sddmm's x", shape[0])
+    _check_matrix(y, "sddmm's y", shape[1])
+    if x.shape[1] != y.shape[1]:
+        raise SparsecompError(f"sddmm: x has {x.shape[1]} columns and y {y.shape[1]}")
+    xs, ys = host_array(x, "sddmm's x"), host_array(y, "sddmm's y", x.dtype)
+    packed = structure.tensor_of(CSR, tuple(shape), tuple(pattern))
+    ones = packed.with_values(np.ones(packed.nse, xs.dtype), copy=False)
+    result = kernels.kernel("sddmm", x.dtype, CSR)(ones, xs, ys)
+    return torch.from_numpy(np.require(result.values, requirements=["W", "C"]))
+
+
+@sddmm.register_fake
+def _sddmm_fake(pattern: list[Tensor], x: Tensor, y: Tensor, shape: list[int]) -> Tensor:
+    nnz = pattern[2].shape[0]
+    return x.new_empty((nnz,))
+
+
+@torch.library.custom_op("sparsecomp::sparse_mm", mutates_args=())
+def sparse_mm(
+    values: Tensor,
+    b: Tensor,
+    pattern: list[Tensor],
+    fwd_perm: Tensor,
+    fwd_index: list[Tensor],
+    bwd_perm: Tensor,
+    bwd_index: list[Tensor],
+    layout: str,
+    layout_t: str,
+    shape: list[int],
+) -> Tensor:
+    """``A @ b`` with autograd for ``values`` and ``b``; see the module."""
+    return layout_mm(values, b, fwd_perm, fwd_index, layout, shape)
+
+
+@sparse_mm.register_fake
+def _sparse_mm_fake(
+    values: Tensor,
+    b: Tensor,
+    pattern: list[Tensor],
+    fwd_perm: Tensor,
+    fwd_index: list[Tensor],
+    bwd_perm: Tensor,
+    bwd_index: list[Tensor],
+    layout: str,
+    layout_t: str,
+    shape: list[int],
+) -> Tensor:
+    torch._check(b.dim() == 2 and b.shape[0] == shape[1])
+    return b.new_empty((shape[0], b.shape[1]), dtype=values.dtype)
+
+
+def _setup(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    values, b, pattern, _, _, bwd_perm, bwd_index, _, layout_t, shape = inputs
+    ctx.save_for_backward(values, b, bwd_perm, *pattern, *bwd_index)
+    ctx.split, ctx.fwd_count = len(pattern), len(inputs[4])
+    ctx.layout_t, ctx.shape = layout_t, shape
+
+
+def _backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
+    values, b, bwd_perm, *rest = ctx.saved_tensors
+    pattern, bwd_index = rest[: ctx.split], rest[ctx.split :]
+    grad = grad.contiguous()
+    d_values = d_b = None
+    if ctx.needs_input_grad[0]:
+        d_values = sddmm(list(pattern), grad, b.contiguous(), list(ctx.shape))
+    if ctx.needs_input_grad[1]:
+        shape_t = [ctx.shape[1], ctx.shape[0]]
+        d_b = layout_mm(values, grad, bwd_perm, list(bwd_index), ctx.layout_t, shape_t)
+    nones = lambda xs: [None] * len(xs)  # noqa: E731  (list inputs get a list back)
+    return (
+        d_values,
+        d_b,
+        nones(pattern),
+        None,
+        [None] * ctx.fwd_count,
+        None,
+        nones(bwd_index),
+        None,
+        None,
+        None,
+    )
+
+
+sparse_mm.register_autograd(_backward, setup_context=_setup)

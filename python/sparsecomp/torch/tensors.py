@@ -1,0 +1,151 @@
+"""torch tensors in and out of any executable, without copies where the memory allows.
+
+* :func:`from_torch`: a dense CPU tensor becomes a numpy array sharing its
+  memory (``Tensor.numpy()``); a ``torch.sparse`` COO, CSR, CSC or BSR
+  tensor becomes a :class:`SparseTensor` in the matching layout (index
+  arrays converted to the layout's 32-bit widths).
+* :func:`to_torch`: a numpy result becomes a tensor sharing its memory
+  (``torch.from_numpy``); a :class:`SparseTensor` becomes a ``torch.sparse``
+  tensor in the layout asked for (``"csr"``, ``"csc"``, ``"coo"`` or ``"bsr"``).
+* :func:`call`: ``fn(*args, out=...)`` with torch arguments and results;
+  ``out`` tensors are written in place, so that a result needs no copy.
+
+A CUDA tensor passed to a CPU executable is an error naming the argument;
+executables for ``cuda:`` targets take CPU arrays today (they copy to the
+device themselves), so CUDA tensors are refused there too, with that hint.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.tensor import SparseTensor
+
+_SPARSE = {torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr}
+
+
+def from_torch(t: Any, what: str = "argument") -> Any:
+    """A numpy array (dense; shared memory) or a :class:`SparseTensor` (sparse) for ``t``."""
+    if not isinstance(t, torch.Tensor):
+        return t
+    if t.device.type != "cpu":
+        raise SparsecompError(
+            f"{what} is a tensor on {t.device}; this executable takes CPU tensors",
+            hint="move it with .cpu(); CUDA tensors are not passed to executables yet",
+        )
+    t = t.detach()
+    if t.layout == torch.strided:
+        return t.numpy()
+    if t.layout not in _SPARSE:
+        raise SparsecompError(f"{what} has layout {t.layout}, which sparsecomp does not read")
+    if t.dim() != 2 and t.layout != torch.sparse_coo:
+        raise SparsecompError(f"{what}: compressed torch.sparse tensors must be matrices")
+    shape = tuple(int(s) for s in t.shape)
+    if t.layout == torch.sparse_coo:
+        c = t.coalesce()
+        return SparseTensor.from_coo(shape, c.indices().numpy(), c.values().numpy(), "coo")
+    if t.layout == torch.sparse_bsr:
+        r, c = (int(s) for s in t.values().shape[1:3])
+        i32 = lambda a: a.numpy().astype(np.int32)  # noqa: E731
+        return SparseTensor.from_buffers(
+            shape,
+            f"bsr:{r}x{c}",
+            [None, i32(t.crow_indices()), None, None],
+            [None, i32(t.col_indices()), None, None],
+            t.values().reshape(-1).numpy(),
+        )
+    import scipy.sparse as sp  # type: ignore[import-untyped]
+
+    if t.layout == torch.sparse_csr:
+        m = sp.csr_array(
+            (t.values().numpy(), t.col_indices().numpy(), t.crow_indices().numpy()), shape=shape
+        )
+        return SparseTensor.from_scipy(m, "csr")
+    m = sp.csc_array(
+        (t.values().numpy(), t.row_indices().numpy(), t.ccol_indices().numpy()), shape=shape
+    )
+    return SparseTensor.from_scipy(m, "csc")
+
+
+def to_torch(x: Any, layout: str = "csr") -> Any:
+    """A torch tensor for a result: numpy arrays shared, SparseTensors as ``torch.sparse``."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        return _to_torch(x, layout)
+
+
+def _to_torch(x: Any, layout: str) -> Any:
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x if x.flags.writeable else x.copy())
+    if isinstance(x, tuple):
+        return tuple(_to_torch(v, layout) for v in x)
+    if not isinstance(x, SparseTensor):
+        return x
+    if len(x.shape) != 2 or layout == "coo":
+        coords, values = x.to_coo()
+        return torch.sparse_coo_tensor(
+            torch.from_numpy(coords),
+            torch.from_numpy(values),
+            x.shape,
+            is_coalesced=True,
+            check_invariants=False,
+        )
+    if layout == "bsr" or layout.startswith("bsr:"):
+        blocked = (
+            x
+            if layout == "bsr" and str(x.layout).startswith("bsr:")
+            else x.to(layout if layout != "bsr" else "bsr:1x1")
+        )
+        r, c = (int(v) for v in str(blocked.layout).removeprefix("bsr:").split("x"))
+        pos, crd = blocked.positions[1], blocked.coordinates[1]
+        assert pos is not None and crd is not None
+        vals = blocked.values.reshape(-1, r, c)
+        return torch.sparse_bsr_tensor(
+            torch.from_numpy(pos.astype(np.int64)),
+            torch.from_numpy(crd.astype(np.int64)),
+            torch.from_numpy(vals.copy()),
+            x.shape,
+            check_invariants=False,
+        )
+    if layout not in ("csr", "csc"):
+        raise SparsecompError(f"to_torch: layout must be csr, csc, coo or bsr[:RxC], not {layout}")
+    m = x.to_scipy(layout)
+    make = torch.sparse_csr_tensor if layout == "csr" else torch.sparse_csc_tensor
+    return make(
+        torch.from_numpy(m.indptr.astype(np.int64)),
+        torch.from_numpy(m.indices.astype(np.int64)),
+        torch.from_numpy(m.data),
+        m.shape,
+        check_invariants=False,  # built from a validated tensor
+    )
+
+
+def call(fn: Any, *args: Any, out: Any = None, sparse_layout: str = "csr") -> Any:
+    """Call an ``Executable`` or ``Function`` with torch tensors; results come back as tensors.
+
+    ``out``: a tensor (a tuple, one per result) the result is written into
+    and returned, as with ``Function.__call__``'s ``out=``. Sparse results
+    come back as ``torch.sparse`` tensors in ``sparse_layout``.
+    """
+    converted = [from_torch(a, f"argument {i}") for i, a in enumerate(args)]
+    if out is None:
+        return to_torch(fn(*converted), sparse_layout)
+    outs = out if isinstance(out, tuple) else (out,)
+    arrays = tuple(_out_array(o, i) for i, o in enumerate(outs))
+    fn(*converted, out=arrays if isinstance(out, tuple) else arrays[0])
+    return out
+
+
+def _out_array(t: Any, i: int) -> Any:
+    if not isinstance(t, torch.Tensor):
+        return t
+    if t.device.type != "cpu" or t.layout != torch.strided or not t.is_contiguous():
+        raise SparsecompError(
+            f"out[{i}] must be a contiguous dense CPU tensor, got {t.layout} on {t.device}"
+        )
+    return t.detach().numpy()

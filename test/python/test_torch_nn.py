@@ -1,0 +1,174 @@
+"""sparsecomp.torch's SparseLinear: results equal dense torch, gradients, state_dict, errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+import sparsecomp.torch as st
+from sparsecomp.errors import FormatError, SparsecompError
+
+LAYOUTS = ["csr", "bsr:4x4", "bsr:2x8", "hyb", "ell", "dcsr"]
+
+
+def _masked(rows: int, cols: int, sparsity: float, seed: int, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(rows, cols, generator=g, dtype=dtype)
+    keep = torch.rand(rows, cols, generator=g) >= sparsity
+    return w * keep, keep, torch.randn(rows, generator=g, dtype=dtype)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_forward_equals_dense_torch(layout: str) -> None:
+    w, keep, b = _masked(40, 36, 0.7, 1)
+    layer = st.SparseLinear.from_dense(w, b, layout, keep)
+    x = torch.randn(3, 5, 36)
+    torch.testing.assert_close(layer(x), x @ w.T + b, rtol=1e-4, atol=1e-5)
+
+
+def test_nm_layout_holds_an_nm_sparsified_weight() -> None:
+    w = torch.randn(16, 32)
+    keep = st.mask_of(w, "nm:2:4")
+    layer = st.SparseLinear.from_dense(w, None, "nm:2:4", keep)
+    x = torch.randn(7, 32)
+    torch.testing.assert_close(layer(x), x @ (w * keep).T, rtol=1e-4, atol=1e-5)
+    assert layer.values.shape[0] == 16 * 32 // 2
+
+
+def test_nm_layout_refuses_a_pattern_it_cannot_hold() -> None:
+    w, keep, _ = _masked(8, 16, 0.3, 2)
+    with pytest.raises(FormatError, match="not 2:4"):
+        st.SparseLinear.from_dense(w, None, "nm:2:4", keep)
+
+
+@pytest.mark.parametrize("layout", ["csr", "bsr:2x4", "hyb", "nm:2:4"])
+def test_gradcheck_values_and_input(layout: str) -> None:
+    w = torch.randn(12, 16, dtype=torch.float64)
+    keep = st.mask_of(w, "nm:2:4" if layout.startswith("nm") else "random_fraction:0.6")
+    layer = st.SparseLinear.from_dense(w, None, layout, keep)
+    values = layer.values.detach().clone().requires_grad_()
+    x = torch.randn(3, 16, dtype=torch.float64, requires_grad=True)
+
+    def f(v: torch.Tensor, inp: torch.Tensor) -> torch.Tensor:
+        return torch.func.functional_call(layer, {"values": v}, (inp,))
+
+    assert torch.autograd.gradcheck(f, (values, x))
+
+
+def test_weight_gradient_only_at_stored_entries() -> None:
+    w, keep, b = _masked(20, 24, 0.8, 3)
+    layer = st.SparseLinear.from_dense(w, b, "csr", keep)
+    dense = torch.nn.Linear(24, 20)
+    with torch.no_grad():
+        dense.weight.copy_(w)
+        dense.bias.copy_(b)
+    x = torch.randn(9, 24)
+    layer(x).square().sum().backward()
+    dense(x).square().sum().backward()
+    rows, cols = np.nonzero(keep.numpy())
+    torch.testing.assert_close(
+        layer.values.grad, dense.weight.grad[rows, cols], rtol=1e-4, atol=1e-4
+    )
+    torch.testing.assert_close(layer.bias.grad, dense.bias.grad, rtol=1e-4, atol=1e-4)
+    assert layer.values.grad.shape == (int(keep.sum()),)
+
+
+def test_sparsify_rules_select_modules_and_keep_the_rest_dense() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    x = torch.randn(5, 8)
+    done = st.sparsify_(model, {"0": ("scalar_fraction:0.5", "bsr:2x2")})
+    assert list(done) == ["0"] and isinstance(model[2], torch.nn.Linear)
+    assert isinstance(model[0], st.SparseLinear) and abs(model[0].density - 0.5) < 0.01
+    dense_copy = torch.nn.Sequential(model[0].to_dense_linear(), model[1], model[2])
+    torch.testing.assert_close(model(x), dense_copy(x), rtol=1e-4, atol=1e-5)
+    assert st.densify_(model) == ["0"]
+    torch.testing.assert_close(model(x), dense_copy(x), rtol=1e-4, atol=1e-5)
+
+
+def test_sparsify_by_class_and_unmatched_rule_is_an_error() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))
+    with pytest.raises(SparsecompError, match="no nn.Linear matched 'encoder"):
+        st.sparsify_(model, {"encoder.*": "threshold:0.1"})
+    done = st.sparsify_(model, {torch.nn.Linear: "threshold:0.1"})
+    assert sorted(done) == ["0", "1"]
+
+
+def test_auto_layout_chooses_on_first_call() -> None:
+    w, keep, b = _masked(64, 48, 0.9, 4)
+    layer = st.SparseLinear.from_dense(w, b, "auto", keep)
+    assert layer.layout == "auto"
+    x = torch.randn(32, 48)
+    torch.testing.assert_close(layer(x), x @ w.T + b, rtol=1e-4, atol=1e-5)
+    assert layer.layout != "auto" and layer.chosen.why
+
+
+def test_state_dict_round_trip_in_a_fresh_process(tmp_path) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 24), torch.nn.GELU(), torch.nn.Linear(24, 8))
+    st.sparsify_(model, {"0": ("random_fraction:0.75", "hyb"), "2": ("nm:1:4", "nm:1:4")})
+    x = torch.randn(6, 32)
+    torch.save({"state": model.state_dict(), "x": x, "y": model(x)}, tmp_path / "m.pt")
+    script = textwrap.dedent(f"""
+        import torch, sparsecomp.torch as st
+        saved = torch.load({str(tmp_path / "m.pt")!r}, weights_only=False)
+        model = torch.nn.Sequential(torch.nn.Linear(32, 24), torch.nn.GELU(),
+                                    torch.nn.Linear(24, 8))
+        st.sparsify_(model, {{"0": "scalar_fraction:0.3", "2": "threshold:0.0"}})
+        model.load_state_dict(saved["state"])
+        assert "hyb" in repr(model[0]) and "nm:1:4" in repr(model[2]), repr(model)
+        torch.testing.assert_close(model(saved["x"]), saved["y"], rtol=0, atol=0)
+        print("same")
+    """)
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0 and "same" in run.stdout, run.stderr[-3000:]
+
+
+def test_bad_inputs_are_clear_errors() -> None:
+    w, keep, _ = _masked(8, 8, 0.5, 5)
+    layer = st.SparseLinear.from_dense(w, None, "csr", keep)
+    with pytest.raises(SparsecompError, match="float16"):
+        layer.half()(torch.randn(2, 8, dtype=torch.float16))
+    layer = st.SparseLinear.from_dense(w, None, "csr", keep)
+    with pytest.raises(SparsecompError, match="float64, but the sparse weight is torch.float32"):
+        layer(torch.randn(2, 8, dtype=torch.float64))
+    with pytest.raises(SparsecompError, match="got an input with 5 features"):
+        layer(torch.randn(2, 5))
+    with pytest.raises(SparsecompError, match="on meta"):
+        st.ops.host_array(torch.empty(2, 2, device="meta"), "x")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rows=hs.integers(1, 24),
+    cols=hs.integers(1, 24),
+    batch=hs.integers(1, 9),
+    sparsity=hs.floats(0.0, 1.0),
+    layout=hs.sampled_from(["csr", "bsr:2x2", "hyb", "ell"]),
+    seed=hs.integers(0, 2**16),
+)
+def test_forward_and_backward_match_dense_property(
+    rows: int, cols: int, batch: int, sparsity: float, layout: str, seed: int
+) -> None:
+    w, keep, b = _masked(rows, cols, sparsity, seed, torch.float64)
+    layer = st.SparseLinear.from_dense(w, b, layout, keep).double()
+    x = torch.randn(batch, cols, dtype=torch.float64, requires_grad=True)
+    y = layer(x)
+    ref_w = w.clone().requires_grad_()
+    x_ref = x.detach().clone().requires_grad_()
+    ref = x_ref @ (ref_w * keep).T + b
+    torch.testing.assert_close(y, ref)
+    g = torch.randn_like(y)
+    y.backward(g)
+    ref.backward(g)
+    torch.testing.assert_close(x.grad, x_ref.grad)
+    rows_i, cols_i = np.nonzero(keep.numpy())
+    torch.testing.assert_close(layer.values.grad, ref_w.grad[rows_i, cols_i])

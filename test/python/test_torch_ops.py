@@ -1,0 +1,102 @@
+"""sparsecomp.torch's custom ops: opcheck, torch.compile(fullgraph=True), torch tensors in calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+import sparsecomp.torch as st
+from sparsecomp.errors import SparsecompError
+from sparsecomp.torch import kernels
+from sparsecomp.torch.tensors import call, from_torch, to_torch
+
+# torch's own notice on every CSR/CSC/BSR tensor the tests build
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+
+
+def _layer(layout: str = "csr", dtype=torch.float64) -> st.SparseLinear:
+    g = torch.Generator().manual_seed(7)
+    w = torch.randn(10, 12, generator=g, dtype=dtype)
+    keep = torch.rand(10, 12, generator=g) < 0.4
+    return st.SparseLinear.from_dense(w, torch.randn(10, dtype=dtype), layout, keep)
+
+
+@pytest.mark.parametrize("layout", ["csr", "bsr:2x2", "hyb"])
+def test_opcheck_sparse_mm(layout: str) -> None:
+    layer = _layer(layout)
+    pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = layer._placed
+    b = torch.randn(12, 5, dtype=torch.float64, requires_grad=True)
+    values = layer.values.detach().clone().requires_grad_()
+    args = (values, b, pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, [10, 12])
+    torch.library.opcheck(torch.ops.sparsecomp.sparse_mm.default, args)
+
+
+def test_opcheck_layout_mm_and_sddmm() -> None:
+    layer = _layer("bsr:2x2")
+    pattern, fwd_perm, fwd_index, _, _, lay, _ = layer._placed
+    b = torch.randn(12, 3, dtype=torch.float64)
+    torch.library.opcheck(
+        torch.ops.sparsecomp.layout_mm.default,
+        (layer.values.detach(), b, fwd_perm, fwd_index, lay, [10, 12]),
+    )
+    x, y = torch.randn(10, 4, dtype=torch.float64), torch.randn(12, 4, dtype=torch.float64)
+    torch.library.opcheck(torch.ops.sparsecomp.sddmm.default, (pattern, x, y, [10, 12]))
+    rows, cols = np.nonzero(layer.weight.detach().numpy())
+    got = torch.ops.sparsecomp.sddmm(pattern, x, y, [10, 12])
+    torch.testing.assert_close(got, (x @ y.T)[rows, cols])
+
+
+def test_compile_fullgraph_has_no_graph_break() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    st.sparsify_(model, {"0": ("random_fraction:0.8", "csr"), "2": ("nm:1:4", "nm:1:4")})
+    x = torch.randn(4, 6, 16)
+    explained = torch._dynamo.explain(model)(x)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(x), model(x))
+    compiled(x).sum().backward()
+    assert model[0].values.grad is not None and model[0].values.grad.shape == model[0].values.shape
+
+
+def test_torch_sparse_operands_and_results() -> None:
+    exe = kernels.program("spmm", torch.float32)
+    a = sp.random(9, 7, density=0.3, format="csr", dtype=np.float32, random_state=1)
+    b = torch.randn(7, 4)
+    dense = torch.from_numpy(a.toarray())
+    for t in (
+        dense.to_sparse_csr(),
+        dense.to_sparse_coo(),
+        dense.to_sparse_csc(),
+        torch.from_numpy(np.pad(a.toarray(), ((0, 1), (0, 1)))).to_sparse_bsr((2, 2)),
+    ):
+        rows = t.shape[0]
+        bb = torch.nn.functional.pad(b, (0, 0, 0, t.shape[1] - 7))
+        out = torch.empty(rows, 4)
+        assert call(exe, t, bb, out=out) is out
+        torch.testing.assert_close(out, t.to_dense() @ bb, rtol=1e-5, atol=1e-5)
+    result = call(exe, dense.to_sparse_csr(), b)
+    assert isinstance(result, torch.Tensor)
+    packed = from_torch(dense.to_sparse_csr())
+    for layout in ("csr", "csc", "coo", "bsr:3x1"):
+        back = to_torch(packed, layout)
+        torch.testing.assert_close(back.to_dense(), dense)
+
+
+def test_dense_tensors_share_memory_with_the_call() -> None:
+    x = torch.randn(5, 3)
+    assert np.shares_memory(from_torch(x), x.numpy())
+    out = torch.empty(3, 3)
+    exe = kernels.program("spmm", torch.float32)
+    a = torch.eye(3).to_sparse_csr()
+    call(exe, a, torch.ones(3, 3), out=out)
+    assert torch.equal(out, torch.ones(3, 3))
+
+
+def test_calls_refuse_tensors_they_cannot_use() -> None:
+    exe = kernels.program("spmm", torch.float32)
+    with pytest.raises(SparsecompError, match="argument 1 is a tensor on meta"):
+        call(exe, torch.eye(3).to_sparse_csr(), torch.empty(3, 3, device="meta"))
+    with pytest.raises(SparsecompError, match="contiguous dense CPU tensor"):
+        call(exe, torch.eye(3).to_sparse_csr(), torch.ones(3, 3), out=torch.empty(3, 3).t())
