@@ -308,5 +308,3 @@ def test_untranslatable_module_is_refused_before_translation(tmp_path) -> None:
         module = ir.Module.parse("func.func @f() { return }")
         with pytest.raises(ToolchainError, match=r"'func\.func' cannot be translated"):
             build_shared_library(module, tmp_path, detect_host(), [])
-
-

@@ -53,11 +53,13 @@ def test_compile_fullgraph_has_no_graph_break() -> None:
     st.sparsify_(model, {"0": ("random_fraction:0.8", "csr"), "2": ("nm:1:4", "nm:1:4")})
     x = torch.randn(4, 6, 16)
     explained = torch._dynamo.explain(model)(x)
-    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    assert explained.graph_break_count == 0
+    assert explained.graph_count == 1
     compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(compiled(x), model(x))
     compiled(x).sum().backward()
-    assert model[0].values.grad is not None and model[0].values.grad.shape == model[0].values.shape
+    assert model[0].values.grad is not None
+    assert model[0].values.grad.shape == model[0].values.shape
 
 
 def test_torch_sparse_operands_and_results() -> None:

@@ -103,7 +103,8 @@ def _to_torch(x: Any, layout: str) -> Any:
         )
         r, c = (int(v) for v in str(blocked.layout).removeprefix("bsr:").split("x"))
         pos, crd = blocked.positions[1], blocked.coordinates[1]
-        assert pos is not None and crd is not None
+        assert pos is not None
+        assert crd is not None
         vals = blocked.values.reshape(-1, r, c)
         return torch.sparse_bsr_tensor(
             torch.from_numpy(pos.astype(np.int64)),
