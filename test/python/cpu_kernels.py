@@ -13,6 +13,11 @@ LAYOUTS = {
     "ell": "(i, j) -> (i : dense, j : compressed_fixed)",
     "bsr:2x2": "(i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, "
     "i mod 2 : dense, j mod 2 : dense)",
+    # unit blocks: MLIR prints "j floordiv 1" as "j" and "j mod 1" as "0"
+    "bsr:4x1": "(i, j) -> (i floordiv 4 : dense, j floordiv 1 : compressed, "
+    "i mod 4 : dense, j mod 1 : dense)",
+    "bsr:1x4": "(i, j) -> (i floordiv 1 : dense, j floordiv 4 : compressed, "
+    "i mod 1 : dense, j mod 4 : dense)",
 }
 
 

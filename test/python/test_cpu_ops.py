@@ -66,7 +66,7 @@ def test_spmv_types(elt: str) -> None:
     close(exe(A, x, y), y + A @ x, elt)
 
 
-@pytest.mark.parametrize("layout", ["csr", "csc", "coo", "bsr:2x2"])
+@pytest.mark.parametrize("layout", ["csr", "csc", "coo", "bsr:2x2", "bsr:4x1", "bsr:1x4"])
 @pytest.mark.parametrize("k", [1, 7, 32, 45])
 @pytest.mark.parametrize("elt", ["f32", "f64"])
 def test_spmm(layout: str, k: int, elt: str) -> None:

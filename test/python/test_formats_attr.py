@@ -248,3 +248,20 @@ def test_rest_min_row_entries() -> None:
     )  # fmt: skip
     assert gap.rest_min_row_entries() == 2  # rows of 2 entries skip both buckets
     assert Composable((rest,)).rest_min_row_entries() is None
+
+
+@pytest.mark.parametrize("name", ["bsr:8x1", "bsr:1x4"])
+def test_unit_blocks_survive_mlir_printing(name: str, ctx: ir.Context) -> None:
+    """MLIR prints ``d floordiv 1`` as ``d`` and ``d mod 1`` as ``0``; both read back."""
+    layout = parse_layout(name)
+    printed = mlir_print(layout.attr_text(), ctx)
+    assert layout_from_attr(printed) == layout
+    assert short_name(layout_from_attr(printed)) == name
+    assert tensor_ok(layout, ctx)
+
+
+def test_a_constant_level_must_be_a_unit_block() -> None:
+    with pytest.raises(FormatError, match="only the 'd mod 1' of a block of size 1"):
+        layout_from_attr(
+            "#sparse_iter.layout<{map = (d0, d1) -> (0 : dense, d0 : dense, d1 : compressed)}>"
+        )

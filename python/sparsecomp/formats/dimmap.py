@@ -81,7 +81,11 @@ class DimMap:
         """The map over dimensions ``names`` with result expressions ``exprs`` (from ``text``)."""
         if len(set(names)) != len(names):
             raise FormatError(f"repeated dimension name in '{text}'")
-        return cls(len(names), tuple(_parse_expr(e, names, text) for e in exprs))
+        zeros = [i for i, e in enumerate(exprs) if e == "0"]
+        parsed = [None if e == "0" else _parse_expr(e, names, text) for e in exprs]
+        if zeros:
+            parsed = _unit_blocks(parsed, zeros, text)
+        return cls(len(names), tuple(p for p in parsed if p is not None))
 
     # -- queries ----------------------------------------------------------------
     @property
@@ -158,6 +162,24 @@ class DimMap:
             c = lvl_coords[lvl].astype(np.int64)
             dims[r.dim] += c * r.const if r.op == "floordiv" else c
         return dims
+
+
+def _unit_blocks(
+    parsed: list[LevelExpr | None], zeros: list[int], text: str
+) -> list[LevelExpr | None]:
+    """Blocks of size 1 as MLIR prints them: ``d floordiv 1`` is ``d`` and ``d mod 1`` is ``0``
+    (``bsr:8x1`` reads ``(d0 floordiv 8, d1, d0 mod 8, 0)``). The k-th ``0`` is the
+    ``mod 1`` of the k-th plain dimension before it."""
+    plain = [i for i, p in enumerate(parsed) if p is not None and p.op == "id"]
+    out = list(parsed)
+    for k, z in enumerate(zeros):
+        if k >= len(plain) or plain[k] > z:
+            raise FormatError(f"unsupported level expression '0' in '{text}'; a constant level "
+                              "is only the 'd mod 1' of a block of size 1")
+        dim = parsed[plain[k]].dim  # type: ignore[union-attr]
+        out[plain[k]] = LevelExpr(dim, "floordiv", 1)
+        out[z] = LevelExpr(dim, "mod", 1)
+    return out
 
 
 def _parse_expr(expr: str, names: list[str], text: str) -> LevelExpr:
