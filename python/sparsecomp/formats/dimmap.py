@@ -174,8 +174,10 @@ def _unit_blocks(
     out = list(parsed)
     for k, z in enumerate(zeros):
         if k >= len(plain) or plain[k] > z:
-            raise FormatError(f"unsupported level expression '0' in '{text}'; a constant level "
-                              "is only the 'd mod 1' of a block of size 1")
+            raise FormatError(
+                f"unsupported level expression '0' in '{text}'; a constant level "
+                "is only the 'd mod 1' of a block of size 1"
+            )
         dim = parsed[plain[k]].dim  # type: ignore[union-attr]
         out[plain[k]] = LevelExpr(dim, "floordiv", 1)
         out[z] = LevelExpr(dim, "mod", 1)

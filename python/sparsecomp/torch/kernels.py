@@ -112,11 +112,11 @@ def program(op: str, dtype: Any) -> Any:
 
 def kernel(op: str, dtype: Any, layout: str) -> Any:
     """The ``Function`` computing ``op`` for ``dtype`` with its sparse operand in ``layout``."""
-    attr = parse_layout(layout).attr_text()
-    key = (op, element(dtype), attr)
-    found = _variants.get(key)
+    found = _variants.get((op, str(dtype), layout))  # the call path: no parsing
     if found is not None:
         return found
+    attr = parse_layout(layout).attr_text()
+    key = (op, element(dtype), attr)
     exe = program(op, dtype)
     with _lock:
         if key not in _variants:
@@ -125,6 +125,7 @@ def kernel(op: str, dtype: Any, layout: str) -> Any:
             else:
                 assert exe.recompile is not None
                 _variants[key] = exe.recompile(op, {0: attr}).functions[op]
+            _variants[(op, str(dtype), layout)] = _variants[key]
         return _variants[key]
 
 
