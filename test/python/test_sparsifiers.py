@@ -183,6 +183,36 @@ def test_nm_examples():
     assert mask_of(np.array([0.0, 0.0, 0.0, 0.0]), "nm:2:4") == [1, 1, 0, 0]  # ties, zeros
 
 
+def test_grouped_nm_rows_share_the_columns_with_the_largest_group_norms():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((11, 23))  # partial row group and partial column group
+    n, m, g = 2, 5, 4
+    keep = Sparsifier.parse(f"nm:{n}:{m}:{g}").mask(x)
+    for r0 in range(0, 11, g):
+        rows = keep[r0 : r0 + g]
+        assert (rows == rows[0]).all()  # one pattern per group of rows
+        norms = np.abs(x[r0 : r0 + g]).sum(axis=0)
+        for c0 in range(0, 23, m):
+            kept = rows[0, c0 : c0 + m]
+            assert kept.sum() == min(n, len(kept))
+            if (~kept).any():
+                assert norms[c0 : c0 + m][kept].min() >= norms[c0 : c0 + m][~kept].max()
+
+
+def test_grouped_nm_pattern_is_exactly_g_by_1_blocks():
+    x = np.random.default_rng(4).standard_normal((16, 40)).astype(np.float32)
+    t = sparsecomp.sparsify(x, "grouped_nm:1:4:8", "bsr:8x1")
+    assert t.nse == t.nnz == 16 * 40 // 4
+    np.testing.assert_array_equal(t.to_dense(), sparsecomp.sparsify(x, "grouped_nm:1:4:8"))
+
+
+def test_grouped_nm_needs_rows_and_a_group():
+    with pytest.raises(FormatError, match="'grouped_nm' needs an array of rank >= 2"):
+        Sparsifier.parse("nm:1:2:2").mask(np.ones(4))
+    with pytest.raises(FormatError, match="group of g >= 1 rows"):
+        Sparsifier.parse("grouped_nm:1:2:0")
+
+
 def test_nm_rank1_and_rank3():
     assert mask_of(np.array([1, -5, 3, 2, 7], np.int32), "nm:1:2") == [0, 1, 1, 0, 1]
     x = np.arange(16.0).reshape(2, 2, 4)
@@ -309,6 +339,7 @@ def _example(kind: str) -> str:
         "scalar_fraction": "scalar_fraction:0.9",
         "block_fraction": "block_fraction:16x16:0.9",
         "nm": "nm:2:4",
+        "grouped_nm": "grouped_nm:2:4:8",
     }[kind]
 
 
@@ -319,6 +350,7 @@ ATTRS = {
     "scalar_fraction:0.9": "#sparse_iter.sparsifier<scalar_fraction[0.9]>",
     "block_fraction:16x16:0.9": "#sparse_iter.sparsifier<block_fraction[16, 16, 0.9]>",
     "nm:2:4": "#sparse_iter.sparsifier<nm[2, 4]>",
+    "grouped_nm:1:10:8": "#sparse_iter.sparsifier<grouped_nm[1, 10, 8]>",
     "threshold:inf": "#sparse_iter.sparsifier<threshold[inf]>",
     "threshold:1e-05": "#sparse_iter.sparsifier<threshold[1.0e-05]>",
     "random_fraction:0.123456789:123456789": (
@@ -355,7 +387,7 @@ def test_parse_lenient_spacing_and_forms():
         ("threshold:abc", "bad number 'abc' in sparsifier 'threshold:abc'"),
         ("keep_all:", "bad number ''"),
         ("nm:2", r"'nm' takes 2 parameter\(s\)"),
-        ("nm:2:4:1", r"'nm' takes 2 parameter\(s\)"),
+        ("nm:2:4:1:3", r"'nm' takes 2 parameter\(s\)"),
         ("block_fraction:16:0.9", "block_fraction needs RxC block sizes, got '16'"),
         ("block_fraction:16x16", r"takes 3 parameter\(s\)"),
         ("scalar_fraction:90", r"must lie in \[0, 1\]"),

@@ -13,6 +13,9 @@ attribute (``Sparsifier.parse(s.attr_text()) == s``). The kinds follow STen
                                 smallest L1 norm removed
     nm:N:M                      PerBlock n:m: the N largest magnitudes of every M
                                 consecutive elements along the innermost dimension
+    grouped_nm:N:M:G            grouped n:m (STen's n:m:g idea): G consecutive rows
+    (also nm:N:M:G)             share their kept columns, the N of every M consecutive
+                                columns with the largest L1 norm over the G rows
 
 The short forms above and the attribute text both parse (:meth:`Sparsifier.parse`).
 
@@ -50,7 +53,12 @@ Conventions (the compiler's lowering of ``sparse_iter.sparsify`` follows the sam
   dimensions, ranking the blocks of all leading (batch) indices together;
   edge blocks may be partial (their norm sums the elements they have). ``nm``
   groups the innermost dimension (rank >= 1); a partial last group keeps
-  ``min(n, its length)`` elements. The other kinds work on the flattened
+  ``min(n, its length)`` elements. ``grouped_nm`` needs rank >= 2: rows (the
+  second-to-last dimension) form groups of G (the last may be shorter, its
+  norms sum the rows it has), each group's column norms are ranked like
+  ``nm``'s magnitudes (ties: the lower column kept), and every row of the
+  group keeps the chosen columns. The pattern is exactly a set of G x 1
+  blocks: layout ``bsr:Gx1`` stores it without fill. The other kinds work on the flattened
   array (rank >= 1). Empty arrays give an all-false mask.
 * **random_fraction** draws one 64-bit key per element, in row-major order,
   from ``numpy.random.Generator(numpy.random.PCG64(SEED))``'s raw bit stream
@@ -82,10 +90,11 @@ KINDS: dict[str, tuple[str, ...]] = {
     "scalar_fraction": ("sparsity",),
     "block_fraction": ("block_rows", "block_cols", "sparsity"),
     "nm": ("n", "m"),
+    "grouped_nm": ("n", "m", "g"),
 }
 #: Kinds decidable element by element, which the compiler fuses into the producing loop.
 STREAMING_KINDS = frozenset({"keep_all", "threshold"})
-_INTEGER_PARAMS = frozenset({"seed", "block_rows", "block_cols", "n", "m"})
+_INTEGER_PARAMS = frozenset({"seed", "block_rows", "block_cols", "n", "m", "g"})
 #: Integer parameters are stored as f64; beyond 2**53 they would not be exact.
 MAX_INTEGER_PARAM = 2**53
 _ATTR_PREFIX = "#sparse_iter.sparsifier<"
@@ -164,8 +173,10 @@ class Sparsifier:
                 "sparsifier 'block_fraction': block sizes must be positive, "
                 f"got {p['block_rows']}x{p['block_cols']}"
             )
-        if self.kind == "nm" and not 0 < p["n"] <= p["m"]:
-            raise FormatError(f"sparsifier 'nm' needs 0 < n <= m, got {p['n']}:{p['m']}")
+        if self.kind in ("nm", "grouped_nm") and not 0 < p["n"] <= p["m"]:
+            raise FormatError(f"sparsifier '{self.kind}' needs 0 < n <= m, got {p['n']}:{p['m']}")
+        if self.kind == "grouped_nm" and p["g"] <= 0:
+            raise FormatError(f"sparsifier 'grouped_nm' needs a group of g >= 1 rows, got {p['g']}")
 
     # -- properties --------------------------------------------------------------
     @property
@@ -184,7 +195,7 @@ class Sparsifier:
     @property
     def min_rank(self) -> int:
         """The smallest array rank the sparsifier applies to."""
-        return 2 if self.kind == "block_fraction" else 1
+        return 2 if self.kind in ("block_fraction", "grouped_nm") else 1
 
     # -- text ----------------------------------------------------------------------
     @classmethod
@@ -234,6 +245,8 @@ class Sparsifier:
             return (rank >= removed_count(p["sparsity"], a.size)) & ~nan
         if self.kind == "nm":
             return _nm_mask(_keep_rank(mag, nan), p["n"], p["m"]) & ~nan
+        if self.kind == "grouped_nm":
+            return _grouped_nm_mask(mag, nan, p["n"], p["m"], p["g"]) & ~nan
         return _block_mask(mag, nan, p["block_rows"], p["block_cols"], p["sparsity"]) & ~nan
 
     def apply(self, x: ArrayLike) -> np.ndarray:
@@ -346,6 +359,22 @@ def _nm_mask(rank: NDArray[np.intp], n: int, m: int) -> NDArray[np.bool_]:
     return keep[..., :length]
 
 
+def _grouped_nm_mask(
+    mag: np.ndarray, nan: NDArray[np.bool_], n: int, m: int, g: int
+) -> NDArray[np.bool_]:
+    *batch, rows, cols = mag.shape
+    nb, groups = math.prod(batch), -(-rows // g)
+    acc = np.longdouble if mag.dtype == np.longdouble else np.float64
+    padded = np.zeros((nb, groups * g, cols), dtype=acc)
+    padded[:, :rows] = np.where(nan, 0, mag).astype(acc).reshape(nb, rows, cols)
+    norms = padded.reshape(nb, groups, g, cols).sum(axis=2)
+    ranks = _keep_rank(norms, np.zeros(norms.shape, dtype=bool))
+    # Ranks are global; within a group of columns only their order matters.
+    chosen = _nm_mask(ranks, n, m)
+    keep = np.repeat(chosen, g, axis=1)[:, :rows]
+    return keep.reshape(mag.shape)
+
+
 def _block_mask(
     mag: np.ndarray, nan: NDArray[np.bool_], r: int, c: int, sparsity: float
 ) -> NDArray[np.bool_]:
@@ -414,7 +443,7 @@ def _parse_short(text: str) -> Sparsifier:
         raise FormatError(
             f"unknown sparsifier kind '{name}' in '{text}'; expected one of {', '.join(KINDS)}",
             hint="short forms: keep_all, threshold:T, random_fraction:S[:SEED], "
-            "scalar_fraction:S, block_fraction:RxC:S, nm:N:M, "
+            "scalar_fraction:S, block_fraction:RxC:S, nm:N:M, nm:N:M:G, "
             "or #sparse_iter.sparsifier<...> text",
         )
     pieces = [p.strip() for p in rest.split(":")] if rest or text.endswith(":") else []
@@ -428,6 +457,8 @@ def _parse_short(text: str) -> Sparsifier:
     values = [_number(p, text) for p in pieces]
     if name == "random_fraction" and len(values) == 1:
         values.append(0.0)
+    if name == "nm" and len(values) == 3:  # nm:N:M:G, the grouped form
+        name = "grouped_nm"
     return Sparsifier(name, tuple(values))
 
 
