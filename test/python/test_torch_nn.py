@@ -176,3 +176,43 @@ def test_forward_and_backward_match_dense_property(
     torch.testing.assert_close(x.grad, x_ref.grad)
     rows_i, cols_i = np.nonzero(keep.numpy())
     torch.testing.assert_close(layer.values.grad, ref_w.grad[rows_i, cols_i])
+
+
+def test_optimizer_steps_keep_the_pattern() -> None:
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 12))
+    st.sparsify_(model, {"0": ("scalar_fraction:0.75", "bsr:2x2")})
+    layer = model[0]
+    before = layer.weight.detach() != 0
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(8, 16)).square().mean().backward()
+        opt.step()
+    after = layer.weight.detach() != 0
+    assert not (after & ~before).any()  # nothing outside the pattern ever grows
+
+
+def test_resparsify_every_n_steps_shrinks_pattern_and_optimizer_state() -> None:
+    from sparsecomp.torch.optim import ResparsifyEvery
+
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 10))
+    st.sparsify_(model, {"0": ("scalar_fraction:0.5", "csr")})
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    pruner = ResparsifyEvery(
+        model, opt, every=2, schedule=lambda s: f"scalar_fraction:{0.5 + s / 10}"
+    )
+    x = torch.randn(6, 20)
+    counts = []
+    for _ in range(4):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        done = pruner.step()
+        if done:
+            counts.append(done["0"])
+            layer = model[0]
+            assert opt.state[layer.values]["exp_avg"].shape == layer.values.shape
+            torch.testing.assert_close(model(x), x @ layer.weight.T + layer.bias)
+    assert counts == [round(200 * 0.3), round(200 * 0.1)]

@@ -102,3 +102,59 @@ def test_calls_refuse_tensors_they_cannot_use() -> None:
         call(exe, torch.eye(3).to_sparse_csr(), torch.empty(3, 3, device="meta"))
     with pytest.raises(SparsecompError, match="contiguous dense CPU tensor"):
         call(exe, torch.eye(3).to_sparse_csr(), torch.ones(3, 3), out=torch.empty(3, 3).t())
+
+
+def test_sparse_activation_linear_matches_torch_and_gradchecks() -> None:
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(24, 10).double()
+    layer = st.SparseActivationLinear(linear, threshold=0.2)
+    x = torch.randn(3, 5, 24, dtype=torch.float64, requires_grad=True)
+    g = torch.nn.functional.gelu(x)
+    ref = linear(g * (g.abs() >= 0.2))
+    torch.testing.assert_close(layer(x), ref)
+    assert ((g.abs() < 0.2) & (g != 0)).any()  # the threshold dropped something
+    assert torch.autograd.gradcheck(lambda inp: layer(inp), (x[:1, :2].detach().requires_grad_(),))
+    args = (
+        x.detach().reshape(-1, 24),
+        linear.weight.detach().t().contiguous(),
+        linear.bias.detach(),
+        0.2,
+    )
+    torch.library.opcheck(torch.ops.sparsecomp.sparse_act_linear.default, args)
+
+
+def test_sparsify_activations_in_a_bert_style_ffn() -> None:
+    class Inter(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = torch.nn.Linear(8, 16)
+            self.intermediate_act_fn = torch.nn.GELU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.intermediate_act_fn(self.dense(x))
+
+    class Out(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = torch.nn.Linear(16, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.dense(x)
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.intermediate, self.output = Inter(), Out()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.output(self.intermediate(x))
+
+    block = Block()
+    x = torch.randn(4, 8)
+    h = torch.nn.functional.gelu(block.intermediate.dense(x))
+    ref = block.output.dense(h * (h.abs() >= 0.1))
+    assert st.sparsify_activations_(torch.nn.Sequential(block), 0.1) == ["0"]
+    torch.testing.assert_close(block(x), ref, rtol=1e-4, atol=1e-5)
+    assert torch._dynamo.explain(block)(x).graph_break_count == 0
+    with pytest.raises(SparsecompError, match="no BERT-style FFN"):
+        st.sparsify_activations_(torch.nn.Linear(2, 2), 0.1)

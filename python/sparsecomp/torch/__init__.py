@@ -6,6 +6,11 @@ use and are kept by the compile cache.
 
 * :class:`SparseLinear`: ``nn.Linear`` with a sparse weight (:mod:`.nn`).
 * :func:`sparsify_` / :func:`densify_`: sparsify a model in place (:mod:`.model`).
+* :class:`SparseActivationLinear` / :func:`sparsify_activations_`: a GELU whose
+  output is sparsified as it is computed, feeding the next linear layer
+  (:mod:`.activation`).
+* :func:`resparsify_` / :class:`ResparsifyEvery`: the optimizer policies
+  (masked updates by construction, or re-sparsify every N steps: :mod:`.optim`).
 * :func:`from_torch` / :func:`to_torch` / :func:`call`: torch tensors in and out
   of any executable (:mod:`.tensors`).
 """
@@ -22,7 +27,24 @@ import os
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 from sparsecomp.torch import ops
+from sparsecomp.torch.activation import SparseActivationLinear, sparsify_activations_
 from sparsecomp.torch.model import Rule, densify_, mask_of, sparsify_
 from sparsecomp.torch.nn import SparseLinear
+from sparsecomp.torch.optim import ResparsifyEvery, resparsify_
+from sparsecomp.torch.tensors import call, from_torch, to_torch
 
-__all__ = ["Rule", "SparseLinear", "densify_", "mask_of", "ops", "sparsify_"]
+__all__ = [
+    "ResparsifyEvery",
+    "Rule",
+    "SparseActivationLinear",
+    "SparseLinear",
+    "call",
+    "densify_",
+    "from_torch",
+    "mask_of",
+    "ops",
+    "resparsify_",
+    "sparsify_",
+    "sparsify_activations_",
+    "to_torch",
+]
