@@ -9,7 +9,12 @@ import pytest
 from docs_pages import run_page, scratch, unrunnable
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = [REPO / "README.md", REPO / "docs" / "guide.md", REPO / "docs" / "troubleshooting.md"]
+PAGES = [
+    REPO / "README.md",
+    REPO / "docs" / "guide.md",
+    REPO / "docs" / "troubleshooting.md",
+    REPO / "docs" / "torch.md",
+]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

@@ -4,7 +4,8 @@ Install with ``pip install -e '.[torch]'``. Importing this package registers
 the ``sparsecomp::`` custom ops (:mod:`.ops`); the kernels compile on first
 use and are kept by the compile cache.
 
-* :class:`SparseLinear`: ``nn.Linear`` with a sparse weight (:mod:`.nn`).
+* :class:`SparseLinear`: ``nn.Linear`` with a sparse weight; :class:`SparseMatrix`:
+  ``A @ B`` for a fixed sparse ``A`` (:mod:`.nn`).
 * :func:`sparsify_` / :func:`densify_`: sparsify a model in place (:mod:`.model`).
 * :class:`SparseActivationLinear` / :func:`sparsify_activations_`: a GELU whose
   output is sparsified as it is computed, feeding the next linear layer
@@ -29,7 +30,7 @@ os.environ.setdefault("KMP_BLOCKTIME", "0")
 from sparsecomp.torch import ops
 from sparsecomp.torch.activation import SparseActivationLinear, sparsify_activations_
 from sparsecomp.torch.model import Rule, densify_, mask_of, sparsify_
-from sparsecomp.torch.nn import SparseLinear
+from sparsecomp.torch.nn import SparseLinear, SparseMatrix
 from sparsecomp.torch.optim import ResparsifyEvery, resparsify_
 from sparsecomp.torch.tensors import call, from_torch, to_torch
 
@@ -38,6 +39,7 @@ __all__ = [
     "Rule",
     "SparseActivationLinear",
     "SparseLinear",
+    "SparseMatrix",
     "call",
     "densify_",
     "from_torch",

@@ -269,3 +269,44 @@ class SparseLinear(nn.Module):
                 hint="CUDA kernels for sparsecomp.torch are not built yet (issue 40's note)",
             )
         return self
+
+
+class SparseMatrix(nn.Module):
+    """A fixed sparse matrix ``A`` as a module: ``module(B) = A @ B`` (a graph's adjacency...).
+
+    Built from a scipy.sparse matrix or a ``torch.sparse`` tensor; stored in
+    ``layout`` like a :class:`SparseLinear` weight (it is one: ``A @ B`` is
+    ``linear(B^T)^T``, which needs no copy of a contiguous ``B``). Gradients
+    flow to ``B``; to ``A``'s values too with ``trainable=True``.
+    """
+
+    def __init__(self, matrix: Any, layout: str = "csr", *, trainable: bool = False) -> None:
+        super().__init__()
+        import scipy.sparse as sp  # type: ignore[import-untyped]
+
+        if isinstance(matrix, Tensor):
+            from sparsecomp.torch.tensors import from_torch
+
+            matrix = from_torch(matrix, "the matrix").to_scipy()
+        if not sp.issparse(matrix) or len(matrix.shape) != 2:
+            raise SparsecompError("SparseMatrix takes a scipy.sparse or torch.sparse matrix")
+        m = sp.csr_array(matrix)
+        m.sum_duplicates()
+        m.sort_indices()
+        rows, cols = m.shape
+        self.linear = SparseLinear(
+            cols, rows, m.indptr, m.indices, torch.from_numpy(m.data), None, layout
+        )
+        self.linear.values.requires_grad_(trainable)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.linear.out_features, self.linear.in_features)
+
+    def forward(self, b: Tensor) -> Tensor:
+        if b.dim() != 2 or b.shape[0] != self.linear.in_features:
+            raise SparsecompError(
+                f"SparseMatrix {self.shape} @ B needs B with {self.linear.in_features} rows, "
+                f"got shape {tuple(b.shape)}"
+            )
+        return self.linear(b.t()).t()
