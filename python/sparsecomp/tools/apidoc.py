@@ -72,6 +72,26 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "PyTorch",
+        "`sparsecomp.torch` (the `torch` extra): sparse layers on compiled kernels, in STen's "
+        "programming model; a walk through it is [torch.md](torch.md).",
+        (
+            "sparsecomp.torch.model:sparsify_",
+            "sparsecomp.torch.model:Rule",
+            "sparsecomp.torch.model:densify_",
+            "sparsecomp.torch.model:mask_of",
+            "sparsecomp.torch.nn:SparseLinear()",
+            "sparsecomp.torch.nn:SparseMatrix()",
+            "sparsecomp.torch.activation:SparseActivationLinear()",
+            "sparsecomp.torch.activation:sparsify_activations_",
+            "sparsecomp.torch.optim:resparsify_",
+            "sparsecomp.torch.optim:ResparsifyEvery()",
+            "sparsecomp.torch.tensors:call",
+            "sparsecomp.torch.tensors:from_torch",
+            "sparsecomp.torch.tensors:to_torch",
+        ),
+    ),
+    (
         "Targets",
         "",
         (

@@ -74,8 +74,15 @@ def _matches(key: Any, name: str, module: nn.Module) -> bool:
 def sparsify_(
     model: nn.Module, rules: Mapping[Any, Any], *, batch: int | None = None
 ) -> dict[str, SparseLinear]:
-    """Replace the ``nn.Linear`` modules ``rules`` select by ``SparseLinear``; see the module.
+    """Replace the ``nn.Linear`` modules ``rules`` select by ``SparseLinear``.
 
+    ``rules`` maps a glob over qualified module names (``"*.intermediate.dense"``;
+    ``"*"`` is every ``nn.Linear``) or a module class to a :class:`Rule`, a
+    ``(sparsifier, layout)`` pair, or a sparsifier alone (layout CSR); the
+    first matching rule wins. Sparsifiers: ``threshold:T``, ``scalar_fraction:S``,
+    ``random_fraction:S[:SEED]``, ``nm:N:M``, ``nm:N:M:G``,
+    ``block_fraction:RxC:S`` or a ``Sparsifier``; layouts: any short name
+    (``csr``, ``bsr:RxC``, ``nm:N:M``, ``hyb``...) or ``"auto"``.
     ``batch``: the rows a call will see (``batch * sequence`` for a
     transformer), for layouts ``"auto"`` to choose now rather than on the first
     call. Returns the new modules by qualified name; a rule that selects
