@@ -216,3 +216,23 @@ def test_resparsify_every_n_steps_shrinks_pattern_and_optimizer_state() -> None:
             assert opt.state[layer.values]["exp_avg"].shape == layer.values.shape
             torch.testing.assert_close(model(x), x @ layer.weight.T + layer.bias)
     assert counts == [round(200 * 0.3), round(200 * 0.1)]
+
+
+def test_moving_a_sparse_layer_off_the_cpu_is_refused() -> None:
+    w, keep, _ = _masked(4, 4, 0.5, 6)
+    layer = st.SparseLinear.from_dense(w, None, "csr", keep)
+    with pytest.raises(SparsecompError, match="runs on the CPU; it was moved to meta"):
+        layer.to("meta")
+
+
+def test_sparse_matrix_module_gradients_reach_b_and_values() -> None:
+    import scipy.sparse as sp
+
+    a = sp.random(30, 20, density=0.2, format="csr", random_state=5)  # float64
+    module = st.SparseMatrix(a, "bsr:2x2", trainable=True)
+    b = torch.randn(20, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(module, (b,))
+    module(b).sum().backward()
+    assert module.linear.values.grad is not None
+    with pytest.raises(SparsecompError, match="needs B with 20 rows"):
+        module(torch.randn(3, 20, dtype=torch.float64))
