@@ -21,7 +21,7 @@ Each configuration runs, in the same process, as:
   ``exe.prepare`` picks, timed) for the random pattern;
 * ``torch CSR`` / ``torch COO``: each weight a ``torch.sparse`` tensor, the
   layer computing ``(W @ X^T)^T`` with ``torch.sparse.mm``;
-* ``STen``: ``sten.SparsityBuilder`` with ``CsrTensor`` weights, where the
+* ``STen``: ``sten.SparsityBuilder`` with ``CsrTensor`` (and ``CooTensor``) weights, where the
   ``sten`` package imports (it is installed with ``pip install --no-deps
   sten``: its declared dependencies include notebook and boto3); else the
   reason;
@@ -32,7 +32,9 @@ Every output is checked against the dense masked model (``rtol 1e-4`` in
 float32: ``|got - ref| <= 1e-4 |ref| + 1e-4 max|ref|``) before it is timed;
 a wrong result is printed and not timed. Times are the best of ``--reps``
 rounds of ``--calls`` calls (forward under ``torch.no_grad``; forward plus
-backward with gradients for the input and every parameter). Threads: torch's
+backward with gradients for the input and every parameter; the COO peers'
+forward plus backward only from 90% up, where it takes seconds rather than
+tens of seconds). Threads: torch's
 default and OpenMP's (both use every core).
 
     .venv/bin/python benchmarks/torch_bert.py                 # the table (minutes)
@@ -139,14 +141,15 @@ def torch_sparse(layer: nn.Module, keep: dict[str, torch.Tensor], layout: str) -
     return out
 
 
-def sten_model(layer: nn.Module, keep: dict[str, torch.Tensor], x: torch.Tensor) -> nn.Module:
+def sten_model(layer: nn.Module, keep: dict[str, torch.Tensor], fmt: str) -> nn.Module:
+    """STen's model: the masked weights in its CSR or COO format (``KeepAll``)."""
     import sten  # type: ignore[import-not-found]
 
     out = masked_dense(layer, keep)
     builder = sten.SparsityBuilder()
     for name in LINEARS:
         builder.set_weight(name=name + ".weight", initial_sparsifier=sten.KeepAll(),
-                           out_format=sten.CsrTensor)
+                           out_format=getattr(sten, f"{fmt}Tensor"))
     return builder.get_sparse_model(out)
 
 
@@ -230,7 +233,7 @@ def run(args: argparse.Namespace) -> list[Row]:
         nm = nm_for(sparsity)
         if nm is not None:
             n, m = nm
-            kinds.append((f"n:m {n}:{m}", f"nm:{n}:{m}", [f"nm:{n}:{m}"]))
+            kinds.append((f"n:m {n}:{m}", f"nm:{n}:{m}", [f"nm:{n}:{m}", "auto"]))
             kinds.append((f"n:m:g {n}:{m}:{GROUP}", f"nm:{n}:{m}:{GROUP}", [f"bsr:{GROUP}x1"]))
         for kind, sparsifier, layouts in kinds:
             row = Row(f"{kind} ({layouts[0]})", sparsity)
@@ -246,14 +249,16 @@ def run(args: argparse.Namespace) -> list[Row]:
             if not args.no_coo:
                 peers["torch COO"] = lambda: torch_sparse(layer, keep, "coo")
             if have_sten is None:
-                peers["STen CSR"] = lambda: sten_model(layer, keep, x)
+                peers["STen CSR"] = lambda: sten_model(layer, keep, "Csr")
+                if not args.no_coo:
+                    peers["STen COO"] = lambda: sten_model(layer, keep, "Coo")
             for name, make in peers.items():
                 try:
                     model = make()
                 except Exception as e:
                     row.cells[name] = {"fwd": Cell(None, _reason(e))}
                     continue
-                backward = not (name == "torch COO" and sparsity < 0.9 and not args.quick)
+                backward = not (name.endswith("COO") and sparsity < 0.9 and not args.quick)
                 row.cells[name] = measure(model, x, ref, args.reps, args.calls, backward)
                 if name.endswith("auto") and hasattr(model.get_submodule(LINEARS[-1]), "layout"):
                     chosen = {model.get_submodule(n).layout for n in LINEARS}
