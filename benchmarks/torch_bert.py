@@ -136,8 +136,11 @@ def torch_sparse(layer: nn.Module, keep: dict[str, torch.Tensor], layout: str) -
     out = copy.deepcopy(layer)
     for name, mask in keep.items():
         parent, _, leaf = name.rpartition(".")
-        setattr(out.get_submodule(parent), leaf,
-                TorchSparseLinear(out.get_submodule(name), mask, layout))
+        setattr(
+            out.get_submodule(parent),
+            leaf,
+            TorchSparseLinear(out.get_submodule(name), mask, layout),
+        )
     return out
 
 
@@ -148,8 +151,11 @@ def sten_model(layer: nn.Module, keep: dict[str, torch.Tensor], fmt: str) -> nn.
     out = masked_dense(layer, keep)
     builder = sten.SparsityBuilder()
     for name in LINEARS:
-        builder.set_weight(name=name + ".weight", initial_sparsifier=sten.KeepAll(),
-                           out_format=getattr(sten, f"{fmt}Tensor"))
+        builder.set_weight(
+            name=name + ".weight",
+            initial_sparsifier=sten.KeepAll(),
+            out_format=getattr(sten, f"{fmt}Tensor"),
+        )
     return builder.get_sparse_model(out)
 
 
@@ -188,8 +194,9 @@ def best(fn: Callable[[], Any], reps: int, calls: int) -> float:
     return min(times)
 
 
-def measure(model: nn.Module, x: torch.Tensor, ref: torch.Tensor, reps: int, calls: int,
-            backward: bool) -> dict[str, Cell]:
+def measure(
+    model: nn.Module, x: torch.Tensor, ref: torch.Tensor, reps: int, calls: int, backward: bool
+) -> dict[str, Cell]:
     cells: dict[str, Cell] = {}
     try:
         with torch.no_grad():
@@ -354,8 +361,7 @@ def plot(rows: list[Row], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="a small layer, two levels (smoke)")
-    p.add_argument("--sparsity", type=float, nargs="*",
-                   default=[0.5, 0.6, 0.7, 0.8, 0.9, 0.95])
+    p.add_argument("--sparsity", type=float, nargs="*", default=[0.5, 0.6, 0.7, 0.8, 0.9, 0.95])
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--reps", type=int, default=3)
@@ -372,22 +378,34 @@ def main(argv: list[str] | None = None) -> int:
         args.batch, args.seq, args.reps, args.calls = 2, 16, 1, 1
         args.sparsity = [0.5, 0.9]
     rows = run(args)
-    notes = [f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
-             f"batch {args.batch}, sequence {args.seq}, hidden {args.hidden}, FFN {args.ffn}",
-             f"STen: {_sten_status() or 'ran (sten ' + _sten_version() + ')'}",
-             f"torch semi-structured 2:4 on the CPU: {_semi_structured_status()}"]
+    notes = [
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
+        f"batch {args.batch}, sequence {args.seq}, hidden {args.hidden}, FFN {args.ffn}",
+        f"STen: {_sten_status() or 'ran (sten ' + _sten_version() + ')'}",
+        f"torch semi-structured 2:4 on the CPU: {_semi_structured_status()}",
+    ]
     text = "\n\n".join(
-        [f"### Forward\n\n{table(rows, 'fwd')}", f"### Forward + backward\n\n"
-         f"{table(rows, 'fwd+bwd')}", "\n".join(f"- {n}" for n in notes)]
+        [
+            f"### Forward\n\n{table(rows, 'fwd')}",
+            f"### Forward + backward\n\n{table(rows, 'fwd+bwd')}",
+            "\n".join(f"- {n}" for n in notes),
+        ]
     )
     print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(text + "\n")
     if args.json:
-        raw = [{"sparsifier": r.sparsifier, "sparsity": r.sparsity,
-                "cells": {p: {k: [c.seconds, c.note] for k, c in cs.items()}
-                          for p, cs in r.cells.items()}} for r in rows]
+        raw = [
+            {
+                "sparsifier": r.sparsifier,
+                "sparsity": r.sparsity,
+                "cells": {
+                    p: {k: [c.seconds, c.note] for k, c in cs.items()} for p, cs in r.cells.items()
+                },
+            }
+            for r in rows
+        ]
         with open(args.json, "w") as f:
             json.dump(raw, f, indent=1)
     if args.plot:
