@@ -4,7 +4,8 @@
 order, where the output is read and written, what the body does with zeros),
 :mod:`.zeros` classifies the body, :mod:`.levels` emits one loop per storage
 level, :mod:`.body` re-emits the op's body (scalar or vector), and
-:mod:`.nest` builds the whole loop nest. Kernels whose output gets a new
+:mod:`.nest` builds the whole loop nest (jamming the rows of BSR blocks
+into registers, :mod:`.jam`). Kernels whose output gets a new
 structure, or that co-iterate differently structured operands, are planned
 row by row instead (:mod:`.rowplan`, emitted by :mod:`.rowemit`).
 ``sparse-iter-lower-iterations`` is the pass that drives them.

@@ -19,6 +19,7 @@ from mlir.dialects import arith, linalg, tensor, vector
 from sparsecomp.dialects import sparse_iter
 from sparsecomp.ir.destinations import is_destination
 from sparsecomp.lowering import body as bodies
+from sparsecomp.lowering.jam import Jam, find_jam
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index, mul
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.plan import Access, Plan
@@ -107,8 +108,15 @@ class NestEmitter(OperandAccess):
     plan: Plan
 
     def __init__(
-        self, plan: Plan, lanes: int, unroll: int, panel_bytes: int = 0, slice_bytes: int = 0
+        self,
+        plan: Plan,
+        lanes: int,
+        unroll: int,
+        panel_bytes: int = 0,
+        slice_bytes: int = 0,
+        registers: int = 32,
     ) -> None:
+        """``registers``: the target's vector registers (sizes a jammed nest, :mod:`.jam`)."""
         self.plan = plan
         self.block = plan.op.regions[0].blocks[0]
         self.layout = lay = plan.layout
@@ -119,11 +127,16 @@ class NestEmitter(OperandAccess):
             self.values[i] = si.values(rank1(reader.element), plan.inputs[i].value)
         self.idx: dict[int, ir.Value] = {}
         self.outer: dict[int, ir.Value] = {}  # floordiv coordinates awaiting their mod level
+        self.jam: Jam | None = find_jam(plan, unroll, registers)
+        if self.jam is not None:
+            unroll = self.jam.unroll
+        self.hoist = plan.hoist if self.jam is None else self.jam.step
         self.vec = Vec(plan.vector_dim, lanes, unroll) if plan.vector_dim >= 0 else None
         self.width: dict[int, ir.Value] = {}
         self.panel_bytes = panel_bytes
         self.slice_bytes = slice_bytes
         self.cut: Cut | None = None  # the coordinate range of the current slice
+        self.rows: list[ir.Value] = []  # a jammed nest's rows (clamped to the edge)
 
     # -- sizes -----------------------------------------------------------------
     def level_size(self, lv: int) -> ir.Value:
@@ -268,17 +281,22 @@ class NestEmitter(OperandAccess):
 
         True when they are dense loops (free dense dimensions and
         ``dense_fixed`` levels without a block edge) over exactly the
-        output's dimensions, in a one-to-one map.
+        output's dimensions, in a one-to-one map. A jammed nest's rows
+        (:mod:`.jam`) count as a loop over their level, which with its
+        ``dense`` ``floordiv`` level covers their dimension once.
         """
-        plan = self.plan
-        outer = plan.steps[: plan.hoist]
-        dims = []
-        for step in outer:
+        plan, jam = self.plan, self.jam
+        jammed = -1 if jam is None else plan.level_dim(jam.rows)
+        dims = [] if jam is None else [jammed]
+        for step in plan.steps[: self.hoist]:
             if step.kind == "level":
                 dense = plan.layout.levels[step.level].name == "dense_fixed"
-                if not dense or plan.layout.dim_to_lvl.results[step.level].op != "id":
+                op = plan.layout.dim_to_lvl.results[step.level].op
+                block_row = op == "floordiv" and plan.level_dim(step.level) == jammed
+                if not dense or (op != "id" and not block_row):
                     return False
-                dims.append(plan.level_dim(step.level))
+                if not block_row:
+                    dims.append(plan.level_dim(step.level))
             else:
                 dims.append(step.dim)
         out_dims = [d for d in plan.output.dims if d is not None]
@@ -309,7 +327,9 @@ class NestEmitter(OperandAccess):
     # -- steps -------------------------------------------------------------------
     def step(self, k: int, pos: ir.Value, carried: Carried) -> Carried:
         plan = self.plan
-        if k == plan.hoist and len(carried) == 1:
+        if k == self.hoist and len(carried) == 1:
+            if self.jam is not None:
+                return self.jammed(pos, carried[0], self.jam)
             return self.hoisted(k, pos, carried[0])
         if k == len(plan.steps):
             return self.innermost(pos, carried)
@@ -440,6 +460,85 @@ class NestEmitter(OperandAccess):
             return [ir.VectorType.get([self.vec.lanes], elt)] * self.vec.unroll
         return [elt]
 
+    # -- the jammed rows of a block (:mod:`.jam`) ----------------------------------
+    def jammed(self, pos: ir.Value, out: ir.Value, jam: Jam) -> Carried:
+        """Read the ``R x U`` output vectors of a block row, run the block loop on
+        them (:meth:`jammed_levels`), write them back.
+
+        A row past the edge of a partial block row is read and written at the
+        last row that exists, through an all-false mask: nothing is read or
+        written there, and its accumulators are dropped.
+        """
+        assert self.vec is not None
+        assert self.cut is None
+        vec, dim = self.vec, self.plan.level_dim(jam.rows)
+        first = mul(self.outer[dim], index(jam.size))
+        count = self.level_bound(jam.rows, index(jam.size))
+        last = add(first, arith.subi(count, index(1)))
+        self.rows = [first, *(arith.minui(add(first, index(r)), last) for r in range(1, jam.size))]
+        columns = vec.masks
+        none = arith.constant(columns[0].type, ir.DenseElementsAttr.get_splat(
+            columns[0].type, ir.BoolAttr.get(False)))  # fmt: skip
+        masks = [columns]
+        for r in range(1, jam.size):
+            inside = arith.cmpi(arith.CmpIPredicate.ult, index(r), count)
+            masks.append([arith.select(inside, m, none) for m in columns])
+        elems: list[ir.Value] = []
+        for r, row in enumerate(self.rows):
+            self.idx[dim], vec.masks = row, masks[r]
+            elems += self._initial(out, pos, self.start, self.source)
+        vec.masks = columns
+        elems = self.jammed_levels(pos, [out, *elems], jam)[1:]
+        for r, row in enumerate(self.rows):
+            self.idx[dim], vec.masks = row, masks[r]
+            for u in range(vec.unroll):
+                out = self.write(elems[r * vec.unroll + u], out, u)
+        vec.masks = columns
+        return [out]
+
+    def jammed_levels(self, parent: ir.Value, carried: Carried, jam: Jam) -> Carried:
+        """The block loop, then the levels below the rows (a block's columns); the
+        rows themselves are no loop: each has its position, ``q * R + r``."""
+        from sparsecomp.lowering.levels import emit_level
+
+        def inner(q: ir.Value, coord: ir.Value, values: Carried) -> Carried:
+            self._bind_level(jam.block, coord)
+            base = mul(q, index(jam.size))
+            return self.jammed_rest(
+                jam.step + 2, [add(base, index(r)) for r in range(jam.size)], values
+            )
+
+        return emit_level(self, jam.block, parent, carried, inner, False)
+
+    def jammed_rest(self, k: int, poses: list[ir.Value], carried: Carried) -> Carried:
+        """Steps ``k`` on (``dense`` levels), each row at its own position in ``poses``."""
+        if k == len(self.plan.steps):
+            return self.jammed_body(poses, carried)
+        lv = self.plan.steps[k].level
+        size = self.level_size(lv)
+
+        def body(c: ir.Value, values: Carried) -> Carried:
+            self._bind_level(lv, c)
+            return self.jammed_rest(k + 1, [add(mul(p, size), c) for p in poses], values)
+
+        return for_loop(index(0), self.level_bound(lv, size), index(1), carried, body)
+
+    def jammed_body(self, poses: list[ir.Value], carried: Carried) -> Carried:
+        """The body once per row and vector; an operand that does not vary along
+        the rows (``B``) is read once for all of them."""
+        assert self.jam is not None
+        assert self.vec is not None
+        out, *elems = carried
+        dim, unroll = self.plan.level_dim(self.jam.rows), self.vec.unroll
+        once: dict[tuple[int, int], ir.Value] = {}
+        news = []
+        for r, (row, pos) in enumerate(zip(self.rows, poses, strict=True)):
+            self.idx[dim] = row
+            for u in range(unroll):
+                args = self.args(pos, elems[r * unroll + u], u, once)
+                news.append(bodies.emit_vector(self.block, args, self.vec.lanes))
+        return [out, *news]
+
     # -- innermost ---------------------------------------------------------------
     def innermost(self, pos: ir.Value, carried: Carried) -> Carried:
         out, *elems = carried
@@ -453,14 +552,29 @@ class NestEmitter(OperandAccess):
             news.append(res)
         return [out, *news]
 
-    def args(self, pos: ir.Value, out_elem: ir.Value, u: int = 0) -> list[ir.Value]:
+    def args(
+        self,
+        pos: ir.Value,
+        out_elem: ir.Value,
+        u: int = 0,
+        once: dict[tuple[int, int], ir.Value] | None = None,
+    ) -> list[ir.Value]:
+        """The body's arguments at driver position ``pos``, vector ``u``. With
+        ``once`` (a jammed nest), dense operands that do not use the jammed
+        rows' dimension are read once, kept there by ``(input, u)``."""
         plan = self.plan
+        rows = -1 if self.jam is None else plan.level_dim(self.jam.rows)
         args = []
         for i, acc in enumerate(plan.inputs):
             if i in self.values:
                 args.append(tensor.extract(self.values[i], [pos]))
-            elif self.vec is not None and acc.uses(self.vec.dim):
-                args.append(self.read(acc, u))
-            else:
-                args.append(self.scalar(acc))
+                continue
+            vector_read = self.vec is not None and acc.uses(self.vec.dim)
+            key = (i, u if vector_read else -1)
+            if once is not None and not acc.uses(rows) and key in once:
+                args.append(once[key])
+                continue
+            args.append(self.read(acc, u) if vector_read else self.scalar(acc))
+            if once is not None and not acc.uses(rows):
+                once[key] = args[-1]
         return [*args, out_elem]

@@ -97,7 +97,9 @@ class LowerIterationsPass(SparsecompPass):
     Options: ``vector-bits`` is the vector register width to target (-1,
     the default: the ``vector_bits`` of the function's CPU target, see
     ``sparse_iter.target``; 0: scalar code); ``unroll`` is how many vectors
-    one iteration keeps in flight; ``panel-bytes`` (0, the default: off)
+    one iteration keeps in flight (per row of a block where the rows of
+    BSR blocks are jammed, fewer so that they fit the target's registers:
+    :mod:`sparsecomp.lowering.jam`); ``panel-bytes`` (0, the default: off)
     splits the vector dimension into column panels whose gathered dense
     inputs fit that many bytes (cache tiling of SpMM's ``B``; see
     :meth:`~sparsecomp.lowering.nest.NestEmitter.panels`); ``slice-bytes``
@@ -176,6 +178,19 @@ class LowerIterationsPass(SparsecompPass):
         target = function_target(func) if func is not None else None
         return target.vector_bits if isinstance(target, CpuTarget) else 0
 
+    def _vector_registers(self, op: ir.Operation) -> int:
+        """The vector registers of the function's CPU target: 32 with AVX-512 or on
+        aarch64, else 16; without a target, 32 for 512-bit vectors, else 16."""
+        from sparsecomp.ir.targets import enclosing_function, function_target
+        from sparsecomp.targets import CpuTarget
+
+        func = enclosing_function(op)
+        target = function_target(func) if func is not None else None
+        if isinstance(target, CpuTarget):
+            wide = target.arch != "x86_64" or "avx512f" in target.features
+            return 32 if wide else 16
+        return 32 if self._vector_bits(op) == 512 else 16
+
     def _convert(self, op: ir.Operation) -> bool:
         from sparsecomp.lowering.convert import lower_conversion
 
@@ -229,7 +244,12 @@ class LowerIterationsPass(SparsecompPass):
                 result = emit_rows(plan)
             else:
                 emitter = NestEmitter(
-                    plan, max(lanes, 1), self.unroll, self.panel_bytes, self.slice_bytes
+                    plan,
+                    max(lanes, 1),
+                    self.unroll,
+                    self.panel_bytes,
+                    self.slice_bytes,
+                    self._vector_registers(op),
                 )
                 result = emitter.emit()
         init = plan.output.value.owner

@@ -252,6 +252,56 @@ func.func @bsr_spmv(%A: tensor<?x?xf32, #bsr>, %x: tensor<?xf32>, %y: tensor<?xf
 
 // -----
 
+#bsr41 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 4 : dense, j floordiv 1 : compressed, i mod 4 : dense, j mod 1 : dense), posWidth = 32, crdWidth = 32}>
+
+// SpMM over BSR 4x1, jammed (lowering/jam.py): the 4 rows x 2 vectors of a
+// block row start from the fill's zero above the block loop (no fill pass);
+// each row of B is read once per block and feeds the 4 rows; rows past the
+// edge of a partial block row are written at the last row through an
+// all-false mask.
+// VEC-LABEL: func.func @bsr_spmm_jam
+// VEC-NOT: linalg.fill
+// VEC: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
+// VEC: %[[NONE:.*]] = arith.constant dense<false> : vector<8xi1>
+// VEC: scf.for %[[BI:[^ ]+]] = {{.*}} {
+// VEC:   scf.for %[[J:[^ ]+]] = %{{.*}} to %{{.*}} step %c16
+// VEC:     %[[M0:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
+// VEC:     %[[M1:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
+// VEC:     %[[FIRST:.*]] = arith.muli %[[BI]], %c4
+// VEC:     %[[LAST:.*]] = arith.addi %[[FIRST]], %{{.*}} : index
+// VEC:     %[[R1:.*]] = arith.minui %{{.*}}, %[[LAST]] : index
+// VEC:     %[[IN1:.*]] = arith.cmpi ugt, %{{.*}}, %c1 : index
+// VEC:     %[[M10:.*]] = arith.select %[[IN1]], %[[M0]], %[[NONE]] : vector<8xi1>
+// VEC:     %[[ACC:.*]]:8 = scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO]], {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// VEC:       scf.for
+// VEC:         vector.transfer_read
+// VEC:         vector.broadcast
+// VEC:         vector.transfer_read
+// VEC-NOT:     vector.transfer_read
+// VEC-COUNT-3: vector.broadcast
+// VEC-NOT:     vector.transfer_read
+// VEC:         scf.yield
+// VEC:     vector.transfer_write %[[ACC]]#0, %{{.*}}[%[[FIRST]], %[[J]]], %[[M0]]
+// VEC:     vector.transfer_write %[[ACC]]#1
+// VEC:     vector.transfer_write %[[ACC]]#2, %{{.*}}[%[[R1]], %[[J]]], %[[M10]]
+// VEC: } {sparse_iter.parallel}
+func.func @bsr_spmm_jam(%A: tensor<?x?xf32, #bsr41>, %B: tensor<?x?xf32>, %m: index, %n: index) -> tensor<?x?xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %C = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%A, %B : tensor<?x?xf32, #bsr41>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
 #ell = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed_fixed), posWidth = 32, crdWidth = 32}>
 
 // ELL: fixed slots per row; padding (coordinate -1) is skipped.
