@@ -282,7 +282,7 @@ class SparseMatrix(nn.Module):
 
     def __init__(self, matrix: Any, layout: str = "csr", *, trainable: bool = False) -> None:
         super().__init__()
-        import scipy.sparse as sp  # type: ignore[import-untyped]
+        import scipy.sparse as sp
 
         if isinstance(matrix, Tensor):
             from sparsecomp.torch.tensors import from_torch
