@@ -10,9 +10,11 @@
 * :func:`call`: ``fn(*args, out=...)`` with torch arguments and results;
   ``out`` tensors are written in place, so that a result needs no copy.
 
-A CUDA tensor passed to a CPU executable is an error naming the argument;
-executables for ``cuda:`` targets take CPU arrays today (they copy to the
-device themselves), so CUDA tensors are refused there too, with that hint.
+A CUDA tensor passed to a CPU executable is an error naming the argument. An
+executable compiled for a ``cuda:sm_XX`` target takes dense CUDA tensors as
+they are (DLPack / ``__cuda_array_interface__``, no host round trip:
+:mod:`sparsecomp.runtime.device_arrays`), and returns its dense results on
+the GPU as torch tensors.
 """
 
 from __future__ import annotations
@@ -133,13 +135,32 @@ def call(fn: Any, *args: Any, out: Any = None, sparse_layout: str = "csr") -> An
     and returned, as with ``Function.__call__``'s ``out=``. Sparse results
     come back as ``torch.sparse`` tensors in ``sparse_layout``.
     """
-    converted = [from_torch(a, f"argument {i}") for i, a in enumerate(args)]
+    gpu = _device(fn).startswith("cuda:")
+    converted = [
+        a if gpu and _on_gpu(a) else from_torch(a, f"argument {i}") for i, a in enumerate(args)
+    ]
     if out is None:
         return to_torch(fn(*converted), sparse_layout)
     outs = out if isinstance(out, tuple) else (out,)
-    arrays = tuple(_out_array(o, i) for i, o in enumerate(outs))
+    arrays = tuple(o if gpu and _on_gpu(o) else _out_array(o, i) for i, o in enumerate(outs))
     fn(*converted, out=arrays if isinstance(out, tuple) else arrays[0])
     return out
+
+
+def _device(fn: Any) -> str:
+    """The device an ``Executable`` or ``Function`` was compiled for (``host``, ``cuda:sm_90``)."""
+    manifest = getattr(fn, "manifest", None)
+    if manifest is None and getattr(fn, "directory", None) is not None:
+        import json
+        from pathlib import Path
+
+        path = Path(fn.directory) / "manifest.json"
+        manifest = json.loads(path.read_text()) if path.is_file() else {}
+    return str((manifest or {}).get("device") or "host")
+
+
+def _on_gpu(t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type == "cuda" and t.layout == torch.strided
 
 
 def _out_array(t: Any, i: int) -> Any:
