@@ -348,7 +348,7 @@ def plot(rows: list[Row], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=False)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), sharey=False)
     for ax, what in zip(axes, ("fwd", "fwd+bwd"), strict=True):
         series: dict[str, list[tuple[float, float]]] = {}
         for r in rows:
@@ -367,8 +367,9 @@ def plot(rows: list[Row], path: str) -> None:
         ax.set_xlabel("sparsity (%)")
         ax.set_ylabel("speedup over dense torch")
         ax.set_title(f"BertLayer {what}, batch 8 x seq 128, CPU")
-    axes[1].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center right")
+    fig.tight_layout(rect=(0, 0, 0.8, 1))
     fig.savefig(path, dpi=110)
 
 
@@ -385,13 +386,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--markdown", help="also write the tables to this file")
     p.add_argument("--json", help="also write the raw times to this file")
     p.add_argument("--plot", help="write the speedup plot (PNG) to this file")
+    p.add_argument("--from-json", help="print the tables and plot of a saved --json run")
     args = p.parse_args(argv)
     args.hidden, args.heads, args.ffn = 768, 12, 3072
     if args.quick:
         args.hidden, args.heads, args.ffn = 64, 4, 128
         args.batch, args.seq, args.reps, args.calls = 2, 16, 1, 1
         args.sparsity = [0.5, 0.9]
-    rows = run(args)
+    rows = load(args.from_json) if args.from_json else run(args)
     notes = [
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}; "
@@ -426,6 +428,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         plot(rows, args.plot)
     return 0
+
+
+def load(path: str) -> list[Row]:
+    """The rows of a run saved with ``--json``."""
+    with open(path) as f:
+        raw = json.load(f)
+    return [
+        Row(
+            r["sparsifier"],
+            r["sparsity"],
+            {p: {k: Cell(*c) for k, c in cs.items()} for p, cs in r["cells"].items()},
+        )
+        for r in raw
+    ]
 
 
 def _sten_version() -> str:
