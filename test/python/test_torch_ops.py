@@ -158,3 +158,20 @@ def test_sparsify_activations_in_a_bert_style_ffn() -> None:
     assert torch._dynamo.explain(block)(x).graph_break_count == 0
     with pytest.raises(SparsecompError, match="no BERT-style FFN"):
         st.sparsify_activations_(torch.nn.Linear(2, 2), 0.1)
+
+
+def test_calls_route_by_the_executables_device(repo) -> None:
+    """A cuda: executable gets dense tensors as they are (CUDA ones through DLPack);
+    without a driver here its call stops at the CUDA runtime, not at a CPU check."""
+    import sparsecomp
+    from sparsecomp.runtime.cuda import CudaUnavailableError
+    from sparsecomp.torch.tensors import _device
+
+    host = kernels.program("spmm", torch.float32)
+    assert _device(host) == "host"
+    assert _device(host.functions["spmm"]) == "host"
+    gpu = sparsecomp.compile(str(repo / "examples" / "spmm.mlir"), target="cuda:sm_90")
+    assert _device(gpu) == "cuda:sm_90"
+    a = torch.eye(4).to_sparse()
+    with pytest.raises(CudaUnavailableError):
+        call(gpu, a, torch.ones(4, 2))
