@@ -236,3 +236,20 @@ def test_sparse_matrix_module_gradients_reach_b_and_values() -> None:
     assert module.linear.values.grad is not None
     with pytest.raises(SparsecompError, match="needs B with 20 rows"):
         module(torch.randn(3, 20, dtype=torch.float64))
+
+
+def test_load_state_dict_keeps_the_parameter_an_optimizer_holds() -> None:
+    w, keep, b = _masked(12, 10, 0.5, 7)
+    source = st.SparseLinear.from_dense(w, b, "bsr:2x2", keep)
+    target = st.SparseLinear.from_dense(w, b, "csr", torch.ones_like(keep))
+    values = target.values
+    opt = torch.optim.SGD(target.parameters(), lr=0.1)
+    target.load_state_dict(source.state_dict())
+    assert target.values is values
+    assert target.values.shape == source.values.shape
+    assert target.layout == "bsr:2x2"
+    x = torch.randn(3, 10)
+    torch.testing.assert_close(target(x), source(x))
+    target(x).sum().backward()
+    opt.step()  # updates the loaded values
+    assert not torch.equal(target.values, source.values)

@@ -269,11 +269,11 @@ class SparseLinear(nn.Module):
         # pattern with another number of entries.
         for name in ("values", "indptr", "indices"):
             saved = state_dict.get(prefix + name)
-            if saved is not None:
-                old = getattr(self, name)
+            old = getattr(self, name)
+            if saved is not None and saved.shape != old.shape:
                 fresh = torch.empty_like(saved, dtype=old.dtype, device=old.device)
                 if name == "values":
-                    self.values = nn.Parameter(fresh, requires_grad=old.requires_grad)
+                    old.data = fresh  # the same Parameter: an optimizer keeps holding it
                 else:
                     setattr(self, name, fresh)
         self._loaded_layout = self.layout
@@ -285,7 +285,8 @@ class SparseLinear(nn.Module):
         if self.values.device.type != "cpu":
             raise SparsecompError(
                 f"SparseLinear runs on the CPU; it was moved to {self.values.device}",
-                hint="CUDA kernels for sparsecomp.torch are not built yet (issue 40's note)",
+                hint="SparseLinear has CPU kernels only so far; for a GPU, compile a kernel "
+                "for a cuda: target and call it with sparsecomp.torch.call",
             )
         return self
 
