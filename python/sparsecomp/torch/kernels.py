@@ -180,7 +180,7 @@ def kernel(op: str, dtype: Any, layout: str) -> Any:
             else:
                 assert exe.recompile is not None
                 _variants[key] = exe.recompile(op, {0: attr}).functions[op]
-            _variants[(op, str(dtype), layout)] = _variants[key]
+        _variants[(op, str(dtype), layout)] = _variants[key]
         return _variants[key]
 
 
