@@ -48,7 +48,7 @@ def test_nm_layout_refuses_a_pattern_it_cannot_hold() -> None:
         st.SparseLinear.from_dense(w, None, "nm:2:4", keep)
 
 
-@pytest.mark.parametrize("layout", ["csr", "bsr:2x4", "hyb", "nm:2:4"])
+@pytest.mark.parametrize("layout", ["csr", "bsr:2x4", "bsr:4x1", "hyb", "nm:2:4"])
 def test_gradcheck_values_and_input(layout: str) -> None:
     w = torch.randn(12, 16, dtype=torch.float64)
     keep = st.mask_of(w, "nm:2:4" if layout.startswith("nm") else "random_fraction:0.6")
