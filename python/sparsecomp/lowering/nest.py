@@ -20,6 +20,7 @@ from sparsecomp.dialects import sparse_iter
 from sparsecomp.ir.destinations import is_destination
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.jam import Jam, find_jam
+from sparsecomp.lowering.levels import emit_level
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index, mul
 from sparsecomp.lowering.operands import OperandAccess, zero_of
 from sparsecomp.lowering.plan import Access, Plan
@@ -385,8 +386,6 @@ class NestEmitter(OperandAccess):
         return [results[0], vector.reduction(scalar.type, kind, total, acc=scalar)]
 
     def level_step(self, k: int, lv: int, parent: ir.Value, carried: Carried) -> Carried:
-        from sparsecomp.lowering.levels import emit_level
-
         def inner(q: ir.Value, coord: ir.Value, values: Carried) -> Carried:
             self._bind_level(lv, coord)
             return self.step(k + 1, q, values)
@@ -499,7 +498,6 @@ class NestEmitter(OperandAccess):
     def jammed_levels(self, parent: ir.Value, carried: Carried, jam: Jam) -> Carried:
         """The block loop, then the levels below the rows (a block's columns); the
         rows themselves are no loop: each has its position, ``q * R + r``."""
-        from sparsecomp.lowering.levels import emit_level
 
         def inner(q: ir.Value, coord: ir.Value, values: Carried) -> Carried:
             self._bind_level(jam.block, coord)

@@ -136,12 +136,13 @@ def source(op: str, dtype: Any, threshold: float = 0.0) -> str:
     return _SOURCES[op].format(csr=_CSR, t=element(dtype), threshold=repr(float(threshold)))
 
 
-def options() -> dict[str, int]:
-    """``sparsecomp.compile`` options of these kernels (see the module)."""
+def options() -> tuple[int, int]:
+    """``(vector_bits, unroll)`` these kernels are compiled with (see the module);
+    ``(-1, 4)``, the compiler's defaults, off x86_64."""
     from sparsecomp.targets.cpu import detect_host
 
     host = detect_host()
-    return {"vector_bits": host.max_vector_bits, "unroll": 8} if host.arch == "x86_64" else {}
+    return (host.max_vector_bits, 8) if host.arch == "x86_64" else (-1, 4)
 
 
 def program(op: str, dtype: Any, threshold: float = 0.0) -> Any:
@@ -151,17 +152,9 @@ def program(op: str, dtype: Any, threshold: float = 0.0) -> Any:
         if key not in _programs:
             from sparsecomp.compiler.driver import compile as compile_mlir
 
-            tuned = options()
-            _programs[key] = (
-                compile_mlir(
-                    source(op, dtype, threshold),
-                    "host",
-                    vector_bits=tuned.get("vector_bits", -1),
-                    unroll=tuned.get("unroll", 4),
-                )
-                if tuned
-                else compile_mlir(source(op, dtype, threshold))
-            )
+            bits, unroll = options()
+            text = source(op, dtype, threshold)
+            _programs[key] = compile_mlir(text, "host", vector_bits=bits, unroll=unroll)
         return _programs[key]
 
 

@@ -114,9 +114,7 @@ class SparseLinear(nn.Module):
         if keep.shape != w.shape:
             raise SparsecompError(f"mask shape {tuple(keep.shape)} != weight {tuple(w.shape)}")
         rows, cols = np.nonzero(keep.numpy())
-        indptr = np.zeros(w.shape[0] + 1, np.int64)
-        np.add.at(indptr, rows + 1, 1)
-        indptr = np.cumsum(indptr)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=w.shape[0]))])
         values = w[torch.from_numpy(rows), torch.from_numpy(cols)]
         module = cls(w.shape[1], w.shape[0], indptr, cols, values, bias, layout, batch=batch)
         return module.to(weight.device)
@@ -137,7 +135,7 @@ class SparseLinear(nn.Module):
         bwd = structure.place(
             indptr, indices, shape, structure.transposed_layout(layout), transpose=True
         )
-        csr = structure.place(indptr, indices, shape, "csr")
+        csr = fwd if fwd.layout == ops.CSR else structure.place(indptr, indices, shape, "csr")
         self.layout = str(parse_layout(layout))
         pattern = (torch.from_numpy(csr.index[0].copy()), self.indptr, self.indices)
         structure.remember(csr.layout, shape, pattern, csr.tensor)

@@ -28,6 +28,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.sparsifiers import Sparsifier
 from sparsecomp.torch.model import mask_of
 from sparsecomp.torch.nn import SparseLinear
+from sparsecomp.torch.structure import coordinates
 
 
 def resparsify_(
@@ -63,9 +64,9 @@ def resparsify_(
 
 
 def _entries(layer: SparseLinear) -> tuple[torch.Tensor, torch.Tensor]:
-    counts = torch.diff(layer.indptr.long())
-    rows = torch.repeat_interleave(torch.arange(layer.out_features), counts)
-    return rows, layer.indices.long()
+    """Row and column of each stored entry, in CSR order (as torch tensors)."""
+    rows, cols = coordinates(layer.indptr.cpu().numpy(), layer.indices.cpu().numpy())
+    return torch.from_numpy(rows), torch.from_numpy(cols)
 
 
 def _shrink(layer: SparseLinear, keep: torch.Tensor, optimizer: Any) -> None:
