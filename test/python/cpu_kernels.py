@@ -86,6 +86,27 @@ func.func @spmm(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}>) -> tensor<?x?x
 """
 
 
+def spmm_bias(layout: str, dims: str = "1", elt: str = "f32") -> str:
+    """``C = A B + bias`` with ``bias`` broadcast along ``dims`` of ``C``
+    (``"1"``: a bias per row, ``"0"``: per column), through ``linalg.broadcast``."""
+    return f"""
+#A = {layout_attr(layout)}
+func.func @spmm_bias(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}>,
+                     %bias: tensor<?x{elt}>) -> tensor<?x?x{elt}> {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?x{elt}, #A>
+  %n = tensor.dim %B, %c1 : tensor<?x?x{elt}>
+  %e = tensor.empty(%m, %n) : tensor<?x?x{elt}>
+  %C = linalg.broadcast ins(%bias : tensor<?x{elt}>) outs(%e : tensor<?x?x{elt}>)
+      dimensions = [{dims}]
+  %r = linalg.matmul ins(%A, %B : tensor<?x?x{elt}, #A>, tensor<?x?x{elt}>)
+                     outs(%C : tensor<?x?x{elt}>) -> tensor<?x?x{elt}>
+  return %r : tensor<?x?x{elt}>
+}}
+"""
+
+
 def spmm_upstream(name: str = "spmm", elt: str = "f64") -> str:
     """SpMM as MLIR's own sparse tests write it: index-typed ``#sparse_tensor`` CSR,
     ``linalg.matmul``, ``C`` an outs operand the caller passes."""

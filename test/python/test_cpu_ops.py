@@ -185,7 +185,7 @@ def test_kernels_property(rows: int, cols: int, k: int, density: float, seed: in
     cols=st.integers(0, 30),
     k=st.integers(1, 100),
     budget=st.sampled_from([1, 4000]),
-    layout=st.sampled_from(["csr", "bsr:2x2"]),
+    layout=st.sampled_from(["csr", "bsr:2x2", "bsr:4x1"]),
     seed=st.integers(0, 2**16),
 )
 @settings(max_examples=30, deadline=None)
@@ -196,12 +196,39 @@ def test_spmm_column_panels_property(
 
     A budget of 1 byte gives panels of one vector chunk each, so wide B's
     run several panels and a ragged last one; 4000 bytes gives a panel
-    width that depends on B's rows.
+    width that depends on B's rows. Each panel of B is packed into a
+    contiguous copy first; BSR with blocks of several rows (jammed nests)
+    and rows that end inside a block (``bsr:4x1``) read it the same way.
     """
     exe = compiled(K.spmm(layout), panel_bytes=budget)
     A = matrix((rows, cols), 0.3, np.float32, seed)
     B = dense((cols, k), np.float32, seed + 1)
     close(exe(SparseTensor.from_scipy(A, layout), B), A @ B, "f32")
+
+
+@given(
+    rows=st.integers(0, 30),
+    cols=st.integers(0, 30),
+    k=st.integers(1, 70),
+    per_row=st.booleans(),
+    layout=st.sampled_from(["csr", "bsr:2x2", "bsr:4x1"]),
+    panels=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=30, deadline=None)
+def test_spmm_with_broadcast_bias_property(
+    rows: int, cols: int, k: int, per_row: bool, layout: str, panels: bool, seed: int
+) -> None:
+    """``C = A B + bias`` (``linalg.broadcast`` into the matmul's outs) agrees with
+    scipy: a bias per row starts each output chunk from its element (jammed
+    BSR rows, partial block rows included); one per column (along the
+    vectorized dimension) is materialized first."""
+    exe = compiled(K.spmm_bias(layout, "1" if per_row else "0"), panel_bytes=1 if panels else 0)
+    A = matrix((rows, cols), 0.3, np.float32, seed)
+    B = dense((cols, k), np.float32, seed + 1)
+    bias = dense((rows if per_row else k,), np.float32, seed + 2)
+    want = A @ B + (bias[:, None] if per_row else bias[None, :])
+    close(exe(SparseTensor.from_scipy(A, layout), B, bias), want, "f32")
 
 
 def test_large_results_are_right() -> None:

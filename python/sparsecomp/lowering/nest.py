@@ -66,6 +66,47 @@ def _constant_fill(value: ir.Value) -> tuple[ir.Value, ir.Value] | None:
     return owner.operands[1], scalar
 
 
+@dataclass(frozen=True)
+class Broadcast:
+    """An output's initial value read from ``value`` (a dense tensor) at the
+    output dimensions ``dims`` (``(i, j) -> (i)``: a bias per row)."""
+
+    value: ir.Value
+    dims: tuple[int, ...]
+
+
+def _broadcast_fill(value: ir.Value) -> tuple[ir.Value, Broadcast] | None:
+    """``(the filled tensor, the Broadcast)`` if ``value`` broadcasts a dense tensor.
+
+    That is a ``linalg.generic`` with all dimensions parallel, an identity
+    output map, one dense input read at some of the dimensions in order, and a
+    body that yields the input's element (``linalg.broadcast`` generalized):
+    ``C = bias[:, None]`` before ``C += A B``, a linear layer's bias.
+    """
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "linalg.generic" or len(owner.operands) != 2:
+        return None
+    block = owner.regions[0].blocks[0]
+    body = list(block.operations)
+    if len(body) != 1 or body[0].operands[0] != block.arguments[0]:
+        return None
+    source = owner.operands[0]
+    if not isinstance(source.type, ir.RankedTensorType) or source.type.encoding is not None:
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in owner.attributes["indexing_maps"]]
+    iterators = [str(t) for t in owner.attributes["iterator_types"]]
+    if maps[1] != ir.AffineMap.get_identity(maps[1].n_dims):
+        return None
+    if any("parallel" not in t for t in iterators):
+        return None
+    if not all(isinstance(r, ir.AffineDimExpr) for r in maps[0].results):
+        return None
+    dims = tuple(ir.AffineDimExpr(r).position for r in maps[0].results)
+    if list(dims) != sorted(set(dims)):
+        return None
+    return owner.operands[1], Broadcast(source, dims)
+
+
 def _argument(value: ir.Value) -> bool:
     """Whether ``value`` is a function argument, perhaps through ``tensor.cast``s."""
     while not isinstance(value, ir.BlockArgument):
@@ -84,6 +125,16 @@ def _empty_like(value: ir.Value) -> ir.Value:
         tensor.dim(value, index(d)) if ty.is_dynamic_dim(d) else ty.shape[d] for d in range(ty.rank)
     ]
     return tensor.empty(sizes, ty.element_type)
+
+
+def _packable(acc: Access, dim: int) -> bool:
+    """Whether ``acc`` is a matrix read at ``[row, dim]``: a panel of it can be packed."""
+    results = acc.map.results
+    return (
+        len(results) == 2
+        and all(isinstance(e, ir.AffineDimExpr) for e in results)
+        and ir.AffineDimExpr(results[1]).position == dim
+    )
 
 
 def _fast_addf(a: ir.Value, b: ir.Value) -> ir.Value:
@@ -162,7 +213,8 @@ class NestEmitter(OperandAccess):
         plan = self.plan
         out = plan.output.value
         elt = ir.RankedTensorType(out.type).element_type
-        self.start: ir.Value | None = None  # the hoisted output's known initial value
+        # the hoisted output's known initial value (a Broadcast: read per element)
+        self.start: ir.Value | Broadcast | None = None
         self.source: ir.Value | None = None  # where the hoisted output is read, if not carried
         reads = reads_output(self.block, len(plan.inputs))
         if plan.sparse_output:
@@ -174,6 +226,8 @@ class NestEmitter(OperandAccess):
                 init, self.start = out, zero_of(elt)
             elif (fill := _constant_fill(out)) is not None:
                 init, self.start = fill
+            elif (cast := self._broadcast_start(out)) is not None:
+                init, self.start = cast  # the broadcast is not materialized
             elif is_destination(out):
                 init = out  # the caller's array receives the result: accumulate in it
             elif _argument(out) and ir.RankedTensorType(out.type).encoding is None:
@@ -254,12 +308,21 @@ class NestEmitter(OperandAccess):
         the rows it gathers stay in cache. The panel width is computed at run
         time from the operands' sizes: one panel when everything fits.
 
+        Each panel of a row-major gathered input is first copied into a
+        contiguous buffer (:meth:`pack`), as a BLAS packs ``B``: read in
+        place, a panel's rows lie a whole row of ``B`` apart, so that they
+        fall into few cache sets and each on its own page, and the panel does
+        not stay in cache however small it is. On the 2-core AVX-512 Xeon of
+        docs/benchmarks.md (3072x768 BSR 8x1 with 30% of its blocks kept,
+        times a 768x1024 ``B``, f32), one thread took 17-21 ms in place and
+        8-9 ms over packed panels of 48 columns.
+
         Off by default (``panel_bytes`` 0): each panel streams the sparse
-        operand again and reads and writes rows in pieces, which the
-        hardware prefetchers do not follow. On the 2-core EPYC (32 MiB L3)
-        of docs/benchmarks.md, 8 MiB panels made SpMM K=128 1.3x slower on
-        R-MAT and 3x slower on the banded FEM matrix, and K=512 on a uniform
-        0.1% 32768^2 matrix (a 64 MiB ``B`` without locality) 1.4x faster.
+        operand again and writes the output in pieces. Before packing, on the
+        2-core EPYC (32 MiB L3) of docs/benchmarks.md, 8 MiB panels made SpMM
+        K=128 1.3x slower on R-MAT and 3x slower on the banded FEM matrix, and
+        K=512 on a uniform 0.1% 32768^2 matrix (a 64 MiB ``B`` without
+        locality) 1.4x faster. :mod:`sparsecomp.torch` turns them on.
         """
         vec = self.vec
         gathered = self.gathered()
@@ -272,10 +335,41 @@ class NestEmitter(OperandAccess):
         width = mul(arith.maxui(chunks, index(1)), chunk)
 
         def body(lo: ir.Value, values: Carried) -> Carried:
-            vec.panel = (lo, arith.minui(add(lo, width), size))
-            return self.step(0, index(0), values)
+            hi = arith.minui(add(lo, width), size)
+            vec.panel = (lo, hi)
+            self.packed = {
+                id(acc): (self.pack(acc, lo, hi), lo) for acc in gathered if _packable(acc, vec.dim)
+            }
+            result = self.step(0, index(0), values)
+            self.packed = {}
+            return result
 
         return for_loop(index(0), size, width, [init], body)
+
+    def pack(self, acc: Access, lo: ir.Value, hi: ir.Value) -> ir.Value:
+        """Columns ``[lo, hi)`` of the row-major matrix ``acc`` as a new contiguous
+        ``rows x (hi - lo)`` tensor, copied a vector at a time, rows in parallel."""
+        assert self.vec is not None
+        lanes, source = self.vec.lanes, acc.value
+        ty = ir.RankedTensorType(source.type)
+        rows, width = tensor.dim(source, index(0)), arith.subi(hi, lo)
+        vt = ir.VectorType.get([lanes], ty.element_type)
+        mask_t = ir.VectorType.get([lanes], ir.IntegerType.get_signless(1))
+        perm = ir.AffineMap.get_minor_identity(2, 1)
+        fill = zero_of(ty.element_type)
+
+        def row(r: ir.Value, values: Carried) -> Carried:
+            def column(c: ir.Value, inner: Carried) -> Carried:
+                mask = vector.create_mask(mask_t, [arith.subi(width, c)])
+                at = [r, add(lo, c)]
+                v = vector.transfer_read(vt, source, at, perm, fill, [False], mask=mask)
+                into = inner[0]
+                return [vector.transfer_write(into.type, v, into, [r, c], perm, [False], mask=mask)]
+
+            return for_loop(index(0), width, index(lanes), values, column)
+
+        empty = tensor.empty([rows, width], ty.element_type)
+        return for_loop(index(0), rows, index(1), [empty], row, parallel=True)[0]
 
     def _covered(self) -> bool:
         """Whether the loops outside the hoist point visit each output element once.
@@ -432,12 +526,33 @@ class NestEmitter(OperandAccess):
             return [out]
         return [tensor.insert(elems[0], out, self._out_indices())]
 
+    def _broadcast_start(self, out: ir.Value) -> tuple[ir.Value, Broadcast] | None:
+        """``out``'s :func:`_broadcast_fill`, where its source does not vary along
+        the vectorized dimension (one scalar per hoisted output chunk)."""
+        found = _broadcast_fill(out)
+        if found is None:
+            return None
+        dims = [self.plan.output.dims[d] for d in found[1].dims]
+        if None in dims or (self.vec is not None and self.vec.dim in dims):
+            return None
+        return found
+
     def _initial(
-        self, out: ir.Value, pos: ir.Value, start: ir.Value | None, source: ir.Value | None
+        self,
+        out: ir.Value,
+        pos: ir.Value,
+        start: ir.Value | Broadcast | None,
+        source: ir.Value | None,
     ) -> list[ir.Value]:
-        """The output element(s) at the hoist point: ``start`` (a known value), or read
-        from ``source`` (the caller's outs operand), else from ``out``."""
+        """The output element(s) at the hoist point: ``start`` (a known value, or
+        one read from a broadcast tensor), or read from ``source`` (the caller's
+        outs operand), else from ``out``."""
         plan = self.plan
+        if isinstance(start, Broadcast):
+            loop_dims = [plan.output.dims[d] for d in start.dims]
+            at = [self.idx[d] for d in loop_dims if d is not None]
+            start = tensor.extract(start.value, at)
+        assert not isinstance(start, Broadcast)
         vector_out = self.vec is not None and plan.output.uses(self.vec.dim)
         if plan.sparse_output:
             return [start if start is not None else tensor.extract(out, [pos])]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
 from mlir import ir
@@ -40,6 +42,8 @@ class OperandAccess:
     plan: Planned
     idx: dict[int, ir.Value]
     vec: Vec | None
+    #: ``id(access) -> (tensor, column offset)``: an input read from a packed copy
+    packed: Mapping[int, tuple[ir.Value, ir.Value]] = MappingProxyType({})
 
     def indices(self, acc: Access, u: int = 0) -> list[ir.Value]:
         out = []
@@ -70,8 +74,13 @@ class OperandAccess:
         ty = ir.RankedTensorType(acc.value.type)
         vt = ir.VectorType.get([self.vec.lanes], ty.element_type)
         perm = ir.AffineMap.get_minor_identity(ty.rank, 1)
+        indices = self.indices(acc, u)
+        packed = self.packed.get(id(acc)) if source is None else None
+        if packed is not None:  # a panel's copy: its columns start at the panel's
+            source, lo = packed
+            indices[-1] = arith.subi(indices[-1], lo)
         return vector.transfer_read(
-            vt, source or acc.value, self.indices(acc, u), perm, zero_of(ty.element_type), [False],
+            vt, source or acc.value, indices, perm, zero_of(ty.element_type), [False],
             mask=self.vec.masks[u],
         )  # fmt: skip
 

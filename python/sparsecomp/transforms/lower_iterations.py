@@ -101,7 +101,8 @@ class LowerIterationsPass(SparsecompPass):
     BSR blocks are jammed, fewer so that they fit the target's registers:
     :mod:`sparsecomp.lowering.jam`); ``panel-bytes`` (0, the default: off)
     splits the vector dimension into column panels whose gathered dense
-    inputs fit that many bytes (cache tiling of SpMM's ``B``; see
+    inputs fit that many bytes, each panel of a row-major one copied into a
+    contiguous buffer first (cache tiling and packing of SpMM's ``B``; see
     :meth:`~sparsecomp.lowering.nest.NestEmitter.panels`); ``slice-bytes``
     (``DEFAULT_SLICE_BYTES``, 256 KiB; 0: off) runs the nest once per slice of
     the gathered rows (SpMM's ``B``) that fits that many bytes, where rows

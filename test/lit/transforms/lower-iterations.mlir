@@ -78,10 +78,23 @@ func.func @spmv(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %y: tensor<?xf32>)
 // PANEL: scf.for %[[LO:[^ ]+]] = %c0 to %[[N]] step %[[W]]
 // PANEL:   %[[END:.*]] = arith.addi %[[LO]], %[[W]] : index
 // PANEL:   %[[HI:.*]] = arith.minui %[[END]], %[[N]] : index
+// The panel's columns of B are first copied into a contiguous buffer, its
+// rows in parallel, a vector at a time.
+// PANEL:   %[[WIDTH:.*]] = arith.subi %[[HI]], %[[LO]] : index
+// PANEL:   %[[EMPTY:.*]] = tensor.empty(%[[ROWS]], %[[WIDTH]]) : tensor<?x?xf32>
+// PANEL:   %[[PACKED:.*]] = scf.for %[[R:[^ ]+]] = %c0 to %[[ROWS]] step %c1 iter_args(%{{.*}} = %[[EMPTY]])
+// PANEL:     scf.for %[[C:[^ ]+]] = %c0 to %[[WIDTH]] step %c8
+// PANEL:       %[[AT:.*]] = arith.addi %[[LO]], %[[C]] : index
+// PANEL:       %[[V:.*]] = vector.transfer_read %[[B]][%[[R]], %[[AT]]]
+// PANEL:       vector.transfer_write %[[V]], %{{.*}}[%[[R]], %[[C]]]
+// PANEL:   } {sparse_iter.parallel}
 // PANEL:   scf.for
 // PANEL:     scf.for %[[K:[^ ]+]] = %[[LO]] to %[[HI]] step %c16
 // PANEL:       %[[REST:.*]] = arith.subi %[[HI]], %[[K]] : index
 // PANEL:       vector.create_mask %[[REST]] : vector<8xi1>
+// The nest reads B from the packed panel, at columns relative to its start.
+// PANEL:         %[[REL:.*]] = arith.subi %[[K]], %[[LO]] : index
+// PANEL:         vector.transfer_read %[[PACKED]][%{{.*}}, %[[REL]]]
 // PANEL:   } {sparse_iter.parallel}
 // SDDMM's vector dimension is a reduction: no panels.
 // PANEL-LABEL: func.func @sddmm
@@ -289,6 +302,46 @@ func.func @bsr_spmm_jam(%A: tensor<?x?xf32, #bsr41>, %B: tensor<?x?xf32>, %m: in
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty(%m, %n) : tensor<?x?xf32>
   %C = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%A, %B : tensor<?x?xf32, #bsr41>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+#bsr41 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 4 : dense, j floordiv 1 : compressed, i mod 4 : dense, j mod 1 : dense), posWidth = 32, crdWidth = 32}>
+
+// SpMM plus a bias per row (C = bias[:, None], then C += A B: a linear
+// layer's Y^T = W X^T + b): the broadcast is not materialized. Each jammed
+// row's accumulators start from its bias element, read once per chunk.
+// VEC-LABEL: func.func @bsr_spmm_bias
+// VEC-SAME: %[[BIAS:[^:]+]]: tensor<?xf32>
+// VEC-NOT: linalg.generic
+// VEC: scf.for %[[BI:[^ ]+]] = {{.*}} {
+// VEC:   scf.for %[[J:[^ ]+]] = %{{.*}} to %{{.*}} step %c16
+// VEC:     %[[FIRST:.*]] = arith.muli %[[BI]], %c4
+// VEC:     %[[B0:.*]] = tensor.extract %[[BIAS]][%[[FIRST]]] : tensor<?xf32>
+// VEC:     %[[V0:.*]] = vector.broadcast %[[B0]] : f32 to vector<8xf32>
+// VEC-COUNT-3: tensor.extract %[[BIAS]]
+// VEC:     scf.for {{.*}} iter_args(%{{.*}} = %[[V0]], %{{.*}} = %[[V0]],
+// VEC: } {sparse_iter.parallel}
+// VEC-NOT: linalg.generic
+func.func @bsr_spmm_bias(%A: tensor<?x?xf32, #bsr41>, %B: tensor<?x?xf32>, %bias: tensor<?xf32>, %n: index) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %bias, %c0 : tensor<?xf32>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %C = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+    ins(%bias : tensor<?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%b: f32, %o: f32):
+    linalg.yield %b : f32
+  } -> tensor<?x?xf32>
   %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>],
                        iterator_types = ["parallel", "parallel", "reduction"]}
     ins(%A, %B : tensor<?x?xf32, #bsr41>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) {
