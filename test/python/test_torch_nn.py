@@ -52,14 +52,29 @@ def test_nm_layout_refuses_a_pattern_it_cannot_hold() -> None:
 def test_gradcheck_values_and_input(layout: str) -> None:
     w = torch.randn(12, 16, dtype=torch.float64)
     keep = st.mask_of(w, "nm:2:4" if layout.startswith("nm") else "random_fraction:0.6")
-    layer = st.SparseLinear.from_dense(w, None, layout, keep)
+    layer = st.SparseLinear.from_dense(w, torch.randn(12, dtype=torch.float64), layout, keep)
     values = layer.values.detach().clone().requires_grad_()
+    bias = layer.bias.detach().clone().requires_grad_()
     x = torch.randn(3, 16, dtype=torch.float64, requires_grad=True)
 
-    def f(v: torch.Tensor, inp: torch.Tensor) -> torch.Tensor:
-        return torch.func.functional_call(layer, {"values": v}, (inp,))
+    def f(v: torch.Tensor, b: torch.Tensor, inp: torch.Tensor) -> torch.Tensor:
+        return torch.func.functional_call(layer, {"values": v, "bias": b}, (inp,))
 
-    assert torch.autograd.gradcheck(f, (values, x))
+    assert torch.autograd.gradcheck(f, (values, bias, x))
+
+
+@pytest.mark.parametrize("shape", [(1024, 48), (300, 5), (129, 7), (5, 300)])
+def test_transposed_matches_torch_with_gradients(shape: tuple[int, int]) -> None:
+    """``transposed`` (by blocks of rows past 256 rows) equals ``x.t()``,
+    and the gradient it passes back is the gradient's transpose."""
+    from sparsecomp.torch.transpose import transposed
+
+    x = torch.randn(*shape, requires_grad=True)
+    y = transposed(x)
+    assert y.is_contiguous() and torch.equal(y, x.t())
+    g = torch.randn_like(y)
+    (y * g).sum().backward()
+    assert x.grad is not None and torch.equal(x.grad, g.t())
 
 
 def test_weight_gradient_only_at_stored_entries() -> None:

@@ -24,12 +24,20 @@ def _layer(layout: str = "csr", dtype=torch.float64) -> st.SparseLinear:
 
 
 @pytest.mark.parametrize("layout", ["csr", "bsr:2x2", "hyb"])
-def test_opcheck_sparse_mm(layout: str) -> None:
+@pytest.mark.parametrize("bias", [False, True])
+def test_opcheck_sparse_mm(layout: str, bias: bool) -> None:
     layer = _layer(layout)
     pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = layer._placed
     b = torch.randn(12, 5, dtype=torch.float64, requires_grad=True)
     values = layer.values.detach().clone().requires_grad_()
     args = (values, b, pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, [10, 12])
+    if bias:  # the bias rides in the op (added to the fresh result), with its gradient
+        args = (*args, torch.randn(10, dtype=torch.float64, requires_grad=True))
+        got = torch.ops.sparsecomp.sparse_mm(*args)
+        want = layer.weight.detach() @ b.detach() + args[-1].detach()[:, None]
+        torch.testing.assert_close(got.detach(), want)
+        got.sum().backward()
+        torch.testing.assert_close(args[-1].grad, torch.full((10,), 5.0, dtype=torch.float64))
     torch.library.opcheck(torch.ops.sparsecomp.sparse_mm.default, args)
 
 

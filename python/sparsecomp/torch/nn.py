@@ -26,27 +26,9 @@ from torch import Tensor, nn
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
 from sparsecomp.torch import ops, structure
+from sparsecomp.torch.transpose import transposed
 
 LOG = logging.getLogger("sparsecomp")
-
-
-#: rows transposed at a time by :func:`transposed`
-TRANSPOSE_ROWS = 128
-
-
-def transposed(x: Tensor) -> Tensor:
-    """``x.t().contiguous()`` for a matrix, by blocks of rows.
-
-    torch's own transpose of a 1024 x 3072 float32 matrix took 11.7 ms here
-    (a copy of it 0.8 ms): it walks the source with a 12 KiB stride. Blocks
-    of 128 rows, transposed each into its columns of the result
-    (``torch.cat``), took 3.5 ms. Under ``torch.compile`` the compiler's own
-    transpose is used.
-    """
-    rows = x.shape[0]
-    if torch.compiler.is_compiling() or rows <= 2 * TRANSPOSE_ROWS or x.t().is_contiguous():
-        return x.t().contiguous()
-    return torch.cat([x[k : k + TRANSPOSE_ROWS].t() for k in range(0, rows, TRANSPOSE_ROWS)], 1)
 
 
 class SparseLinear(nn.Module):
@@ -200,12 +182,19 @@ class SparseLinear(nn.Module):
         pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = self._placed
         shape = [self.out_features, self.in_features]
         yt = ops.sparse_mm(
-            self.values, xt, pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, shape
+            self.values,
+            xt,
+            pattern,
+            fwd_perm,
+            fwd_index,
+            bwd_perm,
+            bwd_index,
+            lay,
+            lay_t,
+            shape,
+            self.bias,
         )
-        y = yt.t()
-        if self.bias is not None:
-            y = y + self.bias
-        return y.reshape(*lead, self.out_features)
+        return yt.t().reshape(*lead, self.out_features)
 
     # -- conversions --------------------------------------------------------------
     @property
