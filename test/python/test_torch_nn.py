@@ -268,3 +268,32 @@ def test_load_state_dict_keeps_the_parameter_an_optimizer_holds() -> None:
     target(x).sum().backward()
     opt.step()  # updates the loaded values
     assert not torch.equal(target.values, source.values)
+
+
+def test_layers_reading_one_input_share_its_transpose() -> None:
+    """Three layers reading one input (attention's query, key, value) reuse its
+    transpose: results and gradients equal dense torch, and an in-place change
+    of the input between calls is seen (no stale transpose)."""
+    from sparsecomp.torch import transpose
+
+    torch.manual_seed(3)
+    x = torch.randn(4, 100, 24, requires_grad=True)  # 400 rows: the blocked path
+    dense = [torch.nn.Linear(24, 16) for _ in range(3)]
+    layers = [st.SparseLinear.from_dense(d.weight, d.bias, "bsr:4x1") for d in dense]
+    outs = [layer(x) for layer in layers]
+    assert transpose._last.source is not None and transpose._last.source() is x
+    want = [x @ layer.weight.T + layer.bias for layer in layers]
+    for got, ref in zip(outs, want, strict=True):
+        torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
+    sum(o.sum() for o in outs).backward()
+    grad = x.grad.clone()
+    x.grad = None
+    sum(r.sum() for r in want).backward()
+    torch.testing.assert_close(grad, x.grad, rtol=1e-4, atol=1e-5)
+    with torch.no_grad():
+        y = x.detach().clone()
+        first = layers[0](y)
+        y.mul_(2)  # in place: a new version, so a new transpose
+        second = layers[1](y)
+        torch.testing.assert_close(first, y / 2 @ layers[0].weight.T + layers[0].bias)
+        torch.testing.assert_close(second, y @ layers[1].weight.T + layers[1].bias)

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
 from sparsecomp.torch import ops, structure
-from sparsecomp.torch.transpose import transposed
+from sparsecomp.torch.transpose import transposed_input
 
 LOG = logging.getLogger("sparsecomp")
 
@@ -170,7 +170,7 @@ class SparseLinear(nn.Module):
                 f"with {x.shape[-1]} features (shape {tuple(x.shape)})"
             )
         lead = x.shape[:-1]
-        xt = transposed(x.reshape(-1, self.in_features))
+        xt = transposed_input(x, self)
         if self._placed is None:
             if torch.compiler.is_compiling():
                 raise SparsecompError(

@@ -8,6 +8,8 @@ for these shapes (see :func:`transposed`).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 import torch
@@ -33,6 +35,47 @@ def transposed(x: Tensor) -> Tensor:
     if torch.compiler.is_compiling() or rows <= 2 * TRANSPOSE_ROWS or x.t().is_contiguous():
         return x.t().contiguous()
     return _Transpose.apply(x)
+
+
+class _Last(threading.local):
+    """The last input :func:`transposed_input` transposed, its transpose, and the
+    layers that have read it."""
+
+    key: tuple[Any, ...] | None = None
+    source: weakref.ref[Tensor] | None = None
+    result: Tensor | None = None
+    readers: set[int] = set()  # noqa: RUF012  (replaced, never mutated in place)
+
+
+_last = _Last()
+
+
+def transposed_input(x: Tensor, reader: object) -> Tensor:
+    """``x`` (``... x features``) as a ``features x rows`` contiguous matrix, by
+    :func:`transposed`, reusing the transpose when another layer just took it.
+
+    BERT's query, key and value projections read one ``hidden_states``: it is
+    transposed once, not three times (1.1 ms each for 1024 x 768 here), and
+    in training the three gradients meet before one transpose back. Only the
+    last transpose is kept (per thread), and it serves each ``reader`` (a
+    layer) once: the same layer calling again starts a new transpose, as a
+    new forward pass does, so an input changed in place between two passes
+    (``gradcheck`` perturbs ``.data``, which no version counter sees) is never
+    read stale. A hit also needs the same tensor object with the same shape,
+    strides and version counter, under the same grad mode.
+    """
+    key = (x.data_ptr(), tuple(x.shape), x.stride(), x._version, torch.is_grad_enabled())
+    me = id(reader)
+    hit = _last.source() if _last.source is not None else None
+    if hit is x and _last.key == key and me not in _last.readers:
+        if not torch.compiler.is_compiling():
+            assert _last.result is not None
+            _last.readers = {*_last.readers, me}
+            return _last.result
+    result = transposed(x.reshape(-1, x.shape[-1]))
+    if not torch.compiler.is_compiling():
+        _last.key, _last.source, _last.result, _last.readers = key, weakref.ref(x), result, {me}
+    return result
 
 
 def _blocks_t(x: Tensor) -> Tensor:
