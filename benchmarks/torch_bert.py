@@ -31,7 +31,9 @@ Each configuration runs, in the same process, as:
 Every output is checked against the dense masked model (``rtol 1e-4`` in
 float32: ``|got - ref| <= 1e-4 |ref| + 1e-4 max|ref|``) before it is timed;
 a wrong result is printed and not timed. Times are the best of ``--reps``
-rounds of ``--calls`` calls (forward under ``torch.no_grad``; forward plus
+rounds of ``--calls`` calls, the peers of a row taking turns in each round
+(so that a slow spell of this shared machine falls on all of them; forward
+under ``torch.no_grad``; forward plus
 backward with gradients for the input and every parameter; the COO peers'
 forward plus backward only from 90% up, where it takes seconds rather than
 tens of seconds). Threads: torch's
@@ -192,40 +194,52 @@ def check(got: torch.Tensor, ref: torch.Tensor) -> str:
     return "" if not bool(bad.any()) else f"WRONG: {int(bad.sum())} outputs off"
 
 
-def best(fn: Callable[[], Any], reps: int, calls: int) -> float:
-    fn()
-    times = []
+def interleaved(fns: dict[str, Callable[[], Any]], reps: int, calls: int) -> dict[str, float]:
+    """The best of ``reps`` rounds of ``calls`` calls of each function, in seconds
+    per call. Each round times every function in turn, so that a slow spell of
+    this shared machine falls on all of them, not on one peer's rounds."""
+    for fn in fns.values():
+        fn()  # warm up: first-call compiles and allocations
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - t0) / calls)
-    return min(times)
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - t0) / calls)
+    return {name: min(ts) for name, ts in times.items()}
 
 
-def measure(
-    model: nn.Module, x: torch.Tensor, ref: torch.Tensor, reps: int, calls: int, backward: bool
-) -> dict[str, Cell]:
-    cells: dict[str, Cell] = {}
+@dataclass
+class Timed:
+    """A peer that ran right: what to time (a failure is a note in ``cells``)."""
+
+    cells: dict[str, Cell]
+    fwd: Callable[[], Any] | None = None
+    fwd_bwd: Callable[[], Any] | None = None
+
+
+def prepare(model: nn.Module, x: torch.Tensor, ref: torch.Tensor, backward: bool) -> Timed:
+    """Check ``model`` against ``ref`` once; its forward (and backward) to time if right."""
     try:
         with torch.no_grad(), warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             got = first(model(x))
         wrong = check(got, ref)
         if wrong:
-            return {"fwd": Cell(None, wrong), "fwd+bwd": Cell(None, wrong)}
+            return Timed({"fwd": Cell(None, wrong), "fwd+bwd": Cell(None, wrong)})
         if any("Fallback to dense" in str(w.message) for w in seen):
             # STen has no sparse kernel for this op and format: it densifies the weight
             note = "falls back to dense (no sparse kernel)"
-            return {"fwd": Cell(None, note), "fwd+bwd": Cell(None, note)}
-
-        def fwd() -> None:
-            with torch.no_grad():
-                model(x)
-
-        cells["fwd"] = Cell(best(fwd, reps, calls))
+            return Timed({"fwd": Cell(None, note), "fwd+bwd": Cell(None, note)})
     except Exception as e:  # a peer that cannot run says why
-        return {"fwd": Cell(None, _reason(e)), "fwd+bwd": Cell(None, _reason(e))}
+        return Timed({"fwd": Cell(None, _reason(e)), "fwd+bwd": Cell(None, _reason(e))})
+
+    def fwd() -> None:
+        with torch.no_grad():
+            model(x)
+
+    timed = Timed({}, fwd)
     if backward:
         xg = x.clone().requires_grad_()
 
@@ -233,10 +247,27 @@ def measure(
             first(model(xg)).sum().backward()
 
         try:
-            cells["fwd+bwd"] = Cell(best(fwd_bwd, reps, max(1, calls // 2)))
+            fwd_bwd()
+            timed.fwd_bwd = fwd_bwd
         except Exception as e:
-            cells["fwd+bwd"] = Cell(None, _reason(e))
-    return cells
+            timed.cells["fwd+bwd"] = Cell(None, _reason(e))
+    return timed
+
+
+def measure(timed: dict[str, Timed], reps: int, calls: int) -> None:
+    """Time every peer's forward, then every forward plus backward, interleaved."""
+    for what, calls_of in (("fwd", calls), ("fwd+bwd", max(1, calls // 2))):
+        key = "fwd" if what == "fwd" else "fwd_bwd"
+        fns = {n: getattr(t, key) for n, t in timed.items() if getattr(t, key) is not None}
+        try:
+            for name, seconds in interleaved(fns, reps, calls_of).items():
+                timed[name].cells[what] = Cell(seconds)
+        except Exception:  # a peer failing mid-run: time each alone, with its reason
+            for name, fn in fns.items():
+                try:
+                    timed[name].cells[what] = Cell(interleaved({name: fn}, reps, calls_of)[name])
+                except Exception as e:
+                    timed[name].cells[what] = Cell(None, _reason(e))
 
 
 def _reason(e: Exception) -> str:
@@ -273,6 +304,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                 peers["STen CSR"] = lambda: sten_model(layer, keep, "Csr")
                 if not args.no_coo:
                     peers["STen COO"] = lambda: sten_model(layer, keep, "Coo")
+            timed: dict[str, Timed] = {}
             for name, make in peers.items():
                 try:
                     model = make()
@@ -280,10 +312,14 @@ def run(args: argparse.Namespace) -> list[Row]:
                     row.cells[name] = {"fwd": Cell(None, _reason(e))}
                     continue
                 backward = not (name.endswith("COO") and sparsity < 0.9 and not args.quick)
-                row.cells[name] = measure(model, x, ref, args.reps, args.calls, backward)
+                timed[name] = prepare(model, x, ref, backward)
+                row.cells[name] = timed[name].cells
                 if name.endswith("auto") and hasattr(model.get_submodule(LINEARS[-1]), "layout"):
                     chosen = {model.get_submodule(n).layout for n in LINEARS}
-                    row.cells[name]["fwd"].note = "chose " + ", ".join(sorted(chosen))
+                    note = "chose " + ", ".join(sorted(chosen))
+                    row.cells[name].setdefault("fwd", Cell()).note = note
+            measure(timed, args.reps, args.calls)
+            for name in row.cells:
                 _progress(row, name)
             out.append(row)
     return out
