@@ -71,10 +71,12 @@ def test_transposed_matches_torch_with_gradients(shape: tuple[int, int]) -> None
 
     x = torch.randn(*shape, requires_grad=True)
     y = transposed(x)
-    assert y.is_contiguous() and torch.equal(y, x.t())
+    assert y.is_contiguous()
+    assert torch.equal(y, x.t())
     g = torch.randn_like(y)
     (y * g).sum().backward()
-    assert x.grad is not None and torch.equal(x.grad, g.t())
+    assert x.grad is not None
+    assert torch.equal(x.grad, g.t())
 
 
 def test_weight_gradient_only_at_stored_entries() -> None:
@@ -281,7 +283,8 @@ def test_layers_reading_one_input_share_its_transpose() -> None:
     dense = [torch.nn.Linear(24, 16) for _ in range(3)]
     layers = [st.SparseLinear.from_dense(d.weight, d.bias, "bsr:4x1") for d in dense]
     outs = [layer(x) for layer in layers]
-    assert transpose._last.source is not None and transpose._last.source() is x
+    assert transpose._last.source is not None
+    assert transpose._last.source() is x
     want = [x @ layer.weight.T + layer.bias for layer in layers]
     for got, ref in zip(outs, want, strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)

@@ -183,3 +183,14 @@ def test_calls_route_by_the_executables_device(repo) -> None:
     a = torch.eye(4).to_sparse()
     with pytest.raises(CudaUnavailableError):
         call(gpu, a, torch.ones(4, 2))
+
+
+def test_layout_mm_refuses_a_bias_of_the_wrong_shape() -> None:
+    layer = _layer("bsr:2x2")
+    _, fwd_perm, fwd_index, _, _, lay, _ = layer._placed
+    b = torch.randn(12, 3, dtype=torch.float64)
+    bias = torch.randn(9, dtype=torch.float64)  # 10 rows
+    with pytest.raises(SparsecompError, match=r"the bias must have shape \(10,\), got \(9,\)"):
+        torch.ops.sparsecomp.layout_mm(
+            layer.values.detach(), b, fwd_perm, fwd_index, lay, [10, 12], bias
+        )

@@ -152,6 +152,7 @@ def _layout_mm_fake(
     bias: Tensor | None = None,
 ) -> Tensor:
     torch._check(b.dim() == 2 and b.shape[0] == shape[1])
+    torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == shape[0]))
     return b.new_empty((shape[0], b.shape[1]), dtype=values.dtype)
 
 
@@ -209,6 +210,7 @@ def _sparse_mm_fake(
     bias: Tensor | None = None,
 ) -> Tensor:
     torch._check(b.dim() == 2 and b.shape[0] == shape[1])
+    torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == shape[0]))
     return b.new_empty((shape[0], b.shape[1]), dtype=values.dtype)
 
 
