@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -68,6 +70,23 @@ def test_compile_fullgraph_has_no_graph_break() -> None:
     compiled(x).sum().backward()
     assert model[0].values.grad is not None
     assert model[0].values.grad.shape == model[0].values.shape
+
+
+def test_compile_after_an_eager_training_step() -> None:
+    """Tracing keeps out of the shared-transpose state: after an eager backward
+    the last transpose's source is a non-leaf (GELU's output), which dynamo
+    refused to wrap (a warning turned error) when the trace looked at it."""
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    st.sparsify_(model, {"0": ("random_fraction:0.8", "csr"), "2": ("nm:1:4", "nm:1:4")})
+    x = torch.randn(4, 100, 16)  # 400 rows: the blocked transposes
+    model(x).sum().backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch._dynamo.explain(model)(x).graph_break_count == 0
+        compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+        got = compiled(x)
+    torch.testing.assert_close(got, model(x))
+    got.sum().backward()
 
 
 def test_torch_sparse_operands_and_results() -> None:
