@@ -300,3 +300,24 @@ def test_layers_reading_one_input_share_its_transpose() -> None:
         second = layers[1](y)
         torch.testing.assert_close(first, y / 2 @ layers[0].weight.T + layers[0].bias)
         torch.testing.assert_close(second, y @ layers[1].weight.T + layers[1].bias)
+
+
+def test_a_shared_transpose_does_not_keep_a_graph_alive() -> None:
+    """Under autograd the shared transpose is held weakly: dropping a pass's
+    output frees its graph and the transpose with it."""
+    import gc
+    import weakref
+
+    from sparsecomp.torch import transpose
+
+    layer = st.SparseLinear.from_dense(torch.randn(16, 24), torch.randn(16), "csr")
+    x = torch.randn(400, 24, requires_grad=True)
+    out = layer(x)
+    assert transpose._last.result is not None
+    kept = transpose._last.result()
+    assert kept is not None
+    assert kept.requires_grad
+    seen = weakref.ref(kept)
+    del out, kept
+    gc.collect()
+    assert seen() is None

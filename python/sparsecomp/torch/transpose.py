@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -43,7 +44,7 @@ class _Last(threading.local):
 
     key: tuple[Any, ...] | None = None
     source: weakref.ref[Tensor] | None = None
-    result: Tensor | None = None
+    result: Callable[[], Tensor | None] | None = None
     readers: set[int] = set()  # noqa: RUF012  (replaced, never mutated in place)
 
 
@@ -62,19 +63,22 @@ def transposed_input(x: Tensor, reader: object) -> Tensor:
     new forward pass does, so an input changed in place between two passes
     (``gradcheck`` perturbs ``.data``, which no version counter sees) is never
     read stale. A hit also needs the same tensor object with the same shape,
-    strides and version counter, under the same grad mode.
+    strides and version counter, under the same grad mode. A transpose that
+    is part of an autograd graph is held weakly (the layer that took it keeps
+    it for its backward), so no graph outlives its pass because of this.
     """
     if torch.compiler.is_compiling():  # traced: no state kept (the compiler's own transpose)
         return transposed(x.reshape(-1, x.shape[-1]))
     key = (x.data_ptr(), tuple(x.shape), x.stride(), x._version, torch.is_grad_enabled())
     me = id(reader)
     hit = _last.source() if _last.source is not None else None
-    if hit is x and _last.key == key and me not in _last.readers:
-        assert _last.result is not None
+    kept = _last.result() if _last.result is not None else None
+    if hit is x and kept is not None and _last.key == key and me not in _last.readers:
         _last.readers = {*_last.readers, me}
-        return _last.result
+        return kept
     result = transposed(x.reshape(-1, x.shape[-1]))
-    _last.key, _last.source, _last.result, _last.readers = key, weakref.ref(x), result, {me}
+    held = weakref.ref(result) if result.requires_grad else (lambda: result)
+    _last.key, _last.source, _last.result, _last.readers = key, weakref.ref(x), held, {me}
     return result
 
 
