@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.composable import Composable
 from sparsecomp.formats.names import parse_layout
 
 #: value types with kernels: numpy dtype name -> MLIR element type
@@ -199,17 +200,6 @@ def program(op: str, dtype: Any, threshold: float = 0.0, panels: bool = False) -
         return _programs[key]
 
 
-def block_rows(layout: Any) -> int:
-    """Rows per block of a parsed layout: ``R`` of BSR ``R x C`` (1 for the rest)."""
-    from sparsecomp.formats.composable import Composable
-
-    if isinstance(layout, Composable):
-        return 1
-    results = layout.dim_to_lvl.results
-    rows = [e.const for e in results if e.op == "mod" and e.dim == 0]
-    return rows[0] if rows else 1
-
-
 def kernel(op: str, dtype: Any, layout: str) -> Any:
     """The ``Function`` computing ``op`` for ``dtype`` with its sparse operand in ``layout``."""
     found = _variants.get((op, str(dtype), layout))  # the call path: no parsing
@@ -218,7 +208,8 @@ def kernel(op: str, dtype: Any, layout: str) -> Any:
     parsed = parse_layout(layout)
     attr = parsed.attr_text()
     key = (op, element(dtype), attr)
-    exe = program(op, dtype, panels=op.startswith("spmm") and block_rows(parsed) >= 2)
+    rows = 1 if isinstance(parsed, Composable) else parsed.dim_to_lvl.block_sizes()[0]
+    exe = program(op, dtype, panels=op.startswith("spmm") and rows >= 2)
     with _lock:
         if key not in _variants:
             if attr == _CSR:
