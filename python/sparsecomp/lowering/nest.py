@@ -42,6 +42,16 @@ def _is_int(ty: ir.Type) -> bool:
     return isinstance(ty, ir.IntegerType | ir.IndexType)
 
 
+def _yields_input(op: ir.Operation) -> bool:
+    """Whether ``op`` is a ``linalg.generic`` of one input and one output whose
+    body only yields the input's element (a fill or a broadcast)."""
+    if op.name != "linalg.generic" or len(op.operands) != 2:
+        return False
+    block = op.regions[0].blocks[0]
+    body = list(block.operations)
+    return len(body) == 1 and body[0].operands[0] == block.arguments[0]
+
+
 def _constant_fill(value: ir.Value) -> tuple[ir.Value, ir.Value] | None:
     """``(the filled tensor, the constant)`` if ``value`` fills a tensor with a constant.
 
@@ -52,12 +62,7 @@ def _constant_fill(value: ir.Value) -> tuple[ir.Value, ir.Value] | None:
     owner = value.owner
     if isinstance(owner, ir.Block) or len(owner.operands) != 2:
         return None
-    if owner.name == "linalg.generic":
-        body = list(owner.regions[0].blocks[0].operations)
-        args = owner.regions[0].blocks[0].arguments
-        if len(body) != 1 or body[0].operands[0] != args[0]:
-            return None
-    elif owner.name != "linalg.fill":
+    if not _yields_input(owner) and owner.name != "linalg.fill":
         return None
     scalar = owner.operands[0]
     source = scalar.owner
@@ -84,11 +89,7 @@ def _broadcast_fill(value: ir.Value) -> tuple[ir.Value, Broadcast] | None:
     ``C = bias[:, None]`` before ``C += A B``, a linear layer's bias.
     """
     owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != "linalg.generic" or len(owner.operands) != 2:
-        return None
-    block = owner.regions[0].blocks[0]
-    body = list(block.operations)
-    if len(body) != 1 or body[0].operands[0] != block.arguments[0]:
+    if isinstance(owner, ir.Block) or not _yields_input(owner):
         return None
     source = owner.operands[0]
     if not isinstance(source.type, ir.RankedTensorType) or source.type.encoding is not None:
