@@ -18,6 +18,12 @@ LAYOUTS = {
     "i mod 4 : dense, j mod 1 : dense)",
     "bsr:1x4": "(i, j) -> (i floordiv 1 : dense, j floordiv 4 : compressed, "
     "i mod 1 : dense, j mod 4 : dense)",
+    "bsr:3x1": "(i, j) -> (i floordiv 3 : dense, j floordiv 1 : compressed, "
+    "i mod 3 : dense, j mod 1 : dense)",
+    "bsr:8x1": "(i, j) -> (i floordiv 8 : dense, j floordiv 1 : compressed, "
+    "i mod 8 : dense, j mod 1 : dense)",
+    "bsr:4x4": "(i, j) -> (i floordiv 4 : dense, j floordiv 4 : compressed, "
+    "i mod 4 : dense, j mod 4 : dense)",
 }
 
 
@@ -101,6 +107,62 @@ func.func @spmm_bias(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}>,
   %C = linalg.broadcast ins(%bias : tensor<?x{elt}>) outs(%e : tensor<?x?x{elt}>)
       dimensions = [{dims}]
   %r = linalg.matmul ins(%A, %B : tensor<?x?x{elt}, #A>, tensor<?x?x{elt}>)
+                     outs(%C : tensor<?x?x{elt}>) -> tensor<?x?x{elt}>
+  return %r : tensor<?x?x{elt}>
+}}
+"""
+
+
+def linear(layout: str, bias: bool = False, elt: str = "f32") -> str:
+    """A linear layer as torch holds it: ``Y = X A^T (+ bias)``, ``X`` (tokens x
+    in) and ``Y`` (tokens x out) row-major: ``Y[j, i] += A[i, k] X[j, k]``."""
+    start = (
+        f"""%Y = linalg.broadcast ins(%bias : tensor<?x{elt}>) outs(%e : tensor<?x?x{elt}>)
+      dimensions = [0]"""
+        if bias
+        else f"""%zero = arith.constant 0.0 : {elt}
+  %Y = linalg.fill ins(%zero : {elt}) outs(%e : tensor<?x?x{elt}>) -> tensor<?x?x{elt}>"""
+    )
+    extra = f", %bias: tensor<?x{elt}>" if bias else ""
+    return f"""
+#A = {layout_attr(layout)}
+func.func @linear(%A: tensor<?x?x{elt}, #A>, %X: tensor<?x?x{elt}>{extra}) -> tensor<?x?x{elt}> {{
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?x{elt}, #A>
+  %n = tensor.dim %X, %c0 : tensor<?x?x{elt}>
+  %e = tensor.empty(%n, %m) : tensor<?x?x{elt}>
+  {start}
+  %r = linalg.generic {{indexing_maps = [affine_map<(i, j, k) -> (i, k)>,
+                                        affine_map<(i, j, k) -> (j, k)>,
+                                        affine_map<(i, j, k) -> (j, i)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins(%A, %X : tensor<?x?x{elt}, #A>, tensor<?x?x{elt}>) outs(%Y : tensor<?x?x{elt}>) {{
+    ^bb0(%a: {elt}, %x: {elt}, %acc: {elt}):
+      %p = arith.mulf %a, %x : {elt}
+      %s = arith.addf %acc, %p : {elt}
+      linalg.yield %s : {elt}
+  }} -> tensor<?x?x{elt}>
+  return %r : tensor<?x?x{elt}>
+}}
+"""
+
+
+def spmm_transpose_b(layout: str, elt: str = "f32") -> str:
+    """``C = A B^T`` written as upstream MLIR writes a transposed operand:
+    ``linalg.matmul`` with ``indexing_maps``, ``B`` given ``n x k``."""
+    return f"""
+#A = {layout_attr(layout)}
+func.func @spmm_transpose_b(%A: tensor<?x?x{elt}, #A>, %B: tensor<?x?x{elt}>) -> tensor<?x?x{elt}> {{
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : {elt}
+  %m = tensor.dim %A, %c0 : tensor<?x?x{elt}, #A>
+  %n = tensor.dim %B, %c0 : tensor<?x?x{elt}>
+  %e = tensor.empty(%m, %n) : tensor<?x?x{elt}>
+  %C = linalg.fill ins(%zero : {elt}) outs(%e : tensor<?x?x{elt}>) -> tensor<?x?x{elt}>
+  %r = linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                      affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                      affine_map<(d0, d1, d2) -> (d0, d1)>]
+                     ins(%A, %B : tensor<?x?x{elt}, #A>, tensor<?x?x{elt}>)
                      outs(%C : tensor<?x?x{elt}>) -> tensor<?x?x{elt}>
   return %r : tensor<?x?x{elt}>
 }}

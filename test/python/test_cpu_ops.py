@@ -231,6 +231,61 @@ def test_spmm_with_broadcast_bias_property(
     close(exe(SparseTensor.from_scipy(A, layout), B, bias), want, "f32")
 
 
+@given(
+    rows=st.integers(1, 40),
+    depth=st.integers(1, 50),
+    tokens=st.integers(1, 80),
+    bias=st.booleans(),
+    layout=st.sampled_from(["csr", "bsr:2x2", "bsr:3x1", "bsr:4x1", "bsr:8x1", "bsr:4x4"]),
+    panels=st.booleans(),
+    elt=st.sampled_from(["f32", "f64"]),
+    bits=st.sampled_from([256, 512]),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=40, deadline=None)
+def test_linear_row_major_property(
+    rows: int,
+    depth: int,
+    tokens: int,
+    bias: bool,
+    layout: str,
+    panels: bool,
+    elt: str,
+    bits: int,
+    seed: int,
+) -> None:
+    """``Y = X A^T (+ bias)`` with ``X`` and ``Y`` row-major (``Y[j, i] += A[i, k]
+    X[j, k]``) agrees with scipy: ``X`` packed transposed in panels (tiles
+    transposed in registers, edges masked), jammed block rows (4 and 8 rows by
+    interleaves, 2 and 3 by rounds of shuffles, partial block rows and chunks
+    included) stored transposed into ``Y``, CSR rows written a row of ``Y``
+    apart; the panels in parallel."""
+    dtype = np.float32 if elt == "f32" else np.float64
+    exe = compiled(K.linear(layout, bias, elt), panel_bytes=512 if panels else 0, vector_bits=bits)
+    A = matrix((rows, depth), 0.3, dtype, seed)
+    X = dense((tokens, depth), dtype, seed + 1)
+    args = [SparseTensor.from_scipy(A, layout), X]
+    want = (A @ X.T).T
+    if bias:
+        b = dense((rows,), dtype, seed + 2)
+        args.append(b)
+        want = want + b[None, :]
+    got = exe(*args)
+    assert got.shape == (tokens, rows)
+    assert got.flags.c_contiguous
+    close(got, want, elt)
+
+
+@pytest.mark.parametrize("layout", ["csr", "bsr:4x1"])
+def test_spmm_transpose_b_upstream_syntax(layout: str) -> None:
+    """``linalg.matmul`` with ``indexing_maps`` reading ``B`` transposed: ``B`` is
+    packed transposed and the columns of ``C`` vectorized."""
+    exe = compiled(K.spmm_transpose_b(layout))
+    A = matrix((37, 45), 0.2, np.float32, 40)
+    B = dense((53, 45), np.float32, 41)
+    close(exe(SparseTensor.from_scipy(A, layout), B), A @ B.T, "f32")
+
+
 def test_large_results_are_right() -> None:
     """Results of 4 MiB and more (huge-page advice in the kernel) hold the right values."""
     exe = compiled(K.spmm("csr"))

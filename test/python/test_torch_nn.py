@@ -281,7 +281,7 @@ def test_layers_reading_one_input_share_its_transpose() -> None:
     torch.manual_seed(3)
     x = torch.randn(4, 100, 24, requires_grad=True)  # 400 rows: the blocked path
     dense = [torch.nn.Linear(24, 16) for _ in range(3)]
-    layers = [st.SparseLinear.from_dense(d.weight, d.bias, "bsr:4x1") for d in dense]
+    layers = [st.SparseLinear.from_dense(d.weight, d.bias, "csr") for d in dense]
     outs = [layer(x) for layer in layers]
     assert transpose._last.source is not None
     assert transpose._last.source() is x
@@ -300,6 +300,31 @@ def test_layers_reading_one_input_share_its_transpose() -> None:
         second = layers[1](y)
         torch.testing.assert_close(first, y / 2 @ layers[0].weight.T + layers[0].bias)
         torch.testing.assert_close(second, y @ layers[1].weight.T + layers[1].bias)
+
+
+@pytest.mark.parametrize("layout", ["bsr:4x1", "bsr:2x2"])
+def test_row_major_layers_take_no_transpose(layout: str) -> None:
+    """Layers whose blocks span rows read ``x`` and write ``y`` row-major (the
+    ``linear`` kernels): no transpose is taken, the output is contiguous, and
+    results and gradients equal dense torch."""
+    from sparsecomp.torch import transpose
+
+    torch.manual_seed(4)
+    dense = torch.nn.Linear(24, 16)
+    layer = st.SparseLinear.from_dense(dense.weight, dense.bias, layout)
+    transpose._last.source = None
+    x = torch.randn(4, 100, 24, requires_grad=True)
+    y = layer(x)
+    assert transpose._last.source is None
+    assert y.shape == (4, 100, 16)
+    assert y.is_contiguous()
+    want = x @ layer.weight.T + layer.bias
+    torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-5)
+    dy = torch.randn_like(y)
+    (got,) = torch.autograd.grad(y, x, dy)
+    (ref,) = torch.autograd.grad(want, x, dy)
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
+    assert got.is_contiguous()
 
 
 def test_a_shared_transpose_does_not_keep_a_graph_alive() -> None:

@@ -43,6 +43,45 @@ def test_opcheck_sparse_mm(layout: str, bias: bool) -> None:
     torch.library.opcheck(torch.ops.sparsecomp.sparse_mm.default, args)
 
 
+@pytest.mark.parametrize("layout", ["bsr:2x2", "bsr:2x1", "bsr:4x1"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_opcheck_sparse_linear(layout: str, bias: bool) -> None:
+    """The row-major op (``x`` tokens x features in, ``x W^T (+ b)`` out) of layouts
+    whose blocks span rows: its result, its gradients and opcheck."""
+    layer = _layer(layout)
+    assert kernels.row_major(layer._placed[5])
+    pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = layer._placed
+    x = torch.randn(7, 12, dtype=torch.float64, requires_grad=True)
+    values = layer.values.detach().clone().requires_grad_()
+    args = (values, x, pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, [10, 12])
+    want = x.detach() @ layer.weight.detach().T
+    if bias:
+        args = (*args, torch.randn(10, dtype=torch.float64, requires_grad=True))
+        want = want + args[-1].detach()
+    got = torch.ops.sparsecomp.sparse_linear(*args)
+    assert got.shape == (7, 10)
+    assert got.is_contiguous()
+    torch.testing.assert_close(got.detach(), want)
+    dy = torch.randn(7, 10, dtype=torch.float64)
+    got.backward(dy)
+    torch.testing.assert_close(x.grad, dy @ layer.weight.detach())
+    if bias:
+        torch.testing.assert_close(args[-1].grad, dy.sum(0))
+    torch.library.opcheck(torch.ops.sparsecomp.sparse_linear.default, args)
+    torch.library.opcheck(
+        torch.ops.sparsecomp.linear.default,
+        (values.detach(), x.detach(), fwd_perm, fwd_index, lay, [10, 12]),
+    )
+
+
+def test_linear_refuses_an_input_of_the_wrong_width() -> None:
+    layer = _layer("bsr:2x2")
+    _, fwd_perm, fwd_index, _, _, lay, _ = layer._placed
+    x = torch.randn(3, 11, dtype=torch.float64)
+    with pytest.raises(SparsecompError, match=r"the input must be a matrix with 12 columns"):
+        torch.ops.sparsecomp.linear(layer.values.detach(), x, fwd_perm, fwd_index, lay, [10, 12])
+
+
 def test_opcheck_layout_mm_and_sddmm() -> None:
     layer = _layer("bsr:2x2")
     pattern, fwd_perm, fwd_index, _, _, lay, _ = layer._placed

@@ -82,6 +82,30 @@ def _contiguous(dim: int, accs: list[Access]) -> bool:
     return True
 
 
+def _transposed(dim: int, accs: list[Access], gathered: set[int]) -> bool:
+    """``dim`` is the last, plain index of some dense operands and the *first*
+    index of the others, each a matrix: the output (``Y[j, i]``), or an input
+    whose other index is a driver level's (``X[j, k]``: gathered, so packed
+    into panels with ``j`` innermost, see ``NestEmitter.pack``).
+
+    ``Y = X W^T`` with a sparse ``W`` (a linear layer, ``Y[j, i] = sum_k
+    W[i, k] X[j, k]``) vectorizes along the tokens ``j`` this way, with
+    ``X`` and ``Y`` row-major as the caller holds them."""
+    found = False
+    for acc in accs:
+        if not acc.uses(dim) or _contiguous(dim, [acc]):
+            continue
+        if acc.layout is not None or len(acc.dims) != 2 or acc.dims[0] != dim:
+            return False
+        other = acc.dims[1]
+        if other is None or other == dim:
+            return False
+        if acc is not accs[-1] and other not in gathered:
+            return False
+        found = True
+    return found
+
+
 def _vector_body(block: ir.Block) -> bool:
     return all(
         op.operation.name == "linalg.yield" or op.operation.name.startswith(_VECTOR_OPS)
@@ -147,8 +171,12 @@ def make_plan(op: ir.Operation, vectorize: bool) -> Plan:
     if vectorize and _vector_body(block):
         every = [*ins, out]
         cands = [d for d in free_par if _contiguous(d, every)]
+        driven = {dim for dim, _ in level_dims}
+        flipped = [d for d in free_par if _transposed(d, every, driven)]
         if cands:
             vec_dim = cands[-1]
+        elif flipped:
+            vec_dim = flipped[-1]
         else:
             reds = [d for d in free_red if _contiguous(d, every)]
             if reds and not out.uses(reds[-1]) and _is_sum_into_out(block, len(ins)):

@@ -23,6 +23,7 @@ from sparsecomp.lowering.jam import Jam, find_jam
 from sparsecomp.lowering.levels import emit_level
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index, mul
 from sparsecomp.lowering.operands import OperandAccess, zero_of
+from sparsecomp.lowering.pack import pack_columns, pack_rows, transpose_tile
 from sparsecomp.lowering.plan import Access, Plan
 from sparsecomp.lowering.reader import Reader, rank1
 from sparsecomp.lowering.slices import (
@@ -36,6 +37,9 @@ from sparsecomp.lowering.slices import (
 from sparsecomp.lowering.zeros import Zero, reads_output
 
 si: Any = sparse_iter  # generated at run time from the .td; untyped
+
+#: panels per nest at least, where the panels run in parallel (:meth:`NestEmitter.panels`)
+PARALLEL_PANELS = 8
 
 
 def _is_int(ty: ir.Type) -> bool:
@@ -129,13 +133,14 @@ def _empty_like(value: ir.Value) -> ir.Value:
 
 
 def _packable(acc: Access, dim: int) -> bool:
-    """Whether ``acc`` is a matrix read at ``[row, dim]``: a panel of it can be packed."""
-    results = acc.map.results
-    return (
-        len(results) == 2
-        and all(isinstance(e, ir.AffineDimExpr) for e in results)
-        and ir.AffineDimExpr(results[1]).position == dim
-    )
+    """Whether ``acc`` is a matrix read at ``[row, dim]`` or ``[dim, row]``: a
+    panel of it can be packed (:mod:`.pack`)."""
+    return len(acc.dims) == 2 and None not in acc.dims and dim in acc.dims
+
+
+def _flipped(acc: Access, dim: int) -> bool:
+    """Whether ``acc`` is a matrix read along its first index ``dim`` (``X[j, k]``)."""
+    return len(acc.dims) == 2 and acc.dims[0] == dim and acc.dims[1] != dim
 
 
 def _fast_addf(a: ir.Value, b: ir.Value) -> ir.Value:
@@ -190,6 +195,8 @@ class NestEmitter(OperandAccess):
         self.slice_bytes = slice_bytes
         self.cut: Cut | None = None  # the coordinate range of the current slice
         self.rows: list[ir.Value] = []  # a jammed nest's rows (clamped to the edge)
+        self.vec_bound: ir.Value | None = None  # where the vector loop (or its panel) ends
+        self.parallel_panels = False  # the panels run in parallel (:meth:`_parallel_panels`)
 
     # -- sizes -----------------------------------------------------------------
     def level_size(self, lv: int) -> ir.Value:
@@ -327,50 +334,69 @@ class NestEmitter(OperandAccess):
         """
         vec = self.vec
         gathered = self.gathered()
-        if vec is None or not gathered or self.panel_bytes <= 0:
+        flipped = vec is not None and any(_flipped(acc, vec.dim) for acc in gathered)
+        if vec is None or not gathered or (self.panel_bytes <= 0 and not flipped):
             return self.step(0, index(0), [init])
         size = self.loop_size(vec.dim)
         chunk = index(vec.lanes * vec.unroll)
-        per_column = arith.maxui(bytes_along(gathered, vec.dim), index(1))
-        chunks = arith.divui(arith.divui(index(self.panel_bytes), per_column), chunk)
-        width = mul(arith.maxui(chunks, index(1)), chunk)
+        if self.panel_bytes <= 0:  # a transposed input is read packed all the same: one panel
+            width = arith.maxui(size, index(1))
+        else:
+            per_column = arith.maxui(bytes_along(gathered, vec.dim), index(1))
+            chunks = arith.divui(arith.divui(index(self.panel_bytes), per_column), chunk)
+            width = mul(arith.maxui(chunks, index(1)), chunk)
+        self.parallel_panels = self._parallel_panels()
+        if self.parallel_panels:  # enough panels for the threads
+            share = arith.ceildivui(arith.ceildivui(size, index(PARALLEL_PANELS)), chunk)
+            width = arith.minui(width, mul(arith.maxui(share, index(1)), chunk))
 
         def body(lo: ir.Value, values: Carried) -> Carried:
             hi = arith.minui(add(lo, width), size)
             vec.panel = (lo, hi)
             self.packed = {
-                id(acc): (self.pack(acc, lo, hi), lo) for acc in gathered if _packable(acc, vec.dim)
+                id(acc): (self.pack(acc, lo, hi), lo)
+                for acc in gathered
+                if _packable(acc, vec.dim) and (self.panel_bytes > 0 or _flipped(acc, vec.dim))
             }
             result = self.step(0, index(0), values)
             self.packed = {}
             return result
 
-        return for_loop(index(0), size, width, [init], body)
+        result = for_loop(index(0), size, width, [init], body, parallel=self.parallel_panels)
+        self.parallel_panels = False
+        return result
+
+    def _parallel_panels(self) -> bool:
+        """Whether the panels run in parallel, the rows of the sparse operand in
+        turn within each: where the output is transposed (``Y[j, i]`` for
+        ``C[i, j]``, see :mod:`.pack`).
+
+        Each element a row ``i`` (or a jammed block row) writes lies in its
+        own row of ``Y``, a whole row of ``Y`` from the next; the next row
+        ``i`` writes beside it. With the rows in parallel, each thread went
+        on to its next row only after its whole panel, and the lines it had
+        half written had left the cache: each line of ``Y`` was fetched
+        twice, or more. With the panels in parallel, each thread owns its
+        rows of ``Y`` (a panel of tokens, as a GEMM's threads own tiles of
+        ``C``): the rows ``i`` in turn fill the lines of those rows in
+        order, and each thread packs its own panel.
+        """
+        plan, vec = self.plan, self.vec
+        if vec is None or not plan.parallel or self.cut is not None:
+            return False
+        dims = plan.output.dims
+        return len(dims) == 2 and dims[0] == vec.dim and dims[1] != vec.dim
 
     def pack(self, acc: Access, lo: ir.Value, hi: ir.Value) -> ir.Value:
-        """Columns ``[lo, hi)`` of the row-major matrix ``acc`` as a new contiguous
-        ``rows x (hi - lo)`` tensor, copied a vector at a time, rows in parallel."""
+        """Columns ``[lo, hi)`` of the gathered matrix ``acc`` (vector dimension
+        ``j``) as a new contiguous ``rows x (hi - lo)`` tensor: copied where
+        ``acc`` is ``B[k, j]``, transposed where it is ``X[j, k]``
+        (:mod:`.pack`)."""
         assert self.vec is not None
-        lanes, source = self.vec.lanes, acc.value
-        ty = ir.RankedTensorType(source.type)
-        rows, width = tensor.dim(source, index(0)), arith.subi(hi, lo)
-        vt = ir.VectorType.get([lanes], ty.element_type)
-        mask_t = ir.VectorType.get([lanes], ir.IntegerType.get_signless(1))
-        perm = ir.AffineMap.get_minor_identity(2, 1)
-        fill = zero_of(ty.element_type)
-
-        def row(r: ir.Value, values: Carried) -> Carried:
-            def column(c: ir.Value, inner: Carried) -> Carried:
-                mask = vector.create_mask(mask_t, [arith.subi(width, c)])
-                at = [r, add(lo, c)]
-                v = vector.transfer_read(vt, source, at, perm, fill, [False], mask=mask)
-                into = inner[0]
-                return [vector.transfer_write(into.type, v, into, [r, c], perm, [False], mask=mask)]
-
-            return for_loop(index(0), width, index(lanes), values, column)
-
-        empty = tensor.empty([rows, width], ty.element_type)
-        return for_loop(index(0), rows, index(1), [empty], row, parallel=True)[0]
+        lanes, parallel = self.vec.lanes, not self.parallel_panels
+        if acc.dims[-1] == self.vec.dim:
+            return pack_rows(acc.value, lo, hi, lanes, parallel)
+        return pack_columns(acc.value, lo, hi, lanes, parallel)
 
     def _covered(self) -> bool:
         """Whether the loops outside the hoist point visit each output element once.
@@ -457,6 +483,8 @@ class NestEmitter(OperandAccess):
                 *(vector.broadcast(vt, zero_of(scalar.type)) for _ in range(vec.unroll)),
             ]
 
+        self.vec_bound = size
+
         def vbody(iv: ir.Value, values: Carried) -> Carried:
             vec.bases = [add(iv, index(u * vec.lanes)) for u in range(vec.unroll)]
             mask_t = ir.VectorType.get([vec.lanes], ir.IntegerType.get_signless(1))
@@ -485,7 +513,7 @@ class NestEmitter(OperandAccess):
             self._bind_level(lv, coord)
             return self.step(k + 1, q, values)
 
-        parallel = k == 0 and self.plan.parallel
+        parallel = k == 0 and self.plan.parallel and not self.parallel_panels
         return emit_level(self, lv, parent, carried, inner, parallel)
 
     def _bind_level(self, lv: int, coord: ir.Value) -> None:
@@ -604,12 +632,53 @@ class NestEmitter(OperandAccess):
             elems += self._initial(out, pos, self.start, self.source)
         vec.masks = columns
         elems = self.jammed_levels(pos, [out, *elems], jam)[1:]
+        if self.plan.output.dims == (vec.dim, dim):
+            return [self.write_transposed(out, elems, count)]
         for r, row in enumerate(self.rows):
             self.idx[dim], vec.masks = row, masks[r]
             for u in range(vec.unroll):
                 out = self.write(elems[r * vec.unroll + u], out, u)
         vec.masks = columns
         return [out]
+
+    def write_transposed(self, out: ir.Value, elems: list[ir.Value], count: ir.Value) -> ir.Value:
+        """Write a jammed block row's ``R x U`` accumulators into a transposed
+        output ``Y[j, i]``: each ``R x lanes`` tile is transposed in registers
+        (:func:`.pack.transpose_tile`) into one vector of the ``count`` rows per
+        column ``j``, stored contiguously in ``Y``'s row ``j``. A whole tile
+        (all its lanes inside, ``count == R``) is stored without masks."""
+        assert self.vec is not None
+        assert self.jam is not None
+        vec, size, rows = self.vec, self.vec_bound, self.jam.size
+        assert size is not None
+        last = arith.subi(size, index(1))
+        mask_t = ir.VectorType.get([rows], ir.IntegerType.get_signless(1))
+        perm = ir.AffineMap.get_minor_identity(2, 1)
+        first = self.rows[0]
+        whole_rows = arith.cmpi(arith.CmpIPredicate.eq, count, index(rows))
+        for u, base in enumerate(vec.bases):
+            columns = transpose_tile([elems[r * vec.unroll + u] for r in range(rows)])
+            inside = arith.cmpi(arith.CmpIPredicate.ule, add(base, index(vec.lanes)), size)
+            whole = arith.andi(whole_rows, inside)
+
+            def plain(into: ir.Value = out, base: ir.Value = base) -> Carried:
+                for lane, column in enumerate(columns):
+                    at = [add(base, index(lane)), first]
+                    into = vector.transfer_write(into.type, column, into, at, perm, [True])
+                return [into]
+
+            def masked(into: ir.Value = out, base: ir.Value = base) -> Carried:
+                for lane, column in enumerate(columns):
+                    j = add(base, index(lane))
+                    there = arith.cmpi(arith.CmpIPredicate.ult, j, size)
+                    mask = vector.create_mask(mask_t, [arith.select(there, count, index(0))])
+                    at = [arith.minui(j, last), first]
+                    into = vector.transfer_write(into.type, column, into, at, perm, [False],
+                                                 mask=mask)  # fmt: skip
+                return [into]
+
+            (out,) = if_else(whole, [out.type], plain, masked)
+        return out
 
     def jammed_levels(self, parent: ir.Value, carried: Carried, jam: Jam) -> Carried:
         """The block loop, then the levels below the rows (a block's columns); the

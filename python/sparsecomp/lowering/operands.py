@@ -68,17 +68,30 @@ class OperandAccess:
             return acc.value  # a scalar operand
         return tensor.extract(acc.value, self.indices(acc))
 
+    def along(self, acc: Access) -> ir.AffineMap:
+        """The map of a vector transfer of ``acc`` along the vectorized dimension:
+        its last index, or its first in a transposed matrix (``Y[j, i]`` read
+        along ``j``: element by element, a row apart)."""
+        assert self.vec is not None
+        rank = len(acc.dims)
+        at = rank - 1 if acc.dims[-1] == self.vec.dim else acc.dims.index(self.vec.dim)
+        return ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(at)])
+
     def read(self, acc: Access, u: int, source: ir.Value | None = None) -> ir.Value:
         """Vector ``u`` of the chunk of ``acc`` (read from ``source``, default its value)."""
         assert self.vec is not None
         ty = ir.RankedTensorType(acc.value.type)
         vt = ir.VectorType.get([self.vec.lanes], ty.element_type)
-        perm = ir.AffineMap.get_minor_identity(ty.rank, 1)
+        perm = self.along(acc)
         indices = self.indices(acc, u)
         packed = self.packed.get(id(acc)) if source is None else None
-        if packed is not None:  # a panel's copy: its columns start at the panel's
+        if packed is not None:  # a panel's copy, vector dimension innermost, from the panel's start
             source, lo = packed
-            indices[-1] = arith.subi(indices[-1], lo)
+            if acc.dims[-1] == self.vec.dim:
+                indices[-1] = arith.subi(indices[-1], lo)
+            else:  # packed transposed: [k, j - lo]
+                indices = [indices[1], arith.subi(indices[0], lo)]
+            perm = ir.AffineMap.get_minor_identity(2, 1)
         return vector.transfer_read(
             vt, source or acc.value, indices, perm, zero_of(ty.element_type), [False],
             mask=self.vec.masks[u],
@@ -87,6 +100,6 @@ class OperandAccess:
     def write(self, value: ir.Value, out: ir.Value, u: int) -> ir.Value:
         assert self.vec is not None
         ty = ir.RankedTensorType(out.type)
-        perm = ir.AffineMap.get_minor_identity(ty.rank, 1)
+        perm = self.along(self.plan.output)
         idx = self.indices(self.plan.output, u)
         return vector.transfer_write(ty, value, out, idx, perm, [False], mask=self.vec.masks[u])

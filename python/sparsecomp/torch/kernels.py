@@ -10,6 +10,13 @@ processes) and specialized per storage layout with ``Executable.recompile``:
 * ``spmm_bias``: ``C = A B + bias[:, None]`` (``Y^T = W X^T + b``); the
   compiler starts each output row's accumulators from its bias element, so
   the bias costs no pass over ``C``.
+* ``linear`` / ``linear_bias``: ``Y = X A^T (+ bias)``, a linear layer's
+  forward pass with ``X`` and ``Y`` row-major, as torch holds them. For
+  layouts whose blocks span rows (:func:`row_major`): the compiler packs each
+  panel of ``X`` transposed in registers and stores each jammed block row's
+  accumulators transposed into ``Y`` (:mod:`sparsecomp.lowering.pack`), so
+  the layer needs no transpose of its input or output; the panels run in
+  parallel, each thread owning its tokens' rows of ``Y``.
 * ``sddmm``: ``out = S .* (X Y^T)`` at the stored entries of a CSR ``S``,
   ``X`` ``m x n`` and ``Y`` ``k x n`` row-major (the reduction runs along
   contiguous rows of both). With ``S``'s values all one it is the gradient
@@ -86,6 +93,54 @@ func.func @spmm_bias(%A: tensor<?x?x{t}, #csr>, %B: tensor<?x?x{t}>,
 }}
 """
 
+_LINEAR = """
+#csr = {csr}
+func.func @linear(%A: tensor<?x?x{t}, #csr>, %X: tensor<?x?x{t}>) -> tensor<?x?x{t}> {{
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : {t}
+  %m = tensor.dim %A, %c0 : tensor<?x?x{t}, #csr>
+  %n = tensor.dim %X, %c0 : tensor<?x?x{t}>
+  %e = tensor.empty(%n, %m) : tensor<?x?x{t}>
+  %Y = linalg.fill ins(%zero : {t}) outs(%e : tensor<?x?x{t}>) -> tensor<?x?x{t}>
+  %r = linalg.generic #linear
+      ins(%A, %X : tensor<?x?x{t}, #csr>, tensor<?x?x{t}>) outs(%Y : tensor<?x?x{t}>) {{
+    ^bb0(%a: {t}, %x: {t}, %acc: {t}):
+      %p = arith.mulf %a, %x : {t}
+      %s = arith.addf %acc, %p : {t}
+      linalg.yield %s : {t}
+  }} -> tensor<?x?x{t}>
+  return %r : tensor<?x?x{t}>
+}}
+"""
+
+_LINEAR_BIAS = """
+#csr = {csr}
+func.func @linear_bias(%A: tensor<?x?x{t}, #csr>, %X: tensor<?x?x{t}>,
+                       %bias: tensor<?x{t}>) -> tensor<?x?x{t}> {{
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?x{t}, #csr>
+  %n = tensor.dim %X, %c0 : tensor<?x?x{t}>
+  %e = tensor.empty(%n, %m) : tensor<?x?x{t}>
+  %Y = linalg.broadcast ins(%bias : tensor<?x{t}>) outs(%e : tensor<?x?x{t}>) dimensions = [0]
+  %r = linalg.generic #linear
+      ins(%A, %X : tensor<?x?x{t}, #csr>, tensor<?x?x{t}>) outs(%Y : tensor<?x?x{t}>) {{
+    ^bb0(%a: {t}, %x: {t}, %acc: {t}):
+      %p = arith.mulf %a, %x : {t}
+      %s = arith.addf %acc, %p : {t}
+      linalg.yield %s : {t}
+  }} -> tensor<?x?x{t}>
+  return %r : tensor<?x?x{t}>
+}}
+"""
+
+#: ``Y[j, i] += A[i, k] X[j, k]``: ``Y = X A^T``, ``X`` and ``Y`` row-major
+_LINEAR_TRAIT = """
+#linear = {{
+  indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>,
+                   affine_map<(i, j, k) -> (j, i)>],
+  iterator_types = ["parallel", "parallel", "reduction"]
+}}"""
+
 _SDDMM = """
 #csr = {csr}
 #sddmm = {{
@@ -145,6 +200,8 @@ func.func @gelu_sparsify(%x: tensor<?x?x{t}>) -> tensor<?x?x{t}, #csr> {{
 _SOURCES = {
     "spmm": _SPMM,
     "spmm_bias": _SPMM_BIAS,
+    "linear": _LINEAR_TRAIT + _LINEAR,
+    "linear_bias": _LINEAR_TRAIT + _LINEAR_BIAS,
     "sddmm": _SDDMM,
     "gelu_sparsify": _GELU_SPARSIFY,
 }
@@ -168,9 +225,10 @@ def element(dtype: Any) -> str:
 
 
 def source(op: str, dtype: Any, threshold: float = 0.0) -> str:
-    """The MLIR text of kernel ``op`` for ``dtype``: ``spmm``, ``spmm_bias``, ``sddmm``, or
-    ``gelu_sparsify`` (GELU, exact (erf) form, with the elements of magnitude
-    below ``threshold`` dropped in the same loop: a CSR result)."""
+    """The MLIR text of kernel ``op`` for ``dtype``: ``spmm``, ``spmm_bias``,
+    ``linear``, ``linear_bias``, ``sddmm``, or ``gelu_sparsify`` (GELU, exact
+    (erf) form, with the elements of magnitude below ``threshold`` dropped in
+    the same loop: a CSR result)."""
     return _SOURCES[op].format(csr=_CSR, t=element(dtype), threshold=repr(float(threshold)))
 
 
@@ -208,8 +266,7 @@ def kernel(op: str, dtype: Any, layout: str) -> Any:
     parsed = parse_layout(layout)
     attr = parsed.attr_text()
     key = (op, element(dtype), attr)
-    rows = 1 if isinstance(parsed, Composable) else parsed.dim_to_lvl.block_sizes()[0]
-    exe = program(op, dtype, panels=op.startswith("spmm") and rows >= 2)
+    exe = program(op, dtype, panels=op.startswith(("spmm", "linear")) and block_rows(parsed) >= 2)
     with _lock:
         if key not in _variants:
             if attr == _CSR:
@@ -219,6 +276,17 @@ def kernel(op: str, dtype: Any, layout: str) -> Any:
                 _variants[key] = exe.recompile(op, {0: attr}).functions[op]
         _variants[(op, str(dtype), layout)] = _variants[key]
         return _variants[key]
+
+
+def block_rows(layout: Any) -> int:
+    """Rows per block of a parsed layout (1: rows one by one, a composable one too)."""
+    return 1 if isinstance(layout, Composable) else layout.dim_to_lvl.block_sizes()[0]
+
+
+def row_major(layout: str) -> bool:
+    """Whether a linear layer in ``layout`` runs the ``linear`` kernels (``X`` and ``Y``
+    row-major, see the module): layouts whose blocks span rows."""
+    return block_rows(parse_layout(layout)) >= 2
 
 
 def numpy_dtype(dtype: Any) -> np.dtype[Any]:

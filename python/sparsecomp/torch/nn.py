@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
-from sparsecomp.torch import ops, structure
+from sparsecomp.torch import kernels, ops, structure
 from sparsecomp.torch.transpose import transposed_input
 
 LOG = logging.getLogger("sparsecomp")
@@ -170,30 +170,22 @@ class SparseLinear(nn.Module):
                 f"with {x.shape[-1]} features (shape {tuple(x.shape)})"
             )
         lead = x.shape[:-1]
-        xt = transposed_input(x, self)
         if self._placed is None:
             if torch.compiler.is_compiling():
                 raise SparsecompError(
                     "a SparseLinear with layout 'auto' chooses its layout on its first call",
                     hint="call the model once before torch.compile, or pass batch= to sparsify_",
                 )
-            self._choose(xt.shape[1])
+            self._choose(int(x.numel() // max(self.in_features, 1)))
         assert self._placed is not None
         pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = self._placed
         shape = [self.out_features, self.in_features]
-        yt = ops.sparse_mm(
-            self.values,
-            xt,
-            pattern,
-            fwd_perm,
-            fwd_index,
-            bwd_perm,
-            bwd_index,
-            lay,
-            lay_t,
-            shape,
-            self.bias,
-        )
+        args = (pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, shape, self.bias)
+        if kernels.row_major(lay):  # X and Y row-major: no transposes
+            flat = x.reshape(-1, self.in_features)
+            y = ops.sparse_linear(self.values, flat, *args)
+            return y.reshape(*lead, self.out_features)
+        yt = ops.sparse_mm(self.values, transposed_input(x, self), *args)
         return yt.t().reshape(*lead, self.out_features)
 
     # -- conversions --------------------------------------------------------------

@@ -37,7 +37,7 @@ from torch import Tensor
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
 from sparsecomp.torch import kernels, structure
-from sparsecomp.torch.transpose import contiguous_t
+from sparsecomp.torch.transpose import contiguous_t, transposed
 
 CSR = parse_layout("csr").attr_text()
 
@@ -112,6 +112,18 @@ def _check_bias(bias: Tensor | None, rows: int) -> None:
         raise SparsecompError(f"the bias must have shape ({rows},), got {tuple(bias.shape)}")
 
 
+def _stored(
+    values: Tensor, perm: Tensor, index: list[Tensor], layout: str, shape: list[int]
+) -> Any:
+    """The sparse operand in ``layout``: ``values`` gathered into storage order."""
+    vals = host_array(values, "the sparse weight's values")
+    packed = structure.tensor_of(layout, tuple(shape), tuple(index))
+    if perm.numel():  # numpy's gather: torch's would wake its thread pool (see _gather)
+        order = host_array(perm, "the placement's gather")
+        vals = _gather(vals, order, _has_fill(perm, order))
+    return packed.with_values(vals, copy=False)
+
+
 @torch.library.custom_op("sparsecomp::layout_mm", mutates_args=())
 def layout_mm(
     values: Tensor,
@@ -125,13 +137,8 @@ def layout_mm(
     """``A @ b (+ bias[:, None])``, ``A`` (``shape``) in ``layout``; see the module."""
     _check_matrix(b, "the dense operand", shape[1])
     _check_bias(bias, shape[0])
-    vals = host_array(values, "the sparse weight's values")
+    stored = _stored(values, perm, index, layout, shape)
     dense = host_array(b, "the dense operand", values.dtype)
-    packed = structure.tensor_of(layout, tuple(shape), tuple(index))
-    if perm.numel():  # numpy's gather: torch's would wake its thread pool (see _gather)
-        order = host_array(perm, "the placement's gather")
-        vals = _gather(vals, order, _has_fill(perm, order))
-    stored = packed.with_values(vals, copy=False)
     out = torch.empty((shape[0], b.shape[1]), dtype=values.dtype)
     if bias is None:
         kernels.kernel("spmm", values.dtype, layout)(stored, dense, out=out.numpy())
@@ -154,6 +161,50 @@ def _layout_mm_fake(
     torch._check(b.dim() == 2 and b.shape[0] == shape[1])
     torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == shape[0]))
     return b.new_empty((shape[0], b.shape[1]), dtype=values.dtype)
+
+
+@torch.library.custom_op("sparsecomp::linear", mutates_args=())
+def linear(
+    values: Tensor,
+    x: Tensor,
+    perm: Tensor,
+    index: list[Tensor],
+    layout: str,
+    shape: list[int],
+    bias: Tensor | None = None,
+) -> Tensor:
+    """``x @ A.T (+ bias)``, ``x`` row-major ``n x shape[1]``, ``A`` (``shape``) in
+    ``layout`` (one whose blocks span rows, see :func:`.kernels.row_major`); the
+    result is row-major ``n x shape[0]``. Not differentiable by itself."""
+    if x.dim() != 2 or x.shape[1] != shape[1]:
+        raise SparsecompError(
+            f"the input must be a matrix with {shape[1]} columns, got shape {tuple(x.shape)}"
+        )
+    _check_bias(bias, shape[0])
+    stored = _stored(values, perm, index, layout, shape)
+    dense = host_array(x, "the input", values.dtype)
+    if bias is None:
+        result = kernels.kernel("linear", values.dtype, layout)(stored, dense)
+    else:
+        added = host_array(bias, "the bias", values.dtype)
+        result = kernels.kernel("linear_bias", values.dtype, layout)(stored, dense, added)
+    # the kernel's own result (2 MiB pages: its stores walk down the rows of Y)
+    return torch.from_numpy(np.require(result, requirements=["W", "C"]))
+
+
+@linear.register_fake
+def _linear_fake(
+    values: Tensor,
+    x: Tensor,
+    perm: Tensor,
+    index: list[Tensor],
+    layout: str,
+    shape: list[int],
+    bias: Tensor | None = None,
+) -> Tensor:
+    torch._check(x.dim() == 2 and x.shape[1] == shape[1])
+    torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == shape[0]))
+    return x.new_empty((x.shape[0], shape[0]), dtype=values.dtype)
 
 
 @torch.library.custom_op("sparsecomp::sddmm", mutates_args=())
@@ -251,3 +302,75 @@ def _backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
 
 
 sparse_mm.register_autograd(_backward, setup_context=_setup)
+
+
+@torch.library.custom_op("sparsecomp::sparse_linear", mutates_args=())
+def sparse_linear(
+    values: Tensor,
+    x: Tensor,
+    pattern: list[Tensor],
+    fwd_perm: Tensor,
+    fwd_index: list[Tensor],
+    bwd_perm: Tensor,
+    bwd_index: list[Tensor],
+    layout: str,
+    layout_t: str,
+    shape: list[int],
+    bias: Tensor | None = None,
+) -> Tensor:
+    """``x @ A.T (+ bias)`` with autograd for ``values``, ``x`` and ``bias``, ``x``
+    and the result row-major (:func:`linear`). Its backward computes ``d values
+    = sddmm(pattern, dY^T, x^T)`` (only at stored entries), ``d x = (A^T dY^T)^T``
+    with ``layout_mm`` on the transposed placement, and ``d bias = dY.sum(0)``."""
+    return linear(values, x, fwd_perm, fwd_index, layout, shape, bias)
+
+
+@sparse_linear.register_fake
+def _sparse_linear_fake(
+    values: Tensor,
+    x: Tensor,
+    pattern: list[Tensor],
+    fwd_perm: Tensor,
+    fwd_index: list[Tensor],
+    bwd_perm: Tensor,
+    bwd_index: list[Tensor],
+    layout: str,
+    layout_t: str,
+    shape: list[int],
+    bias: Tensor | None = None,
+) -> Tensor:
+    torch._check(x.dim() == 2 and x.shape[1] == shape[1])
+    torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == shape[0]))
+    return x.new_empty((x.shape[0], shape[0]), dtype=values.dtype)
+
+
+def _linear_backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
+    values, x, bwd_perm, *rest = ctx.saved_tensors
+    pattern, bwd_index = rest[: ctx.split], rest[ctx.split :]
+    grad_t = transposed(grad.contiguous())  # dY^T, row-major (the kernels' B)
+    d_values = d_x = None
+    if ctx.needs_input_grad[0]:
+        d_values = sddmm(list(pattern), grad_t, transposed(x), list(ctx.shape))
+    if ctx.needs_input_grad[1]:
+        shape_t = [ctx.shape[1], ctx.shape[0]]
+        d_xt = layout_mm(values, grad_t, bwd_perm, list(bwd_index), ctx.layout_t, shape_t)
+        d_x = transposed(d_xt)  # row-major, as x is
+    with_bias = len(ctx.needs_input_grad) > 10 and ctx.needs_input_grad[10]
+    d_bias = grad.sum(0) if with_bias else None
+    nones = lambda xs: [None] * len(xs)  # noqa: E731  (list inputs get a list back)
+    return (
+        d_values,
+        d_x,
+        nones(pattern),
+        None,
+        [None] * ctx.fwd_count,
+        None,
+        nones(bwd_index),
+        None,
+        None,
+        None,
+        *([d_bias] if len(ctx.needs_input_grad) > 10 else []),
+    )
+
+
+sparse_linear.register_autograd(_linear_backward, setup_context=_setup)

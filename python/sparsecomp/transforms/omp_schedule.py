@@ -99,9 +99,11 @@ def _inside(value: ir.Value, region: ir.Operation) -> bool:
 
 def _enough_trips(region: ir.Operation, least: int) -> ir.Value | None:
     """``trips >= least`` (i1) before ``region``, for its one worksharing loop; None when it
-    has several, a nest of several loops, or bounds computed inside it."""
+    has several, a nest of several loops, or bounds computed inside it, or when its
+    iterations allocate (each packs a panel of its own, see ``NestEmitter.panels``:
+    a few iterations are the whole work)."""
     loops = _ops_named(region, "omp.wsloop")
-    if len(loops) != 1:
+    if len(loops) != 1 or _ops_named(region, "memref.alloc"):
         return None
     nest = loops[0].regions[0].blocks[0].operations[0].operation
     if nest.name != "omp.loop_nest" or len(nest.operands) != 3:
@@ -167,6 +169,8 @@ class OmpSchedulePass(SparsecompPass):
     gets ``if(trips >= serial_below)``, computed before the region. Waking
     the team and joining it costs microseconds, more than the whole of a
     10-row SpMM (a 10x10 call: 25 us with two threads, 15 us with one).
+    A loop whose iterations allocate a buffer (each packs its own panel of
+    an operand) is left parallel: its few iterations are the whole nest.
 
     Options: ``schedule`` (static, dynamic, guided, auto or runtime; default
     dynamic), ``chunk`` (>= 0; not allowed with auto or runtime),

@@ -355,6 +355,76 @@ func.func @bsr_spmm_bias(%A: tensor<?x?xf32, #bsr41>, %B: tensor<?x?xf32>, %bias
 
 // -----
 
+#bsr41 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 4 : dense, j floordiv 1 : compressed, i mod 4 : dense, j mod 1 : dense), posWidth = 32, crdWidth = 32}>
+
+// A linear layer as torch holds it: Y = X A^T, X and Y row-major (Y[j, i] +=
+// A[i, k] X[j, k]). The tokens j are vectorized all the same: X is packed
+// transposed (8 x 8 tiles transposed in registers by shuffles), the panels
+// run in parallel and the block rows in turn within each, and each jammed
+// block row's 4 x 8 tile is transposed into 8 vectors of 4 rows, stored in
+// Y's rows without masks when the tile is whole.
+// VEC-LABEL: func.func @bsr_linear
+// VEC-SAME: %[[X:[^:]+]]: tensor<?x?xf32>, %[[Y:[^:]+]]: tensor<?x?xf32>
+// VEC: %[[TOKENS:.*]] = tensor.dim %[[X]], %c0 : tensor<?x?xf32>
+// VEC: scf.for %[[LO:[^ ]+]] = %c0 to %[[TOKENS]] step
+// VEC:   %[[DEPTH:.*]] = tensor.dim %[[X]], %c1 : tensor<?x?xf32>
+// VEC:   %[[EMPTY:.*]] = tensor.empty(%[[DEPTH]], %{{.*}}) : tensor<?x?xf32>
+// VEC:   %[[PACKED:.*]] = scf.for %{{.*}} = %c0 to %[[DEPTH]] step %c8 iter_args(%{{.*}} = %[[EMPTY]])
+// VEC:     vector.transfer_read %[[X]]
+// VEC-COUNT-24: vector.shuffle
+// VEC-COUNT-8: vector.transfer_write
+// VEC-NOT: sparse_iter.parallel
+// VEC:   scf.for %[[BR:[^ ]+]] = %c0 to %{{.*}} step %c1
+// VEC:     scf.for %{{.*}} = %[[LO]] to %{{.*}} step %c16
+// VEC:       vector.transfer_read %[[PACKED]]
+// VEC:       vector.shuffle
+// VEC:       %[[WHOLE:.*]] = arith.andi
+// VEC:       scf.if %[[WHOLE]]
+// VEC:         vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<4xf32>, tensor<?x?xf32>
+// VEC:       } else {
+// VEC:         vector.transfer_write %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>, tensor<?x?xf32>
+// VEC-NOT: sparse_iter.parallel
+// VEC: } {sparse_iter.parallel}
+func.func @bsr_linear(%A: tensor<?x?xf32, #bsr41>, %X: tensor<?x?xf32>, %Y: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (j, i)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%A, %X : tensor<?x?xf32, #bsr41>, tensor<?x?xf32>) outs(%Y : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %x: f32, %o: f32):
+    %p = arith.mulf %a, %x : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+
+// The same with CSR: no block rows to jam, so each row's chunk of Y[j, i] is
+// read and written along Y's first index (element by element, a row apart).
+// VEC-LABEL: func.func @csr_linear
+// VEC-SAME: %[[Y:[^:]+]]: tensor<?x?xf32>) -> tensor<?x?xf32>
+// VEC: scf.for
+// VEC:   scf.for %[[I:[^ ]+]] = %c0 to %{{.*}} step %c1
+// VEC:     scf.for %[[J:[^ ]+]] =
+// VEC:       vector.transfer_read %[[Y]][%[[J]], %[[I]]], %{{.*}}, %{{.*}} {permutation_map = #[[ALONG:.*]]}
+// VEC:       vector.transfer_write %{{.*}}, %{{.*}}[%[[J]], %[[I]]], %{{.*}} {permutation_map = #[[ALONG]]}
+// VEC: } {sparse_iter.parallel}
+func.func @csr_linear(%A: tensor<?x?xf32, #csr>, %X: tensor<?x?xf32>, %Y: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (j, i)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%A, %X : tensor<?x?xf32, #csr>, tensor<?x?xf32>) outs(%Y : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %x: f32, %o: f32):
+    %p = arith.mulf %a, %x : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
 #ell = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed_fixed), posWidth = 32, crdWidth = 32}>
 
 // ELL: fixed slots per row; padding (coordinate -1) is skipped.

@@ -173,6 +173,36 @@ module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, featur
 
 // -----
 
+// Iterations that allocate (each packs its own panel of an operand) are the
+// whole work however few they are: no if clause.
+// CHECK-LABEL: func.func @panel_loop
+// CHECK-NOT: arith.cmpi
+// CHECK: omp.parallel num_threads(%{{.*}} : i32) {
+// CHECK: memref.alloc
+module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 4>}} {
+  func.func @panel_loop(%y: memref<?xf32>, %m: index, %width: index) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %one = arith.constant 1.0 : f32
+    omp.parallel {
+      omp.wsloop {
+        omp.loop_nest (%i) : index = (%c0) to (%m) step (%c1) {
+          %panel = memref.alloc(%width) : memref<?xf32>
+          memref.store %one, %panel[%c0] : memref<?xf32>
+          %v = memref.load %panel[%c0] : memref<?xf32>
+          memref.store %v, %y[%i] : memref<?xf32>
+          memref.dealloc %panel : memref<?xf32>
+          omp.yield
+        }
+      }
+      omp.terminator
+    }
+    return
+  }
+}
+
+// -----
+
 // A schedule or thread count already there is kept.
 // CHECK-LABEL: func.func @negative_already_set
 // CHECK: %[[NT:.*]] = arith.constant 5 : i32
@@ -197,4 +227,3 @@ module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, featur
     return
   }
 }
-
