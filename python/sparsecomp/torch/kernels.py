@@ -44,6 +44,7 @@ weight cost more than the cache saves), so it keeps the plain nest.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -283,6 +284,7 @@ def block_rows(layout: Any) -> int:
     return 1 if isinstance(layout, Composable) else layout.dim_to_lvl.block_sizes()[0]
 
 
+@functools.lru_cache(maxsize=256)
 def row_major(layout: str) -> bool:
     """Whether a linear layer in ``layout`` runs the ``linear`` kernels (``X`` and ``Y``
     row-major, see the module): layouts whose blocks span rows."""
