@@ -236,7 +236,9 @@ def test_spmm_with_broadcast_bias_property(
     depth=st.integers(1, 50),
     tokens=st.integers(1, 80),
     bias=st.booleans(),
-    layout=st.sampled_from(["csr", "bsr:2x2", "bsr:3x1", "bsr:4x1", "bsr:8x1", "bsr:4x4"]),
+    layout=st.sampled_from(
+        ["csr", "ell", "dcsr", "bsr:2x2", "bsr:3x1", "bsr:4x1", "bsr:8x1", "bsr:4x4"]
+    ),
     panels=st.booleans(),
     elt=st.sampled_from(["f32", "f64"]),
     bits=st.sampled_from([256, 512]),
@@ -258,7 +260,8 @@ def test_linear_row_major_property(
     X[j, k]``) agrees with scipy: ``X`` packed transposed in panels (tiles
     transposed in registers, edges masked), jammed block rows (4 and 8 rows by
     interleaves, 2 and 3 by rounds of shuffles, partial block rows and chunks
-    included) stored transposed into ``Y``, CSR rows written a row of ``Y``
+    included) and groups of eight CSR / ELL rows (a partial last group
+    included) stored transposed into ``Y``, DCSR rows written a row of ``Y``
     apart; the panels in parallel."""
     dtype = np.float32 if elt == "f32" else np.float64
     exe = compiled(K.linear(layout, bias, elt), panel_bytes=512 if panels else 0, vector_bits=bits)

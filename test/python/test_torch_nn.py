@@ -281,7 +281,8 @@ def test_layers_reading_one_input_share_its_transpose() -> None:
     torch.manual_seed(3)
     x = torch.randn(4, 100, 24, requires_grad=True)  # 400 rows: the blocked path
     dense = [torch.nn.Linear(24, 16) for _ in range(3)]
-    layers = [st.SparseLinear.from_dense(d.weight, d.bias, "csr") for d in dense]
+    # bsr:1x4: the transposed formulation (Y^T = W X^T), which takes transposes
+    layers = [st.SparseLinear.from_dense(d.weight, d.bias, "bsr:1x4") for d in dense]
     outs = [layer(x) for layer in layers]
     assert transpose._last.source is not None
     assert transpose._last.source() is x
@@ -302,16 +303,17 @@ def test_layers_reading_one_input_share_its_transpose() -> None:
         torch.testing.assert_close(second, y @ layers[1].weight.T + layers[1].bias)
 
 
-@pytest.mark.parametrize("layout", ["bsr:4x1", "bsr:2x2"])
+@pytest.mark.parametrize("layout", ["bsr:4x1", "bsr:2x2", "csr", "nm:2:4"])
 def test_row_major_layers_take_no_transpose(layout: str) -> None:
-    """Layers whose blocks span rows read ``x`` and write ``y`` row-major (the
-    ``linear`` kernels): no transpose is taken, the output is contiguous, and
-    results and gradients equal dense torch."""
+    """Layers whose blocks span rows, or stored row by row, read ``x`` and write
+    ``y`` row-major (the ``linear`` kernels): no transpose is taken, the output
+    is contiguous, and results and gradients equal dense torch."""
     from sparsecomp.torch import transpose
 
     torch.manual_seed(4)
     dense = torch.nn.Linear(24, 16)
-    layer = st.SparseLinear.from_dense(dense.weight, dense.bias, layout)
+    keep = st.mask_of(dense.weight, layout) if layout.startswith("nm") else None
+    layer = st.SparseLinear.from_dense(dense.weight, dense.bias, layout, keep)
     transpose._last.source = None
     x = torch.randn(4, 100, 24, requires_grad=True)
     y = layer(x)
@@ -335,7 +337,7 @@ def test_a_shared_transpose_does_not_keep_a_graph_alive() -> None:
 
     from sparsecomp.torch import transpose
 
-    layer = st.SparseLinear.from_dense(torch.randn(16, 24), torch.randn(16), "csr")
+    layer = st.SparseLinear.from_dense(torch.randn(16, 24), torch.randn(16), "bsr:1x4")
     x = torch.randn(400, 24, requires_grad=True)
     out = layer(x)
     assert transpose._last.result is not None

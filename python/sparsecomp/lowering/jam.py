@@ -104,3 +104,52 @@ def find_jam(plan: Plan, unroll: int, registers: int) -> Jam | None:
         if plan.output.uses(plan.level_dim(s.level)):
             return None
     return Jam(h - 2, block, rows, expr.const, max(1, min(unroll, budget // expr.const)))
+
+
+#: rows of a :class:`Group`: one store of ``R`` elements per row of the output
+GROUP_ROWS = 8
+
+
+@dataclass(frozen=True)
+class Group:
+    """Rows of a row-by-row driver (CSR, ELL, n:m) grouped for a transposed
+    output: ``size`` consecutive rows, each with ``unroll`` vectors of
+    accumulators, all in registers until the group is stored."""
+
+    size: int
+    unroll: int
+
+
+def find_group(plan: Plan, unroll: int, registers: int) -> Group | None:
+    """The :class:`Group` of ``plan``, or None.
+
+    It applies to a vectorized nest ``[rows, vector chunk, entries...]`` (a
+    ``dense`` first level over plain rows ``i``, then the vectorized dense
+    dimension ``j``, then the levels of a row's entries) writing a transposed output
+    ``Y[j, i]``: ``Y = X W^T`` over CSR ``W``. Written a row at a time,
+    ``Y``'s elements go one by one, a row of ``Y`` apart; grouped, the rows
+    of a group run their entries one after another into their own
+    accumulators, and each ``rows x lanes`` tile is transposed in registers
+    and stored as one vector per row of ``Y``, as a jammed block row is.
+    """
+    if plan.vector_dim < 0 or plan.vector_reduction or plan.sparse_output:
+        return None
+    steps = plan.steps
+    if len(steps) < 3 or plan.hoist != 2:
+        return None
+    rows, chunk, *entries = steps
+    if rows.kind != "level" or chunk.kind != "dense":
+        return None
+    if any(s.kind != "level" or plan.output.uses(plan.level_dim(s.level)) for s in entries):
+        return None
+    if chunk.dim != plan.vector_dim:
+        return None
+    layout = plan.layout
+    if layout.levels[rows.level].name != "dense_fixed":
+        return None
+    if layout.dim_to_lvl.results[rows.level].op != "id":
+        return None
+    if plan.output.dims != (plan.vector_dim, plan.level_dim(rows.level)):
+        return None
+    budget = accumulators(registers)
+    return Group(GROUP_ROWS, max(1, min(unroll, budget // GROUP_ROWS)))

@@ -19,7 +19,7 @@ from mlir.dialects import arith, linalg, tensor, vector
 from sparsecomp.dialects import sparse_iter
 from sparsecomp.ir.destinations import is_destination
 from sparsecomp.lowering import body as bodies
-from sparsecomp.lowering.jam import Jam, find_jam
+from sparsecomp.lowering.jam import Group, Jam, find_group, find_jam
 from sparsecomp.lowering.levels import emit_level
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index, mul
 from sparsecomp.lowering.operands import OperandAccess, zero_of
@@ -186,8 +186,11 @@ class NestEmitter(OperandAccess):
         self.idx: dict[int, ir.Value] = {}
         self.outer: dict[int, ir.Value] = {}  # floordiv coordinates awaiting their mod level
         self.jam: Jam | None = find_jam(plan, unroll, registers)
+        self.group: Group | None = None if self.jam else find_group(plan, unroll, registers)
         if self.jam is not None:
             unroll = self.jam.unroll
+        elif self.group is not None:
+            unroll = self.group.unroll
         self.hoist = plan.hoist if self.jam is None else self.jam.step
         self.vec = Vec(plan.vector_dim, lanes, unroll) if plan.vector_dim >= 0 else None
         self.width: dict[int, ir.Value] = {}
@@ -197,6 +200,8 @@ class NestEmitter(OperandAccess):
         self.rows: list[ir.Value] = []  # a jammed nest's rows (clamped to the edge)
         self.vec_bound: ir.Value | None = None  # where the vector loop (or its panel) ends
         self.parallel_panels = False  # the panels run in parallel (:meth:`_parallel_panels`)
+        self.group_first: ir.Value | None = None  # the first row of the current group
+        self.group_rows: ir.Value | None = None  # how many rows the groups cover
 
     # -- sizes -----------------------------------------------------------------
     def level_size(self, lv: int) -> ir.Value:
@@ -286,7 +291,9 @@ class NestEmitter(OperandAccess):
         before wrote.
         """
         gathered = self.gathered()
-        lv = sliced_level(self.plan, gathered) if self.slice_bytes > 0 else None
+        # grouped rows run each row's entries whole (a slice's row ranges are per row)
+        sliceable = self.slice_bytes > 0 and self.group is None
+        lv = sliced_level(self.plan, gathered) if sliceable else None
         if lv is None:
             return self.panels(init)
         rows, per_row = gathered_rows(self.plan.level_dim(lv), gathered)
@@ -452,6 +459,8 @@ class NestEmitter(OperandAccess):
         if k == self.hoist and len(carried) == 1:
             if self.jam is not None:
                 return self.jammed(pos, carried[0], self.jam)
+            if self.group is not None:
+                return self.grouped(k, carried[0], self.group)
             return self.hoisted(k, pos, carried[0])
         if k == len(plan.steps):
             return self.innermost(pos, carried)
@@ -509,6 +518,9 @@ class NestEmitter(OperandAccess):
         return [results[0], vector.reduction(scalar.type, kind, total, acc=scalar)]
 
     def level_step(self, k: int, lv: int, parent: ir.Value, carried: Carried) -> Carried:
+        if k == 0 and self.group is not None:
+            return self.row_groups(lv, carried, self.group)
+
         def inner(q: ir.Value, coord: ir.Value, values: Carried) -> Carried:
             self._bind_level(lv, coord)
             return self.step(k + 1, q, values)
@@ -633,7 +645,7 @@ class NestEmitter(OperandAccess):
         vec.masks = columns
         elems = self.jammed_levels(pos, [out, *elems], jam)[1:]
         if self.plan.output.dims == (vec.dim, dim):
-            return [self.write_transposed(out, elems, count)]
+            return [self.write_transposed(out, elems, count, jam.size, self.rows[0])]
         for r, row in enumerate(self.rows):
             self.idx[dim], vec.masks = row, masks[r]
             for u in range(vec.unroll):
@@ -641,20 +653,22 @@ class NestEmitter(OperandAccess):
         vec.masks = columns
         return [out]
 
-    def write_transposed(self, out: ir.Value, elems: list[ir.Value], count: ir.Value) -> ir.Value:
-        """Write a jammed block row's ``R x U`` accumulators into a transposed
-        output ``Y[j, i]``: each ``R x lanes`` tile is transposed in registers
-        (:func:`.pack.transpose_tile`) into one vector of the ``count`` rows per
-        column ``j``, stored contiguously in ``Y``'s row ``j``. A whole tile
-        (all its lanes inside, ``count == R``) is stored without masks."""
+    def write_transposed(
+        self, out: ir.Value, elems: list[ir.Value], count: ir.Value, rows: int, first: ir.Value
+    ) -> ir.Value:
+        """Write the ``rows x U`` accumulators of consecutive rows ``first ...``
+        (a jammed block row, or a :class:`~.jam.Group`; ``count`` of them exist)
+        into a transposed output ``Y[j, i]``: each ``rows x lanes`` tile is
+        transposed in registers (:func:`.pack.transpose_tile`) into one vector
+        of the ``count`` rows per column ``j``, stored contiguously in ``Y``'s
+        row ``j``. A whole tile (all its lanes inside, ``count == rows``) is
+        stored without masks."""
         assert self.vec is not None
-        assert self.jam is not None
-        vec, size, rows = self.vec, self.vec_bound, self.jam.size
+        vec, size = self.vec, self.vec_bound
         assert size is not None
         last = arith.subi(size, index(1))
         mask_t = ir.VectorType.get([rows], ir.IntegerType.get_signless(1))
         perm = ir.AffineMap.get_minor_identity(2, 1)
-        first = self.rows[0]
         whole_rows = arith.cmpi(arith.CmpIPredicate.eq, count, index(rows))
         for u, base in enumerate(vec.bases):
             columns = transpose_tile([elems[r * vec.unroll + u] for r in range(rows)])
@@ -679,6 +693,56 @@ class NestEmitter(OperandAccess):
 
             (out,) = if_else(whole, [out.type], plain, masked)
         return out
+
+    # -- grouped rows (:class:`.jam.Group`) ------------------------------------------
+    def row_groups(self, lv: int, carried: Carried, group: Group) -> Carried:
+        """The rows (level ``lv``, ``dense``) by groups of ``group.size``; per group,
+        the vector chunks, then :meth:`grouped`."""
+        size = self.level_bound(lv, self.level_size(lv))
+        self.group_rows = size
+        parallel = self.plan.parallel and not self.parallel_panels
+
+        def body(first: ir.Value, values: Carried) -> Carried:
+            self.group_first = first
+            return self.step(1, index(0), values)
+
+        return for_loop(index(0), size, index(group.size), carried, body, parallel)
+
+    def grouped(self, k: int, out: ir.Value, group: Group) -> Carried:
+        """A group's rows, one after another, each running its entries (step
+        ``k`` on) into its own accumulators; then the group's tiles are stored
+        transposed (:meth:`write_transposed`). Rows past the last are run at
+        the last row with all-false masks and no entries."""
+        assert self.vec is not None
+        assert self.group_first is not None
+        assert self.group_rows is not None
+        vec, plan = self.vec, self.plan
+        dim = plan.level_dim(plan.steps[0].level)
+        first = self.group_first
+        count = arith.minui(index(group.size), arith.subi(self.group_rows, first))
+        last = add(first, arith.subi(count, index(1)))
+        columns = vec.masks
+        none = arith.constant(columns[0].type, ir.DenseElementsAttr.get_splat(
+            columns[0].type, ir.BoolAttr.get(False)))  # fmt: skip
+        elems: list[ir.Value] = []
+        for r in range(group.size):
+            row = first if r == 0 else arith.minui(add(first, index(r)), last)
+            self.idx[dim] = row
+            inside = arith.cmpi(arith.CmpIPredicate.ult, index(r), count)
+            if r > 0:
+                vec.masks = [arith.select(inside, m, none) for m in columns]
+            start = self._initial(out, row, self.start, self.source)
+
+            def run(row: ir.Value = row, start: list[ir.Value] = start) -> Carried:
+                return self.step(k, row, [out, *start])[1:]
+
+            def skip(start: list[ir.Value] = start) -> Carried:
+                return start
+
+            elems += run() if r == 0 else if_else(inside, [e.type for e in start], run, skip)
+            vec.masks = columns
+        # elems: row-major over (row, vector); write_transposed takes the same order
+        return [self.write_transposed(out, elems, count, group.size, first)]
 
     def jammed_levels(self, parent: ir.Value, carried: Carried, jam: Jam) -> Carried:
         """The block loop, then the levels below the rows (a block's columns); the

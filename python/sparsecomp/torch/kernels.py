@@ -12,11 +12,13 @@ processes) and specialized per storage layout with ``Executable.recompile``:
   the bias costs no pass over ``C``.
 * ``linear`` / ``linear_bias``: ``Y = X A^T (+ bias)``, a linear layer's
   forward pass with ``X`` and ``Y`` row-major, as torch holds them. For
-  layouts whose blocks span rows (:func:`row_major`): the compiler packs each
-  panel of ``X`` transposed in registers and stores each jammed block row's
-  accumulators transposed into ``Y`` (:mod:`sparsecomp.lowering.pack`), so
-  the layer needs no transpose of its input or output; the panels run in
-  parallel, each thread owning its tokens' rows of ``Y``.
+  layouts whose blocks span rows or that store rows one by one
+  (:func:`row_major`): the compiler packs each panel of ``X`` transposed in
+  registers and stores each jammed block row's (or group of eight rows')
+  accumulators transposed into ``Y`` (:mod:`sparsecomp.lowering.pack`,
+  :mod:`sparsecomp.lowering.jam`), so the layer needs no transpose of its
+  input or output; the panels run in parallel, each thread owning its
+  tokens' rows of ``Y``.
 * ``sddmm``: ``out = S .* (X Y^T)`` at the stored entries of a CSR ``S``,
   ``X`` ``m x n`` and ``Y`` ``k x n`` row-major (the reduction runs along
   contiguous rows of both). With ``S``'s values all one it is the gradient
@@ -44,7 +46,6 @@ weight cost more than the cache saves), so it keeps the plain nest.
 
 from __future__ import annotations
 
-import functools
 import threading
 from typing import Any
 
@@ -267,7 +268,8 @@ def kernel(op: str, dtype: Any, layout: str) -> Any:
     parsed = parse_layout(layout)
     attr = parsed.attr_text()
     key = (op, element(dtype), attr)
-    exe = program(op, dtype, panels=op.startswith(("spmm", "linear")) and block_rows(parsed) >= 2)
+    panels = op.startswith("linear") or (op.startswith("spmm") and block_rows(parsed) >= 2)
+    exe = program(op, dtype, panels=panels)
     with _lock:
         if key not in _variants:
             if attr == _CSR:
@@ -284,11 +286,18 @@ def block_rows(layout: Any) -> int:
     return 1 if isinstance(layout, Composable) else layout.dim_to_lvl.block_sizes()[0]
 
 
-@functools.lru_cache(maxsize=256)
 def row_major(layout: str) -> bool:
     """Whether a linear layer in ``layout`` runs the ``linear`` kernels (``X`` and ``Y``
-    row-major, see the module): layouts whose blocks span rows."""
-    return block_rows(parse_layout(layout)) >= 2
+    row-major, see the module): layouts whose blocks span rows (jammed), and
+    layouts stored row by row, a ``dense`` first level over the rows (CSR,
+    ELL, n:m: rows grouped by eight, see :mod:`sparsecomp.lowering.jam`)."""
+    parsed = parse_layout(layout)
+    if isinstance(parsed, Composable):
+        return False
+    if block_rows(parsed) >= 2:
+        return True
+    first = parsed.dim_to_lvl.results[0]
+    return parsed.levels[0].name == "dense_fixed" and first.op == "id" and first.dim == 0
 
 
 def numpy_dtype(dtype: Any) -> np.dtype[Any]:

@@ -3,7 +3,8 @@
 The weight is a pattern (CSR ``indptr`` and ``indices`` buffers) and a
 ``values`` parameter holding one number per kept entry, in CSR order (see
 :mod:`.structure`). In a layout whose blocks span rows (BSR ``R x C`` with
-``R >= 2``, grouped n:m as ``bsr:Gx1``) the forward pass computes ``Y = X
+``R >= 2``, grouped n:m as ``bsr:Gx1``) or stored row by row (CSR, ELL,
+n:m) the forward pass computes ``Y = X
 W^T`` with ``sparsecomp::sparse_linear``, reading ``X`` and writing ``Y``
 row-major as torch holds them (the kernel transposes in registers, see
 :mod:`.kernels`). In other layouts it computes ``Y^T = W X^T`` with
@@ -124,6 +125,7 @@ class SparseLinear(nn.Module):
         )
         csr = fwd if fwd.layout == ops.CSR else structure.place(indptr, indices, shape, "csr")
         self.layout = str(parse_layout(layout))
+        self._row_major = kernels.row_major(fwd.layout)
         pattern = (torch.from_numpy(csr.index[0].copy()), self.indptr, self.indices)
         structure.remember(csr.layout, shape, pattern, csr.tensor)
         torch_of = lambda p: tuple(torch.from_numpy(a.copy()) for a in p.index)  # noqa: E731
@@ -186,7 +188,7 @@ class SparseLinear(nn.Module):
         pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = self._placed
         shape = [self.out_features, self.in_features]
         args = (pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, shape, self.bias)
-        if kernels.row_major(lay):  # X and Y row-major: no transposes
+        if self._row_major:  # X and Y row-major: no transposes
             flat = x.reshape(-1, self.in_features)
             y = ops.sparse_linear(self.values, flat, *args)
             return y.reshape(*lead, self.out_features)

@@ -401,20 +401,52 @@ func.func @bsr_linear(%A: tensor<?x?xf32, #bsr41>, %X: tensor<?x?xf32>, %Y: tens
 
 #csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
-// The same with CSR: no block rows to jam, so each row's chunk of Y[j, i] is
-// read and written along Y's first index (element by element, a row apart).
+// The same with CSR: rows are grouped by eight (lowering/jam.py, Group).
+// Each row of a group runs its entries into its own accumulators (the rows
+// past the last skip theirs), then the group's 8 x 8 tiles are transposed
+// and stored as one vector of 8 rows per row of Y.
 // VEC-LABEL: func.func @csr_linear
-// VEC-SAME: %[[Y:[^:]+]]: tensor<?x?xf32>) -> tensor<?x?xf32>
 // VEC: scf.for
-// VEC:   scf.for %[[I:[^ ]+]] = %c0 to %{{.*}} step %c1
+// VEC:   scf.for %[[G:[^ ]+]] = %c0 to %{{.*}} step %c8
+// VEC-NOT: sparse_iter.parallel
 // VEC:     scf.for %[[J:[^ ]+]] =
-// VEC:       vector.transfer_read %[[Y]][%[[J]], %[[I]]], %{{.*}}, %{{.*}} {permutation_map = #[[ALONG:.*]]}
-// VEC:       vector.transfer_write %{{.*}}, %{{.*}}[%[[J]], %[[I]]], %{{.*}} {permutation_map = #[[ALONG]]}
+// VEC:       scf.for
+// VEC-COUNT-7: scf.if
+// VEC:       vector.shuffle
+// VEC:       scf.if
+// VEC:         vector.transfer_write %{{.*}}, %{{.*}}[%[[J]], %[[G]]] {in_bounds = [true]} : vector<8xf32>
 // VEC: } {sparse_iter.parallel}
 func.func @csr_linear(%A: tensor<?x?xf32, #csr>, %X: tensor<?x?xf32>, %Y: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (j, i)>],
                        iterator_types = ["parallel", "parallel", "reduction"]}
     ins(%A, %X : tensor<?x?xf32, #csr>, tensor<?x?xf32>) outs(%Y : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %x: f32, %o: f32):
+    %p = arith.mulf %a, %x : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+#dcsr = #sparse_iter.layout<{map = (i, j) -> (i : compressed, j : compressed), posWidth = 32, crdWidth = 32}>
+
+// DCSR: the rows are not a dense level, so not grouped; each row's chunk of
+// Y[j, i] is read and written along Y's first index (element by element, a
+// row of Y apart).
+// VEC-LABEL: func.func @dcsr_linear
+// VEC:   scf.for %[[Q:[^ ]+]] = %{{.*}} to %{{.*}} step %c1
+// VEC:     %[[ROW:.*]] = tensor.extract %{{.*}}[%[[Q]]] : tensor<?xi32>
+// VEC:     %[[I:.*]] = arith.index_cast %[[ROW]] : i32 to index
+// VEC:     scf.for %[[J:[^ ]+]] =
+// VEC:       vector.transfer_read %{{.*}}[%[[J]], %[[I]]], %{{.*}}, %{{.*}} {permutation_map = #[[ALONG:.*]]}
+// VEC:       vector.transfer_write %{{.*}}, %{{.*}}[%[[J]], %[[I]]], %{{.*}} {permutation_map = #[[ALONG]]}
+// VEC: } {sparse_iter.parallel}
+func.func @dcsr_linear(%A: tensor<?x?xf32, #dcsr>, %X: tensor<?x?xf32>, %Y: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (j, i)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+    ins(%A, %X : tensor<?x?xf32, #dcsr>, tensor<?x?xf32>) outs(%Y : tensor<?x?xf32>) {
   ^bb0(%a: f32, %x: f32, %o: f32):
     %p = arith.mulf %a, %x : f32
     %s = arith.addf %o, %p : f32
