@@ -95,53 +95,40 @@ func.func @spmm_bias(%A: tensor<?x?x{t}, #csr>, %B: tensor<?x?x{t}>,
 }}
 """
 
+#: ``Y = X A^T`` (``Y[j, i] += A[i, k] X[j, k]``, ``X`` and ``Y`` row-major);
+#: formatted twice: per kernel (``name``, ``extra`` arguments, how ``Y``
+#: starts), then per value type as the others are
 _LINEAR = """
-#csr = {csr}
-func.func @linear(%A: tensor<?x?x{t}, #csr>, %X: tensor<?x?x{t}>) -> tensor<?x?x{t}> {{
-  %c0 = arith.constant 0 : index
-  %zero = arith.constant 0.0 : {t}
-  %m = tensor.dim %A, %c0 : tensor<?x?x{t}, #csr>
-  %n = tensor.dim %X, %c0 : tensor<?x?x{t}>
-  %e = tensor.empty(%n, %m) : tensor<?x?x{t}>
-  %Y = linalg.fill ins(%zero : {t}) outs(%e : tensor<?x?x{t}>) -> tensor<?x?x{t}>
-  %r = linalg.generic #linear
-      ins(%A, %X : tensor<?x?x{t}, #csr>, tensor<?x?x{t}>) outs(%Y : tensor<?x?x{t}>) {{
-    ^bb0(%a: {t}, %x: {t}, %acc: {t}):
-      %p = arith.mulf %a, %x : {t}
-      %s = arith.addf %acc, %p : {t}
-      linalg.yield %s : {t}
-  }} -> tensor<?x?x{t}>
-  return %r : tensor<?x?x{t}>
-}}
-"""
-
-_LINEAR_BIAS = """
-#csr = {csr}
-func.func @linear_bias(%A: tensor<?x?x{t}, #csr>, %X: tensor<?x?x{t}>,
-                       %bias: tensor<?x{t}>) -> tensor<?x?x{t}> {{
-  %c0 = arith.constant 0 : index
-  %m = tensor.dim %A, %c0 : tensor<?x?x{t}, #csr>
-  %n = tensor.dim %X, %c0 : tensor<?x?x{t}>
-  %e = tensor.empty(%n, %m) : tensor<?x?x{t}>
-  %Y = linalg.broadcast ins(%bias : tensor<?x{t}>) outs(%e : tensor<?x?x{t}>) dimensions = [0]
-  %r = linalg.generic #linear
-      ins(%A, %X : tensor<?x?x{t}, #csr>, tensor<?x?x{t}>) outs(%Y : tensor<?x?x{t}>) {{
-    ^bb0(%a: {t}, %x: {t}, %acc: {t}):
-      %p = arith.mulf %a, %x : {t}
-      %s = arith.addf %acc, %p : {t}
-      linalg.yield %s : {t}
-  }} -> tensor<?x?x{t}>
-  return %r : tensor<?x?x{t}>
-}}
-"""
-
-#: ``Y[j, i] += A[i, k] X[j, k]``: ``Y = X A^T``, ``X`` and ``Y`` row-major
-_LINEAR_TRAIT = """
-#linear = {{
+#csr = {{csr}}
+#linear = {{{{
   indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>,
                    affine_map<(i, j, k) -> (j, i)>],
   iterator_types = ["parallel", "parallel", "reduction"]
-}}"""
+}}}}
+func.func @{name}(%A: tensor<?x?x{{t}}, #csr>, %X: tensor<?x?x{{t}}>{extra})
+    -> tensor<?x?x{{t}}> {{{{
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?x{{t}}, #csr>
+  %n = tensor.dim %X, %c0 : tensor<?x?x{{t}}>
+  %e = tensor.empty(%n, %m) : tensor<?x?x{{t}}>
+  {start}
+  %r = linalg.generic #linear
+      ins(%A, %X : tensor<?x?x{{t}}, #csr>, tensor<?x?x{{t}}>) outs(%Y : tensor<?x?x{{t}}>) {{{{
+    ^bb0(%a: {{t}}, %x: {{t}}, %acc: {{t}}):
+      %p = arith.mulf %a, %x : {{t}}
+      %s = arith.addf %acc, %p : {{t}}
+      linalg.yield %s : {{t}}
+  }}}} -> tensor<?x?x{{t}}>
+  return %r : tensor<?x?x{{t}}>
+}}}}
+"""
+
+#: ``Y`` starts from zero ...
+_LINEAR_ZERO = """%zero = arith.constant 0.0 : {t}
+  %Y = linalg.fill ins(%zero : {t}) outs(%e : tensor<?x?x{t}>) -> tensor<?x?x{t}>"""
+#: ... or from the bias, broadcast along the tokens
+_LINEAR_START_BIAS = """%Y = linalg.broadcast ins(%bias : tensor<?x{t}>) outs(%e : tensor<?x?x{t}>)
+      dimensions = [0]"""
 
 _SDDMM = """
 #csr = {csr}
@@ -202,8 +189,10 @@ func.func @gelu_sparsify(%x: tensor<?x?x{t}>) -> tensor<?x?x{t}, #csr> {{
 _SOURCES = {
     "spmm": _SPMM,
     "spmm_bias": _SPMM_BIAS,
-    "linear": _LINEAR_TRAIT + _LINEAR,
-    "linear_bias": _LINEAR_TRAIT + _LINEAR_BIAS,
+    "linear": _LINEAR.format(name="linear", extra="", start=_LINEAR_ZERO),
+    "linear_bias": _LINEAR.format(
+        name="linear_bias", extra=", %bias: tensor<?x{t}>", start=_LINEAR_START_BIAS
+    ),
     "sddmm": _SDDMM,
     "gelu_sparsify": _GELU_SPARSIFY,
 }

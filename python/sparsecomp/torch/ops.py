@@ -282,18 +282,34 @@ def _backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
     if ctx.needs_input_grad[1]:
         shape_t = [ctx.shape[1], ctx.shape[0]]
         d_b = layout_mm(values, grad, bwd_perm, list(bwd_index), ctx.layout_t, shape_t)
-    # bias is the 11th input where it was passed (a call may leave the default out)
-    with_bias = len(ctx.needs_input_grad) > 10 and ctx.needs_input_grad[10]
-    d_bias = grad.sum(1) if with_bias else None
-    nones = lambda xs: [None] * len(xs)  # noqa: E731  (list inputs get a list back)
+    d_bias = grad.sum(1) if _wants_bias(ctx) else None
+    return _gradients(ctx, d_values, d_b, d_bias, pattern, bwd_index)
+
+
+def _wants_bias(ctx: Any) -> bool:
+    """Whether the bias, the 11th input where it was passed (a call may leave the
+    default out), needs a gradient."""
+    return len(ctx.needs_input_grad) > 10 and ctx.needs_input_grad[10]
+
+
+def _gradients(
+    ctx: Any,
+    d_values: Tensor | None,
+    d_dense: Tensor | None,
+    d_bias: Tensor | None,
+    pattern: list[Tensor],
+    bwd_index: list[Tensor],
+) -> tuple[Any, ...]:
+    """The gradients of ``sparse_mm``'s or ``sparse_linear``'s inputs, in order (list
+    inputs get a list of ``None`` back; the bias only where it was passed)."""
     return (
         d_values,
-        d_b,
-        nones(pattern),
+        d_dense,
+        [None] * len(pattern),
         None,
         [None] * ctx.fwd_count,
         None,
-        nones(bwd_index),
+        [None] * len(bwd_index),
         None,
         None,
         None,
@@ -355,22 +371,8 @@ def _linear_backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
         shape_t = [ctx.shape[1], ctx.shape[0]]
         d_xt = layout_mm(values, grad_t, bwd_perm, list(bwd_index), ctx.layout_t, shape_t)
         d_x = transposed(d_xt)  # row-major, as x is
-    with_bias = len(ctx.needs_input_grad) > 10 and ctx.needs_input_grad[10]
-    d_bias = grad.sum(0) if with_bias else None
-    nones = lambda xs: [None] * len(xs)  # noqa: E731  (list inputs get a list back)
-    return (
-        d_values,
-        d_x,
-        nones(pattern),
-        None,
-        [None] * ctx.fwd_count,
-        None,
-        nones(bwd_index),
-        None,
-        None,
-        None,
-        *([d_bias] if len(ctx.needs_input_grad) > 10 else []),
-    )
+    d_bias = grad.sum(0) if _wants_bias(ctx) else None
+    return _gradients(ctx, d_values, d_x, d_bias, pattern, bwd_index)
 
 
 sparse_linear.register_autograd(_linear_backward, setup_context=_setup)
