@@ -15,10 +15,11 @@ reads it from a contiguous copy of the current panel of columns ``[lo, hi)``
   nest reads it as it reads a packed ``B``; the transpose costs no pass of
   its own.
 
-:func:`transpose_tile` also stores a jammed nest's accumulators into a
-transposed output (``Y[j, i]``: ``R`` rows of ``i`` by a vector of ``j``
-become a vector of ``R`` consecutive elements of each ``Y`` row). It emits
-``vector.shuffle`` rounds (see there).
+:func:`transpose_tile` also stores a jammed block row's (or a group of
+rows', :mod:`.jam`) accumulators into a transposed output (``Y[j, i]``:
+``R`` rows of ``i`` by a vector of ``j`` become a vector of ``R``
+consecutive elements of each ``Y`` row). It emits ``vector.shuffle``
+ops (see there).
 """
 
 from __future__ import annotations

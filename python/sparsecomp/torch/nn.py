@@ -4,16 +4,15 @@ The weight is a pattern (CSR ``indptr`` and ``indices`` buffers) and a
 ``values`` parameter holding one number per kept entry, in CSR order (see
 :mod:`.structure`). In a layout whose blocks span rows (BSR ``R x C`` with
 ``R >= 2``, grouped n:m as ``bsr:Gx1``) or stored row by row (CSR, ELL,
-n:m) the forward pass computes ``Y = X
-W^T`` with ``sparsecomp::sparse_linear``, reading ``X`` and writing ``Y``
-row-major as torch holds them (the kernel transposes in registers, see
-:mod:`.kernels`). In other layouts it computes ``Y^T = W X^T`` with
-``sparsecomp::sparse_mm`` on the input transposed (shared between layers
-reading one input, :mod:`.transpose`) and returns ``Y`` as a transposed
-view of that product: a following sparse layer's ``X^T`` is then the
-product itself, with no copy. The backward pass gives
-``values`` a gradient only at kept entries, so any optimizer keeps the
-pattern (see :mod:`.optim` for the policies).
+n:m) the forward pass computes ``Y = X W^T`` with
+``sparsecomp::sparse_linear``, reading ``X`` and writing ``Y`` row-major as
+torch holds them (the kernel transposes in registers, see :mod:`.kernels`).
+In other layouts it computes ``Y^T = W X^T`` with ``sparsecomp::sparse_mm``
+on the input transposed (shared between layers reading one input,
+:mod:`.transpose`) and returns ``Y`` as a transposed view of that product:
+a following sparse layer's ``X^T`` is then the product itself, with no
+copy. The backward pass gives ``values`` a gradient only at kept entries, so
+any optimizer keeps the pattern (see :mod:`.optim` for the policies).
 
 ``state_dict`` holds ``values``, ``indptr``, ``indices``, ``bias`` and an
 extra state naming the layout; loading one into a ``SparseLinear`` of any
