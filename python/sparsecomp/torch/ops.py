@@ -10,6 +10,10 @@ implementation, so ``torch.compile(fullgraph=True)`` traces through it and
   ``index`` holds the packed index buffers), plus ``bias[:, None]`` if given
   (a linear layer's bias: the kernel's accumulators start from it, see
   :mod:`.kernels`). Not differentiable by itself.
+* ``sparsecomp::linear(values, x, perm, index, layout, shape, bias=None)``:
+  ``x @ A.T (+ bias)`` with ``x`` and the result row-major (a linear layer
+  as torch holds it), for layouts with multi-row blocks or stored row by row
+  (:func:`.kernels.row_major`). Not differentiable by itself.
 * ``sparsecomp::sddmm(pattern, x, y, shape)``: ``(x @ y.T)`` at the entries of
   a CSR pattern, in CSR order: the gradient of a sparse weight.
 * ``sparsecomp::sparse_mm(values, b, pattern, fwd_perm, fwd_index, bwd_perm,
@@ -18,9 +22,14 @@ implementation, so ``torch.compile(fullgraph=True)`` traces through it and
   (only at stored entries: the weight stays sparse), ``d b = A^T @ dC`` with
   ``layout_mm`` on the transposed placement (a compiled SpMM, never a dense
   copy of ``A``) and ``d bias = dC.sum(1)``.
+* ``sparsecomp::sparse_linear(values, x, pattern, fwd_perm, fwd_index,
+  bwd_perm, bwd_index, layout, layout_t, shape, bias=None)``: ``linear`` with
+  autograd, the gradients as ``sparse_mm``'s (``dY`` and ``x`` transposed for
+  them).
 
 Dense operands are used in place (``Tensor.numpy()`` shares memory) and
-results are written straight into new torch tensors. A tensor on another
+results are written straight into new torch tensors (``linear``'s is the
+kernel's own result, in 2 MiB pages, wrapped without a copy). A tensor on another
 device, or of a dtype with no kernel, is a :class:`SparsecompError`, never a
 silent fallback.
 """
@@ -174,8 +183,8 @@ def linear(
     bias: Tensor | None = None,
 ) -> Tensor:
     """``x @ A.T (+ bias)``, ``x`` row-major ``n x shape[1]``, ``A`` (``shape``) in
-    ``layout`` (one whose blocks span rows, see :func:`.kernels.row_major`); the
-    result is row-major ``n x shape[0]``. Not differentiable by itself."""
+    ``layout`` (one :func:`.kernels.row_major` accepts); the result is
+    row-major ``n x shape[0]``. Not differentiable by itself."""
     if x.dim() != 2 or x.shape[1] != shape[1]:
         raise SparsecompError(
             f"the input must be a matrix with {shape[1]} columns, got shape {tuple(x.shape)}"
