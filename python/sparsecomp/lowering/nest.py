@@ -143,6 +143,12 @@ def _flipped(acc: Access, dim: int) -> bool:
     return len(acc.dims) == 2 and acc.dims[0] == dim and acc.dims[1] != dim
 
 
+def _no_lanes(mask_type: ir.Type) -> ir.Value:
+    """An all-false mask: a row past the edge reads and writes nothing."""
+    false = ir.DenseElementsAttr.get_splat(mask_type, ir.BoolAttr.get(False))
+    return arith.constant(mask_type, false)
+
+
 def _fast_addf(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.addf(a, b, fastmath=ir.Attribute.parse(bodies.FASTMATH))
 
@@ -632,8 +638,7 @@ class NestEmitter(OperandAccess):
         last = add(first, arith.subi(count, index(1)))
         self.rows = [first, *(arith.minui(add(first, index(r)), last) for r in range(1, jam.size))]
         columns = vec.masks
-        none = arith.constant(columns[0].type, ir.DenseElementsAttr.get_splat(
-            columns[0].type, ir.BoolAttr.get(False)))  # fmt: skip
+        none = _no_lanes(columns[0].type)
         masks = [columns]
         for r in range(1, jam.size):
             inside = arith.cmpi(arith.CmpIPredicate.ult, index(r), count)
@@ -722,8 +727,7 @@ class NestEmitter(OperandAccess):
         count = arith.minui(index(group.size), arith.subi(self.group_rows, first))
         last = add(first, arith.subi(count, index(1)))
         columns = vec.masks
-        none = arith.constant(columns[0].type, ir.DenseElementsAttr.get_splat(
-            columns[0].type, ir.BoolAttr.get(False)))  # fmt: skip
+        none = _no_lanes(columns[0].type)
         elems: list[ir.Value] = []
         for r in range(group.size):
             row = first if r == 0 else arith.minui(add(first, index(r)), last)

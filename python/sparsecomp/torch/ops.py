@@ -269,9 +269,7 @@ def _sparse_mm_fake(
     shape: list[int],
     bias: Tensor | None = None,
 ) -> Tensor:
-    torch._check(b.dim() == 2 and b.shape[0] == shape[1])
-    torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == shape[0]))
-    return b.new_empty((shape[0], b.shape[1]), dtype=values.dtype)
+    return _layout_mm_fake(values, b, fwd_perm, fwd_index, layout, shape, bias)
 
 
 def _setup(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
@@ -364,9 +362,7 @@ def _sparse_linear_fake(
     shape: list[int],
     bias: Tensor | None = None,
 ) -> Tensor:
-    torch._check(x.dim() == 2 and x.shape[1] == shape[1])
-    torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == shape[0]))
-    return x.new_empty((x.shape[0], shape[0]), dtype=values.dtype)
+    return _linear_fake(values, x, fwd_perm, fwd_index, layout, shape, bias)
 
 
 def _linear_backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
