@@ -214,9 +214,10 @@ class NestEmitter(OperandAccess):
         return self.reader.level_size(lv)
 
     def level_bound(self, lv: int, size: ir.Value) -> ir.Value:
-        """How many coordinates of a dense level exist: a ``mod`` level stops at the edge."""
+        """How many coordinates of a dense level exist: a ``mod`` level stops at the
+        edge (one of size 1, as BSR ``R x 1``'s columns, never crosses it)."""
         expr = self.plan.layout.dim_to_lvl.results[lv]
-        if expr.op != "mod":
+        if expr.op != "mod" or expr.const == 1:
             return size
         start = mul(self.outer[self.plan.level_dim(lv)], size)
         return arith.minsi(size, arith.subi(self.dim_sizes[expr.dim], start))

@@ -27,7 +27,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, tensor, vector
 
-from sparsecomp.lowering.loops import Carried, add, for_loop, index
+from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index
 from sparsecomp.lowering.operands import zero_of
 
 
@@ -162,9 +162,14 @@ def pack_columns(
     """Rows ``[lo, hi)`` of the row-major matrix ``source`` (``n x K``),
     transposed: a new contiguous ``K x (hi - lo)`` tensor, ``out[k, c] =
     source[lo + c, k]``, by ``lanes x lanes`` tiles transposed in registers,
-    tiles of ``k`` in parallel (unless inside a parallel loop already). Rows
-    and columns past the edges are read and written at the last one that
-    exists through all-false masks."""
+    tiles of ``k`` in parallel (unless inside a parallel loop already).
+
+    A whole tile is read and written with plain vector loads and stores; a
+    tile at an edge is masked, its rows and columns past the edges read and
+    written at the last one that exists through all-false masks. (Whole
+    tiles unmasked took BERT's linear kernels 0-15% faster on the 2-core
+    AVX-512 Xeon, in an in-process A/B: the pack is mostly bound by reading
+    ``X``.)"""
     ty = ir.RankedTensorType(source.type)
     elt = ty.element_type
     depth, width = tensor.dim(source, index(1)), arith.subi(hi, lo)
@@ -177,6 +182,30 @@ def pack_columns(
 
         def tile(ct: ir.Value, inner: Carried) -> Carried:
             c_left = arith.subi(width, ct)
+            whole = arith.andi(
+                arith.cmpi(arith.CmpIPredicate.uge, k_left, index(lanes)),
+                arith.cmpi(arith.CmpIPredicate.uge, c_left, index(lanes)),
+            )
+            return if_else(
+                whole,
+                [inner[0].type],
+                lambda: [whole_tile(ct, inner[0])],
+                lambda: [edge_tile(ct, c_left, inner[0])],
+            )
+
+        def whole_tile(ct: ir.Value, into: ir.Value) -> ir.Value:
+            rows = [
+                vector.transfer_read(
+                    vt, source, [add(lo, add(ct, index(a))), kt], _row_map(), fill, [True]
+                )
+                for a in range(lanes)
+            ]
+            for b, column in enumerate(transpose_tile(rows)):
+                into = vector.transfer_write(into.type, column, into, [add(kt, index(b)), ct],
+                                             _row_map(), [True])  # fmt: skip
+            return into
+
+        def edge_tile(ct: ir.Value, c_left: ir.Value, into: ir.Value) -> ir.Value:
             rows = []
             for a in range(lanes):
                 inside = arith.cmpi(arith.CmpIPredicate.ult, index(a), c_left)
@@ -188,7 +217,6 @@ def pack_columns(
                     vt, source, [at, kt], _row_map(), fill, [False], mask=mask
                 )
                 rows.append(read)
-            into = inner[0]
             for b, column in enumerate(transpose_tile(rows)):
                 inside = arith.cmpi(arith.CmpIPredicate.ult, index(b), k_left)
                 mask = vector.create_mask(
@@ -197,7 +225,7 @@ def pack_columns(
                 k = arith.minui(add(kt, index(b)), last_k)
                 into = vector.transfer_write(into.type, column, into, [k, ct], _row_map(),
                                              [False], mask=mask)  # fmt: skip
-            return [into]
+            return into
 
         return for_loop(index(0), width, index(lanes), values, tile)
 
