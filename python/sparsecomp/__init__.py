@@ -1,6 +1,8 @@
 """sparsecomp: an MLIR-based sparse tensor compiler.
 
-``sparsecomp.formats`` and ``sparsecomp.runtime`` import without MLIR; the
+``sparsecomp.kernel`` decorates a kernel written in Python
+(:mod:`sparsecomp.script`). ``sparsecomp.formats`` and
+``sparsecomp.runtime`` import without MLIR; the
 compiler parts (``sparsecomp.ir``, ``sparsecomp.transforms``,
 ``sparsecomp.tools``) need the pinned MLIR wheels.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.script.kernel import kernel
 from sparsecomp.sparsify import sparsify
 
 if TYPE_CHECKING:
@@ -18,7 +21,7 @@ if TYPE_CHECKING:
     from sparsecomp.runtime import Executable
 
 __version__ = "0.1.0"
-__all__ = ["SparsecompError", "__version__", "compile", "load", "sparsify"]
+__all__ = ["SparsecompError", "__version__", "compile", "kernel", "load", "sparsify"]
 
 
 def compile(source: Any, target: Any = "host", **options: Any) -> Executable:

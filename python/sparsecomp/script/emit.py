@@ -1,0 +1,313 @@
+"""A parsed kernel as a stage-I MLIR module, built with the MLIR Python bindings.
+
+Each statement becomes one ``linalg.generic``: its loops are the index
+variables on the left (``parallel``), then those only on the right
+(``reduction``), in the order they first appear; each distinct tensor
+element read is an input with its indexing map; the output is the target
+(an argument or an earlier result, read and written), or a new
+``tensor.empty`` (with the result annotation's encoding where the target is
+returned) filled with the reduction's identity where it is dense. A kernel
+call becomes a ``func.call`` of the callee, emitted once per
+specialization as a private function. Every op carries the location of its
+Python line (``file:line:col``), so that a diagnostic from any later stage
+names the user's line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlir import ir
+from mlir.dialects import func, linalg, tensor
+
+from sparsecomp.script.body import Body, combine, identity
+from sparsecomp.script.parse import (
+    Access,
+    Call,
+    Definition,
+    Name,
+    Node,
+    Op,
+    ScriptError,
+    Statement,
+    bind_types,
+)
+from sparsecomp.script.types import Scalar, TensorType, encoding_text
+
+_ITERATOR = {kind: f"#linalg.iterator_type<{kind}>" for kind in ("parallel", "reduction")}
+
+
+def accesses(e: Any) -> list[Access]:
+    """The tensor elements an expression reads, in order, each once."""
+    if isinstance(e, Access):
+        return [e]
+    found: list[Access] = []
+    for arg in e.args if isinstance(e, Op) else ():
+        for a in accesses(arg):
+            if (a.tensor, a.indices) not in [(b.tensor, b.indices) for b in found]:
+                found.append(a)
+    return found
+
+
+def names(e: Any) -> list[Name]:
+    if isinstance(e, Name):
+        return [e]
+    return [n for arg in (e.args if isinstance(e, Op) else ()) for n in names(arg)]
+
+
+class FunctionEmitter:
+    """Emits one kernel's ``func.func`` into a module (see the module docstring)."""
+
+    def __init__(self, module: ModuleEmitter, d: Definition, types: dict[str, Scalar]) -> None:
+        self.module, self.d, self.types = module, d, types
+        self.env: dict[str, ir.Value] = {}
+        self.symbols: dict[str, tuple[ir.Value, int]] = {}  # size symbol -> (tensor, dim)
+
+    # -- helpers ---------------------------------------------------------------------
+    def loc(self, at: Node) -> ir.Location:
+        return ir.Location.file(self.d.filename, at.line, at.col)
+
+    def fail(self, at: Node, message: str, hint: str | None = None) -> ScriptError:
+        return ScriptError(message, location=f"{self.d.filename}:{at.line}:{at.col}", hint=hint)
+
+    def tensor_type(self, t: TensorType, shape: list[int] | None = None) -> ir.RankedTensorType:
+        elt = ir.Type.parse(t.element(self.types).name)
+        dims = shape or [
+            d if isinstance(d, int) else self.module.sizes.get(d, ir.ShapedType.get_dynamic_size())
+            for d in t.shape
+        ]
+        enc = ir.Attribute.parse(encoding_text(t.encoding)) if t.encoding else None
+        return ir.RankedTensorType.get(dims, elt, enc)
+
+    def param_type(self, p: TensorType | Scalar | str) -> ir.Type:
+        if isinstance(p, TensorType):
+            return self.tensor_type(p)
+        return ir.Type.parse((self.types[p] if isinstance(p, str) else p).name)
+
+    def result_annotation(self, name: str) -> TensorType | None:
+        if name in self.d.returns and self.d.results:
+            i = self.d.returns.index(name)
+            return self.d.results[i] if i < len(self.d.results) else None
+        return None
+
+    # -- the function --------------------------------------------------------------------
+    def emit(self, name: str, private: bool) -> func.FuncOp:
+        params = list(self.d.params.items())
+        inputs = [self.param_type(p) for _, p in params]
+        f = func.FuncOp(name, (inputs, []))
+        if private:
+            f.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        entry = f.add_entry_block()
+        for (pname, p), arg in zip(params, entry.arguments, strict=True):
+            self.env[pname] = arg
+            if isinstance(p, TensorType):
+                for dim, sym in enumerate(p.shape):
+                    if isinstance(sym, str):
+                        self.symbols.setdefault(sym, (arg, dim))
+        with ir.InsertionPoint(entry):
+            for s in self.d.body:
+                if isinstance(s, Statement):
+                    self.statement(s)
+                else:
+                    self.call(s)
+            results = []
+            for r in self.d.returns:
+                if r not in self.env or (r in self.d.params and r not in self.assigned()):
+                    raise ScriptError(
+                        f"kernel '{self.d.name}' returns '{r}', which it never assigns"
+                    )
+                results.append(self.env[r])
+            func.ReturnOp(results)
+        ftype = ir.FunctionType.get(inputs, [v.type for v in results])
+        f.attributes["function_type"] = ir.TypeAttr.get(ftype)
+        return f
+
+    def assigned(self) -> set[str]:
+        out: set[str] = set()
+        for s in self.d.body:
+            out |= {s.target} if isinstance(s, Statement) else set(s.targets)
+        return out
+
+    # -- statements ---------------------------------------------------------------------
+    def statement(self, s: Statement) -> None:
+        with self.loc(s.at):
+            reads = accesses(s.value)
+            for a in reads:
+                self.check_access(a)
+            existing = self.env.get(s.target)
+            own = [
+                a
+                for a in reads
+                if existing is not None and (a.tensor, a.indices) == (s.target, s.indices)
+            ]
+            inputs = [a for a in reads if a not in own]
+            loops = list(s.indices)
+            for v in [i for a in inputs for i in a.indices] + [n.name for n in names(s.value)]:
+                if v not in loops and (v in [i for a in inputs for i in a.indices]):
+                    loops.append(v)
+            reduced = loops[len(s.indices) :]
+            if reduced and s.reduce is None:
+                raise self.fail(
+                    s.at,
+                    f"index variable(s) {', '.join(reduced)} appear only on the right",
+                    hint="reduce over them: write += (sum), *= (product), or "
+                    "T[...] = max(T[...], expr)",
+                )
+            out = existing if existing is not None else self.new_output(s, inputs, loops)
+            self.check_rank(s.target, ir.RankedTensorType(out.type), s.indices, s.at)
+            self.generic(s, inputs, own, loops, out)
+
+    def check_access(self, a: Access) -> None:
+        if a.tensor not in self.env:
+            raise self.fail(a.at, f"'{a.tensor}' is not a tensor argument or an earlier result")
+        t = self.env[a.tensor].type
+        if not isinstance(t, ir.RankedTensorType):
+            raise self.fail(a.at, f"'{a.tensor}' is a scalar: use it without a subscript")
+        self.check_rank(a.tensor, ir.RankedTensorType(t), a.indices, a.at)
+
+    def check_rank(self, name: str, t: ir.RankedTensorType, idx: tuple[str, ...], at: Node) -> None:
+        if t.rank != len(idx):
+            raise self.fail(at, f"'{name}' has {t.rank} dimension(s), subscripted with {len(idx)}")
+
+    def element_type(self, s: Statement, inputs: list[Access]) -> ir.Type:
+        ann = self.result_annotation(s.target)
+        if ann is not None:
+            return ir.Type.parse(ann.element(self.types).name)
+        for a in inputs:
+            return ir.RankedTensorType(self.env[a.tensor].type).element_type
+        for n in names(s.value):
+            if n.name in self.env:
+                return self.env[n.name].type
+        raise self.fail(
+            s.at,
+            f"cannot tell the element type of '{s.target}'",
+            hint="annotate the kernel's result: -> Tensor[f32, ...]",
+        )
+
+    def new_output(self, s: Statement, inputs: list[Access], loops: list[str]) -> ir.Value:
+        ann = self.result_annotation(s.target)
+        elt = self.element_type(s, inputs)
+        mixed: list[int | ir.Value] = []
+        for pos, var in enumerate(s.indices):
+            source = self.extent(var, inputs, ann, pos)
+            if source is None:
+                raise self.fail(
+                    s.at,
+                    f"cannot tell the size of index variable '{var}' of '{s.target}'",
+                    hint="read it from an input, or annotate the result's shape "
+                    "with size symbols of the arguments",
+                )
+            value, dim = source
+            static = ir.RankedTensorType(value.type).shape[dim]
+            dynamic = ir.ShapedType.is_dynamic_size(static)
+            mixed.append(tensor.dim(value, _index(dim)) if dynamic else static)
+        enc = ir.Attribute.parse(encoding_text(ann.encoding)) if ann and ann.encoding else None
+        empty = tensor.empty(mixed, elt, encoding=enc)
+        if s.reduce is None or enc is not None:
+            return empty
+        return linalg.fill(identity(s.reduce, elt), outs=[empty])
+
+    def extent(
+        self, var: str, inputs: list[Access], ann: TensorType | None, pos: int
+    ) -> tuple[ir.Value, int] | None:
+        for a in inputs:
+            if var in a.indices:
+                return self.env[a.tensor], a.indices.index(var)
+        if ann is not None and isinstance(ann.shape[pos], str):
+            return self.symbols.get(ann.shape[pos])  # type: ignore[arg-type]
+        return None
+
+    def generic(
+        self, s: Statement, inputs: list[Access], own: list[Access], loops: list[str], out: ir.Value
+    ) -> None:
+        def amap(idx: tuple[str, ...]) -> ir.AffineMap:
+            exprs = [ir.AffineDimExpr.get(loops.index(i)) for i in idx]
+            return ir.AffineMap.get(len(loops), 0, exprs)
+
+        maps = [amap(a.indices) for a in inputs] + [amap(s.indices)]
+        kinds = ["parallel"] * len(s.indices) + ["reduction"] * (len(loops) - len(s.indices))
+        op = linalg.GenericOp(
+            [out.type],
+            [self.env[a.tensor] for a in inputs],
+            [out],
+            ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+            ir.ArrayAttr.get([ir.Attribute.parse(_ITERATOR[k]) for k in kinds]),
+        )
+        elts = [ir.RankedTensorType(v.type).element_type for v in (*op.inputs, out)]
+        block = op.regions[0].blocks.append(*elts)
+        elements = {
+            (a.tensor, a.indices): arg for a, arg in zip(inputs, block.arguments, strict=False)
+        }
+        for a in own:
+            elements[(a.tensor, a.indices)] = block.arguments[-1]
+        scalars = {k: v for k, v in self.env.items() if not isinstance(v.type, ir.ShapedType)}
+        with ir.InsertionPoint(block):
+            body = Body(elements, scalars, loops, elts[-1], self.fail, self.loc)
+            value = body.emit(s.value, elts[-1])
+            if s.reduce is not None:
+                value = combine(s.reduce, block.arguments[-1], value)
+            if value.type != elts[-1]:
+                raise self.fail(
+                    s.at, f"the value is {value.type}, but '{s.target}' holds {elts[-1]}"
+                )
+            linalg.YieldOp([value])
+        self.env[s.target] = op.result
+
+    # -- calls ----------------------------------------------------------------------------
+    def call(self, c: Call) -> None:
+        with self.loc(c.at):
+            callee = c.kernel.definition
+            if len(c.args) != len(callee.params):
+                raise self.fail(
+                    c.at, f"'{callee.name}' takes {len(callee.params)} arguments, got {len(c.args)}"
+                )
+            for a in c.args:
+                if a not in self.env:
+                    raise self.fail(c.at, f"'{a}' is not an argument or an earlier result")
+            values = [self.env[a] for a in c.args]
+            f = self.module.callee(c.kernel, values)
+            results = f.type.results
+            if len(results) != len(c.targets):
+                raise self.fail(
+                    c.at,
+                    f"'{callee.name}' returns {len(results)} value(s), bound to {len(c.targets)}",
+                )
+            done = func.CallOp(results, ir.FlatSymbolRefAttr.get(f.sym_name.value), values)
+            for name, value in zip(c.targets, done.results, strict=True):
+                self.env[name] = value
+
+
+def _index(i: int) -> ir.Value:
+    from mlir.dialects import arith
+
+    return arith.constant(ir.IndexType.get(), i)
+
+
+class ModuleEmitter:
+    """A module holding a kernel and the kernels it calls."""
+
+    def __init__(self, sizes: dict[str, int] | None = None) -> None:
+        self.sizes = dict(sizes or {})
+        self.module = ir.Module.create()
+        self.emitted: dict[tuple[Any, ...], func.FuncOp] = {}
+
+    def kernel(self, d: Definition, types: dict[str, Scalar], private: bool = False) -> func.FuncOp:
+        with ir.InsertionPoint(self.module.body):
+            return FunctionEmitter(self, d, types).emit(d.name, private)
+
+    def callee(self, kernel: Any, args: list[ir.Value]) -> func.FuncOp:
+        d = kernel.definition
+        elements = [
+            ir.RankedTensorType(a.type).element_type
+            if isinstance(a.type, ir.RankedTensorType)
+            else a.type
+            for a in args
+        ]
+        types = bind_types(d, [str(e) for e in elements])
+        key = (d.name, tuple(sorted((k, v.name) for k, v in types.items())))
+        if key not in self.emitted:
+            suffix = "".join(f"_{v.name}" for _, v in sorted(types.items()))
+            with ir.InsertionPoint(self.module.body):
+                f = FunctionEmitter(self, d, types).emit(d.name + suffix, private=True)
+            self.emitted[key] = f
+        return self.emitted[key]

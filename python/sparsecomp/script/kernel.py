@@ -1,0 +1,183 @@
+"""``@kernel``: a Python function in the index-notation subset, compiled on first call.
+
+    from sparsecomp.script import kernel, Tensor, f32
+
+    @kernel
+    def spmv(A: Tensor[f32, ("M", "N"), "csr"], x: Tensor[f32, "N"]) -> Tensor[f32, "M"]:
+        y[i] += A[i, j] * x[j]
+        return y
+
+    y = spmv(scipy_csr_matrix, numpy_vector)
+
+The function is parsed when it is decorated (errors in the subset are
+reported then, at their line); its MLIR is built and compiled at the first
+call, and again for each new *specialization*: the element types bound to
+its type variables, the sizes of the symbols named in ``constants`` (as
+Triton's ``constexpr``: those sizes become static in the IR), and the
+target. Executables are cached per specialization, and on disk by the
+compile cache as any compiled ``.mlir`` is.
+
+* ``spmv.mlir`` / ``spmv.module(...)``: the stage-I IR (text / module);
+* ``spmv.compile(target=..., **options)``: the executable
+  (:func:`sparsecomp.compile`'s options);
+* calling ``spmv(...)`` takes what a compiled ``.mlir`` function takes:
+  numpy arrays, scipy.sparse matrices, torch tensors (with the torch extra).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.script.parse import ScriptError, bind_types, parse
+from sparsecomp.script.types import SCALARS, Scalar, TensorType, scalar_of
+
+
+def _dtype_of(arg: Any) -> Any:
+    dtype = getattr(arg, "dtype", None)
+    if dtype is None:
+        import numpy as np
+
+        dtype = np.asarray(arg).dtype
+    return dtype
+
+
+class Kernel:
+    """A kernel written in Python; see the module."""
+
+    def __init__(self, fn: Callable[..., Any], constants: Iterable[str] = ()) -> None:
+        self.fn = fn
+        self.constants = tuple(constants)
+        self.definition = parse(fn)
+        self.__sparsecomp_kernel__ = True  # what parse looks for in a call
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self._lock = threading.Lock()
+        self._executables: dict[tuple[Any, ...], Any] = {}
+        self._check_constants()
+
+    def _check_constants(self) -> None:
+        symbols = {
+            s for p in self.definition.params.values() if isinstance(p, TensorType) for s in p.shape
+        }
+        for c in self.constants:
+            if c not in symbols:
+                raise ScriptError(
+                    f"constant '{c}' of '{self.__name__}' is no argument's size symbol"
+                )
+
+    def _type_vars(self) -> list[str]:
+        d = self.definition
+        found = [p.dtype if isinstance(p, TensorType) else p for p in d.params.values()]
+        return [v for v in dict.fromkeys(found) if isinstance(v, str)]
+
+    # -- IR ------------------------------------------------------------------------------
+    def module(
+        self, types: dict[str, Any] | None = None, sizes: dict[str, int] | None = None
+    ) -> Any:
+        """The stage-I module for element types bound to the type variables
+        (``types``: name -> ``f32``...) and static sizes of the ``constants``."""
+        from sparsecomp.ir.context import make_context
+        from sparsecomp.script.emit import ModuleEmitter
+
+        bound = {k: (SCALARS[v] if isinstance(v, str) else v) for k, v in (types or {}).items()}
+        missing = [v for v in self._type_vars() if v not in bound]
+        if missing:
+            raise ScriptError(
+                f"kernel '{self.__name__}' has type variable(s) {', '.join(missing)}",
+                hint=f"call it, or pass types={{'{missing[0]}': 'f32'}}",
+            )
+        unsized = [c for c in self.constants if c not in (sizes or {})]
+        if unsized:
+            raise ScriptError(f"kernel '{self.__name__}' needs sizes for {', '.join(unsized)}")
+        ctx = make_context()
+        with ctx:
+            from mlir import ir
+
+            with ir.Location.unknown():
+                emitter = ModuleEmitter(sizes)
+                emitter.kernel(self.definition, bound)
+            _verify(emitter.module)
+        return emitter.module
+
+    @property
+    def mlir(self) -> str:
+        """The stage-I IR as text (the kernel must have no type variables or constants)."""
+        return str(self.module())
+
+    # -- compiling and calling -------------------------------------------------------------
+    def compile(
+        self,
+        target: Any = "host",
+        types: dict[str, Any] | None = None,
+        sizes: dict[str, int] | None = None,
+        **options: Any,
+    ) -> Any:
+        """The executable for a specialization (see :meth:`module`) and ``target``."""
+        key = (
+            str(target),
+            tuple(sorted((k, str(v)) for k, v in (types or {}).items())),
+            tuple(sorted((sizes or {}).items())),
+            tuple(sorted(options.items())),
+        )
+        with self._lock:
+            if key not in self._executables:
+                from sparsecomp.compiler.driver import compile as compile_mlir
+
+                text = str(self.module(types, sizes))
+                self._executables[key] = compile_mlir(text, target, **options)
+            return self._executables[key]
+
+    def specialization(self, args: tuple[Any, ...]) -> tuple[dict[str, Scalar], dict[str, int]]:
+        """The type variables and constant sizes ``args`` bind."""
+        d = self.definition
+        if len(args) != len(d.params):
+            raise SparsecompError(
+                f"'{self.__name__}' takes {len(d.params)} arguments, got {len(args)}"
+            )
+        types = bind_types(d, [scalar_of(_dtype_of(a)).name for a in args])
+        sizes: dict[str, int] = {}
+        for (name, p), arg in zip(d.params.items(), args, strict=True):
+            if not isinstance(p, TensorType):
+                continue
+            shape = tuple(getattr(arg, "shape", ()))
+            if len(shape) != p.rank:
+                raise SparsecompError(
+                    f"argument '{name}' of '{self.__name__}' has {len(shape)} dimension(s), "
+                    f"its annotation {p.rank}"
+                )
+            for sym, n in zip(p.shape, shape, strict=True):
+                if isinstance(sym, int) and sym != n:
+                    raise SparsecompError(f"argument '{name}' has size {n} where {sym} is declared")
+                if sym in self.constants and sizes.setdefault(str(sym), int(n)) != int(n):
+                    raise SparsecompError(f"size '{sym}' is {sizes[str(sym)]} and {n}")
+        return types, sizes
+
+    def __call__(self, *args: Any, target: Any = "host") -> Any:
+        types, sizes = self.specialization(args)
+        exe = self.compile(target, {k: v.name for k, v in types.items()}, sizes)
+        return exe.functions[self.__name__](*args)
+
+    def __repr__(self) -> str:
+        return f"<sparsecomp kernel {self.__name__}>"
+
+
+def _verify(module: Any) -> None:
+    """Verify the built module; a ScriptError with the located diagnostics if it fails."""
+    from mlir import ir
+
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        lines = [f"{d.location}: {d.message}" for d in e.error_diagnostics]
+        raise ScriptError("the kernel's IR does not verify:\n" + "\n".join(lines)) from None
+
+
+def kernel(fn: Callable[..., Any] | None = None, *, constants: Iterable[str] = ()) -> Any:
+    """Decorate a function of the index-notation subset (see :mod:`sparsecomp.script`);
+    ``@kernel`` or ``@kernel(constants=("N",))``."""
+    if fn is None:
+        return lambda f: Kernel(f, constants)
+    return Kernel(fn, constants)

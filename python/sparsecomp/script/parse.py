@@ -1,0 +1,365 @@
+"""A Python kernel's source, read into statements of index notation.
+
+The subset (docs/script.md has the table):
+
+* ``T[i, j] = expr``: each element of ``T`` over the index variables on the
+  left; ``T[i] += expr`` (``*=``) sums (multiplies) over the index
+  variables that appear only on the right; ``T[i] = max(T[i], expr)``
+  (``min``) reduces with ``max`` (``min``); ``s += expr`` reduces
+  everything into a 0-d result ``s``;
+* ``X = other(A, B)`` (``X, Y = ...``): a call of another ``@kernel``;
+* ``return T`` / ``return T, U``; a docstring.
+
+In an expression: tensor elements ``A[i, k]`` (subscripts are index
+variables), scalar arguments, numbers, index variables (their value, an
+integer), ``+ - * /``, unary ``-``, comparisons (one operator), ``a if c
+else b`` and ``where(c, a, b)``, ``max(a, b)``, ``min(a, b)``, ``abs``, the
+functions in :data:`MATH`, and conversions named by element type
+(``f64(x)``, ``i32(x)``).
+
+Anything else is refused with a :class:`ScriptError` at its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.script.types import SCALARS, Scalar, TensorType
+
+#: one-argument math functions: name -> math dialect op name
+MATH = {
+    "exp": "exp",
+    "log": "log",
+    "sqrt": "sqrt",
+    "rsqrt": "rsqrt",
+    "tanh": "tanh",
+    "erf": "erf",
+    "sin": "sin",
+    "cos": "cos",
+}
+BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+AUGMENTED = {ast.Add: "add", ast.Mult: "mul"}
+SUBSET = (
+    "statements T[i, j] = expr, T[i] += expr, T[i] *= expr, T[i] = max(T[i], expr), "
+    "X = other_kernel(...), return; expressions of tensor elements A[i, k], scalar "
+    "arguments, numbers, index variables, + - * /, comparisons, a if c else b, "
+    f"where, max, min, abs, {', '.join(MATH)}; conversions {', '.join(SCALARS)}(x)"
+)
+
+
+class ScriptError(SparsecompError):
+    """A kernel's Python is outside the subset, or inconsistent; located at its line."""
+
+
+@dataclass(frozen=True)
+class TypeVariable:
+    """A scalar argument's type variable (``alpha: "T"``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Node:
+    """Where an expression or statement is in the Python source."""
+
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Access:
+    tensor: str
+    indices: tuple[str, ...]
+    at: Node
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float | int
+    at: Node
+
+
+@dataclass(frozen=True)
+class Name:
+    """A scalar argument or an index variable."""
+
+    name: str
+    at: Node
+
+
+@dataclass(frozen=True)
+class Op:
+    """An operator or function: ``op`` is ``+``, ``neg``, ``<``, ``where``, ``exp``..."""
+
+    op: str
+    args: tuple[Any, ...]
+    at: Node
+
+
+@dataclass(frozen=True)
+class Statement:
+    """``target[indices] (reduce)= value``; ``reduce`` is None for a plain ``=``."""
+
+    target: str
+    indices: tuple[str, ...]
+    reduce: str | None
+    value: Any
+    at: Node
+
+
+@dataclass(frozen=True)
+class Call:
+    """``targets = kernel(args)``: ``kernel`` is the called ``Kernel`` object."""
+
+    targets: tuple[str, ...]
+    kernel: Any
+    args: tuple[str, ...]
+    at: Node
+
+
+@dataclass
+class Definition:
+    """A parsed kernel: its name, arguments, results and statements."""
+
+    name: str
+    filename: str
+    params: dict[str, TensorType | Scalar | str]
+    results: list[TensorType | None]
+    body: list[Statement | Call] = field(default_factory=list)
+    returns: tuple[str, ...] = ()
+
+
+class _Reader:
+    def __init__(self, fn: Any, filename: str, first_line: int) -> None:
+        self.fn, self.filename, self.first = fn, filename, first_line
+
+    def at(self, node: ast.AST) -> Node:
+        return Node(self.first + getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0) + 1)
+
+    def fail(self, node: ast.AST, message: str, hint: str | None = SUBSET) -> ScriptError:
+        at = self.at(node)
+        return ScriptError(message, location=f"{self.filename}:{at.line}:{at.col}", hint=hint)
+
+    def expr(self, node: ast.AST) -> Any:
+        if isinstance(node, ast.Subscript):
+            return self.access(node)
+        if isinstance(node, ast.Name):
+            return Name(node.id, self.at(node))
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            if isinstance(node.value, bool):
+                raise self.fail(node, "booleans are written as comparisons")
+            return Const(node.value, self.at(node))
+        if isinstance(node, ast.BinOp) and type(node.op) in BINARY:
+            return Op(
+                BINARY[type(node.op)], (self.expr(node.left), self.expr(node.right)), self.at(node)
+            )
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return Op("neg", (self.expr(node.operand),), self.at(node))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+            return self.expr(node.operand)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in COMPARE:
+            pair = (self.expr(node.left), self.expr(node.comparators[0]))
+            return Op(COMPARE[type(node.ops[0])], pair, self.at(node))
+        if isinstance(node, ast.IfExp):
+            three = (self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
+            return Op("where", three, self.at(node))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+            return self.call(node, node.func.id)
+        raise self.fail(node, f"'{ast.unparse(node)}' is not in the kernel subset")
+
+    def call(self, node: ast.Call, fn: str) -> Op:
+        arity = {
+            "where": 3,
+            "max": 2,
+            "min": 2,
+            "abs": 1,
+            **dict.fromkeys(MATH, 1),
+            **dict.fromkeys(SCALARS, 1),
+        }
+        if fn not in arity:
+            raise self.fail(node, f"'{fn}' is not a function of the kernel subset")
+        if len(node.args) != arity[fn]:
+            raise self.fail(node, f"{fn} takes {arity[fn]} argument(s), got {len(node.args)}")
+        return Op(fn, tuple(self.expr(a) for a in node.args), self.at(node))
+
+    def access(self, node: ast.Subscript) -> Access:
+        if not isinstance(node.value, ast.Name):
+            raise self.fail(node, "only a tensor argument or result can be subscripted")
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        names = []
+        for item in items:
+            if not isinstance(item, ast.Name):
+                raise self.fail(
+                    item,
+                    f"subscript '{ast.unparse(item)}' is not an index variable",
+                    hint="subscripts are plain names (i, j, k): index notation has no "
+                    "offsets, slices or computed indices",
+                )
+            names.append(item.id)
+        return Access(node.value.id, tuple(names), self.at(node))
+
+    def target(self, node: ast.AST) -> tuple[str, tuple[str, ...]]:
+        if isinstance(node, ast.Name):
+            return node.id, ()
+        if isinstance(node, ast.Subscript):
+            a = self.access(node)
+            if len(set(a.indices)) != len(a.indices):
+                raise self.fail(node, "an index variable appears twice on the left")
+            return a.tensor, a.indices
+        raise self.fail(node, f"cannot assign to '{ast.unparse(node)}'")
+
+    def statement(self, node: ast.stmt, into: Definition) -> None:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            return  # a docstring
+        if isinstance(node, ast.Return):
+            into.returns = self.returned(node)
+            return
+        if isinstance(node, ast.AugAssign):
+            if type(node.op) not in AUGMENTED:
+                raise self.fail(node, "a reduction is written += or *= (or with max/min)")
+            name, idx = self.target(node.target)
+            value = self.expr(node.value)
+            into.body.append(Statement(name, idx, AUGMENTED[type(node.op)], value, self.at(node)))
+            return
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            if isinstance(node.value, ast.Call) and self.is_kernel_call(node.value):
+                into.body.append(self.kernel_call(node))
+                return
+            name, idx = self.target(node.targets[0])
+            if not idx:
+                raise self.fail(
+                    node,
+                    f"'{name} = ...' assigns no elements",
+                    hint=f"write {name}[i, ...] = ... over index variables",
+                )
+            value = self.expr(node.value)
+            reduce, value = self.max_min(name, idx, value)
+            into.body.append(Statement(name, idx, reduce, value, self.at(node)))
+            return
+        raise self.fail(node, f"'{type(node).__name__}' statements are not in the kernel subset")
+
+    def max_min(self, name: str, idx: tuple[str, ...], value: Any) -> tuple[str | None, Any]:
+        """``T[i] = max(T[i], e)`` is a max reduction of ``e`` (likewise min)."""
+        if isinstance(value, Op) and value.op in ("max", "min"):
+            first, second = value.args
+            if isinstance(first, Access) and (first.tensor, first.indices) == (name, idx):
+                return value.op, second
+        return None, value
+
+    def is_kernel_call(self, node: ast.Call) -> bool:
+        """Whether ``node`` calls a ``@kernel`` (a ``Kernel``, which marks itself)."""
+        if not isinstance(node.func, ast.Name):
+            return False
+        return getattr(self.lookup(node.func.id), "__sparsecomp_kernel__", False) is True
+
+    def lookup(self, name: str) -> Any:
+        scope = dict(getattr(self.fn, "__globals__", {}))
+        closure = inspect.getclosurevars(self.fn).nonlocals if hasattr(self.fn, "__code__") else {}
+        scope.update(closure)
+        return scope.get(name)
+
+    def kernel_call(self, node: ast.Assign) -> Call:
+        assert isinstance(node.value, ast.Call)
+        assert isinstance(node.value.func, ast.Name)
+        target = node.targets[0]
+        elts = target.elts if isinstance(target, ast.Tuple) else [target]
+        if not all(isinstance(e, ast.Name) for e in elts):
+            raise self.fail(node, "a kernel call's results are bound to plain names")
+        args = node.value.args
+        if node.value.keywords or not all(isinstance(a, ast.Name) for a in args):
+            raise self.fail(node, "a kernel call's arguments are plain names, by position")
+        return Call(
+            tuple(e.id for e in elts),  # type: ignore[attr-defined]
+            self.lookup(node.value.func.id),
+            tuple(a.id for a in args),  # type: ignore[attr-defined]
+            self.at(node),
+        )
+
+    def returned(self, node: ast.Return) -> tuple[str, ...]:
+        value = node.value
+        elts = value.elts if isinstance(value, ast.Tuple) else [value]
+        if value is None or not all(isinstance(e, ast.Name) for e in elts):
+            raise self.fail(node, "a kernel returns names of tensors: return C (or C, D)")
+        return tuple(e.id for e in elts)  # type: ignore[union-attr]
+
+
+def _annotations(fn: Any) -> dict[str, Any]:
+    """``fn``'s annotations, evaluated; a plain name that is not defined (``alpha:
+    "T"``) is a scalar of type variable ``T``."""
+    out = {}
+    for key, value in inspect.get_annotations(fn).items():
+        if isinstance(value, str):
+            try:
+                value = eval(value, getattr(fn, "__globals__", {}))
+            except NameError:
+                if not value.isidentifier():
+                    raise
+                value = TypeVariable(value)
+        out[key] = value
+    return out
+
+
+def parse(fn: Any) -> Definition:
+    """Read the Python function ``fn`` (its source and annotations) into a :class:`Definition`."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or "<unknown>"
+    except (OSError, TypeError) as e:
+        raise ScriptError(f"the source of {fn!r} is not available: {e}") from None
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    func = tree.body[0]
+    if not isinstance(func, ast.FunctionDef):
+        raise ScriptError(f"{fn!r} is not a plain function")
+    reader = _Reader(fn, filename, first)
+    hints = _annotations(fn)
+    params: dict[str, TensorType | Scalar | str] = {}
+    for arg in func.args.args:
+        hint = hints.get(arg.arg)
+        if isinstance(hint, TypeVariable):
+            hint = hint.name
+        if not isinstance(hint, TensorType | Scalar | str):
+            raise reader.fail(
+                arg,
+                f"argument '{arg.arg}' needs a Tensor[...] or scalar type annotation",
+                hint='for example A: Tensor[f32, ("M", "K"), "csr"] or alpha: f32',
+            )
+        params[arg.arg] = hint
+    if func.args.vararg or func.args.kwarg or func.args.kwonlyargs:
+        raise reader.fail(func, "a kernel takes positional arguments only")
+    ret = hints.get("return")
+    results: list[TensorType | None] = list(getattr(ret, "__args__", ())) if ret is not None else []
+    if isinstance(ret, TensorType):
+        results = [ret]
+    definition = Definition(fn.__name__, filename, params, results)
+    for node in func.body:
+        reader.statement(node, definition)
+    if not definition.returns:
+        raise reader.fail(func, f"kernel '{fn.__name__}' returns nothing", hint="end with return C")
+    return definition
+
+
+def bind_types(d: Definition, elements: list[str]) -> dict[str, Scalar]:
+    """The type variables of ``d`` bound from its arguments' element type names
+    (``elements``, in order); a clear error where two bindings disagree or an
+    argument's type differs from its annotation."""
+    bound: dict[str, Scalar] = {}
+    for (name, p), got in zip(d.params.items(), elements, strict=True):
+        want = p.dtype if isinstance(p, TensorType) else p
+        if got not in SCALARS:
+            raise ScriptError(f"argument '{name}' of '{d.name}' has element type {got}")
+        have = SCALARS[got]
+        if isinstance(want, str):
+            if bound.setdefault(want, have) != have:
+                raise ScriptError(
+                    f"type variable '{want}' of '{d.name}' is {bound[want]} and {have} "
+                    f"(argument '{name}')"
+                )
+        elif want != have:
+            raise ScriptError(f"argument '{name}' of '{d.name}' is {want}, got {have}")
+    return bound
