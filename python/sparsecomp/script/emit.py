@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import func, linalg, tensor
+from mlir.dialects import arith, func, linalg, tensor
 
 from sparsecomp.script.body import Body, combine, identity
 from sparsecomp.script.parse import (
@@ -62,6 +62,20 @@ class FunctionEmitter:
         self.module, self.d, self.types = module, d, types
         self.env: dict[str, ir.Value] = {}
         self.symbols: dict[str, tuple[ir.Value, int]] = {}  # size symbol -> (tensor, dim)
+        self.pool: dict[tuple[str, Any], ir.Value] = {}  # the function's constants
+        self.entry: ir.Block | None = None
+
+    def constant(self, make: Any, key: tuple[str, Any]) -> ir.Value:
+        """A constant of the function, made once, kept with the others at the top of
+        its body (index constants, then values, as a hand-written function has them,
+        so that its text after sparsecomp-cleanup matches one written in MLIR)."""
+        if key not in self.pool:
+            assert self.entry is not None
+            ops = list(self.entry.operations)
+            first = next((op for op in ops if op.name != "arith.constant"), None)
+            with ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(self.entry):
+                self.pool[key] = make()
+        return self.pool[key]
 
     # -- helpers ---------------------------------------------------------------------
     def loc(self, at: Node) -> ir.Location:
@@ -98,6 +112,7 @@ class FunctionEmitter:
         if private:
             f.attributes["sym_visibility"] = ir.StringAttr.get("private")
         entry = f.add_entry_block()
+        self.entry = entry
         for (pname, p), arg in zip(params, entry.arguments, strict=True):
             self.env[pname] = arg
             if isinstance(p, TensorType):
@@ -187,7 +202,7 @@ class FunctionEmitter:
     def new_output(self, s: Statement, inputs: list[Access], loops: list[str]) -> ir.Value:
         ann = self.result_annotation(s.target)
         elt = self.element_type(s, inputs)
-        mixed: list[int | ir.Value] = []
+        sources = []
         for pos, var in enumerate(s.indices):
             source = self.extent(var, inputs, ann, pos)
             if source is None:
@@ -197,15 +212,21 @@ class FunctionEmitter:
                     hint="read it from an input, or annotate the result's shape "
                     "with size symbols of the arguments",
                 )
-            value, dim = source
+            sources.append(source)
+        # the dims' index constants first, then the dims, as a hand-written function has them
+        dynamic = sorted({d for v, d in sources if _dynamic(v, d)})
+        constants = {d: self.constant(lambda d=d: _index(d), ("index", d)) for d in dynamic}
+        mixed: list[int | ir.Value] = []
+        for value, dim in sources:
             static = ir.RankedTensorType(value.type).shape[dim]
-            dynamic = ir.ShapedType.is_dynamic_size(static)
-            mixed.append(tensor.dim(value, _index(dim)) if dynamic else static)
+            mixed.append(tensor.dim(value, constants[dim]) if _dynamic(value, dim) else static)
         enc = ir.Attribute.parse(encoding_text(ann.encoding)) if ann and ann.encoding else None
         empty = tensor.empty(mixed, elt, encoding=enc)
-        if s.reduce is None or enc is not None:
+        reduce = s.reduce
+        if reduce is None or enc is not None:
             return empty
-        return linalg.fill(identity(s.reduce, elt), outs=[empty])
+        start = self.constant(lambda: identity(reduce, elt), (str(elt), reduce))
+        return linalg.fill(start, outs=[empty])
 
     def extent(
         self, var: str, inputs: list[Access], ann: TensorType | None, pos: int
@@ -277,9 +298,11 @@ class FunctionEmitter:
                 self.env[name] = value
 
 
-def _index(i: int) -> ir.Value:
-    from mlir.dialects import arith
+def _dynamic(value: ir.Value, dim: int) -> bool:
+    return ir.ShapedType.is_dynamic_size(ir.RankedTensorType(value.type).shape[dim])
 
+
+def _index(i: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), i)
 
 
