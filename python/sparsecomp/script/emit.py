@@ -20,6 +20,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import arith, func, linalg, tensor
 
+from sparsecomp.errors import SparsecompError
 from sparsecomp.script.body import Body, combine, identity
 from sparsecomp.script.parse import (
     Access,
@@ -90,8 +91,16 @@ class FunctionEmitter:
             d if isinstance(d, int) else self.module.sizes.get(d, ir.ShapedType.get_dynamic_size())
             for d in t.shape
         ]
-        enc = ir.Attribute.parse(encoding_text(t.encoding)) if t.encoding else None
+        enc = self.encoding(t.encoding, self.d.at) if t.encoding else None
         return ir.RankedTensorType.get(dims, elt, enc)
+
+    def encoding(self, text: str, at: Node) -> ir.Attribute:
+        """An annotation's encoding as an attribute; a located error if it does not parse."""
+        try:
+            return ir.Attribute.parse(encoding_text(text))
+        except (ir.MLIRError, SparsecompError) as e:
+            detail = e.message if isinstance(e, SparsecompError) else str(e).splitlines()[-1]
+            raise self.fail(at, f"encoding '{text}' is not valid: {detail.strip()}") from None
 
     def param_type(self, p: TensorType | Scalar | str) -> ir.Type:
         if isinstance(p, TensorType):
@@ -108,7 +117,7 @@ class FunctionEmitter:
     def emit(self, name: str, private: bool) -> func.FuncOp:
         params = list(self.d.params.items())
         inputs = [self.param_type(p) for _, p in params]
-        f = func.FuncOp(name, (inputs, []))
+        f = func.FuncOp(name, (inputs, []), loc=self.loc(self.d.at))
         if private:
             f.attributes["sym_visibility"] = ir.StringAttr.get("private")
         entry = f.add_entry_block()
@@ -220,7 +229,7 @@ class FunctionEmitter:
         for value, dim in sources:
             static = ir.RankedTensorType(value.type).shape[dim]
             mixed.append(tensor.dim(value, constants[dim]) if _dynamic(value, dim) else static)
-        enc = ir.Attribute.parse(encoding_text(ann.encoding)) if ann and ann.encoding else None
+        enc = self.encoding(ann.encoding, s.at) if ann and ann.encoding else None
         empty = tensor.empty(mixed, elt, encoding=enc)
         reduce = s.reduce
         if reduce is None or enc is not None:

@@ -126,7 +126,8 @@ class Kernel:
             if key not in self._executables:
                 from sparsecomp.compiler.driver import compile as compile_mlir
 
-                text = str(self.module(types, sizes))
+                # with locations: a diagnostic of any stage names the Python line
+                text = self.module(types, sizes).operation.get_asm(enable_debug_info=True)
                 self._executables[key] = compile_mlir(text, target, **options)
             return self._executables[key]
 

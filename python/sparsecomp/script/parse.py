@@ -131,6 +131,7 @@ class Definition:
     filename: str
     params: dict[str, TensorType | Scalar | str]
     results: list[TensorType | None]
+    at: Node = Node(1, 1)  # the ``def`` line
     body: list[Statement | Call] = field(default_factory=list)
     returns: tuple[str, ...] = ()
 
@@ -336,7 +337,7 @@ def parse(fn: Any) -> Definition:
     results: list[TensorType | None] = list(getattr(ret, "__args__", ())) if ret is not None else []
     if isinstance(ret, TensorType):
         results = [ret]
-    definition = Definition(fn.__name__, filename, params, results)
+    definition = Definition(fn.__name__, filename, params, results, reader.at(func))
     for node in func.body:
         reader.statement(node, definition)
     if not definition.returns:

@@ -1,0 +1,330 @@
+"""sparsecomp.script: kernels written in Python, checked against scipy / numpy.
+
+The kernels are written here as a user writes them; each is compiled once
+(per specialization) and then called on hypothesis' matrices.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import erf as scipy_erf
+
+import sparsecomp
+from sparsecomp.errors import SparsecompError
+from sparsecomp.formats import SparseTensor
+from sparsecomp.script import ScriptError, Tensor, f32, f64, kernel, sparsity
+
+SETTINGS = settings(max_examples=15, deadline=None)
+REPO = Path(__file__).resolve().parents[2]
+
+
+@kernel
+def spmv(A: Tensor[f32, ("M", "N"), "csr"], x: Tensor[f32, "N"]) -> Tensor[f32, "M"]:
+    y[i] += A[i, j] * x[j]
+    return y
+
+
+@kernel
+def spmm(
+    A: Tensor[f32, ("M", "K"), sparsity("unstructured", density=0.01)],
+    B: Tensor[f32, ("K", "N")],
+) -> Tensor[f32, ("M", "N")]:
+    C[i, j] += A[i, k] * B[k, j]
+    return C
+
+
+@kernel
+def sddmm(
+    S: Tensor[f32, ("M", "N"), "csr"], X: Tensor[f32, ("M", "K")], Y: Tensor[f32, ("N", "K")]
+) -> Tensor[f32, ("M", "N"), "csr"]:
+    out[i, j] += S[i, j] * (X[i, k] * Y[j, k])
+    return out
+
+
+@kernel
+def scale_relu(A: Tensor["T", ("M", "N"), "csr"], alpha: "T") -> Tensor["T", ("M", "N"), "csr"]:
+    B[i, j] = max(alpha * A[i, j], 0.0)
+    return B
+
+
+@kernel
+def row_max(A: Tensor[f64, ("M", "N")]) -> Tensor[f64, "M"]:
+    m[i] = max(m[i], A[i, j])
+    return m
+
+
+@kernel
+def total(A: Tensor[f64, ("M", "N"), "csr"]):
+    s += A[i, j] * A[i, j]
+    return s
+
+
+@kernel
+def gelu(X: Tensor[f32, ("M", "N")]) -> Tensor[f32, ("M", "N")]:
+    Y[i, j] = 0.5 * X[i, j] * (1.0 + erf(X[i, j] * 0.7071067811865476))
+    return Y
+
+
+@kernel
+def diagonal(A: Tensor[f32, ("M", "M"), "csr"]) -> Tensor[f32, "M"]:
+    d[i] += A[i, j] if i == j else 0.0
+    return d
+
+
+@kernel
+def spmm_and_sum(A: Tensor[f32, ("M", "K"), "csr"], B: Tensor[f32, ("K", "N")]):
+    C[i, j] += A[i, k] * B[k, j]
+    s += C[i, j]
+    return C, s
+
+
+@kernel
+def abs_of_product(A: Tensor[f32, ("M", "K"), "csr"], B: Tensor[f32, ("K", "N")]):
+    C, _s = spmm_and_sum(A, B)
+    D[i, j] = where(C[i, j] > 0.0, C[i, j], -C[i, j])
+    return D
+
+
+@kernel
+def batched(
+    A: Tensor[
+        f32,
+        ("B", "M", "K"),
+        "#sparse_tensor.encoding<{map = (b, i, j) -> (b : dense, i : dense, j : compressed)}>",
+    ],
+    X: Tensor[f32, ("B", "K", "N")],
+) -> Tensor[f32, ("B", "M", "N")]:
+    C[b, i, j] += A[b, i, k] * X[b, k, j]
+    return C
+
+
+@kernel
+def widened(A: Tensor[f32, ("M", "N"), "csr"], x: Tensor[f64, "N"]) -> Tensor[f64, "M"]:
+    y[i] += f64(A[i, j]) * x[j]
+    return y
+
+
+@kernel(constants=("N",))
+def spmm_static(A: Tensor[f32, ("M", "K"), "csr"], B: Tensor[f32, ("K", "N")]):
+    C[i, j] += A[i, k] * B[k, j]
+    return C
+
+
+@st.composite
+def matrices(draw: st.DrawFn, dtype: type = np.float32) -> sp.csr_matrix:
+    m, n = draw(st.integers(1, 40)), draw(st.integers(1, 40))
+    density = draw(st.sampled_from([0.0, 0.05, 0.3, 1.0]))
+    seed = draw(st.integers(0, 2**31))
+    fmt = draw(st.sampled_from(["csr", "csc", "coo"]))
+    return sp.random(m, n, density=density, format=fmt, dtype=dtype, random_state=seed)
+
+
+def dense(rng: np.random.Generator, *shape: int, dtype: type = np.float32) -> np.ndarray:
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def as_scipy(result: object) -> np.ndarray:
+    return result.to_scipy().toarray() if isinstance(result, SparseTensor) else result
+
+
+@SETTINGS
+@given(A=matrices(), seed=st.integers(0, 2**31))
+def test_spmv_matches_scipy(A: sp.spmatrix, seed: int) -> None:
+    x = dense(np.random.default_rng(seed), A.shape[1])
+    np.testing.assert_allclose(spmv(A, x), A @ x, rtol=1e-5, atol=1e-5)
+
+
+@SETTINGS
+@given(A=matrices(), n=st.integers(1, 20), seed=st.integers(0, 2**31))
+def test_spmm_matches_scipy(A: sp.spmatrix, n: int, seed: int) -> None:
+    B = dense(np.random.default_rng(seed), A.shape[1], n)
+    np.testing.assert_allclose(spmm(A, B), A @ B, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(spmm_static(A, B), A @ B, rtol=1e-5, atol=1e-5)
+
+
+@SETTINGS
+@given(S=matrices(), k=st.integers(1, 12), seed=st.integers(0, 2**31))
+def test_sddmm_matches_scipy(S: sp.spmatrix, k: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    X, Y = dense(rng, S.shape[0], k), dense(rng, S.shape[1], k)
+    want = S.toarray() * (X @ Y.T)
+    np.testing.assert_allclose(as_scipy(sddmm(S, X, Y)), want, rtol=1e-4, atol=1e-4)
+
+
+@SETTINGS
+@given(A=matrices(np.float64), alpha=st.floats(-4, 4))
+def test_elementwise_with_a_type_variable(A: sp.spmatrix, alpha: float) -> None:
+    got = as_scipy(scale_relu(A, np.float64(alpha)))
+    np.testing.assert_allclose(got, np.maximum(alpha * A.toarray(), 0), atol=1e-12)
+    got32 = as_scipy(scale_relu(A.astype(np.float32), np.float32(alpha)))
+    np.testing.assert_allclose(got32, np.maximum(alpha * A.toarray(), 0), rtol=1e-5, atol=1e-6)
+
+
+@SETTINGS
+@given(A=matrices(np.float64), seed=st.integers(0, 2**31))
+def test_reductions(A: sp.spmatrix, seed: int) -> None:
+    D = dense(np.random.default_rng(seed), *A.shape, dtype=np.float64)
+    np.testing.assert_allclose(row_max(D), D.max(1))
+    np.testing.assert_allclose(total(A), (A.toarray() ** 2).sum(), rtol=1e-10, atol=1e-12)
+
+
+def test_math_where_and_index_variables() -> None:
+    rng = np.random.default_rng(0)
+    X = dense(rng, 9, 17)
+    np.testing.assert_allclose(gelu(X), 0.5 * X * (1 + scipy_erf(X / np.sqrt(2))), atol=1e-6)
+    S = sp.random(13, 13, density=0.3, format="csr", dtype=np.float32, random_state=1)
+    np.testing.assert_allclose(diagonal(S), S.diagonal())
+
+
+def test_several_results_and_kernel_calls() -> None:
+    A = sp.random(20, 15, density=0.2, format="csr", dtype=np.float32, random_state=2)
+    A.data -= 0.5
+    B = dense(np.random.default_rng(1), 15, 6)
+    C, s = spmm_and_sum(A, B)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(s, (A @ B).sum(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(abs_of_product(A, B), np.abs(A @ B), rtol=1e-5, atol=1e-5)
+    assert "call @spmm_and_sum(" in abs_of_product.mlir
+    assert "func.func private @spmm_and_sum" in abs_of_product.mlir
+
+
+def test_batched_three_dimensional() -> None:
+    rng = np.random.default_rng(3)
+    A = ((rng.random((3, 8, 6)) < 0.3) * rng.standard_normal((3, 8, 6))).astype(np.float32)
+    X = dense(rng, 3, 6, 5)
+    layout = "#sparse_iter.layout<{map = (b, i, j) -> (b : dense, i : dense, j : compressed)}>"
+    got = batched(SparseTensor.from_dense(A, layout), X)
+    np.testing.assert_allclose(got, A @ X, rtol=1e-5, atol=1e-5)
+
+
+def test_conversions() -> None:
+    A = sp.random(11, 7, density=0.4, format="csr", dtype=np.float32, random_state=4)
+    x = np.random.default_rng(4).standard_normal(7)
+    np.testing.assert_allclose(widened(A, x), A.astype(np.float64) @ x, rtol=1e-12)
+
+
+def test_specializations_are_cached() -> None:
+    A = sp.random(6, 6, density=0.5, format="csr", dtype=np.float64, random_state=5)
+    scale_relu(A, np.float64(1.0))
+    scale_relu(A.astype(np.float32), np.float32(1.0))
+    keys = list(scale_relu._executables)
+    assert sorted(k[1] for k in keys) == [(("T", "f32"),), (("T", "f64"),)]
+    scale_relu(A, np.float64(2.0))
+    assert list(scale_relu._executables) == keys  # no new compile
+    text = str(spmm_static.module(sizes={"N": 16}))
+    assert "tensor<?x16xf32>" in text
+
+
+@pytest.mark.parametrize("name", ["spmv", "spmm", "sddmm"])
+def test_same_ir_as_the_mlir_example(name: str) -> None:
+    """Written in Python or in MLIR, the kernel is the same stage-I IR (after
+    generalizing named ops and sparsecomp-cleanup's canonicalize and cse)."""
+    from mlir import ir, passmanager
+
+    from sparsecomp.ir.context import make_context
+
+    def clean(text: str) -> str:
+        with make_context():
+            module = ir.Module.parse(text)
+            pipeline = "builtin.module(linalg-generalize-named-ops,canonicalize,cse)"
+            passmanager.PassManager.parse(pipeline).run(module.operation)
+            return str(module)
+
+    python = {"spmv": spmv, "spmm": spmm, "sddmm": sddmm}[name]
+    assert clean(python.mlir) == clean((REPO / "examples" / f"{name}.mlir").read_text())
+
+
+def load_kernel(tmp_path: Path, body: str, name: str = "bad") -> object:
+    """Define ``body`` (a decorated function) in a fresh module file; return its kernel."""
+    path = tmp_path / f"{name}_{abs(hash(body))}.py"
+    path.write_text("from sparsecomp.script import *\n" + textwrap.dedent(body))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+BAD = [
+    ("    y[i] = A[i, j]\n", "j appear only on the right", 4, 5),
+    (
+        "    for q in range(3):\n        pass\n",
+        "'For' statements are not in the kernel subset",
+        4,
+        5,
+    ),
+    ("    y[i + 1] += A[i, j]\n", "subscript 'i + 1' is not an index variable", 4, 7),
+    ("    y[i] += A[i, j] * Q[j]\n", "'Q' is not a tensor argument", 4, 23),
+    ("    y[i] += A[i, j] ** 2\n", "is not in the kernel subset", 4, 13),
+    ("    y[i] += A[i]\n", "'A' has 2 dimension(s), subscripted with 1", 4, 13),
+    ("    y[i] += sqrt(i)\n", "sqrt takes a floating-point value", 4, 13),
+    ("    y[i] += A[i, j] * x[j]\n", "operands of types f32 and f64", 4, 13),
+]
+
+
+@pytest.mark.parametrize(("line", "message", "row", "col"), BAD)
+def test_errors_point_at_the_python_line(
+    tmp_path: Path, line: str, message: str, row: int, col: int
+) -> None:
+    body = (
+        "@kernel\n"
+        'def bad(A: Tensor[f32, ("M", "N")], x: Tensor[f64, "N"]) -> Tensor[f32, "M"]:\n'
+        f"{line}"
+        "    return y\n"
+    )
+    with pytest.raises(ScriptError) as info:
+        _ = load_kernel(tmp_path, body).mlir  # some errors are found when the IR is built
+    assert message in info.value.message
+    assert info.value.location is not None
+    assert info.value.location.endswith(f".py:{row}:{col}"), info.value.location
+
+
+def test_call_errors(tmp_path: Path) -> None:
+    A = sp.random(5, 4, density=0.5, format="csr", dtype=np.float32, random_state=0)
+    with pytest.raises(SparsecompError, match="takes 2 arguments, got 1"):
+        spmv(A)
+    with pytest.raises(ScriptError, match="argument 'x' of 'spmv' is f32, got f64"):
+        spmv(A, np.ones(4))
+    with pytest.raises(SparsecompError, match="has 2 dimension"):
+        spmv(A, np.ones((4, 1), np.float32))
+    with pytest.raises(ScriptError, match="needs a Tensor"):
+        load_kernel(tmp_path, "@kernel\ndef bad(A):\n    return A\n")
+    with pytest.raises(ScriptError, match="type variable"):
+        _ = scale_relu.mlir
+
+
+def test_compiler_diagnostics_name_the_python_line(tmp_path: Path) -> None:
+    """An error from a later stage of the compiler names the Python line."""
+    k = load_kernel(
+        tmp_path,
+        "@kernel\n"
+        'def exp(A: Tensor[f32, ("M", "N"), "csr"]) -> Tensor[f32, ("M", "N"), "csr"]:\n'
+        "    B[i, j] = 2.0 * A[i, j]\n"
+        "    return B\n",
+        name="exp",
+    )
+    with pytest.raises(SparsecompError, match=r"\.py:3:1: error: function @exp has the name"):
+        k.compile()
+    with pytest.raises(ScriptError, match="unknown level format 'sparse'") as info:
+        load_kernel(
+            tmp_path,
+            "@kernel\n"
+            'def bad(A: Tensor[f32, "N", "#sparse_iter.layout<{map = (i) -> (i : sparse)}>"]):\n'
+            "    s += A[i]\n"
+            "    return s\n",
+        ).mlir
+    assert info.value.location is not None
+    assert info.value.location.endswith(".py:3:1")
+
+
+def test_top_level_name() -> None:
+    assert sparsecomp.kernel is kernel
