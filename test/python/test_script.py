@@ -118,9 +118,35 @@ def spmm_static(A: Tensor[f32, ("M", "K"), "csr"], B: Tensor[f32, ("K", "N")]):
     return C
 
 
+@kernel
+def masked_softmax(
+    S: Tensor[f32, ("M", "N"), "csr"], X: Tensor[f32, ("M", "N")]
+) -> Tensor[f32, ("M", "N"), "csr"]:
+    m[i] = max(m[i], X[i, j])
+    E: Tensor[f32, ("M", "N"), "csr"]
+    E[i, j] = S[i, j] * exp(X[i, j] - m[i])
+    z[i] += E[i, j]
+    P[i, j] = E[i, j] / z[i]
+    return P
+
+
+@kernel
+def gcn_layer(
+    A: Tensor[f32, ("N", "N"), "csr"],
+    X: Tensor[f32, ("N", "C")],
+    W: Tensor[f32, ("C", "F")],
+    b: Tensor[f32, "F"],
+) -> Tensor[f32, ("N", "F")]:
+    XW[j, f] += X[j, c] * W[c, f]
+    H[i, f] += A[i, j] * XW[j, f]
+    Y[i, f] = max(H[i, f] + b[f], 0.0)
+    return Y
+
+
 @st.composite
-def matrices(draw: st.DrawFn, dtype: type = np.float32) -> sp.csr_matrix:
-    m, n = draw(st.integers(1, 40)), draw(st.integers(1, 40))
+def matrices(draw: st.DrawFn, dtype: type = np.float32, square: bool = False) -> sp.spmatrix:
+    m = draw(st.integers(1, 40))
+    n = m if square else draw(st.integers(1, 40))
     density = draw(st.sampled_from([0.0, 0.05, 0.3, 1.0]))
     seed = draw(st.integers(0, 2**31))
     fmt = draw(st.sampled_from(["csr", "csc", "coo"]))
@@ -182,6 +208,29 @@ def test_math_where_and_index_variables() -> None:
     np.testing.assert_allclose(gelu(X), 0.5 * X * (1 + scipy_erf(X / np.sqrt(2))), atol=1e-6)
     S = sp.random(13, 13, density=0.3, format="csr", dtype=np.float32, random_state=1)
     np.testing.assert_allclose(diagonal(S), S.diagonal())
+
+
+@SETTINGS
+@given(S=matrices(), seed=st.integers(0, 2**31))
+def test_masked_softmax(S: sp.spmatrix, seed: int) -> None:
+    """Softmax of dense scores over each row's stored entries (declared sparse steps)."""
+    S = sp.csr_matrix(S)
+    S.data[:] = 1
+    X = dense(np.random.default_rng(seed), *S.shape)
+    e = np.where(S.toarray() > 0, np.exp(X - X.max(1, keepdims=True)), 0)
+    z = e.sum(1, keepdims=True)
+    want = np.divide(e, z, out=np.zeros_like(e), where=z > 0)
+    np.testing.assert_allclose(as_scipy(masked_softmax(S, X)), want, rtol=1e-5, atol=1e-6)
+
+
+@SETTINGS
+@given(A=matrices(square=True), seed=st.integers(0, 2**31))
+def test_gcn_layer(A: sp.spmatrix, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = A.shape[0]
+    X, W, b = dense(rng, n, 6), dense(rng, 6, 4), dense(rng, 4)
+    want = np.maximum(A @ (X @ W) + b, 0)
+    np.testing.assert_allclose(gcn_layer(A, X, W, b), want, rtol=1e-4, atol=1e-5)
 
 
 def test_several_results_and_kernel_calls() -> None:

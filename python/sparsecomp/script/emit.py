@@ -108,6 +108,10 @@ class FunctionEmitter:
         return ir.Type.parse((self.types[p] if isinstance(p, str) else p).name)
 
     def result_annotation(self, name: str) -> TensorType | None:
+        """The declared type of result ``name`` (``E: Tensor[...]``, or the return
+        annotation where it is returned)."""
+        if name in self.d.declared:
+            return self.d.declared[name]
         if name in self.d.returns and self.d.results:
             i = self.d.returns.index(name)
             return self.d.results[i] if i < len(self.d.results) else None

@@ -8,6 +8,8 @@ The subset (docs/script.md has the table):
   (``min``) reduces with ``max`` (``min``); ``s += expr`` reduces
   everything into a 0-d result ``s``;
 * ``X = other(A, B)`` (``X, Y = ...``): a call of another ``@kernel``;
+* ``E: Tensor[f32, ("M", "N"), "csr"]``: the type of a result computed
+  below (its element type, sizes and encoding; a result is dense otherwise);
 * ``return T`` / ``return T, U``; a docstring.
 
 In an expression: tensor elements ``A[i, k]`` (subscripts are index
@@ -47,7 +49,7 @@ COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
 AUGMENTED = {ast.Add: "add", ast.Mult: "mul"}
 SUBSET = (
     "statements T[i, j] = expr, T[i] += expr, T[i] *= expr, T[i] = max(T[i], expr), "
-    "X = other_kernel(...), return; expressions of tensor elements A[i, k], scalar "
+    "X = other_kernel(...), E: Tensor[...], return; expressions of tensor elements A[i, k], scalar "
     "arguments, numbers, index variables, + - * /, comparisons, a if c else b, "
     f"where, max, min, abs, {', '.join(MATH)}; conversions {', '.join(SCALARS)}(x)"
 )
@@ -132,6 +134,7 @@ class Definition:
     params: dict[str, TensorType | Scalar | str]
     results: list[TensorType | None]
     at: Node = Node(1, 1)  # the ``def`` line
+    declared: dict[str, TensorType] = field(default_factory=dict)  # ``E: Tensor[...]``
     body: list[Statement | Call] = field(default_factory=list)
     returns: tuple[str, ...] = ()
 
@@ -221,6 +224,9 @@ class _Reader:
         if isinstance(node, ast.Return):
             into.returns = self.returned(node)
             return
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            self.declare(node, into)
+            return
         if isinstance(node, ast.AugAssign):
             if type(node.op) not in AUGMENTED:
                 raise self.fail(node, "a reduction is written += or *= (or with max/min)")
@@ -245,6 +251,18 @@ class _Reader:
             return
         raise self.fail(node, f"'{type(node).__name__}' statements are not in the kernel subset")
 
+    def declare(self, node: ast.AnnAssign, into: Definition) -> None:
+        """``E: Tensor[...]`` declares the type of a result the kernel computes."""
+        if not isinstance(node.target, ast.Name):
+            raise self.fail(node, "declare a tensor by its name: E: Tensor[...]")
+        try:
+            t = eval(compile(ast.Expression(node.annotation), "<annotation>", "eval"), self.scope())
+        except Exception as e:
+            raise self.fail(node, f"cannot evaluate the annotation: {e}", hint=None) from None
+        if not isinstance(t, TensorType):
+            raise self.fail(node, f"'{node.target.id}' must be declared a Tensor[...]")
+        into.declared[node.target.id] = t
+
     def max_min(self, name: str, idx: tuple[str, ...], value: Any) -> tuple[str | None, Any]:
         """``T[i] = max(T[i], e)`` is a max reduction of ``e`` (likewise min)."""
         if isinstance(value, Op) and value.op in ("max", "min"):
@@ -259,11 +277,15 @@ class _Reader:
             return False
         return getattr(self.lookup(node.func.id), "__sparsecomp_kernel__", False) is True
 
-    def lookup(self, name: str) -> Any:
+    def scope(self) -> dict[str, Any]:
+        """The names the function sees: its module's globals and its closure."""
         scope = dict(getattr(self.fn, "__globals__", {}))
-        closure = inspect.getclosurevars(self.fn).nonlocals if hasattr(self.fn, "__code__") else {}
-        scope.update(closure)
-        return scope.get(name)
+        if hasattr(self.fn, "__code__"):
+            scope.update(inspect.getclosurevars(self.fn).nonlocals)
+        return scope
+
+    def lookup(self, name: str) -> Any:
+        return self.scope().get(name)
 
     def kernel_call(self, node: ast.Assign) -> Call:
         assert isinstance(node.value, ast.Call)
