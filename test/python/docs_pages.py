@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import doctest
 import io
+import linecache
 import os
 import re
 import subprocess
@@ -136,7 +137,11 @@ def _tidy(text: str) -> str:
 
 def _python(block: Block, page: Path, namespace: dict[str, Any]) -> tuple[str, bool]:
     buffer = io.StringIO()
-    code = compile(block.text, f"{page}:{block.line}", "exec")
+    name = f"{page}:{block.line}"
+    # the block's source, as IPython keeps a cell's, so that inspect finds it
+    # (sparsecomp.kernel reads a function's source)
+    linecache.cache[name] = (len(block.text), None, block.text.splitlines(True), name)
+    code = compile(block.text, name, "exec")
     try:
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             exec(code, namespace)

@@ -14,6 +14,7 @@ PAGES = [
     REPO / "docs" / "guide.md",
     REPO / "docs" / "troubleshooting.md",
     REPO / "docs" / "torch.md",
+    REPO / "docs" / "script.md",
 ]
 
 

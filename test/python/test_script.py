@@ -254,6 +254,14 @@ def test_batched_three_dimensional() -> None:
     np.testing.assert_allclose(got, A @ X, rtol=1e-5, atol=1e-5)
 
 
+def test_python_numbers_take_the_parameter_type() -> None:
+    A = sp.random(9, 7, density=0.4, format="csr", dtype=np.float32, random_state=6)
+    A.data -= 0.5
+    want = np.maximum(1.5 * A.toarray(), 0)
+    np.testing.assert_allclose(as_scipy(scale_relu(A, 1.5)), want, rtol=1e-6)
+    assert [k[1] for k in scale_relu._executables].count((("T", "f32"),)) == 1
+
+
 def test_conversions() -> None:
     A = sp.random(11, 7, density=0.4, format="csr", dtype=np.float32, random_state=4)
     x = np.random.default_rng(4).standard_normal(7)
@@ -343,6 +351,11 @@ def test_call_errors(tmp_path: Path) -> None:
         spmv(A)
     with pytest.raises(ScriptError, match="argument 'x' of 'spmv' is f32, got f64"):
         spmv(A, np.ones(4))
+    unbound = load_kernel(
+        tmp_path, '@kernel\ndef bad(x: Tensor[f32, "N"], a: "T"):\n    y[i] = x[i]\n    return y\n'
+    )
+    with pytest.raises(ScriptError, match="nothing else binds type variable 'T'"):
+        unbound(np.ones(3, np.float32), 1.0)
     with pytest.raises(SparsecompError, match="has 2 dimension"):
         spmv(A, np.ones((4, 1), np.float32))
     with pytest.raises(ScriptError, match="needs a Tensor"):

@@ -35,6 +35,10 @@ from sparsecomp.script.parse import ScriptError, bind_types, parse
 from sparsecomp.script.types import SCALARS, Scalar, TensorType, scalar_of
 
 
+def _is_number(arg: Any) -> bool:
+    return isinstance(arg, int | float) and not isinstance(arg, bool)
+
+
 def _dtype_of(arg: Any) -> Any:
     dtype = getattr(arg, "dtype", None)
     if dtype is None:
@@ -138,7 +142,9 @@ class Kernel:
             raise SparsecompError(
                 f"'{self.__name__}' takes {len(d.params)} arguments, got {len(args)}"
             )
-        types = bind_types(d, [scalar_of(_dtype_of(a)).name for a in args])
+        types = bind_types(
+            d, [None if _is_number(a) else scalar_of(_dtype_of(a)).name for a in args]
+        )
         sizes: dict[str, int] = {}
         for (name, p), arg in zip(d.params.items(), args, strict=True):
             if not isinstance(p, TensorType):
@@ -159,7 +165,16 @@ class Kernel:
     def __call__(self, *args: Any, target: Any = "host") -> Any:
         types, sizes = self.specialization(args)
         exe = self.compile(target, {k: v.name for k, v in types.items()}, sizes)
-        return exe.functions[self.__name__](*args)
+        return exe.functions[self.__name__](*self._numbers_typed(args, types))
+
+    def _numbers_typed(self, args: tuple[Any, ...], types: dict[str, Scalar]) -> list[Any]:
+        """The arguments, Python numbers as numpy scalars of their parameter's type."""
+        out = []
+        for p, arg in zip(self.definition.params.values(), args, strict=True):
+            if _is_number(arg) and not isinstance(p, TensorType):
+                arg = (types[p] if isinstance(p, str) else p).dtype.type(arg)
+            out.append(arg)
+        return out
 
     def __repr__(self) -> str:
         return f"<sparsecomp kernel {self.__name__}>"

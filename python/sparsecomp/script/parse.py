@@ -140,11 +140,13 @@ class Definition:
 
 
 class _Reader:
-    def __init__(self, fn: Any, filename: str, first_line: int) -> None:
-        self.fn, self.filename, self.first = fn, filename, first_line
+    def __init__(self, fn: Any, filename: str, first_line: int, indent: int) -> None:
+        self.fn, self.filename, self.first, self.indent = fn, filename, first_line, indent
 
     def at(self, node: ast.AST) -> Node:
-        return Node(self.first + getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0) + 1)
+        """Where ``node`` is in the file (its source was read dedented)."""
+        line = self.first + getattr(node, "lineno", 1) - 1
+        return Node(line, self.indent + getattr(node, "col_offset", 0) + 1)
 
     def fail(self, node: ast.AST, message: str, hint: str | None = SUBSET) -> ScriptError:
         at = self.at(node)
@@ -335,11 +337,13 @@ def parse(fn: Any) -> Definition:
         filename = inspect.getsourcefile(fn) or "<unknown>"
     except (OSError, TypeError) as e:
         raise ScriptError(f"the source of {fn!r} is not available: {e}") from None
-    tree = ast.parse(textwrap.dedent("".join(lines)))
+    source = "".join(lines)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    tree = ast.parse(textwrap.dedent(source))
     func = tree.body[0]
     if not isinstance(func, ast.FunctionDef):
         raise ScriptError(f"{fn!r} is not a plain function")
-    reader = _Reader(fn, filename, first)
+    reader = _Reader(fn, filename, first, indent)
     hints = _annotations(fn)
     params: dict[str, TensorType | Scalar | str] = {}
     for arg in func.args.args:
@@ -367,13 +371,16 @@ def parse(fn: Any) -> Definition:
     return definition
 
 
-def bind_types(d: Definition, elements: list[str]) -> dict[str, Scalar]:
+def bind_types(d: Definition, elements: list[str | None]) -> dict[str, Scalar]:
     """The type variables of ``d`` bound from its arguments' element type names
-    (``elements``, in order); a clear error where two bindings disagree or an
+    (``elements``, in order; None for a Python number, which takes the type its
+    annotation gives); a clear error where two bindings disagree or an
     argument's type differs from its annotation."""
     bound: dict[str, Scalar] = {}
     for (name, p), got in zip(d.params.items(), elements, strict=True):
         want = p.dtype if isinstance(p, TensorType) else p
+        if got is None:
+            continue
         if got not in SCALARS:
             raise ScriptError(f"argument '{name}' of '{d.name}' has element type {got}")
         have = SCALARS[got]
@@ -384,5 +391,16 @@ def bind_types(d: Definition, elements: list[str]) -> dict[str, Scalar]:
                     f"(argument '{name}')"
                 )
         elif want != have:
-            raise ScriptError(f"argument '{name}' of '{d.name}' is {want}, got {have}")
+            raise ScriptError(
+                f"argument '{name}' of '{d.name}' is {want}, got {have}",
+                hint=f"convert with .astype(np.{want.dtype.name}), or annotate a type variable "
+                '(Tensor["T", ...]) to compile one kernel per element type',
+            )
+    for (name, p), got in zip(d.params.items(), elements, strict=True):
+        if got is None and isinstance(p, str) and p not in bound:
+            raise ScriptError(
+                f"argument '{name}' of '{d.name}' is a Python number, and nothing else binds "
+                f"type variable '{p}'",
+                hint="pass a numpy scalar (np.float32(...)) to choose the type",
+            )
     return bound

@@ -32,6 +32,16 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "Kernels in Python",
+        "`sparsecomp.kernel` compiles a function written in index notation "
+        "(`sparsecomp.script`); the guide is [script.md](script.md).",
+        (
+            "sparsecomp.script.kernel:kernel",
+            "sparsecomp.script.kernel:Kernel",
+            "sparsecomp.script.types:sparsity",
+        ),
+    ),
+    (
         "Executables",
         "What `compile` and `load` return, and what calling a function takes.",
         (
@@ -111,6 +121,7 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.errors:PipelineError",
             "sparsecomp.errors:CompileError",
             "sparsecomp.errors:ArgumentError",
+            "sparsecomp.script.parse:ScriptError",
             "sparsecomp.errors:FormatError",
             "sparsecomp.formats.validate:IndexWidthError",
             "sparsecomp.errors:TargetError",
