@@ -18,7 +18,7 @@ chapter is docs/script.md.
 
 from __future__ import annotations
 
-from sparsecomp.script.kernel import Kernel, kernel
+from sparsecomp.script.kernel import Kernel, assemble, kernel
 from sparsecomp.script.parse import ScriptError
 from sparsecomp.script.types import (
     Tensor,
@@ -30,6 +30,7 @@ from sparsecomp.script.types import (
     i16,
     i32,
     i64,
+    index,
     sparsity,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "ScriptError",
     "Tensor",
     "TensorType",
+    "assemble",
     "f16",
     "f32",
     "f64",
@@ -45,6 +47,7 @@ __all__ = [
     "i16",
     "i32",
     "i64",
+    "index",
     "kernel",
     "sparsity",
 ]

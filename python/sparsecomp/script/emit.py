@@ -215,7 +215,7 @@ class FunctionEmitter:
     def new_output(self, s: Statement, inputs: list[Access], loops: list[str]) -> ir.Value:
         ann = self.result_annotation(s.target)
         elt = self.element_type(s, inputs)
-        sources = []
+        sources: list[tuple[ir.Value, int | None]] = []
         for pos, var in enumerate(s.indices):
             source = self.extent(var, inputs, ann, pos)
             if source is None:
@@ -227,10 +227,13 @@ class FunctionEmitter:
                 )
             sources.append(source)
         # the dims' index constants first, then the dims, as a hand-written function has them
-        dynamic = sorted({d for v, d in sources if _dynamic(v, d)})
+        dynamic = sorted({d for v, d in sources if d is not None and _dynamic(v, d)})
         constants = {d: self.constant(lambda d=d: _index(d), ("index", d)) for d in dynamic}
         mixed: list[int | ir.Value] = []
         for value, dim in sources:
+            if dim is None:  # a size argument
+                mixed.append(value)
+                continue
             static = ir.RankedTensorType(value.type).shape[dim]
             mixed.append(tensor.dim(value, constants[dim]) if _dynamic(value, dim) else static)
         enc = self.encoding(ann.encoding, s.at) if ann and ann.encoding else None
@@ -243,7 +246,14 @@ class FunctionEmitter:
 
     def extent(
         self, var: str, inputs: list[Access], ann: TensorType | None, pos: int
-    ) -> tuple[ir.Value, int] | None:
+    ) -> tuple[ir.Value, int | None] | None:
+        """Where the size of ``var`` (dimension ``pos`` of a new result) comes from:
+        an ``index`` argument the result's declared shape names, else the first
+        input ``var`` indexes, else an argument with the declared size symbol."""
+        sym = ann.shape[pos] if ann is not None else None
+        if isinstance(sym, str) and isinstance(self.env.get(sym), ir.Value):
+            if isinstance(self.env[sym].type, ir.IndexType):
+                return self.env[sym], None
         for a in inputs:
             if var in a.indices:
                 return self.env[a.tensor], a.indices.index(var)
@@ -320,16 +330,43 @@ def _index(i: int) -> ir.Value:
 
 
 class ModuleEmitter:
-    """A module holding a kernel and the kernels it calls."""
+    """A module holding kernels (in the order given, each public unless declared
+    private) and the kernels they call (private, emitted once per
+    specialization, where they are not among the given ones)."""
 
     def __init__(self, sizes: dict[str, int] | None = None) -> None:
         self.sizes = dict(sizes or {})
         self.module = ir.Module.create()
         self.emitted: dict[tuple[Any, ...], func.FuncOp] = {}
+        self.listed: dict[str, Any] = {}
 
     def kernel(self, d: Definition, types: dict[str, Scalar], private: bool = False) -> func.FuncOp:
-        with ir.InsertionPoint(self.module.body):
-            return FunctionEmitter(self, d, types).emit(d.name, private)
+        return self.ensure(d, types, private, listed=True)
+
+    def kernels(self, kernels: list[Any], types: dict[str, Scalar]) -> None:
+        """Emit ``kernels`` (``Kernel`` objects) into the module in this order."""
+        self.listed = {k.definition.name: k for k in kernels}
+        done = [self.ensure(k.definition, types, k.private, listed=True) for k in kernels]
+        last = None
+        for f in done:  # the given order (a caller may have emitted its callee first)
+            if last is None:
+                f.operation.move_before(self.module.body.operations[0])
+            else:
+                f.operation.move_after(last)
+            last = f.operation
+
+    def ensure(
+        self, d: Definition, types: dict[str, Scalar], private: bool, listed: bool
+    ) -> func.FuncOp:
+        key = (d.name, tuple(sorted((k, v.name) for k, v in types.items())))
+        if key not in self.emitted:
+            suffix = "" if listed else "".join(f"_{v.name}" for _, v in sorted(types.items()))
+            with ir.InsertionPoint(self.module.body):
+                f = FunctionEmitter(self, d, types).emit(d.name + suffix, private)
+            for name, text in d.attributes.items():
+                f.attributes[name] = ir.Attribute.parse(text)
+            self.emitted[key] = f
+        return self.emitted[key]
 
     def callee(self, kernel: Any, args: list[ir.Value]) -> func.FuncOp:
         d = kernel.definition
@@ -340,10 +377,5 @@ class ModuleEmitter:
             for a in args
         ]
         types = bind_types(d, [str(e) for e in elements])
-        key = (d.name, tuple(sorted((k, v.name) for k, v in types.items())))
-        if key not in self.emitted:
-            suffix = "".join(f"_{v.name}" for _, v in sorted(types.items()))
-            with ir.InsertionPoint(self.module.body):
-                f = FunctionEmitter(self, d, types).emit(d.name + suffix, private=True)
-            self.emitted[key] = f
-        return self.emitted[key]
+        listed = self.listed.get(d.name) is kernel
+        return self.ensure(d, types, kernel.private or not listed, listed)

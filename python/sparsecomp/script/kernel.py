@@ -51,10 +51,19 @@ def _dtype_of(arg: Any) -> Any:
 class Kernel:
     """A kernel written in Python; see the module."""
 
-    def __init__(self, fn: Callable[..., Any], constants: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        constants: Iterable[str] = (),
+        *,
+        private: bool = False,
+        attributes: dict[str, str] | None = None,
+    ) -> None:
         self.fn = fn
         self.constants = tuple(constants)
+        self.private = private
         self.definition = parse(fn)
+        self.definition.attributes = dict(attributes or {})
         self.__sparsecomp_kernel__ = True  # what parse looks for in a call
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
@@ -102,7 +111,7 @@ class Kernel:
 
             with ir.Location.unknown():
                 emitter = ModuleEmitter(sizes)
-                emitter.kernel(self.definition, bound)
+                emitter.kernels([self], bound)
             _verify(emitter.module)
         return emitter.module
 
@@ -191,9 +200,41 @@ def _verify(module: Any) -> None:
         raise ScriptError("the kernel's IR does not verify:\n" + "\n".join(lines)) from None
 
 
-def kernel(fn: Callable[..., Any] | None = None, *, constants: Iterable[str] = ()) -> Any:
-    """Decorate a function of the index-notation subset (see :mod:`sparsecomp.script`);
-    ``@kernel`` or ``@kernel(constants=("N",))``."""
+def kernel(
+    fn: Callable[..., Any] | None = None,
+    *,
+    constants: Iterable[str] = (),
+    private: bool = False,
+    attributes: dict[str, str] | None = None,
+) -> Any:
+    """Decorate a function of the index-notation subset (see :mod:`sparsecomp.script`):
+    ``@kernel``, or ``@kernel(constants=("N",))``. ``private``: emitted as a
+    private function (in :func:`assemble`); ``attributes``: the function's
+    attributes, name -> MLIR attribute text (``{"sparse_iter.target": '"gpu"'}``)."""
     if fn is None:
-        return lambda f: Kernel(f, constants)
-    return Kernel(fn, constants)
+        return lambda f: Kernel(f, constants, private=private, attributes=attributes)
+    return Kernel(fn, constants, private=private, attributes=attributes)
+
+
+def assemble(
+    *kernels: Kernel,
+    attributes: dict[str, str] | None = None,
+    types: dict[str, Any] | None = None,
+    sizes: dict[str, int] | None = None,
+) -> Any:
+    """One module of ``kernels`` (in this order; a call of one of them calls it, not
+    a copy) with the module ``attributes`` (name -> MLIR attribute text), in a
+    fresh context. What :func:`~sparsecomp.script.printer.to_python` ends with."""
+    from mlir import ir
+
+    from sparsecomp.ir.context import make_context
+    from sparsecomp.script.emit import ModuleEmitter
+
+    bound = {k: (SCALARS[v] if isinstance(v, str) else v) for k, v in (types or {}).items()}
+    with make_context(), ir.Location.unknown():
+        emitter = ModuleEmitter(sizes)
+        emitter.kernels(list(kernels), bound)
+        for name, text in (attributes or {}).items():
+            emitter.module.operation.attributes[name] = ir.Attribute.parse(text)
+        _verify(emitter.module)
+    return emitter.module

@@ -135,6 +135,7 @@ class Definition:
     results: list[TensorType | None]
     at: Node = Node(1, 1)  # the ``def`` line
     declared: dict[str, TensorType] = field(default_factory=dict)  # ``E: Tensor[...]``
+    attributes: dict[str, str] = field(default_factory=dict)  # the function's, as MLIR text
     body: list[Statement | Call] = field(default_factory=list)
     returns: tuple[str, ...] = ()
 

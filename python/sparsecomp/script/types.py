@@ -57,8 +57,10 @@ i8 = Scalar("i8", np.dtype(np.int8))
 i16 = Scalar("i16", np.dtype(np.int16))
 i32 = Scalar("i32", np.dtype(np.int32))
 i64 = Scalar("i64", np.dtype(np.int64))
+#: MLIR's ``index``: a scalar argument only (a size or an offset), 64-bit here
+index = Scalar("index", np.dtype(np.int64))
 #: every element type, by MLIR name
-SCALARS = {s.name: s for s in (f16, f32, f64, i8, i16, i32, i64)}
+SCALARS = {s.name: s for s in (f16, f32, f64, i8, i16, i32, i64, index)}
 
 
 def scalar_of(dtype: Any) -> Scalar:

@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
     p.add_argument("--mlir-print-op-generic", action="store_true", help="print generic op form")
+    p.add_argument(
+        "--print-python",
+        action="store_true",
+        help="print the result as Python in the kernel subset (sparsecomp.script; stage I)",
+    )
     p.add_argument("--list-passes", action="store_true", help="list passes and pipelines")
     p.add_argument(
         "--list-upstream-passes",
@@ -100,6 +105,7 @@ class Options:
     print_ir_after_all: bool = False
     debuginfo: bool = False
     generic: bool = False
+    python: bool = False
 
 
 def split_pass_flags(
@@ -167,12 +173,26 @@ def run_chunk(text: str, opts: Options) -> tuple[str | None, list[Diagnostic]]:
             if opts.print_ir_after_all:
                 pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
             pm.run(module)
+            if opts.python:
+                try:
+                    return _python(module, opts.filename), log.diagnostics
+                except SparsecompError as exc:  # what the subset cannot say: this chunk fails
+                    print(exc.for_tool(PROG), file=sys.stderr)
+                    return None, log.diagnostics
             asm = module.get_asm(
                 enable_debug_info=opts.debuginfo, print_generic_op_form=opts.generic
             )
     except ir.MLIRError:
         return None, log.diagnostics
     return (None if log.has_errors else asm), log.diagnostics
+
+
+def _python(module: ir.Operation, filename: str) -> str:
+    """``module`` as Python (:func:`sparsecomp.script.printer.to_python`); what it
+    cannot print is an error naming the op."""
+    from sparsecomp.script.printer import to_python
+
+    return to_python(module.opview)
 
 
 def process(text: str, opts: Options, marker: str | None) -> tuple[list[str], bool]:
@@ -247,6 +267,7 @@ def _main(argv: Sequence[str] | None) -> int:
         args.mlir_print_ir_after_all,
         args.mlir_print_debuginfo,
         args.mlir_print_op_generic,
+        args.print_python,
     )
     outputs, ok = process(_read(args.input), opts, args.split_input_file)
     separator = f"\n{args.split_input_file or DEFAULT_SPLIT}\n"

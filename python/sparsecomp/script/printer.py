@@ -1,0 +1,433 @@
+"""Stage-I IR back to Python: :func:`to_python` prints a module in the kernel subset.
+
+Each ``func.func`` becomes a ``@kernel`` function (``private=True`` and its
+attributes as MLIR text where it has them): its arguments annotated
+with their types (``Tensor[f32, (SIZE...), "encoding"]``, a dynamic size
+as a symbol of its own), each ``linalg.generic`` a statement of index
+notation, each ``func.call`` a call, ``return`` a return; the last line, ``MODULE =
+assemble(...)``, puts them in one module as they were (with the module's
+attributes). Running the printed Python re-emits the module (:mod:`.emit`): after
+``sparsecomp-cleanup`` the text is the same (the round trip is tested on
+every example).
+
+What the subset cannot say is refused with :class:`Unprintable` naming the
+op and the reason (an input the body never reads, loops ordered otherwise
+than the emitter orders them, a body op outside the subset...): the IR is
+then not stage I as the front end writes it. Named ops (``linalg.matmul``)
+are printed after ``linalg-generalize-named-ops``.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Any
+
+from mlir import ir
+
+from sparsecomp.errors import SparsecompError
+from sparsecomp.script.types import SCALARS
+
+#: body ops printed as infix operators
+INFIX = {
+    "arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-",
+    "arith.mulf": "*", "arith.muli": "*", "arith.divf": "/", "arith.divsi": "/",
+}  # fmt: skip
+#: reductions: the combining op of ``out (op) value``
+REDUCTIONS = {
+    "arith.addf": "+=", "arith.addi": "+=", "arith.mulf": "*=", "arith.muli": "*=",
+    "arith.maximumf": "max", "arith.maxsi": "max", "arith.minimumf": "min", "arith.minsi": "min",
+}  # fmt: skip
+CALLS = {
+    "arith.maximumf": "max", "arith.maxsi": "max", "arith.minimumf": "min", "arith.minsi": "min",
+    "math.absf": "abs", "math.absi": "abs", "arith.select": "where",
+    **{f"math.{f}": f for f in ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sin", "cos")},
+}  # fmt: skip
+CONVERSIONS = (
+    "arith.extf",
+    "arith.truncf",
+    "arith.sitofp",
+    "arith.fptosi",
+    "arith.extsi",
+    "arith.trunci",
+)
+COMPARE = {
+    "olt": "<", "ole": "<=", "ogt": ">", "oge": ">=", "oeq": "==", "une": "!=",
+    "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "eq": "==", "ne": "!=",
+}  # fmt: skip
+FPRED = [
+    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+    "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true",
+]  # fmt: skip
+IPRED = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+LOOPS = "ijklpqrstuvw"
+
+
+class Unprintable(SparsecompError):
+    """The IR is not stage I as the Python subset can write it (the op and why)."""
+
+
+def _fail(op: Any, why: str) -> Unprintable:
+    op = op.operation
+    found = re.search(r'loc\("([^"]*)":(\d+):(\d+)\)', str(op.location))
+    where = ":".join(found.groups()) if found else None
+    return Unprintable(f"'{op.name}' cannot be printed as Python: {why}", location=where)
+
+
+class _Function:
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        self.names: dict[Any, str] = {}
+        self.lines: list[str] = []
+        self.fills: dict[Any, tuple[Any, Any]] = {}  # fill result -> (value, empty)
+        self.empties: dict[Any, Any] = {}  # empty result -> op
+        self.decls: list[str] = []
+        self.count = 0
+
+    def name(self, value: Any) -> str:
+        return self.names[value]
+
+    def fresh(self, value: Any, prefix: str = "t") -> str:
+        self.count += 1
+        self.names[value] = f"{prefix}{self.count}"
+        return self.names[value]
+
+    def print(self) -> str:
+        f = self.f
+        args = []
+        entry = f.regions[0].blocks[0]
+        for k, arg in enumerate(entry.arguments):
+            self.names[arg] = f"a{k}"
+            args.append(f"a{k}: {self.annotation(arg.type, f'a{k}')}")
+        for op in entry.operations:
+            self.op(op)
+        name = ir.StringAttr(f.attributes["sym_name"]).value
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise _fail(f, f"'{name}' is not a Python name")
+        if not any(line.startswith("return ") for line in self.lines):
+            raise _fail(f, "a kernel returns at least one tensor")
+        head = f"{self.decorator()}\ndef {name}({', '.join(args)}):"
+        return "\n".join([head, *[f"    {line}" for line in self.lines]]) + "\n"
+
+    def decorator(self) -> str:
+        """``@kernel``, with ``private=True`` and the function's other attributes."""
+        options = []
+        if "sym_visibility" in self.f.attributes:
+            options.append("private=True")
+        attrs = {
+            k: v
+            for k, v in _attributes(self.f).items()
+            if k not in ("sym_name", "function_type", "sym_visibility")
+        }
+        if "arg_attrs" in attrs or "res_attrs" in attrs:
+            raise _fail(self.f, "argument or result attributes")
+        if attrs:
+            items = ", ".join(f"{_quote(k)}: {_quote(v)}" for k, v in attrs.items())
+            options.append(f"attributes={{{items}}}")
+        return f"@kernel({', '.join(options)})" if options else "@kernel"
+
+    def size_arguments(self, empty: Any) -> dict[int, str]:
+        """The dimensions of a ``tensor.empty`` sized by function arguments: dim -> name."""
+        t = ir.RankedTensorType(empty.result.type)
+        dynamic = [d for d, n in enumerate(t.shape) if ir.ShapedType.is_dynamic_size(n)]
+        out = {}
+        for d, v in zip(dynamic, empty.operands, strict=True):
+            if _producer(v) is None and v in self.names:
+                out[d] = self.names[v]
+            elif _producer(v) is None or _producer(v).name != "tensor.dim":
+                raise _fail(empty, "a size neither an argument nor a dimension of a tensor")
+        return out
+
+    def annotation(self, t: Any, owner: str, sized: dict[int, str] | None = None) -> str:
+        if not isinstance(t, ir.RankedTensorType):
+            if str(t) not in SCALARS:
+                raise _fail(self.f, f"an argument of type {t}")
+            return str(t)
+        t = ir.RankedTensorType(t)
+        sized = sized or {}
+        dims = [
+            f'"{sized[d]}"'
+            if d in sized
+            else f'"{owner}_{d}"'
+            if ir.ShapedType.is_dynamic_size(s)
+            else str(s)
+            for d, s in enumerate(t.shape)
+        ]
+        shape = f"({', '.join(dims)},)" if len(dims) == 1 else f"({', '.join(dims)})"
+        enc = f", {_quote(str(t.encoding))}" if t.encoding is not None else ""
+        return f"Tensor[{t.element_type}, {shape}{enc}]"
+
+    def op(self, op: Any) -> None:
+        op = op.operation
+        n = op.name
+        if n in ("arith.constant", "tensor.dim"):
+            return  # re-made where the statements need them
+        if n == "tensor.empty":
+            self.empties[op.result] = op
+            return
+        if n == "linalg.fill":
+            self.fills[op.results[0]] = (op.operands[0], op.operands[1])
+            return
+        if n == "linalg.generic" and _is_fill(op):
+            self.fills[op.results[0]] = (op.operands[0], op.operands[1])
+            return
+        if n == "linalg.generic":
+            self.generic(op)
+            return
+        if n == "func.call":
+            self.call(op)
+            return
+        if n == "func.return":
+            self.lines.append(f"return {', '.join(self.name(v) for v in op.operands)}")
+            return
+        if n.startswith("linalg."):
+            raise _fail(op, "a named op: print after linalg-generalize-named-ops")
+        raise _fail(op, "not a stage-I op of the subset")
+
+    def call(self, op: Any) -> None:
+        outs = [self.fresh(r) for r in op.results]
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        args = ", ".join(self.name(v) for v in op.operands)
+        self.lines.append(f"{', '.join(outs)} = {callee}({args})")
+
+    def generic(self, op: Any) -> None:
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        kinds = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+        outs = list(op.regions[0].blocks[0].arguments)
+        n_in = len(op.operands) - 1
+        if len(op.results) != 1:
+            raise _fail(op, "one result per statement")
+        loops = self.loop_names(op, maps[-1], kinds)
+        block = op.regions[0].blocks[0]
+        out_arg = outs[-1]
+        init = op.operands[n_in]
+        target_idx = [loops[_dim(e)] for e in maps[-1].results]
+        yield_op = list(block.operations)[-1]
+        body = _Body(self, op, block, maps, loops, n_in)
+        value = yield_op.operands[0]
+        reduce = None
+        if kinds.count("#linalg.iterator_type<reduction>") or self.combines(value, out_arg):
+            reduce, value = self.reduction(op, value, out_arg)
+        expr = _bare(body.expr(value))
+        body.check_order()
+        target = self.target(op, init, reduce)
+        lhs = f"{target}[{', '.join(target_idx)}]" if target_idx else target
+        if reduce in ("max", "min"):
+            self.lines.append(f"{lhs} = {reduce}({lhs}, {expr})")
+        elif reduce is not None and target_idx:
+            self.lines.append(f"{lhs} {reduce} {expr}")
+        elif reduce is not None:
+            self.lines.append(f"{target} {reduce} {expr}")
+        else:
+            self.lines.append(f"{lhs} = {expr}")
+        self.names[op.results[0]] = target
+
+    def loop_names(self, op: Any, out_map: Any, kinds: list[str]) -> list[str]:
+        """The loops' names; the emitter orders the output's loops first, in order."""
+        dims = [_dim(e) for e in out_map.results]
+        if dims != list(range(len(dims))):
+            raise _fail(op, "the output's loops are not the first ones, in order")
+        if any("reduction" in k for k in kinds[: len(dims)]) or any(
+            "parallel" in k for k in kinds[len(dims) :]
+        ):
+            raise _fail(op, "a parallel loop the output does not index")
+        return [LOOPS[d] if d < len(LOOPS) else f"i{d}" for d in range(len(kinds))]
+
+    def combines(self, value: Any, out_arg: Any) -> bool:
+        owner = _producer(value)
+        return (
+            owner is not None
+            and owner.name in REDUCTIONS
+            and any(o == out_arg for o in owner.operands)
+        )
+
+    def reduction(self, op: Any, value: Any, out_arg: Any) -> tuple[str, Any]:
+        owner = _producer(value)
+        if owner is None or owner.name not in REDUCTIONS:
+            raise _fail(op, "a reduction's body ends in out (+, *, max, min) value")
+        a, b = owner.operands
+        if a != out_arg:
+            raise _fail(op, "the reduction combines out first (out + value)")
+        return REDUCTIONS[owner.name], b
+
+    def target(self, op: Any, init: Any, reduce: str | None) -> str:
+        """The name the result takes: the init's tensor where it is one (an argument
+        or an earlier result), else a new one (declared where it is sparse)."""
+        if init in self.fills:
+            value, empty = self.fills[init]
+            if reduce is None:
+                raise _fail(op, "a fill before an assignment")
+            if not _is_identity(value, reduce):
+                raise _fail(op, f"the fill is not the identity of the reduction '{reduce}'")
+            init = empty
+            if empty not in self.empties:
+                raise _fail(op, "a fill of something other than tensor.empty")
+        if init in self.empties:
+            name = self.fresh(op.results[0])
+            t = ir.RankedTensorType(init.type)
+            first = ir.RankedTensorType(op.operands[0].type).element_type if op.operands else None
+            sized = self.size_arguments(self.empties[init])
+            if t.encoding is not None or first != t.element_type or sized:
+                self.lines.append(f"{name}: {self.annotation(t, name, sized)}")
+            elif reduce is not None and init not in {e for _, e in self.fills.values()}:
+                raise _fail(op, "a dense reduction into tensor.empty (no fill)")
+            return name
+        if init in self.names:
+            return self.name(init)
+        raise _fail(op, "the init is neither tensor.empty, a fill of it, nor a named tensor")
+
+
+class _Body:
+    """One generic's body as an expression."""
+
+    def __init__(
+        self, fn: _Function, op: Any, block: Any, maps: list[Any], loops: list[str], n_in: int
+    ):
+        self.fn, self.op, self.maps, self.loops = fn, op, maps, loops
+        self.args = list(block.arguments)
+        self.n_in = n_in
+        self.read: list[int] = []  # inputs in the order the expression reads them
+
+    def access(self, k: int) -> str:
+        idx = ", ".join(self.loops[_dim(e)] for e in self.maps[k].results)
+        if k == self.n_in:
+            target = self.fn.names.get(self.op.operands[k])
+            if target is None:
+                raise _fail(self.op, "the body reads a new output")
+            return f"{target}[{idx}]" if idx else target
+        if k not in self.read:
+            self.read.append(k)
+        return f"{self.fn.name(self.op.operands[k])}[{idx}]"
+
+    def check_order(self) -> None:
+        if self.read != list(range(self.n_in)):
+            raise _fail(
+                self.op, f"the body reads its inputs in the order {self.read}, not as listed"
+            )
+
+    def expr(self, v: Any) -> str:
+        for k, arg in enumerate(self.args):
+            if v == arg:
+                return self.access(k)
+        owner = _producer(v)
+        if owner is None:
+            if v in self.fn.names:
+                return self.fn.name(v)  # a scalar argument
+            raise _fail(self.op, "a block argument of another region")
+        return self.operation(owner)
+
+    def operation(self, o: Any) -> str:
+        o = o.operation
+        n = o.name
+        if n == "arith.constant":
+            return _number(o)
+        if n in INFIX:
+            a, b = (self.expr(x) for x in o.operands)
+            return f"({a} {INFIX[n]} {b})"
+        if n in ("arith.negf",):
+            return f"(-{self.expr(o.operands[0])})"
+        if n in ("arith.cmpf", "arith.cmpi"):
+            pred = ir.IntegerAttr(o.attributes["predicate"]).value
+            name = (FPRED if n == "arith.cmpf" else IPRED)[pred]
+            if name not in COMPARE:
+                raise _fail(o, f"comparison '{name}'")
+            a, b = (self.expr(x) for x in o.operands)
+            return f"({a} {COMPARE[name]} {b})"
+        if n in CALLS:
+            return f"{CALLS[n]}({', '.join(_bare(self.expr(x)) for x in o.operands)})"
+        if n in CONVERSIONS:
+            return f"{o.results[0].type}({_bare(self.expr(o.operands[0]))})"
+        if n == "linalg.index":
+            return self.loops[ir.IntegerAttr(o.attributes["dim"]).value]
+        raise _fail(o, "not an op of the subset")
+
+
+def _producer(value: Any) -> Any:
+    """The operation defining ``value`` (None for a block argument)."""
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _is_fill(op: Any) -> bool:
+    """A generalized ``linalg.fill``: a scalar input yielded into every element."""
+    block = op.regions[0].blocks[0]
+    body = list(block.operations)
+    return (
+        len(op.operands) == 2
+        and not isinstance(op.operands[0].type, ir.ShapedType)
+        and len(body) == 1
+        and body[0].operands[0] == block.arguments[0]
+    )
+
+
+def _dim(e: Any) -> int:
+    return ir.AffineDimExpr(e).position
+
+
+def _attributes(op: Any) -> dict[str, str]:
+    """An op's attributes: name -> MLIR text."""
+    attrs = op.operation.attributes
+    named = [attrs[k] for k in range(len(attrs))]
+    return {a.name: str(a.attr) for a in named}
+
+
+def _bare(expr: str) -> str:
+    """``expr`` without the parentheses around all of it."""
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return expr
+    depth = 0
+    for k, c in enumerate(expr):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth == 0 and k < len(expr) - 1:
+            return expr
+    return expr[1:-1]
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _number(o: Any) -> str:
+    attr = o.attributes["value"]
+    if isinstance(attr.type, ir.FloatType):
+        return repr(ir.FloatAttr(attr).value)
+    return str(ir.IntegerAttr(attr).value)
+
+
+def _is_identity(value: Any, reduce: str) -> bool:
+    owner = _producer(value)
+    if owner is None or owner.name != "arith.constant":
+        return False
+    x = float(_number(owner))
+    return {"+=": x == 0, "*=": x == 1, "max": x == float("-inf"), "min": x == float("inf")}.get(
+        reduce, False
+    ) or (reduce in ("max", "min") and abs(x) >= 2**31 - 1)
+
+
+def to_python(module: Any) -> str:
+    """``module`` (text or ``ir.Module``, in a context with sparse_iter) as Python in
+    the kernel subset; callees before their callers. :class:`Unprintable` where
+    it is not stage I as the subset writes it."""
+    from sparsecomp.ir.context import make_context
+
+    if isinstance(module, str):
+        with make_context():
+            return to_python(ir.Module.parse(module))
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    if not funcs or len(funcs) != len(list(module.body.operations)):
+        raise Unprintable("a module of func.func ops (one or more) can be printed as Python")
+    if "sym_name" in _attributes(module.operation):
+        raise Unprintable("a named module")
+    parts = ["from sparsecomp.script import *\n"]
+    for f in funcs:
+        if not f.regions[0].blocks:
+            raise _fail(f, "a declaration (no body)")
+        parts.append(_Function(f).print())
+    names = [ir.StringAttr(f.attributes["sym_name"]).value for f in funcs]
+    attrs = _attributes(module.operation)
+    extra = ""
+    if attrs:
+        items = ", ".join(f"{_quote(k)}: {_quote(v)}" for k, v in attrs.items())
+        extra = f", attributes={{{items}}}"
+    parts.append(f"MODULE = assemble({', '.join(names)}{extra})\n")
+    return "\n\n".join(parts)
