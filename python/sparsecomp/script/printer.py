@@ -85,6 +85,9 @@ class _Function:
         self.count = 0
 
     def name(self, value: Any) -> str:
+        if value not in self.names:
+            owner = _producer(value)
+            raise _fail(owner or self.f, "a use of a value the subset has no name for")
         return self.names[value]
 
     def fresh(self, value: Any, prefix: str = "t") -> str:
@@ -104,8 +107,6 @@ class _Function:
         name = ir.StringAttr(f.attributes["sym_name"]).value
         if not name.isidentifier() or keyword.iskeyword(name):
             raise _fail(f, f"'{name}' is not a Python name")
-        if not any(line.startswith("return ") for line in self.lines):
-            raise _fail(f, "a kernel returns at least one tensor")
         head = f"{self.decorator()}\ndef {name}({', '.join(args)}):"
         return "\n".join([head, *[f"    {line}" for line in self.lines]]) + "\n"
 
@@ -178,6 +179,8 @@ class _Function:
             self.call(op)
             return
         if n == "func.return":
+            if not op.operands:
+                raise _fail(self.f, "a kernel returns at least one tensor")
             self.lines.append(f"return {', '.join(self.name(v) for v in op.operands)}")
             return
         if n.startswith("linalg."):
@@ -218,8 +221,10 @@ class _Function:
             self.lines.append(f"{lhs} {reduce} {expr}")
         elif reduce is not None:
             self.lines.append(f"{target} {reduce} {expr}")
-        else:
+        elif target_idx:
             self.lines.append(f"{lhs} = {expr}")
+        else:
+            raise _fail(op, "a 0-d result assigned without a reduction")
         self.names[op.results[0]] = target
 
     def loop_names(self, op: Any, out_map: Any, kinds: list[str]) -> list[str]:

@@ -39,6 +39,8 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.script.kernel:kernel",
             "sparsecomp.script.kernel:Kernel",
             "sparsecomp.script.types:sparsity",
+            "sparsecomp.script.kernel:assemble",
+            "sparsecomp.script.printer:to_python",
         ),
     ),
     (
@@ -122,6 +124,7 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.errors:CompileError",
             "sparsecomp.errors:ArgumentError",
             "sparsecomp.script.parse:ScriptError",
+            "sparsecomp.script.printer:Unprintable",
             "sparsecomp.errors:FormatError",
             "sparsecomp.formats.validate:IndexWidthError",
             "sparsecomp.errors:TargetError",
