@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sparsecomp.errors import SparsecompError
-from sparsecomp.script.kernel import kernel
 from sparsecomp.sparsify import sparsify
 
 if TYPE_CHECKING:
@@ -29,6 +28,16 @@ def compile(source: Any, target: Any = "host", **options: Any) -> Executable:
     from sparsecomp.compiler.driver import compile as _compile
 
     return _compile(source, target, **options)
+
+
+def __getattr__(name: str) -> Any:
+    """``sparsecomp.kernel`` (:func:`sparsecomp.script.kernel.kernel`), imported on
+    first use: ``import sparsecomp`` imports neither numpy nor MLIR."""
+    if name == "kernel":
+        from sparsecomp.script.kernel import kernel
+
+        return kernel
+    raise AttributeError(f"module 'sparsecomp' has no attribute '{name}'")
 
 
 def load(directory: str | Path) -> Executable:
