@@ -390,3 +390,26 @@ def test_compiler_diagnostics_name_the_python_line(tmp_path: Path) -> None:
 
 def test_top_level_name() -> None:
     assert sparsecomp.kernel is kernel
+
+
+def test_torch_arguments_and_gpu_targets() -> None:
+    """torch tensors in (torch.sparse too) and out; the CUDA schedule of the same
+    kernel in emulation matches scipy, and its PTX is built for the GPU."""
+    torch = pytest.importorskip("torch")
+    A = sp.random(30, 20, density=0.2, format="csr", dtype=np.float32, random_state=0)
+    At = torch.sparse_csr_tensor(
+        torch.from_numpy(A.indptr.astype(np.int64)),
+        torch.from_numpy(A.indices.astype(np.int64)),
+        torch.from_numpy(A.data),
+        size=A.shape,
+    )
+    B = torch.randn(20, 4)
+    got = spmm(At, B)
+    assert isinstance(got, torch.Tensor)
+    np.testing.assert_allclose(got.numpy(), A @ B.numpy(), rtol=1e-5, atol=1e-5)
+    emulated = spmm.compile(target="cuda-emu:sm_80").functions["spmm"]
+    np.testing.assert_allclose(emulated(A, B.numpy()), A @ B.numpy(), rtol=1e-5, atol=1e-5)
+    gpu = spmm.compile(target="cuda:sm_90")
+    ptx = [p for p in Path(gpu.directory).iterdir() if p.suffix == ".ptx"]
+    assert ptx
+    assert ".entry" in ptx[0].read_text()

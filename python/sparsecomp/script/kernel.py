@@ -21,7 +21,10 @@ compile cache as any compiled ``.mlir`` is.
 * ``spmv.compile(target=..., **options)``: the executable
   (:func:`sparsecomp.compile`'s options);
 * calling ``spmv(...)`` takes what a compiled ``.mlir`` function takes:
-  numpy arrays, scipy.sparse matrices, torch tensors (with the torch extra).
+  numpy arrays, scipy.sparse matrices, ``SparseTensor``s; with torch tensors
+  among the arguments (the torch extra) it is called through
+  :func:`sparsecomp.torch.call`: ``torch.sparse`` tensors go in too, and
+  the results come back as torch tensors.
 """
 
 from __future__ import annotations
@@ -174,7 +177,13 @@ class Kernel:
     def __call__(self, *args: Any, target: Any = "host") -> Any:
         types, sizes = self.specialization(args)
         exe = self.compile(target, {k: v.name for k, v in types.items()}, sizes)
-        return exe.functions[self.__name__](*self._numbers_typed(args, types))
+        fn = exe.functions[self.__name__]
+        typed = self._numbers_typed(args, types)
+        if any(type(a).__module__.startswith("torch") for a in args):
+            from sparsecomp.torch.tensors import call  # torch in, torch out
+
+            return call(fn, *typed)
+        return fn(*typed)
 
     def _numbers_typed(self, args: tuple[Any, ...], types: dict[str, Scalar]) -> list[Any]:
         """The arguments, Python numbers as numpy scalars of their parameter's type."""
