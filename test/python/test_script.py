@@ -402,6 +402,7 @@ def test_torch_arguments_and_gpu_targets() -> None:
         torch.from_numpy(A.indices.astype(np.int64)),
         torch.from_numpy(A.data),
         size=A.shape,
+        check_invariants=True,
     )
     B = torch.randn(20, 4)
     got = spmm(At, B)
