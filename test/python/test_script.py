@@ -359,6 +359,12 @@ def test_call_errors(tmp_path: Path) -> None:
         unbound(np.ones(3, np.float32), 1.0)
     with pytest.raises(SparsecompError, match="has 2 dimension"):
         spmv(A, np.ones((4, 1), np.float32))
+    with pytest.raises(ScriptError, match="'again' is not a kernel defined before this one"):
+        load_kernel(
+            tmp_path,
+            '@kernel\ndef again(x: Tensor[f32, "N"]):\n    y = again(x)\n    return y\n',
+            name="again",
+        )
     with pytest.raises(ScriptError, match="needs a Tensor"):
         load_kernel(tmp_path, "@kernel\ndef bad(A):\n    return A\n")
     with pytest.raises(ScriptError, match="type variable"):

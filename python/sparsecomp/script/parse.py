@@ -241,6 +241,14 @@ class _Reader:
             if isinstance(node.value, ast.Call) and self.is_kernel_call(node.value):
                 into.body.append(self.kernel_call(node))
                 return
+            call = node.value
+            if isinstance(call, ast.Call) and not isinstance(node.targets[0], ast.Subscript):
+                what = ast.unparse(call.func)
+                raise self.fail(
+                    node,
+                    f"'{what}' is not a kernel defined before this one",
+                    hint="a kernel calls @kernel functions defined above it (no recursion)",
+                )
             name, idx = self.target(node.targets[0])
             if not idx:
                 raise self.fail(
@@ -281,10 +289,15 @@ class _Reader:
         return getattr(self.lookup(node.func.id), "__sparsecomp_kernel__", False) is True
 
     def scope(self) -> dict[str, Any]:
-        """The names the function sees: its module's globals and its closure."""
+        """The names the function sees: its module's globals and its closure (a cell
+        not filled yet, as the kernel's own name while it is decorated, is left out)."""
         scope = dict(getattr(self.fn, "__globals__", {}))
-        if hasattr(self.fn, "__code__"):
-            scope.update(inspect.getclosurevars(self.fn).nonlocals)
+        code, cells = getattr(self.fn, "__code__", None), getattr(self.fn, "__closure__", None)
+        for name, cell in zip(code.co_freevars if code else (), cells or (), strict=False):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:
+                continue
         return scope
 
     def lookup(self, name: str) -> Any:
@@ -337,7 +350,11 @@ def parse(fn: Any) -> Definition:
         lines, first = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or "<unknown>"
     except (OSError, TypeError) as e:
-        raise ScriptError(f"the source of {fn!r} is not available: {e}") from None
+        raise ScriptError(
+            f"the source of {fn!r} is not available: {e}",
+            hint="define kernels in a file or a notebook cell (IPython and Jupyter keep "
+            "a cell's source; exec of a string and the plain Python 3.11 prompt do not)",
+        ) from None
     source = "".join(lines)
     indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
     tree = ast.parse(textwrap.dedent(source))
