@@ -417,3 +417,18 @@ def test_torch_arguments_and_gpu_targets() -> None:
     ptx = [p for p in Path(gpu.directory).iterdir() if p.suffix == ".ptx"]
     assert ptx
     assert ".entry" in ptx[0].read_text()
+
+
+SCALE = 0.5
+
+
+@kernel
+def scaled(x: Tensor[f32, "N"]) -> Tensor[f32, "N"]:
+    y[i] = SCALE * x[i] + i
+    return y
+
+
+def test_module_constants_are_numbers() -> None:
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_allclose(scaled(x), 0.5 * x + np.arange(5))
+    assert "5.000000e-01" in scaled.mlir

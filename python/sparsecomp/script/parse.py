@@ -13,8 +13,9 @@ The subset (docs/script.md has the table):
 * ``return T`` / ``return T, U``; a docstring.
 
 In an expression: tensor elements ``A[i, k]`` (subscripts are index
-variables), scalar arguments, numbers, index variables (their value, an
-integer), ``+ - * /``, unary ``-``, comparisons (one operator), ``a if c
+variables), scalar arguments, numbers (and names of Python numbers the
+function sees, such as a module's ``ALPHA = 0.5``), index variables (their
+value, an integer), ``+ - * /``, unary ``-``, comparisons (one operator), ``a if c
 else b`` and ``where(c, a, b)``, ``max(a, b)``, ``min(a, b)``, ``abs``, the
 functions in :data:`MATH`, and conversions named by element type
 (``f64(x)``, ``i32(x)``).
@@ -143,6 +144,8 @@ class Definition:
 class _Reader:
     def __init__(self, fn: Any, filename: str, first_line: int, indent: int) -> None:
         self.fn, self.filename, self.first, self.indent = fn, filename, first_line, indent
+        self.params: set[str] = set()
+        self.indices: set[str] = set()  # every name used as a subscript
 
     def at(self, node: ast.AST) -> Node:
         """Where ``node`` is in the file (its source was read dedented)."""
@@ -157,6 +160,9 @@ class _Reader:
         if isinstance(node, ast.Subscript):
             return self.access(node)
         if isinstance(node, ast.Name):
+            value = self.number(node.id)
+            if value is not None:
+                return Const(value, self.at(node))
             return Name(node.id, self.at(node))
         if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
             if isinstance(node.value, bool):
@@ -288,6 +294,16 @@ class _Reader:
             return False
         return getattr(self.lookup(node.func.id), "__sparsecomp_kernel__", False) is True
 
+    def number(self, name: str) -> float | int | None:
+        """The value of a Python number the kernel reads by name (a module constant,
+        ``ALPHA = 0.5``), where the name is no argument or index variable."""
+        if name in self.params or name in self.indices:
+            return None
+        value = self.scope().get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+        return None
+
     def scope(self) -> dict[str, Any]:
         """The names the function sees: its module's globals and its closure (a cell
         not filled yet, as the kernel's own name while it is decorated, is left out)."""
@@ -362,6 +378,11 @@ def parse(fn: Any) -> Definition:
     if not isinstance(func, ast.FunctionDef):
         raise ScriptError(f"{fn!r} is not a plain function")
     reader = _Reader(fn, filename, first, indent)
+    reader.params = {a.arg for a in func.args.args}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Subscript):
+            items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            reader.indices |= {item.id for item in items if isinstance(item, ast.Name)}
     hints = _annotations(fn)
     params: dict[str, TensorType | Scalar | str] = {}
     for arg in func.args.args:
