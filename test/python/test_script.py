@@ -144,6 +144,14 @@ def gcn_layer(
     return Y
 
 
+@kernel
+def spgemm(
+    A: Tensor[f64, ("M", "K"), "csr"], B: Tensor[f64, ("K", "N"), "csr"]
+) -> Tensor[f64, ("M", "N"), "csr"]:
+    C[i, j] += A[i, k] * B[k, j]
+    return C
+
+
 @st.composite
 def matrices(draw: st.DrawFn, dtype: type = np.float32, square: bool = False) -> sp.spmatrix:
     m = draw(st.integers(1, 40))
@@ -184,6 +192,14 @@ def test_sddmm_matches_scipy(S: sp.spmatrix, k: int, seed: int) -> None:
     X, Y = dense(rng, S.shape[0], k), dense(rng, S.shape[1], k)
     want = S.toarray() * (X @ Y.T)
     np.testing.assert_allclose(as_scipy(sddmm(S, X, Y)), want, rtol=1e-4, atol=1e-4)
+
+
+@SETTINGS
+@given(A=matrices(np.float64), B=matrices(np.float64))
+def test_spgemm_matches_scipy(A: sp.spmatrix, B: sp.spmatrix) -> None:
+    B = sp.csr_matrix(sp.random(A.shape[1], B.shape[1], density=0.2, random_state=B.nnz))
+    want = (sp.csr_matrix(A) @ B).toarray()
+    np.testing.assert_allclose(as_scipy(spgemm(A, B)), want, rtol=1e-12, atol=1e-12)
 
 
 @SETTINGS
@@ -432,3 +448,20 @@ def test_module_constants_are_numbers() -> None:
     x = np.arange(5, dtype=np.float32)
     np.testing.assert_allclose(scaled(x), 0.5 * x + np.arange(5))
     assert "5.000000e-01" in scaled.mlir
+
+
+def test_benchmark_against_mlir_quick() -> None:
+    """benchmarks/script_vs_mlir.py --quick: the two results agree on every row."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "script_vs_mlir.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| s")]
+    assert len(rows) == 9
+    assert not any("WRONG" in row for row in rows)

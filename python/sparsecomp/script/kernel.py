@@ -38,6 +38,11 @@ from sparsecomp.script.parse import ScriptError, bind_types, parse
 from sparsecomp.script.types import SCALARS, Scalar, TensorType, scalar_of
 
 
+def _kind(arg: Any) -> tuple[Any, ...]:
+    """What the specialization depends on in an argument: its type, element type, rank."""
+    return (type(arg), getattr(arg, "dtype", None), getattr(arg, "ndim", None))
+
+
 def _is_number(arg: Any) -> bool:
     return isinstance(arg, int | float) and not isinstance(arg, bool)
 
@@ -72,7 +77,17 @@ class Kernel:
         self.__doc__ = fn.__doc__
         self._lock = threading.Lock()
         self._executables: dict[tuple[Any, ...], Any] = {}
+        self._calls: dict[tuple[Any, ...], tuple[Any, dict[str, Scalar] | None, bool]] = {}
         self._check_constants()
+        #: where each constant's size is read: (argument, dimension)
+        self._sized = [
+            next(
+                (a, p.shape.index(c))
+                for a, p in enumerate(self.definition.params.values())
+                if isinstance(p, TensorType) and c in p.shape
+            )
+            for c in self.constants
+        ]
 
     def _check_constants(self) -> None:
         symbols = {
@@ -175,11 +190,24 @@ class Kernel:
         return types, sizes
 
     def __call__(self, *args: Any, target: Any = "host") -> Any:
-        types, sizes = self.specialization(args)
-        exe = self.compile(target, {k: v.name for k, v in types.items()}, sizes)
-        fn = exe.functions[self.__name__]
-        typed = self._numbers_typed(args, types)
-        if any(type(a).__module__.startswith("torch") for a in args):
+        """Call the kernel's executable for these arguments' specialization (compiled
+        at the first call with it; later calls with arguments of the same kinds,
+        element types and ranks find it by one dictionary lookup)."""
+        sizes = tuple(
+            getattr(args[a], "shape", ())[d] if a < len(args) else None for a, d in self._sized
+        )
+        key = (target if isinstance(target, str) else str(target), tuple(map(_kind, args)), sizes)
+        hit = self._calls.get(key)
+        if hit is None:
+            types, bound = self.specialization(args)
+            exe = self.compile(target, {k: v.name for k, v in types.items()}, bound)
+            has_numbers = any(_is_number(a) for a in args)
+            torch = any(type(a).__module__.startswith("torch") for a in args)
+            hit = (exe.functions[self.__name__], types if has_numbers else None, torch)
+            self._calls[key] = hit
+        fn, number_types, torch = hit
+        typed = args if number_types is None else self._numbers_typed(args, number_types)
+        if torch:
             from sparsecomp.torch.tensors import call  # torch in, torch out
 
             return call(fn, *typed)
