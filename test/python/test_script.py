@@ -381,6 +381,15 @@ def test_call_errors(tmp_path: Path) -> None:
             '@kernel\ndef again(x: Tensor[f32, "N"]):\n    y = again(x)\n    return y\n',
             name="again",
         )
+    scalar_target = (
+        '@kernel\ndef bad(x: Tensor[f32, "N"], a: f32):\n    a[i] = x[i]\n    return a\n'
+    )
+    with pytest.raises(ScriptError, match="'a' is a scalar argument: it has no elements"):
+        _ = load_kernel(tmp_path, scalar_target).mlir
+    unassigned = '@kernel\ndef bad(x: Tensor[f32, "N"]):\n    y[i] = x[i]\n    return x\n'
+    with pytest.raises(ScriptError, match="returns 'x', which it never assigns") as info:
+        _ = load_kernel(tmp_path, unassigned).mlir
+    assert str(info.value.location).endswith(".py:3:1")
     with pytest.raises(ScriptError, match="needs a Tensor"):
         load_kernel(tmp_path, "@kernel\ndef bad(A):\n    return A\n")
     with pytest.raises(ScriptError, match="type variable"):

@@ -141,8 +141,8 @@ class FunctionEmitter:
             results = []
             for r in self.d.returns:
                 if r not in self.env or (r in self.d.params and r not in self.assigned()):
-                    raise ScriptError(
-                        f"kernel '{self.d.name}' returns '{r}', which it never assigns"
+                    raise self.fail(
+                        self.d.at, f"kernel '{self.d.name}' returns '{r}', which it never assigns"
                     )
                 results.append(self.env[r])
             func.ReturnOp(results)
@@ -163,6 +163,8 @@ class FunctionEmitter:
             for a in reads:
                 self.check_access(a)
             existing = self.env.get(s.target)
+            if existing is not None and not isinstance(existing.type, ir.RankedTensorType):
+                raise self.fail(s.at, f"'{s.target}' is a scalar argument: it has no elements")
             own = [
                 a
                 for a in reads
@@ -170,8 +172,8 @@ class FunctionEmitter:
             ]
             inputs = [a for a in reads if a not in own]
             loops = list(s.indices)
-            for v in [i for a in inputs for i in a.indices] + [n.name for n in names(s.value)]:
-                if v not in loops and (v in [i for a in inputs for i in a.indices]):
+            for v in (i for a in inputs for i in a.indices):
+                if v not in loops:
                     loops.append(v)
             reduced = loops[len(s.indices) :]
             if reduced and s.reduce is None:

@@ -175,7 +175,7 @@ def run_chunk(text: str, opts: Options) -> tuple[str | None, list[Diagnostic]]:
             pm.run(module)
             if opts.python:
                 try:
-                    return _python(module, opts.filename), log.diagnostics
+                    return _python(module), log.diagnostics
                 except SparsecompError as exc:  # what the subset cannot say: this chunk fails
                     print(exc.for_tool(PROG), file=sys.stderr)
                     return None, log.diagnostics
@@ -187,7 +187,7 @@ def run_chunk(text: str, opts: Options) -> tuple[str | None, list[Diagnostic]]:
     return (None if log.has_errors else asm), log.diagnostics
 
 
-def _python(module: ir.Operation, filename: str) -> str:
+def _python(module: ir.Operation) -> str:
     """``module`` as Python (:func:`sparsecomp.script.printer.to_python`); what it
     cannot print is an error naming the op."""
     from sparsecomp.script.printer import to_python
