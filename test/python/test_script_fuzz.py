@@ -1,13 +1,13 @@
 """Differential fuzzing of the Python front end: random kernels in the subset against numpy.
 
-Hypothesis writes a kernel's source (an elementwise statement or a row
-reduction over an expression of a sparse ``A``, a dense ``B``, vectors ``x``
-and ``y``, numbers, ``+ - *``, ``max``/``min``, comparisons with ``where``,
-``abs``, ``exp``), together with the same expression as numpy code on the
-dense arrays. The kernel is compiled and run; its result must equal numpy's.
-A kernel the compiler refuses (a ``SparsecompError`` saying why) is not
-counted, and too many refusals fail the test; a wrong number, a crash or
-another exception fails it.
+Hypothesis writes a kernel's source: an elementwise statement, a row
+reduction, or a product with a dense ``D`` over ``j``, of an expression of a
+sparse ``A``, a dense ``B``, vectors ``x`` and ``y``, numbers, ``+ - *``,
+``max``/``min``, comparisons with ``where``, ``abs`` and ``exp``; and the same
+expression as numpy code on the dense arrays. The kernel is compiled and run;
+its result must equal numpy's. A kernel the compiler refuses (a
+``SparsecompError`` saying why) is not counted, and too many refusals fail
+the test; a wrong number, a crash or another exception fails it.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def build(tmp: Path, body: str) -> object:
         "from sparsecomp.script import *\n\n"
         "@kernel\n"
         'def k(A: Tensor[f64, ("M", "N"), "csr"], B: Tensor[f64, ("M", "N")],\n'
-        '      x: Tensor[f64, "N"], y: Tensor[f64, "M"]):\n'
+        '      x: Tensor[f64, "N"], y: Tensor[f64, "M"], D: Tensor[f64, ("N", "L")]):\n'
         f"{body}"
     )
     spec = importlib.util.spec_from_file_location(name, path)
@@ -97,7 +97,7 @@ def build(tmp: Path, body: str) -> object:
 )
 @given(
     expr=EXPRESSIONS,
-    reduce=st.booleans(),
+    form=st.sampled_from(["map", "rows", "product"]),
     shape=st.tuples(st.integers(1, 9), st.integers(1, 9)),
     density=st.sampled_from([0.0, 0.3, 1.0]),
     seed=st.integers(0, 2**31),
@@ -105,7 +105,7 @@ def build(tmp: Path, body: str) -> object:
 def test_random_kernels_match_numpy(
     tmp_path: Path,
     expr: tuple[str, str],
-    reduce: bool,
+    form: str,
     shape: tuple[int, int],
     density: float,
     seed: int,
@@ -113,24 +113,22 @@ def test_random_kernels_match_numpy(
     source, reference = expr
     if "A" not in reference and "B" not in reference:
         source, reference = f"({source}) + B[i, j]", f"({reference}) + B"
-    body = (
-        f"    r[i] += {source}\n    return r\n"
-        if reduce
-        else f"    C[i, j] = {source}\n    return C\n"
-    )
+    body = {
+        "map": f"    C[i, j] = {source}\n    return C\n",
+        "rows": f"    r[i] += {source}\n    return r\n",
+        "product": f"    P[i, l] += ({source}) * D[j, l]\n    return P\n",
+    }[form]
     rng = np.random.default_rng(seed)
     A = sp.random(*shape, density=density, format="csr", random_state=seed)
-    B, x, y = (
-        rng.standard_normal(shape),
-        rng.standard_normal(shape[1]),
-        rng.standard_normal(shape[0]),
-    )
-    want = eval(reference, {"np": np, "A": A.toarray(), "B": B, "x": x, "y": y})
-    want = np.broadcast_to(want, shape)
-    want = want.sum(1) if reduce else want
+    B = rng.standard_normal(shape)
+    x, y = rng.standard_normal(shape[1]), rng.standard_normal(shape[0])
+    D = rng.standard_normal((shape[1], 3))
+    names = {"np": np, "A": A.toarray(), "B": B, "x": x, "y": y}
+    dense = np.broadcast_to(eval(reference, names), shape)
+    want = {"map": dense, "rows": dense.sum(1), "product": dense @ D}[form]
     kernel = build(tmp_path, body)
     try:
-        got = kernel(A, B, x, y)
+        got = kernel(A, B, x, y, D)
     except SparsecompError as e:  # a refusal is fine when it says why
         refused = e.message
         assume(not refused)  # not counted: too many refusals fail the test (Unsatisfiable)
