@@ -10,7 +10,7 @@ output element(s) inside it. Level loops follow the storage scheme of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mlir import ir
@@ -22,7 +22,7 @@ from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.jam import Group, Jam, find_group, find_jam
 from sparsecomp.lowering.levels import emit_level
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index, mul
-from sparsecomp.lowering.operands import OperandAccess, zero_of
+from sparsecomp.lowering.operands import OperandAccess, Vec, zero_of
 from sparsecomp.lowering.pack import pack_columns, pack_rows, transpose_tile
 from sparsecomp.lowering.plan import Access, Plan
 from sparsecomp.lowering.reader import Reader, rank1
@@ -151,19 +151,6 @@ def _no_lanes(mask_type: ir.Type) -> ir.Value:
 
 def _fast_addf(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.addf(a, b, fastmath=ir.Attribute.parse(bodies.FASTMATH))
-
-
-@dataclass
-class Vec:
-    """The vectorized loop dimension: lanes per vector, unroll, current chunk."""
-
-    dim: int
-    lanes: int
-    unroll: int
-    size: ir.Value | None = None
-    panel: tuple[ir.Value, ir.Value] | None = None  # [lo, hi) of the current column panel
-    bases: list[ir.Value] = field(default_factory=list)
-    masks: list[ir.Value] = field(default_factory=list)
 
 
 class NestEmitter(OperandAccess):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from mlir import ir
 from mlir.dialects import affine, arith, tensor, vector
@@ -12,8 +13,18 @@ from mlir.dialects import affine, arith, tensor, vector
 from sparsecomp.lowering.loops import index
 from sparsecomp.lowering.plan import Access
 
-if TYPE_CHECKING:
-    from sparsecomp.lowering.nest import Vec
+
+@dataclass
+class Vec:
+    """The vectorized loop dimension: lanes per vector, unroll, current chunk."""
+
+    dim: int
+    lanes: int
+    unroll: int
+    size: ir.Value | None = None
+    panel: tuple[ir.Value, ir.Value] | None = None  # [lo, hi) of the current column panel
+    bases: list[ir.Value] = field(default_factory=list)
+    masks: list[ir.Value] = field(default_factory=list)
 
 
 class Planned(Protocol):
