@@ -19,6 +19,7 @@ chapter is docs/script.md.
 from __future__ import annotations
 
 from sparsecomp.script.kernel import Kernel, assemble, kernel
+from sparsecomp.script.loops import LoopKernel, loops, op
 from sparsecomp.script.parse import ScriptError
 from sparsecomp.script.types import (
     Tensor,
@@ -36,6 +37,7 @@ from sparsecomp.script.types import (
 
 __all__ = [
     "Kernel",
+    "LoopKernel",
     "ScriptError",
     "Tensor",
     "TensorType",
@@ -49,5 +51,7 @@ __all__ = [
     "i64",
     "index",
     "kernel",
+    "loops",
+    "op",
     "sparsity",
 ]

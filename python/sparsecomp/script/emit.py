@@ -345,8 +345,8 @@ class ModuleEmitter:
     def kernel(self, d: Definition, types: dict[str, Scalar], private: bool = False) -> func.FuncOp:
         return self.ensure(d, types, private, listed=True)
 
-    def kernels(self, kernels: list[Any], types: dict[str, Scalar]) -> None:
-        """Emit ``kernels`` (``Kernel`` objects) into the module in this order."""
+    def kernels(self, kernels: list[Any], types: dict[str, Scalar]) -> list[func.FuncOp]:
+        """Emit ``kernels`` (``Kernel`` objects) into the module in this order; their functions."""
         self.listed = {k.definition.name: k for k in kernels}
         done = [self.ensure(k.definition, types, k.private, listed=True) for k in kernels]
         last = None
@@ -356,6 +356,7 @@ class ModuleEmitter:
             else:
                 f.operation.move_after(last)
             last = f.operation
+        return done
 
     def ensure(
         self, d: Definition, types: dict[str, Scalar], private: bool, listed: bool

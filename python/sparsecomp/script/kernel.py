@@ -254,14 +254,16 @@ def kernel(
 
 
 def assemble(
-    *kernels: Kernel,
+    *kernels: Any,
     attributes: dict[str, str] | None = None,
     types: dict[str, Any] | None = None,
     sizes: dict[str, int] | None = None,
 ) -> Any:
     """One module of ``kernels`` (in this order; a call of one of them calls it, not
     a copy) with the module ``attributes`` (name -> MLIR attribute text), in a
-    fresh context. What :func:`~sparsecomp.script.printer.to_python` ends with."""
+    fresh context. ``kernels`` are ``@kernel`` and ``@loops`` functions and
+    module-level ``op(...)`` calls (:mod:`.loops`). What
+    :func:`~sparsecomp.script.printer.to_python` ends with."""
     from mlir import ir
 
     from sparsecomp.ir.context import make_context
@@ -270,7 +272,16 @@ def assemble(
     bound = {k: (SCALARS[v] if isinstance(v, str) else v) for k, v in (types or {}).items()}
     with make_context(), ir.Location.unknown():
         emitter = ModuleEmitter(sizes)
-        emitter.kernels(list(kernels), bound)
+        done = iter(emitter.kernels([k for k in kernels if isinstance(k, Kernel)], bound))
+        with ir.InsertionPoint(emitter.module.body):
+            placed = [next(done) if isinstance(k, Kernel) else k.emit() for k in kernels]
+        last = None
+        for o in placed:  # the given order
+            if last is None:
+                o.operation.move_before(emitter.module.body.operations[0])
+            else:
+                o.operation.move_after(last)
+            last = o.operation
         for name, text in (attributes or {}).items():
             emitter.module.operation.attributes[name] = ir.Attribute.parse(text)
         _verify(emitter.module)

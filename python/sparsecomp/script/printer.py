@@ -19,7 +19,9 @@ are printed after ``linalg-generalize-named-ops``.
 
 from __future__ import annotations
 
+import itertools
 import keyword
+import linecache
 import re
 from typing import Any
 
@@ -61,13 +63,18 @@ FPRED = [
 ]  # fmt: skip
 IPRED = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 LOOPS = "ijklpqrstuvw"
+#: names the printed Python gives a meaning to: no kernel takes them
+BUILTINS = {
+    *CALLS.values(), *SCALARS, "assemble", "kernel", "loops", "op", "Tensor", "MODULE",
+    "sparsity", "range", "dim", "index", "uindex",
+}  # fmt: skip
 
 
 class Unprintable(SparsecompError):
     """The IR is not stage I as the Python subset can write it (the op and why)."""
 
 
-def _fail(op: Any, why: str) -> Unprintable:
+def fail(op: Any, why: str) -> Unprintable:
     op = op.operation
     found = re.search(r'loc\("([^"]*)":(\d+):(\d+)\)', str(op.location))
     where = ":".join(found.groups()) if found else None
@@ -87,7 +94,7 @@ class _Function:
     def name(self, value: Any) -> str:
         if value not in self.names:
             owner = _producer(value)
-            raise _fail(owner or self.f, "a use of a value the subset has no name for")
+            raise fail(owner or self.f, "a use of a value the subset has no name for")
         return self.names[value]
 
     def fresh(self, value: Any, prefix: str = "t") -> str:
@@ -105,8 +112,8 @@ class _Function:
         for op in entry.operations:
             self.op(op)
         name = ir.StringAttr(f.attributes["sym_name"]).value
-        if not name.isidentifier() or keyword.iskeyword(name):
-            raise _fail(f, f"'{name}' is not a Python name")
+        if not name.isidentifier() or keyword.iskeyword(name) or name in BUILTINS:
+            raise fail(f, f"'{name}' is not a Python name the subset leaves free")
         head = f"{self.decorator()}\ndef {name}({', '.join(args)}):"
         return "\n".join([head, *[f"    {line}" for line in self.lines]]) + "\n"
 
@@ -121,9 +128,9 @@ class _Function:
             if k not in ("sym_name", "function_type", "sym_visibility")
         }
         if "arg_attrs" in attrs or "res_attrs" in attrs:
-            raise _fail(self.f, "argument or result attributes")
+            raise fail(self.f, "argument or result attributes")
         if attrs:
-            items = ", ".join(f"{_quote(k)}: {_quote(v)}" for k, v in attrs.items())
+            items = ", ".join(f"{quote(k)}: {quote(v)}" for k, v in attrs.items())
             options.append(f"attributes={{{items}}}")
         return f"@kernel({', '.join(options)})" if options else "@kernel"
 
@@ -136,13 +143,13 @@ class _Function:
             if _producer(v) is None and v in self.names:
                 out[d] = self.names[v]
             elif _producer(v) is None or _producer(v).name != "tensor.dim":
-                raise _fail(empty, "a size neither an argument nor a dimension of a tensor")
+                raise fail(empty, "a size neither an argument nor a dimension of a tensor")
         return out
 
     def annotation(self, t: Any, owner: str, sized: dict[int, str] | None = None) -> str:
         if not isinstance(t, ir.RankedTensorType):
             if str(t) not in SCALARS:
-                raise _fail(self.f, f"an argument of type {t}")
+                raise fail(self.f, f"an argument of type {t}")
             return str(t)
         t = ir.RankedTensorType(t)
         sized = sized or {}
@@ -155,7 +162,7 @@ class _Function:
             for d, s in enumerate(t.shape)
         ]
         shape = f"({', '.join(dims)},)" if len(dims) == 1 else f"({', '.join(dims)})"
-        enc = f", {_quote(str(t.encoding))}" if t.encoding is not None else ""
+        enc = f", {quote(str(t.encoding))}" if t.encoding is not None else ""
         return f"Tensor[{t.element_type}, {shape}{enc}]"
 
     def op(self, op: Any) -> None:
@@ -180,12 +187,14 @@ class _Function:
             return
         if n == "func.return":
             if not op.operands:
-                raise _fail(self.f, "a kernel returns at least one tensor")
+                raise fail(self.f, "a kernel returns at least one tensor")
+            if any(isinstance(v.owner, ir.Block) for v in op.operands):
+                raise fail(op, "a kernel returns what it computes, not an argument")
             self.lines.append(f"return {', '.join(self.name(v) for v in op.operands)}")
             return
         if n.startswith("linalg."):
-            raise _fail(op, "a named op: print after linalg-generalize-named-ops")
-        raise _fail(op, "not a stage-I op of the subset")
+            raise fail(op, "a named op: print after linalg-generalize-named-ops")
+        raise fail(op, "not a stage-I op of the subset")
 
     def call(self, op: Any) -> None:
         outs = [self.fresh(r) for r in op.results]
@@ -199,7 +208,9 @@ class _Function:
         outs = list(op.regions[0].blocks[0].arguments)
         n_in = len(op.operands) - 1
         if len(op.results) != 1:
-            raise _fail(op, "one result per statement")
+            raise fail(op, "one result per statement")
+        if op.operands[n_in] in list(op.operands)[:n_in]:
+            raise fail(op, "the output is an input too")
         loops = self.loop_names(op, maps[-1], kinds)
         block = op.regions[0].blocks[0]
         out_arg = outs[-1]
@@ -211,7 +222,7 @@ class _Function:
         reduce = None
         if kinds.count("#linalg.iterator_type<reduction>") or self.combines(value, out_arg):
             reduce, value = self.reduction(op, value, out_arg)
-        expr = _bare(body.expr(value))
+        expr = bare(body.expr(value))
         body.check_order()
         target = self.target(op, init, reduce)
         lhs = f"{target}[{', '.join(target_idx)}]" if target_idx else target
@@ -224,18 +235,18 @@ class _Function:
         elif target_idx:
             self.lines.append(f"{lhs} = {expr}")
         else:
-            raise _fail(op, "a 0-d result assigned without a reduction")
+            raise fail(op, "a 0-d result assigned without a reduction")
         self.names[op.results[0]] = target
 
     def loop_names(self, op: Any, out_map: Any, kinds: list[str]) -> list[str]:
         """The loops' names; the emitter orders the output's loops first, in order."""
         dims = [_dim(e) for e in out_map.results]
         if dims != list(range(len(dims))):
-            raise _fail(op, "the output's loops are not the first ones, in order")
+            raise fail(op, "the output's loops are not the first ones, in order")
         if any("reduction" in k for k in kinds[: len(dims)]) or any(
             "parallel" in k for k in kinds[len(dims) :]
         ):
-            raise _fail(op, "a parallel loop the output does not index")
+            raise fail(op, "a parallel loop the output does not index")
         return [LOOPS[d] if d < len(LOOPS) else f"i{d}" for d in range(len(kinds))]
 
     def combines(self, value: Any, out_arg: Any) -> bool:
@@ -249,10 +260,10 @@ class _Function:
     def reduction(self, op: Any, value: Any, out_arg: Any) -> tuple[str, Any]:
         owner = _producer(value)
         if owner is None or owner.name not in REDUCTIONS:
-            raise _fail(op, "a reduction's body ends in out (+, *, max, min) value")
+            raise fail(op, "a reduction's body ends in out (+, *, max, min) value")
         a, b = owner.operands
         if a != out_arg:
-            raise _fail(op, "the reduction combines out first (out + value)")
+            raise fail(op, "the reduction combines out first (out + value)")
         return REDUCTIONS[owner.name], b
 
     def target(self, op: Any, init: Any, reduce: str | None) -> str:
@@ -261,12 +272,12 @@ class _Function:
         if init in self.fills:
             value, empty = self.fills[init]
             if reduce is None:
-                raise _fail(op, "a fill before an assignment")
+                raise fail(op, "a fill before an assignment")
             if not _is_identity(value, reduce):
-                raise _fail(op, f"the fill is not the identity of the reduction '{reduce}'")
+                raise fail(op, f"the fill is not the identity of the reduction '{reduce}'")
             init = empty
             if empty not in self.empties:
-                raise _fail(op, "a fill of something other than tensor.empty")
+                raise fail(op, "a fill of something other than tensor.empty")
         if init in self.empties:
             name = self.fresh(op.results[0])
             t = ir.RankedTensorType(init.type)
@@ -275,11 +286,11 @@ class _Function:
             if t.encoding is not None or first != t.element_type or sized:
                 self.lines.append(f"{name}: {self.annotation(t, name, sized)}")
             elif reduce is not None and init not in {e for _, e in self.fills.values()}:
-                raise _fail(op, "a dense reduction into tensor.empty (no fill)")
+                raise fail(op, "a dense reduction into tensor.empty (no fill)")
             return name
         if init in self.names:
             return self.name(init)
-        raise _fail(op, "the init is neither tensor.empty, a fill of it, nor a named tensor")
+        raise fail(op, "the init is neither tensor.empty, a fill of it, nor a named tensor")
 
 
 class _Body:
@@ -298,7 +309,7 @@ class _Body:
         if k == self.n_in:
             target = self.fn.names.get(self.op.operands[k])
             if target is None:
-                raise _fail(self.op, "the body reads a new output")
+                raise fail(self.op, "the body reads a new output")
             return f"{target}[{idx}]" if idx else target
         if k not in self.read:
             self.read.append(k)
@@ -306,7 +317,7 @@ class _Body:
 
     def check_order(self) -> None:
         if self.read != list(range(self.n_in)):
-            raise _fail(
+            raise fail(
                 self.op, f"the body reads its inputs in the order {self.read}, not as listed"
             )
 
@@ -318,7 +329,7 @@ class _Body:
         if owner is None:
             if v in self.fn.names:
                 return self.fn.name(v)  # a scalar argument
-            raise _fail(self.op, "a block argument of another region")
+            raise fail(self.op, "a block argument of another region")
         return self.operation(owner)
 
     def operation(self, o: Any) -> str:
@@ -335,16 +346,16 @@ class _Body:
             pred = ir.IntegerAttr(o.attributes["predicate"]).value
             name = (FPRED if n == "arith.cmpf" else IPRED)[pred]
             if name not in COMPARE:
-                raise _fail(o, f"comparison '{name}'")
+                raise fail(o, f"comparison '{name}'")
             a, b = (self.expr(x) for x in o.operands)
             return f"({a} {COMPARE[name]} {b})"
         if n in CALLS:
-            return f"{CALLS[n]}({', '.join(_bare(self.expr(x)) for x in o.operands)})"
+            return f"{CALLS[n]}({', '.join(bare(self.expr(x)) for x in o.operands)})"
         if n in CONVERSIONS:
-            return f"{o.results[0].type}({_bare(self.expr(o.operands[0]))})"
+            return f"{o.results[0].type}({bare(self.expr(o.operands[0]))})"
         if n == "linalg.index":
             return self.loops[ir.IntegerAttr(o.attributes["dim"]).value]
-        raise _fail(o, "not an op of the subset")
+        raise fail(o, "not an op of the subset")
 
 
 def _producer(value: Any) -> Any:
@@ -376,7 +387,7 @@ def _attributes(op: Any) -> dict[str, str]:
     return {a.name: str(a.attr) for a in named}
 
 
-def _bare(expr: str) -> str:
+def bare(expr: str) -> str:
     """``expr`` without the parentheses around all of it."""
     if not (expr.startswith("(") and expr.endswith(")")):
         return expr
@@ -388,7 +399,7 @@ def _bare(expr: str) -> str:
     return expr[1:-1]
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -409,30 +420,110 @@ def _is_identity(value: Any, reduce: str) -> bool:
     ) or (reduce in ("max", "min") and abs(x) >= 2**31 - 1)
 
 
-def to_python(module: Any) -> str:
-    """``module`` (text or ``ir.Module``, in a context with sparse_iter) as Python in
-    the kernel subset; callees before their callers. :class:`Unprintable` where
-    it is not stage I as the subset writes it."""
+def to_python(module: Any, *, check: bool = True) -> str:
+    """``module`` (text or ``ir.Module``, in a context with sparse_iter) as Python:
+    each function as a ``@kernel`` in index notation where it is stage I as that
+    subset writes it, else as a ``@loops`` function (:mod:`.loops_printer`), and
+    other module-level ops (declarations, globals) as ``op(...)``. Raises
+    :class:`Unprintable` (the op and why) for what neither subset can say.
+
+    ``check``: run the Python, and print as ``@loops`` the functions whose
+    ``@kernel`` does not re-emit them (as MLIR's printer falls back to the
+    generic form): the Python always re-emits the module."""
     from sparsecomp.ir.context import make_context
 
     if isinstance(module, str):
         with make_context():
-            return to_python(ir.Module.parse(module))
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
-    if not funcs or len(funcs) != len(list(module.body.operations)):
-        raise Unprintable("a module of func.func ops (one or more) can be printed as Python")
-    if "sym_name" in _attributes(module.operation):
-        raise Unprintable("a named module")
+            return to_python(ir.Module.parse(module), check=check)
+    text, kernels = _print(module, set())
+    if check and kernels:
+        wrong = _not_re_emitted(module, text, kernels)
+        if wrong:
+            text, _ = _print(module, wrong)
+    return text
+
+
+def _print(module: Any, as_loops: set[str]) -> tuple[str, set[str]]:
+    """The Python of ``module`` (the functions named in ``as_loops`` as ``@loops``)
+    and the functions it prints as ``@kernel``."""
+    from sparsecomp.script.loops_printer import print_function, print_top, python_name
+
     parts = ["from sparsecomp.script import *\n"]
-    for f in funcs:
-        if not f.regions[0].blocks:
-            raise _fail(f, "a declaration (no body)")
-        parts.append(_Function(f).print())
-    names = [ir.StringAttr(f.attributes["sym_name"]).value for f in funcs]
+    names: list[str] = []
+    kernels: set[str] = set()
+    for k, op in enumerate(module.body.operations):
+        op = op.operation
+        if op.name == "func.func" and op.regions[0].blocks:
+            symbol = ir.StringAttr(op.attributes["sym_name"]).value
+            try:
+                if symbol in as_loops:
+                    raise fail(op, "its @kernel does not re-emit it")
+                if any(c not in kernels for c in _callees(op)):
+                    raise fail(op, "a call of a function not printed as a @kernel above")
+                parts.append(_Function(op).print())
+                kernels.add(symbol)
+                name = symbol
+            except Unprintable:
+                parts.append(print_function(op))
+                name = python_name(symbol)
+        else:
+            sym = op.attributes["sym_name"] if "sym_name" in op.attributes else None
+            name = python_name(ir.StringAttr(sym).value) if sym is not None else f"top{k}"
+            if name in names:
+                name = f"top{k}"
+            parts.append(print_top(op, name))
+        names.append(name)
     attrs = _attributes(module.operation)
     extra = ""
     if attrs:
-        items = ", ".join(f"{_quote(k)}: {_quote(v)}" for k, v in attrs.items())
+        items = ", ".join(f"{quote(k)}: {quote(v)}" for k, v in attrs.items())
         extra = f", attributes={{{items}}}"
-    parts.append(f"MODULE = assemble({', '.join(names)}{extra})\n")
-    return "\n\n".join(parts)
+    items = ", ".join([*names, extra[2:]] if extra else names)
+    parts.append(f"MODULE = assemble({items})\n")
+    return "\n\n".join(parts), kernels
+
+
+_RUNS = itertools.count()
+
+
+def _not_re_emitted(module: Any, text: str, kernels: set[str]) -> set[str]:
+    """The functions among ``kernels`` that the Python ``text`` does not re-emit
+    (all of them where it does not run), compared generalized and cleaned up."""
+    filename = f"<sparsecomp.script.to_python-{next(_RUNS)}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    try:
+        scope: dict[str, Any] = {"__name__": "sparsecomp_printed"}
+        exec(compile(text, filename, "exec"), scope)  # the printer's own output
+        again = _cleaned(str(scope["MODULE"]))
+    except SparsecompError:
+        return set(kernels)
+    finally:
+        linecache.cache.pop(filename, None)
+    before = _cleaned(str(module))
+    return {k for k in kernels if before.get(k) != again.get(k)}
+
+
+def _cleaned(text: str) -> dict[str, str]:
+    """Each function's text after ``sparsecomp-cleanup`` (by symbol)."""
+    from mlir import passmanager
+
+    from sparsecomp.ir.context import make_context
+
+    with make_context():
+        module = ir.Module.parse(text)
+        pipeline = "builtin.module(linalg-generalize-named-ops,canonicalize,cse)"
+        passmanager.PassManager.parse(pipeline).run(module.operation)
+        return {
+            ir.StringAttr(op.attributes["sym_name"]).value: str(op)
+            for op in module.body.operations
+            if op.operation.name == "func.func"
+        }
+
+
+def _callees(f: Any) -> list[str]:
+    """The functions ``f`` calls (at its top level, as the kernel subset would)."""
+    return [
+        ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        for op in f.regions[0].blocks[0].operations
+        if op.operation.name == "func.call"
+    ]

@@ -1,17 +1,19 @@
 // RUN: not sparsecomp-opt %s --split-input-file --print-python 2>&1 | FileCheck %s
 
-// IR that is not stage I as the kernel subset writes it: the printer names
-// the op, its location and why.
-// CHECK: print-python-invalid.mlir:[[@LINE+1]]:1: error: 'func.func' cannot be printed as Python: an argument of type memref<?xf32>
-func.func @buffers(%a: memref<?xf32>) {
-  return
+// What neither the kernel subset nor the loop subset can say: the printer
+// names the op, its location and why.
+// CHECK: print-python-invalid.mlir:[[@LINE+1]]:1: error: 'func.func' cannot be printed as Python: a function of several blocks
+func.func @branches(%c: i1, %a: f32, %b: f32) -> f32 {
+  cf.cond_br %c, ^bb1, ^bb2
+^bb1:
+  return %a : f32
+^bb2:
+  return %b : f32
 }
 
 // -----
 
-// CHECK: print-python-invalid.mlir:[[@LINE+2]]:8: error: 'linalg.matvec' cannot be printed as Python: a named op: print after linalg-generalize-named-ops
-func.func @named(%A: tensor<?x?xf32>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
-  %r = linalg.matvec ins(%A, %x : tensor<?x?xf32>, tensor<?xf32>)
-                     outs(%y : tensor<?xf32>) -> tensor<?xf32>
-  return %r : tensor<?xf32>
+// CHECK: print-python-invalid.mlir:[[@LINE+1]]:1: error: 'llvm.func' cannot be printed as Python: a module-level op whose region is not empty
+llvm.func @lowered(%a: f32) -> f32 {
+  llvm.return %a : f32
 }

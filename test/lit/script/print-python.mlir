@@ -63,7 +63,7 @@ module attributes {sparse_iter.note = "x"} {
     %c0 = arith.constant 0 : index
     %ninf = arith.constant 0xFFF0000000000000 : f64
     %R = call @relu(%A) : (tensor<?x?xf64, #csr>) -> tensor<?x?xf64, #csr>
-    %m = tensor.dim %A, %c0 : tensor<?x?xf64, #csr>
+    %m = tensor.dim %R, %c0 : tensor<?x?xf64, #csr>
     %e = tensor.empty(%m) : tensor<?xf64>
     %f = linalg.fill ins(%ninf : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
     %r = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
