@@ -134,3 +134,63 @@ def test_random_kernels_match_numpy(
         assume(not refused)  # not counted: too many refusals fail the test (Unsatisfiable)
     got = got.to_scipy().toarray() if hasattr(got, "to_scipy") else np.asarray(got)
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=body)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    expr=EXPRESSIONS,
+    form=st.sampled_from(["map", "rows", "product"]),
+    shape=st.tuples(st.integers(1, 9), st.integers(1, 9)),
+    seed=st.integers(0, 2**31),
+)
+def test_stage_ii_printed_as_python_computes_the_same(
+    tmp_path: Path, expr: tuple[str, str], form: str, shape: tuple[int, int], seed: int
+) -> None:
+    """The random kernel at stage II, printed as Python (``@loops``), run, compiled:
+    its result equals numpy's (what a developer who edits the printed loops gets)."""
+    from sparsecomp.compiler.driver import compile as compile_mlir
+    from sparsecomp.ir.context import make_context
+    from sparsecomp.script.printer import to_python
+    from sparsecomp.transforms.pipeline import build_pass_manager
+
+    source, reference = expr
+    if "A" not in reference and "B" not in reference:
+        source, reference = f"({source}) + B[i, j]", f"({reference}) + B"
+    body = {
+        "map": f"    C[i, j] = {source}\n    return C\n",
+        "rows": f"    r[i] += {source}\n    return r\n",
+        "product": f"    P[i, l] += ({source}) * D[j, l]\n    return P\n",
+    }[form]
+    kernel = build(tmp_path, body)
+    with make_context() as ctx:
+        try:
+            module = kernel.module()  # type: ignore[attr-defined]
+            module = type(module).parse(str(module))
+            build_pass_manager("sparsecomp-cpu-layouts,sparsecomp-cpu-loops", ctx).run(
+                module.operation
+            )
+        except SparsecompError as e:
+            assume(not e.message)
+        python = to_python(module)  # dense statements and upstream ones stay linalg
+    name = f"printed_stage_ii_{next(_count)}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(python)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    printed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(printed)
+    exe = compile_mlir(str(printed.MODULE))
+    rng = np.random.default_rng(seed)
+    A = sp.random(*shape, density=0.4, format="csr", random_state=seed)
+    B = rng.standard_normal(shape)
+    x, y = rng.standard_normal(shape[1]), rng.standard_normal(shape[0])
+    D = rng.standard_normal((shape[1], 3))
+    names = {"np": np, "A": A.toarray(), "B": B, "x": x, "y": y}
+    dense = np.broadcast_to(eval(reference, names), shape)
+    want = {"map": dense, "rows": dense.sum(1), "product": dense @ D}[form]
+    got = exe.functions["k"](A, B, x, y, D)
+    got = got.to_scipy().toarray() if hasattr(got, "to_scipy") else np.asarray(got)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=python)
