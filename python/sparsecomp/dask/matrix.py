@@ -1,0 +1,161 @@
+"""A sparse matrix in row partitions on a Dask cluster: :class:`DistributedMatrix`.
+
+Each partition is a task whose result (a scipy CSR matrix of the partition's
+rows) lives on a worker once the matrix is persisted; a kernel packs it in
+its layout on that worker, once (:func:`.run.map`). The tasks are made from
+the data itself (:func:`from_scipy`), from files (:func:`from_files`) or from
+a ``dask.array`` of scipy chunks (:func:`from_dask_array`), so Dask can make a
+lost partition again on another worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sparsecomp.dask import worker
+from sparsecomp.dask.partition import Part, balanced, local_indptr
+from sparsecomp.errors import SparsecompError
+
+
+@dataclass
+class DistributedMatrix:
+    """A ``shape`` matrix of ``dtype`` in row partitions (``parts``), each a Dask
+    task (``pieces``, ``dask.delayed`` values) giving a scipy CSR matrix."""
+
+    shape: tuple[int, int]
+    dtype: np.dtype[Any]
+    parts: list[Part]
+    pieces: list[Any]
+    #: packed partitions per (executable digest, function): persisted tasks
+    packed: dict[tuple[str, str], list[Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def nnz(self) -> int:
+        return sum(p.nnz for p in self.parts)
+
+    @property
+    def npartitions(self) -> int:
+        return len(self.parts)
+
+    def persist(self, client: Any = None) -> DistributedMatrix:
+        """Keep the partitions in the workers' memory (``client.persist``)."""
+        client = _client(client)
+        self.pieces = list(client.persist(self.pieces))
+        return self
+
+    def to_scipy(self, client: Any = None) -> Any:
+        """The whole matrix on this machine, as scipy CSR."""
+        import scipy.sparse as sp  # type: ignore[import-untyped]
+
+        pieces = _client(client).compute(self.pieces, sync=True)
+        counts = np.zeros(self.shape[0], np.int64)
+        for part, p in zip(self.parts, pieces, strict=True):  # a split row: both add
+            counts[part.row_start : part.row_stop] += np.diff(p.indptr)
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        data = np.concatenate([p.data for p in pieces]).astype(self.dtype, copy=False)
+        indices = np.concatenate([p.indices for p in pieces])
+        return sp.csr_matrix((data, indices, indptr), self.shape)
+
+    def __repr__(self) -> str:
+        return (
+            f"DistributedMatrix({self.shape[0]}x{self.shape[1]}, {self.dtype}, nnz={self.nnz}, "
+            f"{self.npartitions} partitions)"
+        )
+
+
+def _client(client: Any) -> Any:
+    if client is not None:
+        return client
+    from distributed import get_client
+
+    try:
+        return get_client()
+    except ValueError:
+        raise SparsecompError(
+            "no Dask client: start one (distributed.Client(...)) or pass client=",
+            hint="distributed.Client(distributed.LocalCluster(n_workers=2)) for this machine",
+        ) from None
+
+
+def from_scipy(A: Any, parts: int | None = None, client: Any = None) -> DistributedMatrix:
+    """``A`` (any scipy.sparse matrix) in ``parts`` row partitions balanced by
+    nonzeros (by default two per worker thread), persisted on the cluster."""
+    import dask
+    import scipy.sparse as sp
+
+    client = _client(client)
+    if not sp.issparse(A) or A.ndim != 2:
+        raise SparsecompError(f"from_scipy takes a scipy.sparse matrix, not {type(A).__name__}")
+    csr = sp.csr_matrix(A, copy=True)
+    csr.sum_duplicates()
+    csr.sort_indices()
+    if parts is None:
+        parts = 2 * max(1, sum(client.nthreads().values()))
+    layout = balanced(csr.indptr, parts)
+    pieces = []
+    for part in layout:
+        ptr = local_indptr(csr.indptr, part)
+        data = csr.data[part.nz_start : part.nz_stop]
+        idx = csr.indices[part.nz_start : part.nz_stop]
+        make = dask.delayed(worker.piece, pure=True)
+        pieces.append(make(data, idx, ptr, (part.rows, csr.shape[1])))
+    matrix = DistributedMatrix(csr.shape, csr.dtype, layout, pieces)
+    return matrix.persist(client)
+
+
+def from_files(paths: Sequence[str], client: Any = None) -> DistributedMatrix:
+    """One row partition per file (scipy ``.npz`` or Matrix Market ``.mtx``), read
+    on the workers, stacked in the order given."""
+    import dask
+
+    client = _client(client)
+    pieces = [dask.delayed(worker.read_piece, pure=True)(str(p)) for p in paths]
+    if not pieces:
+        raise SparsecompError("from_files needs at least one file")
+    pieces = list(client.persist(pieces))
+    shapes = client.compute([dask.delayed(worker.describe)(p) for p in pieces], sync=True)
+    return _stacked(pieces, shapes, [str(p) for p in paths])
+
+
+def from_dask_array(array: Any, client: Any = None) -> DistributedMatrix:
+    """A ``dask.array`` whose chunks are scipy sparse matrices, chunked by rows only."""
+    import dask
+
+    client = _client(client)
+    if array.ndim != 2 or len(array.chunks[1]) != 1:
+        raise SparsecompError(
+            "from_dask_array takes a 2-D dask.array chunked by rows only",
+            hint="rechunk it: array.rechunk({1: -1})",
+        )
+    pieces = [dask.delayed(_csr)(d) for d in array.to_delayed()[:, 0]]
+    pieces = list(client.persist(pieces))
+    shapes = client.compute([dask.delayed(worker.describe)(p) for p in pieces], sync=True)
+    names = [f"chunk {k}" for k in range(len(pieces))]
+    return _stacked(pieces, shapes, names)
+
+
+def _csr(chunk: Any) -> Any:
+    import scipy.sparse as sp
+
+    if not sp.issparse(chunk):
+        raise SparsecompError(f"a chunk is {type(chunk).__name__}, not a scipy.sparse matrix")
+    return sp.csr_matrix(chunk)
+
+
+def _stacked(pieces: list[Any], shapes: list[Any], names: list[str]) -> DistributedMatrix:
+    columns = {s[0][1] for s in shapes}
+    dtypes = {s[2] for s in shapes}
+    if len(columns) != 1 or len(dtypes) != 1:
+        found = ", ".join(
+            f"{n}: {s[0][0]}x{s[0][1]} {s[2]}" for n, s in zip(names, shapes, strict=True)
+        )
+        raise SparsecompError(f"the partitions differ in columns or dtype ({found})")
+    parts, row, nz = [], 0, 0
+    for (shape, nnz, _), _ in zip(shapes, names, strict=True):
+        parts.append(Part(row, row + shape[0], nz, nz + nnz))
+        row, nz = row + shape[0], nz + nnz
+    return DistributedMatrix((row, columns.pop()), np.dtype(dtypes.pop()), parts, pieces)

@@ -1,0 +1,190 @@
+"""Compiled kernels over the partitions of a :class:`~.matrix.DistributedMatrix`.
+
+``map(exe, "spmv", A, x)`` runs ``exe``'s function on every row partition of
+``A`` on the workers and returns the result as a ``dask.array`` (a dense
+row-wise result: SpMV, SpMM) or a :class:`~.matrix.DistributedMatrix` (a
+sparse one: SDDMM). The executable goes to each worker once
+(:mod:`.ship`); each partition is packed in the function's layout once, on its
+worker, and kept there (``exe.prepare``). A dense operand is either *split*
+(its rows are the matrix's: SDDMM's ``X``), each partition getting its rows,
+or *broadcast* (its rows are the matrix's columns: SpMV's ``x``, SpMM's
+``B``), each worker getting it once per call. Which one is told from the
+shapes, and for a square matrix from the op (the first dense operand of an
+SDDMM is split); ``split=`` names the split operands where that is not right.
+
+Where a partition boundary splits a row (power-law rows, :mod:`.partition`),
+the partitions' results for that row are combined with ``combine``: ``"sum"``
+(the default: right for kernels that sum over a row's entries, as SpMV and
+SpMM do), ``"max"`` or ``"min"``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from sparsecomp.dask import worker
+from sparsecomp.dask.matrix import DistributedMatrix, _client
+from sparsecomp.dask.partition import owners
+from sparsecomp.dask.ship import Payload
+from sparsecomp.errors import SparsecompError
+
+_LOCK = threading.Lock()
+_PAYLOADS: dict[str, Payload] = {}
+_SHIPPED: dict[tuple[str, str], Any] = {}
+
+
+def ship(exe: Any, client: Any = None) -> tuple[Payload, Any]:
+    """``exe``'s payload and the persisted task that holds it on the cluster (sent
+    once per client; each worker fetches it once, the first time a task needs it)."""
+    import dask
+
+    client = _client(client)
+    with _LOCK:
+        payload = _PAYLOADS.get(str(exe.directory))
+        if payload is None:
+            payload = _PAYLOADS[str(exe.directory)] = Payload.of(exe)
+        key = (client.id, payload.digest)
+        if key not in _SHIPPED:  # a task, not scattered data: Dask remakes it for a new worker
+            literal = dask.delayed(payload, name=f"sparsecomp-payload-{payload.digest}")
+            _SHIPPED[key] = client.persist(literal)
+        return payload, _SHIPPED[key]
+
+
+def map(
+    exe: Any,
+    function: str,
+    A: DistributedMatrix,
+    *operands: Any,
+    split: Sequence[int] | None = None,
+    combine: str = "sum",
+    client: Any = None,
+) -> Any:
+    """``function(A, *operands)`` over ``A``'s partitions (see the module);
+    ``split``: the positions (in ``operands``) of the dense operands split by rows."""
+    import dask
+    import dask.array as da
+
+    client = _client(client)
+    if not isinstance(A, DistributedMatrix):
+        raise SparsecompError(f"map's matrix is a DistributedMatrix, not {type(A).__name__}")
+    if combine not in ("sum", "max", "min"):
+        raise SparsecompError(f"combine is 'sum', 'max' or 'min', not {combine!r}")
+    signature = exe.functions[function].signature
+    sparse = [i for i, a in enumerate(signature.args) if a.kind == "sparse"]
+    if sparse != [0] or len(signature.args) != len(operands) + 1:
+        raise SparsecompError(
+            f"map runs functions whose first argument is the one sparse matrix; "
+            f"'{function}' takes {len(signature.args)} arguments, sparse at {sparse}"
+        )
+    payload, shipped = ship(exe, client)
+    packed = _packed(A, payload, shipped, function, client)
+    roles = _roles(A, signature, operands, split)
+    broadcast = {i: _whole(op) for i, op in enumerate(operands) if roles[i] == "broadcast"}
+    calls = []
+    for k, part in enumerate(A.parts):
+        args = [
+            broadcast[i] if roles[i] == "broadcast"
+            else _rows(op, part.row_start, part.row_stop) if roles[i] == "split"
+            else op
+            for i, op in enumerate(operands)
+        ]  # fmt: skip
+        calls.append(
+            dask.delayed(worker.call, pure=False)(shipped, function, k, part, packed[k], *args)
+        )
+    result = signature.results[0] if len(signature.results) == 1 else None
+    if result is None:
+        raise SparsecompError(
+            f"map runs functions of one result; '{function}' has {len(signature.results)}"
+        )
+    if result.kind == "sparse":
+        return DistributedMatrix(A.shape, np.dtype(result.dtype), list(A.parts), calls)
+    rest = _trailing(result.rank, operands, roles)
+    chunks = []
+    for lo, hi, js in owners(A.parts, A.shape[0]):
+        blocks = [(A.parts[j].row_start, calls[j]) for j in js]
+        value = dask.delayed(worker.assemble, pure=True)(lo, hi, blocks, combine)
+        chunks.append(da.from_delayed(value, shape=(hi - lo, *rest), dtype=result.dtype))
+    return da.concatenate(chunks, axis=0)
+
+
+def _packed(
+    A: DistributedMatrix, payload: Payload, shipped: Any, function: str, client: Any
+) -> list[Any]:
+    """``A``'s partitions packed for ``function`` on their workers (made once, persisted)."""
+    import dask
+
+    key = (payload.digest, function)
+    if key not in A.packed:
+        tasks = [
+            dask.delayed(worker.prepare, pure=True)(shipped, function, k, part, piece)
+            for k, (part, piece) in enumerate(zip(A.parts, A.pieces, strict=True))
+        ]
+        A.packed[key] = list(client.persist(tasks))
+    return A.packed[key]
+
+
+def _roles(
+    A: DistributedMatrix, signature: Any, operands: tuple[Any, ...], split: Sequence[int] | None
+) -> list[str]:
+    """Each operand: ``split`` (by rows), ``broadcast`` (whole) or ``scalar``."""
+    from sparsecomp.runtime.prepared import infer_op
+
+    rows, cols = A.shape
+    op = infer_op(signature)[0]
+    roles = []
+    first_dense = True
+    for i, (spec, value) in enumerate(zip(signature.args[1:], operands, strict=True)):
+        if spec.kind != "dense" or spec.rank == 0:
+            roles.append("scalar")
+            continue
+        lead = value.shape[0]
+        if split is not None:
+            role = "split" if i in split else "broadcast"
+        elif lead == rows and lead != cols:
+            role = "split"
+        elif lead == cols and lead != rows:
+            role = "broadcast"
+        elif lead == rows == cols:
+            role = "split" if op == "sddmm" and first_dense else "broadcast"
+        else:
+            raise SparsecompError(
+                f"operand {i + 1} has {lead} rows; the matrix is {rows}x{cols}",
+                hint="a dense operand has as many rows as the matrix (split) "
+                "or as it has columns (broadcast)",
+            )
+        first_dense = False
+        roles.append(role)
+    return roles
+
+
+def _whole(value: Any) -> Any:
+    """A broadcast operand as one task (numpy: in the graph, so that Dask can send it
+    again to a worker that replaces a lost one); each worker fetches it once."""
+    import dask
+
+    if hasattr(value, "dask") and hasattr(value, "rechunk"):
+        return value.rechunk(value.shape).to_delayed().reshape(-1)[0]
+    return dask.delayed(np.ascontiguousarray(value), pure=True)
+
+
+def _rows(value: Any, start: int, stop: int) -> Any:
+    import dask
+
+    if hasattr(value, "dask") and hasattr(value, "rechunk"):
+        block = value[start:stop]
+        return block.rechunk(block.shape).to_delayed().reshape(-1)[0]
+    return dask.delayed(worker.rows_of, pure=True)(np.asarray(value[start:stop]), 0, stop - start)
+
+
+def _trailing(rank: int, operands: tuple[Any, ...], roles: list[str]) -> tuple[int, ...]:
+    """The trailing sizes of a row-wise dense result of ``rank``."""
+    if rank == 1:
+        return ()
+    for value, role in zip(operands, roles, strict=True):
+        if role != "scalar" and np.ndim(value) == rank:
+            return tuple(value.shape[1:])
+    raise SparsecompError(f"map cannot tell the columns of a rank-{rank} result")

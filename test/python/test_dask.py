@@ -1,0 +1,296 @@
+"""sparsecomp.dask: kernels over row partitions on a real Dask cluster, checked against scipy.
+
+The partitioning and the putting together of results are checked without a
+cluster (hypothesis); the rest runs on a ``distributed.LocalCluster`` of two
+worker processes of one thread each, as a user would start one: SpMV, SpMM
+and SDDMM on power-law matrices (rows split between partitions), the three
+ways to make a distributed matrix, PageRank, a worker killed mid-run, a
+partition the kernel cannot take, and workers that cannot import MLIR.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("distributed")
+
+import dask.array as da
+import distributed
+
+import sparsecomp
+import sparsecomp.dask as sd
+from sparsecomp.dask import worker
+from sparsecomp.dask.partition import balanced, local_indptr, owners
+from sparsecomp.errors import SparsecompError
+
+# A killed worker leaves its sockets to the garbage collector, and distributed warns
+# about ports; neither is about sparsecomp.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
+REPO = Path(__file__).resolve().parents[2]
+BLOCK_MLIR = REPO / "test" / "python" / "dask_no_mlir.py"
+
+
+def power_law(m: int, n: int, seed: int, heavy: int = 3) -> sp.csr_matrix:
+    """A random matrix with ``heavy`` rows far longer than the others (a graph's hubs)."""
+    rng = np.random.default_rng(seed)
+    A = sp.random(m, n, density=0.02, format="lil", random_state=seed, dtype=np.float64)
+    for r in rng.choice(m, size=min(heavy, m), replace=False):
+        cols = rng.choice(n, size=max(1, n * 3 // 4), replace=False)
+        A[r, cols] = rng.standard_normal(cols.size)
+    return A.tocsr()
+
+
+# -- partitions, without a cluster ----------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    m=st.integers(1, 60),
+    n=st.integers(1, 60),
+    parts=st.integers(1, 9),
+    heavy=st.integers(0, 3),
+    seed=st.integers(0, 99),
+)
+def test_partitions_cover_everything_once_and_balance_entries(
+    m: int, n: int, parts: int, heavy: int, seed: int
+) -> None:
+    A = power_law(m, n, seed, heavy)
+    layout = balanced(A.indptr, parts)
+    assert layout[0].row_start == 0
+    assert layout[0].nz_start == 0
+    assert layout[-1].row_stop == m
+    assert layout[-1].nz_stop == A.nnz
+    for a, b in itertools.pairwise(layout):
+        assert a.nz_stop == b.nz_start  # entries: each once, in order
+        assert b.row_start in (a.row_stop, a.row_stop - 1)  # rows: a split row is shared
+    share = A.nnz / parts
+    assert max(p.nnz for p in layout) <= share * 1.1 + 1  # even with hub rows
+    x = np.random.default_rng(seed).standard_normal(n)
+    blocks = []
+    for p in layout:  # each partition's SpMV, then the chunks put together
+        local = sp.csr_matrix(
+            (A.data[p.nz_start : p.nz_stop], A.indices[p.nz_start : p.nz_stop],
+             local_indptr(A.indptr, p)), shape=(p.rows, n),
+        )  # fmt: skip
+        blocks.append(local @ x)
+    y = np.concatenate(
+        [
+            worker.assemble(lo, hi, [(layout[j].row_start, blocks[j]) for j in js])
+            for lo, hi, js in owners(layout, m)
+        ]
+    )
+    np.testing.assert_allclose(y, A @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_a_hub_row_is_split_and_max_combines_its_parts() -> None:
+    A = sp.csr_matrix(np.vstack([np.ones((1, 100)), np.eye(4, 100)]))
+    layout = balanced(A.indptr, 4)
+    assert sum(p.row_start == 0 for p in layout) >= 3  # the hub spans partitions
+    blocks = [(p.row_start, np.full(p.rows, float(k))) for k, p in enumerate(layout)]
+    _, hi, js = owners(layout, A.shape[0])[-1]
+    assert worker.assemble(0, 1, blocks[:3], "max").tolist() == [2.0]
+    assert worker.assemble(0, 1, blocks[:3], "min").tolist() == [0.0]
+    assert worker.assemble(0, 1, blocks[:3], "sum").tolist() == [3.0]
+    assert hi == A.shape[0]
+    assert js[-1] == len(layout) - 1
+
+
+# -- on a cluster ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client() -> distributed.Client:
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def exe() -> sparsecomp.runtime.Executable:
+    return sparsecomp.compile(
+        """
+        #csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>
+        func.func @spmv(%A: tensor<?x?xf64, #csr>, %x: tensor<?xf64>) -> tensor<?xf64> {
+          %c0 = arith.constant 0 : index
+          %z = arith.constant 0.0 : f64
+          %m = tensor.dim %A, %c0 : tensor<?x?xf64, #csr>
+          %e = tensor.empty(%m) : tensor<?xf64>
+          %y = linalg.fill ins(%z : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+          %r = linalg.matvec ins(%A, %x : tensor<?x?xf64, #csr>, tensor<?xf64>)
+                             outs(%y : tensor<?xf64>) -> tensor<?xf64>
+          return %r : tensor<?xf64>
+        }
+        func.func @spmm(%A: tensor<?x?xf64, #csr>, %B: tensor<?x?xf64>) -> tensor<?x?xf64> {
+          %c0 = arith.constant 0 : index
+          %c1 = arith.constant 1 : index
+          %z = arith.constant 0.0 : f64
+          %m = tensor.dim %A, %c0 : tensor<?x?xf64, #csr>
+          %n = tensor.dim %B, %c1 : tensor<?x?xf64>
+          %e = tensor.empty(%m, %n) : tensor<?x?xf64>
+          %y = linalg.fill ins(%z : f64) outs(%e : tensor<?x?xf64>) -> tensor<?x?xf64>
+          %r = linalg.matmul ins(%A, %B : tensor<?x?xf64, #csr>, tensor<?x?xf64>)
+                             outs(%y : tensor<?x?xf64>) -> tensor<?x?xf64>
+          return %r : tensor<?x?xf64>
+        }
+        """
+    )
+
+
+@pytest.fixture(scope="module")
+def sddmm() -> sparsecomp.runtime.Executable:
+    """examples/sddmm.mlir in f64."""
+    return sparsecomp.compile((REPO / "examples" / "sddmm.mlir").read_text().replace("f32", "f64"))
+
+
+def test_spmv_and_spmm_over_split_hub_rows_match_scipy(client, exe) -> None:
+    A = power_law(300, 200, seed=1)
+    D = sd.from_scipy(A, parts=5, client=client)
+    assert D.npartitions == 5
+    assert any(b.row_start < a.row_stop for a, b in zip(D.parts, D.parts[1:], strict=False))
+    x = np.random.default_rng(1).standard_normal(200)
+    y = sd.map(exe, "spmv", D, x)
+    assert isinstance(y, da.Array)
+    assert y.shape == (300,)
+    np.testing.assert_allclose(y.compute(), A @ x, rtol=1e-10, atol=1e-10)
+    B = np.random.default_rng(2).standard_normal((200, 7))
+    np.testing.assert_allclose(sd.map(exe, "spmm", D, B).compute(), A @ B, rtol=1e-10, atol=1e-10)
+    Bd = da.from_array(B, chunks=(50, 7))  # a dask.array operand
+    np.testing.assert_allclose(sd.map(exe, "spmm", D, Bd).compute(), A @ B, rtol=1e-10, atol=1e-10)
+    assert abs(D.to_scipy() - A).max() == 0
+
+
+def test_sddmm_splits_x_by_rows_and_gives_a_distributed_result(client, sddmm) -> None:
+    S = power_law(120, 120, seed=3)  # square: the op says which operand is split
+    rng = np.random.default_rng(3)
+    X, Y = rng.standard_normal((120, 5)), rng.standard_normal((120, 5))
+    D = sd.from_scipy(S, parts=4, client=client)
+    R = sd.map(sddmm, "sddmm", D, X, Y)
+    assert isinstance(R, sd.DistributedMatrix)
+    want = S.multiply(X @ Y.T).tocsr()
+    got = R.to_scipy(client)
+    np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=1e-10, atol=1e-10)
+
+
+def test_from_files_and_from_dask_array(client, exe, tmp_path: Path) -> None:
+    A = power_law(90, 60, seed=4)
+    paths = []
+    for k, (lo, hi) in enumerate([(0, 30), (30, 55), (55, 90)]):
+        path = tmp_path / (f"part{k}.npz" if k != 1 else f"part{k}.mtx")
+        if k == 1:
+            scipy.io.mmwrite(str(path), A[lo:hi])
+        else:
+            sp.save_npz(path, A[lo:hi])
+        paths.append(str(path))
+    x = np.arange(60, dtype=np.float64)
+    D = sd.from_files(paths, client=client)
+    assert D.shape == (90, 60)
+    assert D.nnz == A.nnz
+    np.testing.assert_allclose(sd.map(exe, "spmv", D, x).compute(), A @ x, rtol=1e-10)
+    chunks = [
+        da.from_delayed(_delayed(A[lo:hi]), (hi - lo, 60), A.dtype)
+        for lo, hi in [(0, 45), (45, 90)]
+    ]
+    E = sd.from_dask_array(da.concatenate(chunks, axis=0), client=client)
+    np.testing.assert_allclose(sd.map(exe, "spmv", E, x).compute(), A @ x, rtol=1e-10)
+
+
+def _delayed(value):
+    import dask
+
+    return dask.delayed(value)
+
+
+def pagerank(
+    client, exe, A: sp.csr_matrix, iterations: int, damping: float = 0.85, each=None
+) -> np.ndarray:
+    """PageRank by power iteration: the matrix persisted once, the vector shipped each time."""
+    n = A.shape[0]
+    out = np.asarray(A.sum(axis=1)).ravel()
+    P = sp.diags(np.where(out > 0, 1 / np.maximum(out, 1e-300), 0)) @ A  # row-stochastic
+    D = sd.from_scipy(P.T.tocsr(), client=client)
+    r = np.full(n, 1 / n)
+    for k in range(iterations):
+        if each is not None:
+            each(k)
+        dangling = r[out == 0].sum()
+        r = damping * (sd.map(exe, "spmv", D, r).compute() + dangling / n) + (1 - damping) / n
+    return r
+
+
+def reference_pagerank(A: sp.csr_matrix, iterations: int, damping: float = 0.85) -> np.ndarray:
+    n = A.shape[0]
+    out = np.asarray(A.sum(axis=1)).ravel()
+    P = sp.diags(np.where(out > 0, 1 / np.maximum(out, 1e-300), 0)) @ A
+    r = np.full(n, 1 / n)
+    for _ in range(iterations):
+        r = damping * (P.T @ r + r[out == 0].sum() / n) + (1 - damping) / n
+    return r
+
+
+def test_pagerank_equals_scipy(client, exe) -> None:
+    A = power_law(200, 200, seed=5)
+    A.data[:] = 1.0
+    got = pagerank(client, exe, A, 30)
+    np.testing.assert_allclose(got, reference_pagerank(A, 30), rtol=1e-10)
+    assert abs(got.sum() - 1) < 1e-9
+
+
+def _kill_one(client) -> None:
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    client.run(os._exit, 1, workers=[victim], wait=False, on_error="ignore")
+
+
+def test_a_worker_killed_mid_run_and_the_result_is_still_right(client, exe) -> None:
+    """Killed while a job is in flight, and between two PageRank iterations: the
+    partitions, packed copies and the executable it held are made again elsewhere."""
+    A = power_law(2000, 1500, seed=6)
+    D = sd.from_scipy(A, parts=40, client=client)
+    x = np.random.default_rng(6).standard_normal(1500)
+    pending = client.compute(sd.map(exe, "spmm", D, np.tile(x[:, None], (1, 64))))
+    _kill_one(client)
+    np.testing.assert_allclose(pending.result()[:, 3], A @ x, rtol=1e-10)
+    client.wait_for_workers(2, timeout=60)
+    G = power_law(300, 300, seed=9)
+    G.data[:] = 1.0
+    got = pagerank(client, exe, G, 12, each=lambda k: _kill_one(client) if k == 5 else None)
+    np.testing.assert_allclose(got, reference_pagerank(G, 12), rtol=1e-10)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_a_partition_the_kernel_cannot_take_is_named(client, exe) -> None:
+    A = power_law(50, 40, seed=7)
+    D = sd.from_scipy(A, parts=2, client=client)
+    with pytest.raises(SparsecompError, match=r"partition 0 \(rows 0:\d+\)"):
+        sd.map(exe, "spmv", D, np.ones(40, np.complex128)).compute()
+    with pytest.raises(SparsecompError, match="operand 1 has 41 rows; the matrix is 50x40"):
+        sd.map(exe, "spmv", D, np.ones(41))
+
+
+def test_workers_without_mlir_or_a_compiler_run_the_shipped_executable(exe) -> None:
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+        preload=[str(BLOCK_MLIR)],
+    )  # fmt: skip
+    with distributed.Client(cluster) as c:
+        blocked = c.run(lambda: (sys.modules.get("mlir", "absent"), os.environ.get("PATH")))
+        assert list(blocked.values()) == [(None, "")]
+        A = power_law(80, 50, seed=8)
+        x = np.random.default_rng(8).standard_normal(50)
+        D = sd.from_scipy(A, parts=3, client=c)
+        np.testing.assert_allclose(sd.map(exe, "spmv", D, x, client=c).compute(), A @ x, rtol=1e-10)
+    cluster.close()
