@@ -4,7 +4,7 @@
 ``A`` on the workers and returns the result as a ``dask.array`` (a dense
 row-wise result: SpMV, SpMM) or a :class:`~.matrix.DistributedMatrix` (a
 sparse one: SDDMM). The executable goes to each worker once
-(:mod:`.ship`); each partition is packed in the function's layout once, on its
+(a worker plugin, :mod:`.ship`); each partition is packed in the function's layout once, on its
 worker, and kept there (``exe.prepare``). A dense operand is either *split*
 (its rows are the matrix's: SDDMM's ``X``), each partition getting its rows,
 or *broadcast* (its rows are the matrix's columns: SpMV's ``x``, SpMM's
@@ -29,29 +29,27 @@ import numpy as np
 from sparsecomp.dask import worker
 from sparsecomp.dask.matrix import DistributedMatrix, _client
 from sparsecomp.dask.partition import owners
-from sparsecomp.dask.ship import Payload
+from sparsecomp.dask.ship import Payload, install
 from sparsecomp.errors import SparsecompError
 
 _LOCK = threading.Lock()
 _PAYLOADS: dict[str, Payload] = {}
-_SHIPPED: dict[tuple[str, str], Any] = {}
+_SHIPPED: dict[tuple[str, str], str] = {}
 
 
-def ship(exe: Any, client: Any = None) -> tuple[Payload, Any]:
-    """``exe``'s payload and the persisted task that holds it on the cluster (sent
-    once per client; each worker fetches it once, the first time a task needs it)."""
-    import dask
-
+def ship(exe: Any, client: Any = None) -> str:
+    """Install ``exe`` on every worker of ``client``'s cluster, present and future
+    (:func:`.ship.install`, once per client); its digest, which tasks pass."""
     client = _client(client)
     with _LOCK:
         payload = _PAYLOADS.get(str(exe.directory))
         if payload is None:
             payload = _PAYLOADS[str(exe.directory)] = Payload.of(exe)
         key = (client.id, payload.digest)
-        if key not in _SHIPPED:  # a task, not scattered data: Dask remakes it for a new worker
-            literal = dask.delayed(payload, name=f"sparsecomp-payload-{payload.digest}")
-            _SHIPPED[key] = client.persist(literal)
-        return payload, _SHIPPED[key]
+        if key not in _SHIPPED:
+            install(payload, client)
+            _SHIPPED[key] = payload.digest
+        return payload.digest
 
 
 def map(
@@ -80,8 +78,8 @@ def map(
             f"map runs functions whose first argument is the one sparse matrix; "
             f"'{function}' takes {len(signature.args)} arguments, sparse at {sparse}"
         )
-    payload, shipped = ship(exe, client)
-    packed = _packed(A, payload, shipped, function, client)
+    digest = ship(exe, client)
+    packed = _packed(A, digest, function, client)
     roles = _roles(A, signature, operands, split)
     broadcast = {i: _whole(op) for i, op in enumerate(operands) if roles[i] == "broadcast"}
     calls = []
@@ -93,7 +91,7 @@ def map(
             for i, op in enumerate(operands)
         ]  # fmt: skip
         calls.append(
-            dask.delayed(worker.call, pure=False)(shipped, function, k, part, packed[k], *args)
+            dask.delayed(worker.call, pure=False)(digest, function, k, part, packed[k], *args)
         )
     result = signature.results[0] if len(signature.results) == 1 else None
     if result is None:
@@ -111,16 +109,14 @@ def map(
     return da.concatenate(chunks, axis=0)
 
 
-def _packed(
-    A: DistributedMatrix, payload: Payload, shipped: Any, function: str, client: Any
-) -> list[Any]:
+def _packed(A: DistributedMatrix, digest: str, function: str, client: Any) -> list[Any]:
     """``A``'s partitions packed for ``function`` on their workers (made once, persisted)."""
     import dask
 
-    key = (payload.digest, function)
+    key = (digest, function)
     if key not in A.packed:
         tasks = [
-            dask.delayed(worker.prepare, pure=True)(shipped, function, k, part, piece)
+            dask.delayed(worker.prepare, pure=True)(digest, function, k, part, piece)
             for k, (part, piece) in enumerate(zip(A.parts, A.pieces, strict=True))
         ]
         A.packed[key] = list(client.persist(tasks))

@@ -1,8 +1,8 @@
 """What runs on the workers: a partition packed, a kernel called on it, results put together.
 
 These are plain functions of picklable arguments, so that Dask ships them by
-reference; each loads the executable through :func:`.ship.executable` (once
-per worker) and never imports MLIR.
+reference; each finds the executable its worker loaded (:func:`.ship.executable`)
+and never imports MLIR.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from sparsecomp.dask.partition import Part
-from sparsecomp.dask.ship import Payload, executable
+from sparsecomp.dask.ship import executable
 from sparsecomp.errors import SparsecompError
 
 
@@ -42,20 +42,20 @@ def _where(index: int, part: Part) -> str:
     return f"partition {index} (rows {part.row_start}:{part.row_stop})"
 
 
-def prepare(payload: Payload, function: str, index: int, part: Part, piece: Any) -> Any:
+def prepare(digest: str, function: str, index: int, part: Part, piece: Any) -> Any:
     """The partition as ``function``'s sparse operand, packed once in its layout
     (``exe.prepare``; a :class:`~sparsecomp.formats.SparseTensor`, which Dask can
     move and copy: the ``Prepared`` around it holds the loaded library)."""
-    exe = executable(payload)
+    exe = executable(digest)
     try:
         return exe.prepare(piece, function=function).tensor
     except SparsecompError as e:
         raise SparsecompError(f"{_where(index, part)}: {e.message}", hint=e.hint) from None
 
 
-def call(payload: Payload, function: str, index: int, part: Part, *args: Any) -> Any:
+def call(digest: str, function: str, index: int, part: Part, *args: Any) -> Any:
     """``function(*args)`` on one partition; a sparse result comes back as scipy CSR."""
-    exe = executable(payload)
+    exe = executable(digest)
     try:
         out = exe.functions[function](*args)
     except SparsecompError as e:

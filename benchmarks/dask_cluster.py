@@ -1,0 +1,188 @@
+"""sparsecomp.dask on this machine: SpMM, SpMV and PageRank on 1 and 2 workers.
+
+A power-law matrix (rows' lengths drawn from a Pareto law, ``--nnz`` stored
+entries, f32, 25 per row on average) is written as row-block ``.npz`` files,
+cut by :func:`sparsecomp.dask.balanced` at row boundaries, and read by the
+workers (:func:`sparsecomp.dask.from_files`). For 1 and then 2 workers of one
+thread each (``distributed.LocalCluster``, worker processes; the kernels
+compiled for one thread), the benchmark
+times (best of ``--reps`` after a warm-up that ships the executable and packs
+the partitions):
+
+* SpMM with ``--k`` dense columns (``B`` persisted on the cluster, the result
+  left there), and SpMV (its vector shipped with the call);
+* a PageRank iteration (an SpMV whose vector goes out and comes back);
+
+and reports, from Dask's own counters and task stream:
+
+* the bytes workers sent each other per PageRank iteration, checked against
+  what the partitioning implies (the vector to every worker but the one
+  that made it, and the result chunks to the client), not the matrix;
+* the scheduler's overhead per task: the wall time of a call less the
+  kernel time its busiest worker spent, per task on that worker, and as a
+  share of one partition's kernel time.
+
+    .venv/bin/python benchmarks/dask_cluster.py                  # 50M nonzeros (about 2 minutes)
+    .venv/bin/python benchmarks/dask_cluster.py --quick          # 2M nonzeros (seconds)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+import sparsecomp
+import sparsecomp.dask as sd
+from sparsecomp.targets.cpu import detect_host
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def power_law(nnz: int, seed: int = 0) -> sp.csr_matrix:
+    """A square f32 matrix of about ``nnz`` entries, rows' lengths Pareto-distributed."""
+    rng = np.random.default_rng(seed)
+    n = max(1, nnz // 25)
+    lengths = np.minimum((rng.pareto(1.5, n) + 1) * 8, n // 2 + 1).astype(np.int64)
+    lengths = np.maximum(1, (lengths * (nnz / lengths.sum())).astype(np.int64))
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = rng.integers(0, n, int(indptr[-1]), dtype=np.int32)
+    data = rng.random(int(indptr[-1]), dtype=np.float32)
+    A = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    A.sort_indices()
+    A.sum_duplicates()
+    return A
+
+
+def write_parts(A: sp.csr_matrix, parts: int, folder: Path) -> list[str]:
+    """Row-block ``.npz`` files balanced by nonzeros (cut at row boundaries)."""
+    paths = []
+    for k, p in enumerate(sd.balanced(A.indptr, parts, slack=1.0)):
+        path = folder / f"part{k:03d}.npz"
+        sp.save_npz(path, A[p.row_start : p.row_stop], compressed=False)
+        paths.append(str(path))
+    return paths
+
+
+def kernel_time(stream: list[dict[str, Any]]) -> dict[str, float]:
+    """Seconds each worker spent computing ``call`` tasks in a task stream."""
+    busy: dict[str, float] = {}
+    for t in stream:
+        key = t["key"] if isinstance(t["key"], str) else t["key"][0]
+        if "call" not in key:  # (Dask fuses a call with the task that puts its chunk in place)
+            continue
+        for s in t["startstops"]:
+            if s["action"] == "compute":
+                busy[t["worker"]] = busy.get(t["worker"], 0.0) + s["stop"] - s["start"]
+    return busy
+
+
+def sent(client: Any) -> int:
+    """Bytes all workers have sent to other workers (and to the client) so far."""
+    return sum(client.run(lambda dask_worker: dask_worker.transfer_outgoing_bytes_total).values())
+
+
+def run(workers: int, paths: list[str], n: int, k: int, reps: int, exe: Any) -> dict[str, Any]:
+    import dask.array as da
+    import distributed
+
+    cluster = distributed.LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    out: dict[str, Any] = {"workers": workers}
+    with distributed.Client(cluster) as client:
+        D = sd.from_files(paths, client=client)
+        rng = np.random.default_rng(1)
+        B = rng.random((n, k), dtype=np.float32)
+        x = rng.random(n, dtype=np.float32)
+        # B lives on the cluster, as it would between the steps of an algorithm
+        B = client.persist(da.from_array(B, chunks=B.shape))
+        distributed.wait(B)
+        for name, operand in (("spmm", B), ("spmv", x)):
+            # the first call ships the executable, packs the partitions, moves B
+            distributed.wait(client.persist(sd.map(exe, name, D, operand)))
+            times, overheads = [], []
+            for _ in range(reps):
+                with distributed.get_task_stream(client) as stream:
+                    start = time.time()  # the result stays on the workers, as B does
+                    distributed.wait(client.persist(sd.map(exe, name, D, operand)))
+                    wall = time.time() - start
+                busy = kernel_time(stream.data)
+                per_worker_tasks = D.npartitions / workers
+                overheads.append((wall - max(busy.values())) / per_worker_tasks)
+                times.append(wall)
+                out[f"{name}_task"] = max(busy.values()) / per_worker_tasks
+            out[name] = min(times)
+            out[f"{name}_overhead"] = statistics.median(overheads)
+        r = np.full(n, 1 / n, np.float32)
+        before, start, iterations = sent(client), time.time(), 5
+        for _ in range(iterations):
+            r = 0.85 * sd.map(exe, "spmv", D, r).compute() + 0.15 / n
+        out["pagerank"] = (time.time() - start) / iterations
+        out["pagerank_bytes"] = (sent(client) - before) / iterations
+        out["matrix_bytes"] = D.nnz * 8
+    cluster.close()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nnz", type=float, default=50e6)
+    parser.add_argument("--k", type=int, default=16)
+    parser.add_argument("--parts", type=int, default=8)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="2M nonzeros, 1 rep")
+    args = parser.parse_args()
+    if args.quick:
+        args.nnz, args.reps = 2e6, 1
+    t = time.time()
+    A = power_law(int(args.nnz))
+    n = A.shape[0]
+    print(f"matrix: {n} x {n}, {A.nnz / 1e6:.1f}M nonzeros, longest row {np.diff(A.indptr).max()}"
+          f" ({time.time() - t:.1f} s to make)", flush=True)  # fmt: skip
+    spmm = (REPO / "examples" / "spmm.mlir").read_text()
+    spmv = (REPO / "examples" / "spmv.mlir").read_text()
+    # one OpenMP thread per kernel: a worker of one thread (the host target's
+    # kernels would run as many as the machine has cores in every worker)
+    exe = sparsecomp.compile(_module(spmm, spmv), dataclasses.replace(detect_host(), threads=1))
+    with tempfile.TemporaryDirectory(prefix="sparsecomp-dask-bench-") as tmp:
+        paths = write_parts(A, args.parts, Path(tmp))
+        del A
+        rows = [run(w, paths, n, args.k, args.reps, exe) for w in (1, 2)]
+    one = rows[0]
+    print(f"\n{args.parts} partitions, K = {args.k}; seconds (best of {args.reps})")
+    print("| workers | SpMM | speed-up | SpMV | speed-up | PageRank / iteration | sent / iteration "
+          "(expected) | matrix | overhead / task (SpMM) | of a task's kernel time |")
+    print("| --- " * 10 + "|")
+    for r in rows:
+        w = r["workers"]
+        expected = 4 * n * (w - 1) + 4 * n  # the vector to the other workers; the result back
+        print(
+            f"| {w} | {r['spmm']:.3f} | {one['spmm'] / r['spmm']:.2f}x | {r['spmv']:.3f} | "
+            f"{one['spmv'] / r['spmv']:.2f}x | {r['pagerank']:.3f} | "
+            f"{r['pagerank_bytes'] / 1e6:.2f} MB ({expected / 1e6:.2f} MB) | "
+            f"{r['matrix_bytes'] / 1e6:.0f} MB | {r['spmm_overhead'] * 1e3:.1f} ms | "
+            f"{100 * r['spmm_overhead'] / r['spmm_task']:.1f}% |"
+        )
+    return 0
+
+
+def _module(*texts: str) -> str:
+    """Several example programs in one module (their layout aliases kept apart)."""
+    out = []
+    for k, text in enumerate(texts):
+        out.append(re.sub(r"#(csr|sparse)(?!\w)", lambda m: f"#{m.group(1)}{k}", text))
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
