@@ -15,6 +15,7 @@ PAGES = [
     REPO / "docs" / "troubleshooting.md",
     REPO / "docs" / "torch.md",
     REPO / "docs" / "script.md",
+    REPO / "docs" / "dask.md",
 ]
 
 

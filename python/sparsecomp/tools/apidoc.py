@@ -41,6 +41,8 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.script.types:sparsity",
             "sparsecomp.script.kernel:assemble",
             "sparsecomp.script.printer:to_python",
+            "sparsecomp.script.loops:loops",
+            "sparsecomp.script.loops:op",
         ),
     ),
     (
@@ -101,6 +103,19 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.torch.tensors:call",
             "sparsecomp.torch.tensors:from_torch",
             "sparsecomp.torch.tensors:to_torch",
+        ),
+    ),
+    (
+        "Dask",
+        "`sparsecomp.dask` (the `dask` extra): compiled kernels over the row partitions of a "
+        "matrix on a Dask cluster; the guide is [dask.md](dask.md).",
+        (
+            "sparsecomp.dask.matrix:from_scipy",
+            "sparsecomp.dask.matrix:from_files",
+            "sparsecomp.dask.matrix:from_dask_array",
+            "sparsecomp.dask.matrix:DistributedMatrix",
+            "sparsecomp.dask.run:map",
+            "sparsecomp.dask.partition:balanced",
         ),
     ),
     (
