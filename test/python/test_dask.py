@@ -275,7 +275,9 @@ def test_a_worker_killed_mid_run_and_the_result_is_still_right(client, exe) -> N
 def test_a_partition_the_kernel_cannot_take_is_named(client, exe) -> None:
     A = power_law(50, 40, seed=7)
     D = sd.from_scipy(A, parts=2, client=client)
-    with pytest.raises(SparsecompError, match=r"partition \d \(rows \d+:\d+\): spmv: argument 1 .*complex128"):
+    with pytest.raises(
+        SparsecompError, match=r"partition \d \(rows \d+:\d+\): spmv: argument 1 .*complex128"
+    ):
         sd.map(exe, "spmv", D, np.ones(40, np.complex128)).compute()
     with pytest.raises(SparsecompError, match="operand 1 has 41 rows; the matrix is 50x40"):
         sd.map(exe, "spmv", D, np.ones(41))
