@@ -296,3 +296,62 @@ def test_workers_without_mlir_or_a_compiler_run_the_shipped_executable(exe) -> N
         D = sd.from_scipy(A, parts=3, client=c)
         np.testing.assert_allclose(sd.map(exe, "spmv", D, x, client=c).compute(), A @ x, rtol=1e-10)
     cluster.close()
+
+
+def test_power_iteration_finds_the_largest_eigenvalue(client, exe) -> None:
+    """The matrix persisted once; each step ships the vector out and back."""
+    from scipy.sparse.linalg import eigsh
+
+    B = power_law(250, 250, seed=10)
+    B.data = np.abs(B.data)
+    S = (B + B.T).tocsr()  # symmetric, nonnegative: one dominant eigenvalue
+    D = sd.from_scipy(S, client=client)
+    v = np.ones(250) / np.sqrt(250)
+    for _ in range(40):  # the hubs leave a wide gap to the second eigenvalue
+        w = sd.map(exe, "spmv", D, v).compute()
+        v = w / np.linalg.norm(w)
+    rayleigh = v @ (S @ v)
+    want = eigsh(S, k=1, which="LA", return_eigenvectors=False)[0]
+    assert abs(rayleigh - want) < 1e-9 * abs(want)
+
+
+def test_two_layer_gcn_forward_on_a_partitioned_graph(client, exe) -> None:
+    """H2 = Â relu(Â X W1) W2 with Â = D^-1/2 (A + I) D^-1/2 in partitions: the
+    hidden features stay on the cluster (a dask.array) between the layers."""
+    import networkx as nx
+
+    graph = nx.barabasi_albert_graph(300, 3, seed=11)  # hubs: power-law degrees
+    A = nx.to_scipy_sparse_array(graph, format="csr", dtype=np.float64) + sp.eye(300)
+    d = np.asarray(A.sum(axis=1)).ravel() ** -0.5
+    norm = sp.csr_matrix(sp.diags(d) @ A @ sp.diags(d))
+    rng = np.random.default_rng(11)
+    X, W1, W2 = (
+        rng.standard_normal((300, 16)),
+        rng.standard_normal((16, 8)),
+        rng.standard_normal((8, 4)),
+    )
+    D = sd.from_scipy(norm, client=client)
+    hidden = sd.map(exe, "spmm", D, X @ W1)  # a dask.array, on the workers
+    H1 = da.maximum(hidden, 0)
+    out = sd.map(exe, "spmm", D, H1 @ W2).compute()
+    want = norm @ np.maximum(norm @ (X @ W1), 0) @ W2
+    np.testing.assert_allclose(out, want, rtol=1e-10, atol=1e-10)
+
+
+def test_each_partition_in_the_layout_chosen_for_it_on_its_worker(client) -> None:
+    """layout="auto": the workers choose per partition (as formats.choose does
+    here), the function is compiled for each layout chosen, and the result is right."""
+    from sparsecomp.formats import choose
+
+    spmm = sparsecomp.compile(REPO / "examples" / "spmm.mlir")
+    n = 8000
+    band = sp.eye(n, n) + sp.eye(n, n, k=3) + sp.eye(n, n, k=-7)  # diagonals: small blocks
+    noise = sp.random(n, n, density=0.0003, random_state=12)  # scattered: rows
+    A = sp.vstack([band, noise], format="csr", dtype=np.float32)
+    D = sd.from_scipy(A, parts=2, client=client)
+    B = np.random.default_rng(12).standard_normal((n, 32)).astype(np.float32)
+    got = sd.map(spmm, "spmm", D, B, layout="auto").compute()
+    np.testing.assert_allclose(got, A @ B, rtol=1e-4, atol=1e-4)
+    pieces = client.compute(D.pieces, sync=True)
+    assert D.layouts["spmm"] == [choose(p, op="spmm", k=32).layout for p in pieces]
+    assert len(set(D.layouts["spmm"])) == 2, D.layouts  # two layouts, two variants

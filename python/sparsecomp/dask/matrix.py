@@ -30,8 +30,13 @@ class DistributedMatrix:
     dtype: np.dtype[Any]
     parts: list[Part]
     pieces: list[Any]
-    #: packed partitions per (executable digest, function): persisted tasks
-    packed: dict[tuple[str, str], list[Any]] = field(default_factory=dict, repr=False)
+    #: packed partitions per (executable digest, function, layout rule, columns):
+    #: persisted tasks and the digest of the executable each partition runs
+    packed: dict[tuple[Any, ...], tuple[list[Any], list[str]]] = field(
+        default_factory=dict, repr=False
+    )
+    #: each partition's layout per function, as the last ``map`` packed it
+    layouts: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     @property
     def nnz(self) -> int:

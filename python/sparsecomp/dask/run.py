@@ -59,10 +59,15 @@ def map(
     *operands: Any,
     split: Sequence[int] | None = None,
     combine: str = "sum",
+    layout: str | None = None,
     client: Any = None,
 ) -> Any:
     """``function(A, *operands)`` over ``A``'s partitions (see the module);
-    ``split``: the positions (in ``operands``) of the dense operands split by rows."""
+    ``split``: the positions (in ``operands``) of the dense operands split by rows.
+    ``layout="auto"``: each partition in the layout chosen for it on its worker
+    (:func:`sparsecomp.formats.choose` on the partition), the function compiled
+    here for each layout chosen and installed on the workers; by default, the
+    function's own layout."""
     import dask
     import dask.array as da
 
@@ -78,9 +83,8 @@ def map(
             f"map runs functions whose first argument is the one sparse matrix; "
             f"'{function}' takes {len(signature.args)} arguments, sparse at {sparse}"
         )
-    digest = ship(exe, client)
-    packed = _packed(A, digest, function, client)
     roles = _roles(A, signature, operands, split)
+    packed, digests = _packed(A, exe, function, client, layout, _columns(operands, roles))
     broadcast = {i: _whole(op) for i, op in enumerate(operands) if roles[i] == "broadcast"}
     calls = []
     for k, part in enumerate(A.parts):
@@ -91,7 +95,7 @@ def map(
             for i, op in enumerate(operands)
         ]  # fmt: skip
         calls.append(
-            dask.delayed(worker.call, pure=False)(digest, function, k, part, packed[k], *args)
+            dask.delayed(worker.call, pure=False)(digests[k], function, k, part, packed[k], *args)
         )
     result = signature.results[0] if len(signature.results) == 1 else None
     if result is None:
@@ -109,18 +113,63 @@ def map(
     return da.concatenate(chunks, axis=0)
 
 
-def _packed(A: DistributedMatrix, digest: str, function: str, client: Any) -> list[Any]:
-    """``A``'s partitions packed for ``function`` on their workers (made once, persisted)."""
+def _packed(
+    A: DistributedMatrix, exe: Any, function: str, client: Any, layout: str | None, columns: int
+) -> tuple[list[Any], list[str]]:
+    """``A``'s partitions packed for ``function`` on their workers (made once,
+    persisted), and the digest of the executable each partition's calls run."""
     import dask
 
-    key = (digest, function)
-    if key not in A.packed:
-        tasks = [
-            dask.delayed(worker.prepare, pure=True)(digest, function, k, part, piece)
-            for k, (part, piece) in enumerate(zip(A.parts, A.pieces, strict=True))
-        ]
-        A.packed[key] = list(client.persist(tasks))
+    from sparsecomp.runtime.prepared import infer_op
+
+    digest = ship(exe, client)
+    key = (digest, function, layout, columns if layout == "auto" else 0)
+    if key in A.packed:
+        return A.packed[key]
+    if layout == "auto":
+        if exe.recompile is None:
+            raise SparsecompError(
+                "layout='auto' compiles the function for the layouts the workers choose; "
+                f"this executable was loaded from {exe.directory} and cannot",
+                hint="compile it with sparsecomp.compile(source)",
+            )
+        op = infer_op(exe.functions[function].signature)[0]
+        choose = [dask.delayed(worker.choose_layout, pure=True)(p, op, columns) for p in A.pieces]
+        chosen = client.compute(choose, sync=True)
+        variants = {name: _variant(exe, function, name, client) for name in set(chosen)}
+        names: list[str | None] = list(chosen)
+        digests = [variants[n] for n in chosen]
+    else:
+        names = [layout] * A.npartitions
+        digests = [digest] * A.npartitions
+    tasks = [
+        dask.delayed(worker.prepare, pure=True)(d, function, k, part, piece, name)
+        for k, (part, piece, d, name) in enumerate(
+            zip(A.parts, A.pieces, digests, names, strict=True)
+        )
+    ]
+    A.packed[key] = (list(client.persist(tasks)), digests)
+    A.layouts[function] = [n or "own" for n in names]
     return A.packed[key]
+
+
+def _variant(exe: Any, function: str, layout: str, client: Any) -> str:
+    """``function`` compiled with its matrix in ``layout`` (here), installed on the workers."""
+    from sparsecomp.formats.names import parse_layout
+
+    own = exe.functions[function].signature.args[0].layout
+    attr = parse_layout(layout).attr_text()
+    if own is not None and own.attr_text() == attr:
+        return ship(exe, client)
+    return ship(exe.recompile(function, {0: attr}), client)
+
+
+def _columns(operands: tuple[Any, ...], roles: list[str]) -> int:
+    """The dense columns a layout is chosen for: a broadcast matrix operand's (SpMM), else 1."""
+    for value, role in zip(operands, roles, strict=True):
+        if role == "broadcast" and np.ndim(value) == 2:
+            return int(value.shape[1])
+    return 1
 
 
 def _roles(

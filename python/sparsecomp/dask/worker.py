@@ -42,13 +42,24 @@ def _where(index: int, part: Part) -> str:
     return f"partition {index} (rows {part.row_start}:{part.row_stop})"
 
 
-def prepare(digest: str, function: str, index: int, part: Part, piece: Any) -> Any:
-    """The partition as ``function``'s sparse operand, packed once in its layout
-    (``exe.prepare``; a :class:`~sparsecomp.formats.SparseTensor`, which Dask can
-    move and copy: the ``Prepared`` around it holds the loaded library)."""
+def choose_layout(piece: Any, op: str, k: int) -> str:
+    """The layout :func:`sparsecomp.formats.choose` predicts fastest for ``op`` on
+    this partition (its statistics only: no MLIR, no compile)."""
+    from sparsecomp.formats import choose
+
+    return choose(piece, op=op, k=k).layout
+
+
+def prepare(
+    digest: str, function: str, index: int, part: Part, piece: Any, layout: str | None = None
+) -> Any:
+    """The partition as ``function``'s sparse operand, packed once in ``layout``
+    (the function's own by default; ``exe.prepare``): a
+    :class:`~sparsecomp.formats.SparseTensor`, which Dask can move and copy (the
+    ``Prepared`` around it holds the loaded library)."""
     exe = executable(digest)
     try:
-        return exe.prepare(piece, function=function).tensor
+        return exe.prepare(piece, layout, function=function).tensor
     except SparsecompError as e:
         raise SparsecompError(f"{_where(index, part)}: {e.message}", hint=e.hint) from None
 
