@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -92,6 +93,34 @@ def build(tmp: Path, body: str) -> object:
     return module.k
 
 
+def statement(expr: tuple[str, str], form: str) -> tuple[str, str]:
+    """The kernel's body for ``form`` over the expression, and its numpy reference."""
+    source, reference = expr
+    if "A" not in reference and "B" not in reference:
+        source, reference = f"({source}) + B[i, j]", f"({reference}) + B"
+    body = {
+        "map": f"    C[i, j] = {source}\n    return C\n",
+        "rows": f"    r[i] += {source}\n    return r\n",
+        "product": f"    P[i, l] += ({source}) * D[j, l]\n    return P\n",
+    }[form]
+    return body, reference
+
+
+def operands(
+    reference: str, form: str, shape: tuple[int, int], density: float, seed: int
+) -> tuple[tuple[Any, ...], np.ndarray]:
+    """The kernel's arguments (A, B, x, y, D) and numpy's result."""
+    rng = np.random.default_rng(seed)
+    A = sp.random(*shape, density=density, format="csr", random_state=seed)
+    B = rng.standard_normal(shape)
+    x, y = rng.standard_normal(shape[1]), rng.standard_normal(shape[0])
+    D = rng.standard_normal((shape[1], 3))
+    names = {"np": np, "A": A.toarray(), "B": B, "x": x, "y": y}
+    dense = np.broadcast_to(eval(reference, names), shape)
+    want = {"map": dense, "rows": dense.sum(1), "product": dense @ D}[form]
+    return (A, B, x, y, D), want
+
+
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -110,22 +139,8 @@ def test_random_kernels_match_numpy(
     density: float,
     seed: int,
 ) -> None:
-    source, reference = expr
-    if "A" not in reference and "B" not in reference:
-        source, reference = f"({source}) + B[i, j]", f"({reference}) + B"
-    body = {
-        "map": f"    C[i, j] = {source}\n    return C\n",
-        "rows": f"    r[i] += {source}\n    return r\n",
-        "product": f"    P[i, l] += ({source}) * D[j, l]\n    return P\n",
-    }[form]
-    rng = np.random.default_rng(seed)
-    A = sp.random(*shape, density=density, format="csr", random_state=seed)
-    B = rng.standard_normal(shape)
-    x, y = rng.standard_normal(shape[1]), rng.standard_normal(shape[0])
-    D = rng.standard_normal((shape[1], 3))
-    names = {"np": np, "A": A.toarray(), "B": B, "x": x, "y": y}
-    dense = np.broadcast_to(eval(reference, names), shape)
-    want = {"map": dense, "rows": dense.sum(1), "product": dense @ D}[form]
+    body, reference = statement(expr, form)
+    (A, B, x, y, D), want = operands(reference, form, shape, density, seed)
     kernel = build(tmp_path, body)
     try:
         got = kernel(A, B, x, y, D)
@@ -155,14 +170,7 @@ def test_stage_ii_printed_as_python_computes_the_same(
     from sparsecomp.script.printer import to_python
     from sparsecomp.transforms.pipeline import build_pass_manager
 
-    source, reference = expr
-    if "A" not in reference and "B" not in reference:
-        source, reference = f"({source}) + B[i, j]", f"({reference}) + B"
-    body = {
-        "map": f"    C[i, j] = {source}\n    return C\n",
-        "rows": f"    r[i] += {source}\n    return r\n",
-        "product": f"    P[i, l] += ({source}) * D[j, l]\n    return P\n",
-    }[form]
+    body, reference = statement(expr, form)
     kernel = build(tmp_path, body)
     with make_context() as ctx:
         try:
@@ -183,14 +191,7 @@ def test_stage_ii_printed_as_python_computes_the_same(
     printed = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(printed)
     exe = compile_mlir(str(printed.MODULE))
-    rng = np.random.default_rng(seed)
-    A = sp.random(*shape, density=0.4, format="csr", random_state=seed)
-    B = rng.standard_normal(shape)
-    x, y = rng.standard_normal(shape[1]), rng.standard_normal(shape[0])
-    D = rng.standard_normal((shape[1], 3))
-    names = {"np": np, "A": A.toarray(), "B": B, "x": x, "y": y}
-    dense = np.broadcast_to(eval(reference, names), shape)
-    want = {"map": dense, "rows": dense.sum(1), "product": dense @ D}[form]
+    (A, B, x, y, D), want = operands(reference, form, shape, 0.4, seed)
     got = exe.functions["k"](A, B, x, y, D)
     got = got.to_scipy().toarray() if hasattr(got, "to_scipy") else np.asarray(got)
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=python)
