@@ -23,10 +23,14 @@ and reports, from Dask's own counters and task stream:
   place, less the kernel time its busiest worker spent, per task on that
   worker, and as a share of one partition's kernel time.
 
-It exits with status 1 where the bytes sent per PageRank iteration exceed
-what the partitioning implies by more than a quarter.
+From the 1-worker figures (SpMV's kernel time per nonzero, the scheduler's
+overhead per task, the graph's time per partition) it prints the model of
+docs/dask.md for a PageRank iteration on 1B edges at 1, 16 and 128 workers,
+and ``--plot`` draws both. It exits with status 1 where the bytes sent per
+PageRank iteration exceed what the partitioning implies by more than a quarter.
 
-    .venv/bin/python benchmarks/dask_cluster.py                  # 50M nonzeros (about 2 minutes)
+    .venv/bin/python benchmarks/dask_cluster.py                  # 50M nonzeros (about 3 minutes)
+    .venv/bin/python benchmarks/dask_cluster.py --plot docs/figures/dask_scaling.png
     .venv/bin/python benchmarks/dask_cluster.py --quick          # 2M nonzeros (seconds)
 """
 
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import re
 import statistics
 import sys
@@ -149,6 +154,7 @@ def main() -> int:
     parser.add_argument("--parts", type=int, default=8)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="2M nonzeros, 1 rep")
+    parser.add_argument("--plot", help="write the figure (measured and modelled) to this PNG")
     args = parser.parse_args()
     if args.quick:
         args.nnz, args.reps = 2e6, 1
@@ -196,7 +202,75 @@ def main() -> int:
     )
     print("bytes per PageRank iteration: " + ("as the partitioning implies" if not failed
           else "; ".join(failed)))  # fmt: skip
+    inputs = {
+        "t_e": one["spmv_task"] * per_nnz * 1e-9,
+        "s": one["spmv_overhead"],
+        "b": one["spmv_build"] / args.parts,
+    }
+    print("\nmodel, a PageRank iteration on a graph of 1B edges and 40M vertices (f32, 2 "
+          "partitions a worker, 10 Gb/s links; docs/dask.md):")  # fmt: skip
+    print("| workers | kernels | scheduler | graph | vector out | vector back | per iteration |")
+    print("| --- " * 7 + "|")
+    for w in MODEL_WORKERS:
+        terms = model(w, **inputs)
+        cells = " | ".join(f"{v:.2f} s" for v in terms.values())
+        print(f"| {w} | {cells} | {sum(terms.values()):.2f} s |")
+    if args.plot:
+        plot(rows, inputs, args.plot, one["matrix_bytes"] / 8)
     return 1 if failed else 0
+
+
+#: the model's cluster sizes, and its graph (docs/dask.md)
+MODEL_WORKERS = (1, 16, 128)
+EDGES, VERTICES, LINK = 1e9, 4e7, 1.25e9  # a graph of 1B edges; 10 Gb/s in bytes/s
+
+
+def model(workers: int, t_e: float, s: float, b: float) -> dict[str, float]:
+    """Seconds per PageRank iteration by term: kernels balanced by nonzeros, the
+    scheduler's tasks one at a time, the graph built here, the vector spread to
+    the workers (doubling its holders each round) and the new one back."""
+    parts = 2 * workers
+    remote = workers > 1
+    return {
+        "kernels": EDGES * t_e / workers,
+        "scheduler": parts * s,
+        "graph": parts * b,
+        "vector out": math.log2(workers) * 4 * VERTICES / LINK if remote else 0.0,
+        "vector back": 4 * VERTICES / LINK if remote else 0.0,
+    }
+
+
+def plot(rows: list[dict[str, Any]], inputs: dict[str, float], path: str, nnz: float) -> None:
+    """The measured times (1 and 2 workers) beside the model's (1 to 256 workers)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    names = ("spmm", "spmv", "pagerank")
+    for k, r in enumerate(rows):
+        left.bar([i + 0.38 * k for i in range(3)], [r[n] for n in names], 0.38,
+                 label=f"{r['workers']} worker(s)")  # fmt: skip
+    left.set_xticks([i + 0.19 for i in range(3)], ["SpMM K=16", "SpMV", "PageRank iter."])
+    left.set_ylabel("seconds")
+    left.set_title(f"measured: {nnz / 1e6:.0f}M nonzeros, this machine")
+    left.legend()
+    workers = [2**k for k in range(9)]
+    terms = [model(w, **inputs) for w in workers]
+    bottom = [0.0] * len(workers)
+    for name in terms[0]:
+        heights = [t[name] for t in terms]
+        right.bar(range(len(workers)), heights, bottom=bottom, label=name)
+        bottom = [a + h for a, h in zip(bottom, heights, strict=True)]
+    right.set_xticks(range(len(workers)), [str(w) for w in workers])
+    right.set_xlabel("workers")
+    right.set_ylabel("seconds per iteration")
+    right.set_title("model: PageRank, 1B edges, 10 Gb/s")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"figure: {path}")
 
 
 def _module(*texts: str) -> str:
