@@ -165,7 +165,6 @@ class _Block:
         self.fn, self.block = fn, block
         self.out: list[str] = []
         self.pending: list[tuple[Any, str]] = []
-        self.regions = 0
 
     def lines(self, terminator: str, carried: list[str] | None = None) -> list[str]:
         """The block's statements. ``terminator``: ``return`` (func.return), ``carry``
@@ -177,7 +176,7 @@ class _Block:
         if last is None:
             raise fail(self.fn.f, "a block without a terminator")
         if terminator == "return" and last.name == "func.return":
-            texts = self.operands(last, list(last.operands))
+            texts = self.operands(list(last.operands))
             self.flush()
             self.out.append(f"return {', '.join(texts)}".rstrip())
         elif terminator == "carry" and last.name == "scf.yield":
@@ -190,7 +189,7 @@ class _Block:
 
     def carry(self, yield_op: Any, carried: list[str]) -> None:
         values = list(yield_op.operands)
-        texts = self.operands(yield_op, values)
+        texts = self.operands(values)
         self.flush()
         pairs = [
             (c, t)
@@ -208,9 +207,9 @@ class _Block:
             self.out.append(f"{self.fn.name(value)} = {bare(text)}")
         self.pending.clear()
 
-    def operands(self, op: Any, values: list[Any]) -> list[str]:
-        """Texts of ``values`` (operands of ``op``), inlining the pending ones that
-        ``op`` alone uses, where they are the last pending, in operand order."""
+    def operands(self, values: list[Any]) -> list[str]:
+        """Texts of ``values`` (an op's operands), inlining the pending ones that the
+        op alone uses, where they are the last pending, in operand order."""
         pending = [v for v, _ in self.pending]
         inline = [v for v in values if v in pending and _uses(v) == 1]
         if inline and pending[-len(inline) :] == inline:
@@ -259,66 +258,66 @@ class _Block:
             self.branch(op)
             return True
         if n in ("tensor.extract", "memref.load") and not attrs:
-            t, *idx = self.operands(op, list(op.operands))
+            t, *idx = self.operands(list(op.operands))
             self.expression(op, f"{t}[{', '.join(map(bare, idx))}]")
             return True
         if n == "memref.store" and not attrs:
-            v, m, *idx = self.operands(op, list(op.operands))
+            v, m, *idx = self.operands(list(op.operands))
             self.statement(f"{m}[{', '.join(map(bare, idx))}] = {bare(v)}")
             return True
         if n == "tensor.insert" and not attrs and self.rebinds(op):
-            v, t, *idx = self.operands(op, list(op.operands))
+            v, t, *idx = self.operands(list(op.operands))
             self.fn.names[op.result] = t
             self.statement(f"{t}[{', '.join(map(bare, idx))}] = {bare(v)}")
             return True
         if n in ("tensor.dim", "memref.dim") and not attrs:
-            t, d = self.operands(op, list(op.operands))
+            t, d = self.operands(list(op.operands))
             self.expression(op, f"dim({t}, {d})")
             return True
         if len(op.results) != 1:
             return False
         if n in FLOAT_INFIX and fm == self.fn.fastmath and len(attrs) == 1:
-            a, b = self.operands(op, list(op.operands))
+            a, b = self.operands(list(op.operands))
             self.expression(op, f"({a} {FLOAT_INFIX[n]} {b})")
             return True
         if n == "arith.negf" and fm == self.fn.fastmath and len(attrs) == 1:
-            (a,) = self.operands(op, list(op.operands))
+            (a,) = self.operands(list(op.operands))
             self.expression(op, f"(-{a})")
             return True
         if n in INT_INFIX and attrs == {"overflowFlags": NO_OVERFLOW}:
-            a, b = self.operands(op, list(op.operands))
+            a, b = self.operands(list(op.operands))
             self.expression(op, f"({a} {INT_INFIX[n]} {b})")
             return True
         if n in BITS and not attrs:
-            a, b = self.operands(op, list(op.operands))
+            a, b = self.operands(list(op.operands))
             self.expression(op, f"({a} {BITS[n]} {b})")
             return True
         if n in FLOAT_CALLS and fm == self.fn.fastmath and len(attrs) == 1:
-            args = self.operands(op, list(op.operands))
+            args = self.operands(list(op.operands))
             self.expression(op, f"{FLOAT_CALLS[n]}({', '.join(map(bare, args))})")
             return True
         if (n in INT_CALLS and not attrs) or (n == "arith.select" and not attrs):
             name = INT_CALLS.get(n, "where")
-            args = self.operands(op, list(op.operands))
+            args = self.operands(list(op.operands))
             self.expression(op, f"{name}({', '.join(map(bare, args))})")
             return True
         if n in ("arith.index_cast", "arith.index_castui") and not attrs:
             if str(op.results[0].type) != "index":
                 return False
-            (a,) = self.operands(op, list(op.operands))
+            (a,) = self.operands(list(op.operands))
             self.expression(op, f"{'u' if n.endswith('ui') else ''}index({bare(a)})")
             return True
         scalar = not isinstance(op.operands[0].type, ir.ShapedType) if op.operands else False
         if n == "arith.cmpf" and scalar and attrs.get("fastmath") == NO_FASTMATH:
             pred = ir.IntegerAttr(op.attributes["predicate"]).value
             if pred in FCMP and len(attrs) == 2:
-                a, b = self.operands(op, list(op.operands))
+                a, b = self.operands(list(op.operands))
                 self.expression(op, f"({a} {FCMP[pred]} {b})")
                 return True
         if n == "arith.cmpi" and scalar and len(attrs) == 1:
             pred = ir.IntegerAttr(op.attributes["predicate"]).value
             if pred in ICMP:
-                a, b = self.operands(op, list(op.operands))
+                a, b = self.operands(list(op.operands))
                 self.expression(op, f"({a} {ICMP[pred]} {b})")
                 return True
         return False
@@ -332,7 +331,7 @@ class _Block:
 
     def loop(self, op: Any, attrs: dict[str, str]) -> None:
         lo, hi, step, *inits = list(op.operands)
-        texts = self.operands(op, [lo, hi, step, *inits])
+        texts = self.operands([lo, hi, step, *inits])
         body = op.regions[0].blocks[0]
         iv, *args = list(body.arguments)
         carried = [self.fn.name(a) for a in args]
@@ -349,7 +348,7 @@ class _Block:
             self.fn.names[r] = c
 
     def branch(self, op: Any) -> None:
-        (cond,) = self.operands(op, [op.operands[0]])
+        (cond,) = self.operands([op.operands[0]])
         self.flush()
         results = [self.fn.name(r) for r in op.results]
         self.out.append(f"if {bare(cond)}:")
@@ -360,7 +359,7 @@ class _Block:
             self.out.extend(_indent(_Block(self.fn, other.blocks[0]).lines("carry", results)))
 
     def generic(self, op: Any) -> None:
-        texts = self.operands(op, list(op.operands))
+        texts = self.operands(list(op.operands))
         self.flush()
         regions = []
         for region in op.regions:
@@ -370,7 +369,6 @@ class _Block:
                 continue
             if len(blocks) > 1:
                 raise fail(op, "a region of several blocks")
-            self.regions += 1
             name = self.fn.name_for_region()
             params = [f"{self.fn.name(a)}: {quote(str(a.type))}" for a in blocks[0].arguments]
             inner = _Block(self.fn, blocks[0]).lines(terminator="op")
