@@ -14,6 +14,11 @@ tensors) with the MLIR Python bindings (:mod:`.emit`, :mod:`.body`), and
 compiled at its first call for the types and sizes it is called with
 (:mod:`.kernel`). The annotations are described in :mod:`.types`; the guide
 chapter is docs/script.md.
+
+IR past stage I reads back as ``@loops`` functions (:mod:`.loops`): one
+statement per operation, loops as Python ``for`` loops over position ranges,
+buffer reads as subscripts. :func:`~.printer.to_python` prints any module in
+one subset or the other, and the Python re-emits it.
 """
 
 from __future__ import annotations
