@@ -100,13 +100,32 @@ def sent(client: Any) -> int:
     return sum(client.run(lambda dask_worker: dask_worker.transfer_outgoing_bytes_total).values())
 
 
-def run(workers: int, paths: list[str], n: int, k: int, reps: int, exe: Any) -> dict[str, Any]:
+def spilled(client: Any) -> int:
+    """Bytes the workers hold on disk now (Dask's spill, past their memory limit)."""
+
+    def on_disk(dask_worker: Any) -> int:
+        data = dask_worker.data
+        return int(data.spilled_total.disk) if hasattr(data, "spilled_total") else 0
+
+    return sum(client.run(on_disk).values())
+
+
+def run(
+    workers: int,
+    paths: list[str],
+    n: int,
+    k: int,
+    reps: int,
+    exe: Any,
+    memory_limit: str | None = None,
+) -> dict[str, Any]:
     import dask.array as da
     import distributed
 
     cluster = distributed.LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-    )
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+        memory_limit=memory_limit or "auto",
+    )  # fmt: skip
     out: dict[str, Any] = {"workers": workers}
     with distributed.Client(cluster) as client:
         D = sd.from_files(paths, client=client)
@@ -143,6 +162,7 @@ def run(workers: int, paths: list[str], n: int, k: int, reps: int, exe: Any) -> 
         out["pagerank"] = (time.time() - start) / iterations
         out["pagerank_bytes"] = (sent(client) - before) / iterations
         out["matrix_bytes"] = D.nnz * 8
+        out["spilled"] = spilled(client)
     cluster.close()
     return out
 
@@ -155,6 +175,9 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="2M nonzeros, 1 rep")
     parser.add_argument("--plot", help="write the figure (measured and modelled) to this PNG")
+    parser.add_argument(
+        "--memory-limit", help="each worker's (Dask's memory_limit, '600MB'): past it, Dask spills"
+    )
     args = parser.parse_args()
     if args.quick:
         args.nnz, args.reps = 2e6, 1
@@ -171,7 +194,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sparsecomp-dask-bench-") as tmp:
         paths = write_parts(A, args.parts, Path(tmp))
         del A
-        rows = [run(w, paths, n, args.k, args.reps, exe) for w in (1, 2)]
+        rows = [run(w, paths, n, args.k, args.reps, exe, args.memory_limit) for w in (1, 2)]
     one = rows[0]
     print(f"\n{args.parts} partitions, K = {args.k}; seconds (best of {args.reps})")
     print("| workers | SpMM | speed-up | SpMV | speed-up | PageRank / iteration | sent / iteration "
@@ -202,6 +225,8 @@ def main() -> int:
     )
     print("bytes per PageRank iteration: " + ("as the partitioning implies" if not failed
           else "; ".join(failed)))  # fmt: skip
+    print("spilled to disk at the end: " + ", ".join(
+        f"{r['workers']} worker(s) {r['spilled'] / 1e6:.0f} MB" for r in rows))  # fmt: skip
     inputs = {
         "t_e": one["spmv_task"] * per_nnz * 1e-9,
         "s": one["spmv_overhead"],
