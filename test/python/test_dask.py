@@ -355,3 +355,15 @@ def test_each_partition_in_the_layout_chosen_for_it_on_its_worker(client) -> Non
     pieces = client.compute(D.pieces, sync=True)
     assert D.layouts["spmm"] == [choose(p, op="spmm", k=32).layout for p in pieces]
     assert len(set(D.layouts["spmm"])) == 2, D.layouts  # two layouts, two variants
+
+
+def test_packed_partitions_survive_serialization(client, exe) -> None:
+    """What Dask does to a partition it spills to disk or moves: pickle it."""
+    A = power_law(120, 90, seed=13)
+    D = sd.from_scipy(A, parts=3, client=client)
+    sd.map(exe, "spmv", D, np.ones(90)).compute()
+    ((tasks, _),) = D.packed.values()
+    packed = client.compute(tasks, sync=True)  # serialized by the workers, read here
+    pieces = client.compute(D.pieces, sync=True)
+    for tensor, piece in zip(packed, pieces, strict=True):
+        assert abs(tensor.to_scipy() - piece).max() == 0
