@@ -208,12 +208,14 @@ def _roles(
 
 def _whole(value: Any) -> Any:
     """A broadcast operand as one task (numpy: in the graph, so that Dask can send it
-    again to a worker that replaces a lost one); each worker fetches it once."""
+    again to a worker that replaces a lost one, under a random key: hashing a
+    large vector each call cost more than the rest of building the graph); each
+    worker fetches it once."""
     import dask
 
     if hasattr(value, "dask") and hasattr(value, "rechunk"):
         return value.rechunk(value.shape).to_delayed().reshape(-1)[0]
-    return dask.delayed(np.ascontiguousarray(value), pure=True)
+    return dask.delayed(np.ascontiguousarray(value), pure=False)
 
 
 def _rows(value: Any, start: int, stop: int) -> Any:
@@ -222,7 +224,7 @@ def _rows(value: Any, start: int, stop: int) -> Any:
     if hasattr(value, "dask") and hasattr(value, "rechunk"):
         block = value[start:stop]
         return block.rechunk(block.shape).to_delayed().reshape(-1)[0]
-    return dask.delayed(worker.rows_of, pure=True)(np.asarray(value[start:stop]), 0, stop - start)
+    return dask.delayed(worker.rows_of, pure=False)(np.asarray(value[start:stop]), 0, stop - start)
 
 
 def _trailing(rank: int, operands: tuple[Any, ...], roles: list[str]) -> tuple[int, ...]:
