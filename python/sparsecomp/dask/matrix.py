@@ -48,7 +48,7 @@ class DistributedMatrix:
 
     def persist(self, client: Any = None) -> DistributedMatrix:
         """Keep the partitions in the workers' memory (``client.persist``)."""
-        client = _client(client)
+        client = client_of(client)
         self.pieces = list(client.persist(self.pieces))
         return self
 
@@ -56,7 +56,7 @@ class DistributedMatrix:
         """The whole matrix on this machine, as scipy CSR."""
         import scipy.sparse as sp  # type: ignore[import-untyped]
 
-        pieces = _client(client).compute(self.pieces, sync=True)
+        pieces = client_of(client).compute(self.pieces, sync=True)
         counts = np.zeros(self.shape[0], np.int64)
         for part, p in zip(self.parts, pieces, strict=True):  # a split row: both add
             counts[part.row_start : part.row_stop] += np.diff(p.indptr)
@@ -72,7 +72,8 @@ class DistributedMatrix:
         )
 
 
-def _client(client: Any) -> Any:
+def client_of(client: Any) -> Any:
+    """``client``, or the current Dask client; a clear error where there is none."""
     if client is not None:
         return client
     from distributed import get_client
@@ -92,7 +93,7 @@ def from_scipy(A: Any, parts: int | None = None, client: Any = None) -> Distribu
     import dask
     import scipy.sparse as sp
 
-    client = _client(client)
+    client = client_of(client)
     if not sp.issparse(A) or A.ndim != 2:
         raise SparsecompError(f"from_scipy takes a scipy.sparse matrix, not {type(A).__name__}")
     csr = sp.csr_matrix(A, copy=True)
@@ -117,7 +118,7 @@ def from_files(paths: Sequence[str], client: Any = None) -> DistributedMatrix:
     on the workers, stacked in the order given."""
     import dask
 
-    client = _client(client)
+    client = client_of(client)
     pieces = [dask.delayed(worker.read_piece, pure=True)(str(p)) for p in paths]
     if not pieces:
         raise SparsecompError("from_files needs at least one file")
@@ -130,7 +131,7 @@ def from_dask_array(array: Any, client: Any = None) -> DistributedMatrix:
     """A ``dask.array`` whose chunks are scipy sparse matrices, chunked by rows only."""
     import dask
 
-    client = _client(client)
+    client = client_of(client)
     if array.ndim != 2 or len(array.chunks[1]) != 1:
         raise SparsecompError(
             "from_dask_array takes a 2-D dask.array chunked by rows only",

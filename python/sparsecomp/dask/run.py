@@ -3,9 +3,9 @@
 ``map(exe, "spmv", A, x)`` runs ``exe``'s function on every row partition of
 ``A`` on the workers and returns the result as a ``dask.array`` (a dense
 row-wise result: SpMV, SpMM) or a :class:`~.matrix.DistributedMatrix` (a
-sparse one: SDDMM). The executable goes to each worker once
-(a worker plugin, :mod:`.ship`); each partition is packed in the function's layout once, on its
-worker, and kept there (``exe.prepare``). A dense operand is either *split*
+sparse one: SDDMM). The executable goes to each worker once (a worker
+plugin, :mod:`.ship`); each partition is packed in the function's layout
+once, on its worker, and kept there (``exe.prepare``). A dense operand is either *split*
 (its rows are the matrix's: SDDMM's ``X``), each partition getting its rows,
 or *broadcast* (its rows are the matrix's columns: SpMV's ``x``, SpMM's
 ``B``), each worker getting it once per call. Which one is told from the
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from sparsecomp.dask import worker
-from sparsecomp.dask.matrix import DistributedMatrix, _client
+from sparsecomp.dask.matrix import DistributedMatrix, client_of
 from sparsecomp.dask.partition import owners
 from sparsecomp.dask.ship import Payload, install
 from sparsecomp.errors import SparsecompError
@@ -40,7 +40,7 @@ _SHIPPED: dict[tuple[str, str], str] = {}
 def ship(exe: Any, client: Any = None) -> str:
     """Install ``exe`` on every worker of ``client``'s cluster, present and future
     (:func:`.ship.install`, once per client); its digest, which tasks pass."""
-    client = _client(client)
+    client = client_of(client)
     with _LOCK:
         payload = _PAYLOADS.get(str(exe.directory))
         if payload is None:
@@ -71,7 +71,7 @@ def map(
     import dask
     import dask.array as da
 
-    client = _client(client)
+    client = client_of(client)
     if not isinstance(A, DistributedMatrix):
         raise SparsecompError(f"map's matrix is a DistributedMatrix, not {type(A).__name__}")
     if combine not in ("sum", "max", "min"):
@@ -82,6 +82,11 @@ def map(
         raise SparsecompError(
             f"map runs functions whose first argument is the one sparse matrix; "
             f"'{function}' takes {len(signature.args)} arguments, sparse at {sparse}"
+        )
+    result = signature.results[0] if len(signature.results) == 1 else None
+    if result is None:
+        raise SparsecompError(
+            f"map runs functions of one result; '{function}' has {len(signature.results)}"
         )
     roles = _roles(A, signature, operands, split)
     packed, digests = _packed(A, exe, function, client, layout, _columns(operands, roles))
@@ -96,11 +101,6 @@ def map(
         ]  # fmt: skip
         calls.append(
             dask.delayed(worker.call, pure=False)(digests[k], function, k, part, packed[k], *args)
-        )
-    result = signature.results[0] if len(signature.results) == 1 else None
-    if result is None:
-        raise SparsecompError(
-            f"map runs functions of one result; '{function}' has {len(signature.results)}"
         )
     if result.kind == "sparse":
         return DistributedMatrix(A.shape, np.dtype(result.dtype), list(A.parts), calls)
