@@ -1,20 +1,26 @@
-"""Stage-I IR back to Python: :func:`to_python` prints a module in the kernel subset.
+"""IR back to Python: :func:`to_python` prints a module in the kernel subsets.
 
-Each ``func.func`` becomes a ``@kernel`` function (``private=True`` and its
-attributes as MLIR text where it has them): its arguments annotated
-with their types (``Tensor[f32, (SIZE...), "encoding"]``, a dynamic size
-as a symbol of its own), each ``linalg.generic`` a statement of index
-notation, each ``func.call`` a call, ``return`` a return; the last line, ``MODULE =
-assemble(...)``, puts them in one module as they were (with the module's
-attributes). Running the printed Python re-emits the module (:mod:`.emit`): after
-``sparsecomp-cleanup`` the text is the same (the round trip is tested on
-every example).
+Each ``func.func`` that is stage I as the index-notation subset writes it
+becomes a ``@kernel`` function (``private=True`` and its attributes as MLIR
+text where it has them): its arguments annotated with their types
+(``Tensor[f32, (SIZE...), "encoding"]``, a dynamic size as a symbol of its
+own), each ``linalg.generic`` a statement of index notation, each
+``func.call`` a call, ``return`` a return. Any other function, at any
+stage, is printed as a ``@loops`` function (:mod:`.loops_printer`), and
+other module-level ops (declarations, globals) as ``op(...)``. The last
+line, ``MODULE = assemble(...)``, puts them in one module as they were (with
+the module's attributes). Running the printed Python re-emits the module
+(:mod:`.emit`, :mod:`.loops_emit`): after ``sparsecomp-cleanup`` the text is
+the same (the round trip is tested on every example and lit input, as
+written and at stage II: test/python/script_corpus.py).
 
-What the subset cannot say is refused with :class:`Unprintable` naming the
-op and the reason (an input the body never reads, loops ordered otherwise
-than the emitter orders them, a body op outside the subset...): the IR is
-then not stage I as the front end writes it. Named ops (``linalg.matmul``)
-are printed after ``linalg-generalize-named-ops``.
+What the index notation cannot say (an input the body never reads, loops
+ordered otherwise than the emitter orders them, a body op outside the
+subset...) makes the function a ``@loops`` one; what neither subset can say
+(a function of several blocks, an op with successors) is refused with
+:class:`Unprintable` naming the op and the reason. Named ops
+(``linalg.matmul``) are written in index notation after
+``linalg-generalize-named-ops``.
 """
 
 from __future__ import annotations
@@ -71,7 +77,7 @@ BUILTINS = {
 
 
 class Unprintable(SparsecompError):
-    """The IR is not stage I as the Python subset can write it (the op and why)."""
+    """The IR is not what a subset of the Python front end can say (the op and why)."""
 
 
 def fail(op: Any, why: str) -> Unprintable:
