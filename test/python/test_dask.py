@@ -367,3 +367,18 @@ def test_packed_partitions_survive_serialization(client, exe) -> None:
     pieces = client.compute(D.pieces, sync=True)
     for tensor, piece in zip(packed, pieces, strict=True):
         assert abs(tensor.to_scipy() - piece).max() == 0
+
+
+def test_pagerank_with_the_vector_kept_on_the_cluster(client, exe) -> None:
+    """Each iteration's result, a persisted dask.array, is the next one's operand."""
+    G = power_law(300, 300, seed=14)
+    G.data[:] = 1.0
+    n = G.shape[0]
+    out = np.asarray(G.sum(axis=1)).ravel()
+    P = sp.diags(np.where(out > 0, 1 / np.maximum(out, 1e-300), 0)) @ G
+    D = sd.from_scipy(P.T.tocsr(), client=client)
+    dangling = da.from_array((out == 0).astype(np.float64), chunks=n)
+    r = da.full(n, 1 / n, chunks=n)
+    for _ in range(12):
+        r = (0.85 * (sd.map(exe, "spmv", D, r) + (r * dangling).sum() / n) + 0.15 / n).persist()
+    np.testing.assert_allclose(r.compute(), reference_pagerank(G, 12), rtol=1e-10)
