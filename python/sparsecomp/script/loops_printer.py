@@ -40,7 +40,7 @@ from typing import Any
 
 from mlir import ir
 
-from sparsecomp.script.printer import BUILTINS, Unprintable, bare, fail, quote
+from sparsecomp.script.printing import BUILTINS, Unprintable, bare, fail, quote
 
 #: float ops written as operators / calls, whose fastmath flags are the function's
 FLOAT_INFIX = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}

@@ -28,12 +28,13 @@ from __future__ import annotations
 import itertools
 import keyword
 import linecache
-import re
 from typing import Any
 
 from mlir import ir
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.script.loops_printer import print_function, print_top, python_name
+from sparsecomp.script.printing import BUILTINS, Unprintable, bare, fail, quote
 from sparsecomp.script.types import SCALARS
 
 #: body ops printed as infix operators
@@ -69,22 +70,6 @@ FPRED = [
 ]  # fmt: skip
 IPRED = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
 LOOPS = "ijklpqrstuvw"
-#: names the printed Python gives a meaning to: no kernel takes them
-BUILTINS = {
-    *CALLS.values(), *SCALARS, "assemble", "kernel", "loops", "op", "Tensor", "MODULE",
-    "sparsity", "range", "dim", "index", "uindex",
-}  # fmt: skip
-
-
-class Unprintable(SparsecompError):
-    """The IR is not what a subset of the Python front end can say (the op and why)."""
-
-
-def fail(op: Any, why: str) -> Unprintable:
-    op = op.operation
-    found = re.search(r'loc\("([^"]*)":(\d+):(\d+)\)', str(op.location))
-    where = ":".join(found.groups()) if found else None
-    return Unprintable(f"'{op.name}' cannot be printed as Python: {why}", location=where)
 
 
 class _Function:
@@ -393,22 +378,6 @@ def _attributes(op: Any) -> dict[str, str]:
     return {a.name: str(a.attr) for a in named}
 
 
-def bare(expr: str) -> str:
-    """``expr`` without the parentheses around all of it."""
-    if not (expr.startswith("(") and expr.endswith(")")):
-        return expr
-    depth = 0
-    for k, c in enumerate(expr):
-        depth += {"(": 1, ")": -1}.get(c, 0)
-        if depth == 0 and k < len(expr) - 1:
-            return expr
-    return expr[1:-1]
-
-
-def quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _number(o: Any) -> str:
     attr = o.attributes["value"]
     if isinstance(attr.type, ir.FloatType):
@@ -452,8 +421,6 @@ def to_python(module: Any, *, check: bool = True) -> str:
 def _print(module: Any, as_loops: set[str]) -> tuple[str, set[str]]:
     """The Python of ``module`` (the functions named in ``as_loops`` as ``@loops``)
     and the functions it prints as ``@kernel``."""
-    from sparsecomp.script.loops_printer import print_function, print_top, python_name
-
     parts = ["from sparsecomp.script import *\n"]
     names: list[str] = []
     kernels: set[str] = set()

@@ -139,7 +139,7 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.errors:CompileError",
             "sparsecomp.errors:ArgumentError",
             "sparsecomp.script.parse:ScriptError",
-            "sparsecomp.script.printer:Unprintable",
+            "sparsecomp.script.printing:Unprintable",
             "sparsecomp.errors:FormatError",
             "sparsecomp.formats.validate:IndexWidthError",
             "sparsecomp.errors:TargetError",
