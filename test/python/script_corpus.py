@@ -27,6 +27,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 EXCEPTIONS = Path(__file__).with_name("script_roundtrip_exceptions.txt")
@@ -85,6 +86,16 @@ def SparsecompErrorOrNone() -> type[Exception]:
     return SparsecompError
 
 
+def import_file(path: Path) -> Any:
+    """The Python module in ``path``, imported under its file's name."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def round_trip(ir_text: str, folder: Path, name: str) -> str:
     """``same``, or why the IR does not come back the same through Python."""
     from sparsecomp.errors import SparsecompError
@@ -96,13 +107,8 @@ def round_trip(ir_text: str, folder: Path, name: str) -> str:
         return e.message
     path = folder / f"{name}.py"
     path.write_text(python)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
-        again = normalize(str(module.MODULE))
+        again = normalize(str(import_file(path).MODULE))
     except SparsecompError as e:
         return f"the printed Python does not build: {e.message.splitlines()[0]}"
     return "same" if again == ir_text else "the module differs after the round trip"

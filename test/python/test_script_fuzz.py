@@ -12,7 +12,6 @@ the test; a wrong number, a crash or another exception fails it.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from script_corpus import import_file
 from sparsecomp.errors import SparsecompError
 
 #: leaves: (kernel source, numpy source) over the element (i, j)
@@ -85,12 +85,7 @@ def build(tmp: Path, body: str) -> object:
         '      x: Tensor[f64, "N"], y: Tensor[f64, "M"], D: Tensor[f64, ("N", "L")]):\n'
         f"{body}"
     )
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.k
+    return import_file(path).k
 
 
 def statement(expr: tuple[str, str], form: str) -> tuple[str, str]:
@@ -185,12 +180,7 @@ def test_stage_ii_printed_as_python_computes_the_same(
     name = f"printed_stage_ii_{next(_count)}"
     path = tmp_path / f"{name}.py"
     path.write_text(python)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    printed = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(printed)
-    exe = compile_mlir(str(printed.MODULE))
+    exe = compile_mlir(str(import_file(path).MODULE))
     (A, B, x, y, D), want = operands(reference, form, shape, 0.4, seed)
     got = exe.functions["k"](A, B, x, y, D)
     got = got.to_scipy().toarray() if hasattr(got, "to_scipy") else np.asarray(got)

@@ -161,7 +161,7 @@ def _stacked(pieces: list[Any], shapes: list[Any], names: list[str]) -> Distribu
         )
         raise SparsecompError(f"the partitions differ in columns or dtype ({found})")
     parts, row, nz = [], 0, 0
-    for (shape, nnz, _), _ in zip(shapes, names, strict=True):
+    for shape, nnz, _ in shapes:
         parts.append(Part(row, row + shape[0], nz, nz + nnz))
         row, nz = row + shape[0], nz + nnz
     return DistributedMatrix((row, columns.pop()), np.dtype(dtypes.pop()), parts, pieces)

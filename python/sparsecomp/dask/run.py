@@ -224,7 +224,7 @@ def _rows(value: Any, start: int, stop: int) -> Any:
     if hasattr(value, "dask") and hasattr(value, "rechunk"):
         block = value[start:stop]
         return block.rechunk(block.shape).to_delayed().reshape(-1)[0]
-    return dask.delayed(worker.rows_of, pure=False)(np.asarray(value[start:stop]), 0, stop - start)
+    return dask.delayed(np.ascontiguousarray(value[start:stop]), pure=False)
 
 
 def _trailing(rank: int, operands: tuple[Any, ...], roles: list[str]) -> tuple[int, ...]:

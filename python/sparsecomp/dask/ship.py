@@ -52,10 +52,6 @@ class Payload:
             h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
         return cls(h.hexdigest()[:20], files)
 
-    @property
-    def nbytes(self) -> int:
-        return sum(len(d) for _, d in self.files)
-
     def load(self) -> Any:
         """Write the files to this process's directory for them and load them (once)."""
         with _LOCK:

@@ -74,11 +74,6 @@ def call(digest: str, function: str, index: int, part: Part, *args: Any) -> Any:
     return out.to_scipy().tocsr() if hasattr(out, "to_scipy") else out
 
 
-def rows_of(array: Any, start: int, stop: int) -> Any:
-    """Rows ``[start, stop)`` of a dense operand."""
-    return np.ascontiguousarray(np.asarray(array)[start:stop])
-
-
 def assemble(start: int, stop: int, blocks: list[tuple[int, Any]], combine: str = "sum") -> Any:
     """Rows ``[start, stop)`` of a row-wise result from the partitions' blocks
     (``(first row, block)``), ``combine``-d (sum, max, min) where a split row has several."""
