@@ -4,13 +4,21 @@ The scalar form clones each op and rewires its operands (``linalg.index``
 becomes the loop index of its dimension). The vector form re-creates each
 ``arith``/``math`` op on ``vector<V x T>`` operands; scalar operands (block
 arguments that do not vary along the vector dimension, constants, values
-from outside the op) are broadcast.
+from outside the op) are broadcast. A math function without a vector form in
+the CPU pipeline (:data:`LANE_BY_LANE`: no LLVM intrinsic, so a libm call,
+which ``convert-math-to-libm`` makes only after vectors are lowered) is
+computed lane by lane, ``f32`` ``erf`` excepted (``sparse-iter-approximate-math``
+makes it arithmetic).
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import vector
+from mlir.dialects import arith, vector
+
+#: math ops ``convert-math-to-llvm`` leaves to libm (no intrinsic): on vectors they
+#: are emitted per lane (f32 ``erf`` excepted, see the module)
+LANE_BY_LANE = ("math.erf", "math.erfc", "math.cbrt", "math.atanh", "math.acosh", "math.asinh")
 
 #: Float ops whose rounding the lowering relaxes (see :func:`relax`).
 _FAST = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf")
@@ -75,6 +83,9 @@ def emit_vector(block: ir.Block, args: list[ir.Value], lanes: int) -> ir.Value:
             mapping[op.results[0]] = op.clone().results[0]
             continue
         operands = [_as_vector(mapping.get(v, v), lanes) for v in op.operands]
+        if _lane_by_lane(op):
+            mapping[op.results[0]] = _per_lane(op, operands, lanes)
+            continue
         attrs = op.attributes
         new = ir.Operation.create(
             op.name,
@@ -86,3 +97,26 @@ def emit_vector(block: ir.Block, args: list[ir.Value], lanes: int) -> ir.Value:
         for old, res in zip(op.results, new.results, strict=True):
             mapping[old] = res
     raise AssertionError("linalg.generic body without linalg.yield")
+
+
+def _lane_by_lane(op: ir.Operation) -> bool:
+    """Whether ``op`` has no vector form (see :data:`LANE_BY_LANE`)."""
+    if op.name not in LANE_BY_LANE or len(op.results) != 1:
+        return False
+    return not (op.name == "math.erf" and isinstance(op.results[0].type, ir.F32Type))
+
+
+def _per_lane(op: ir.Operation, operands: list[ir.Value], lanes: int) -> ir.Value:
+    """``op`` on each lane of its vector ``operands``, gathered into a vector."""
+    ty = op.results[0].type
+    attrs = op.attributes
+    named = {attrs[i].name: attrs[i].attr for i in range(len(attrs))}
+    out = arith.constant(
+        ir.VectorType.get([lanes], ty),
+        ir.DenseElementsAttr.get_splat(ir.VectorType.get([lanes], ty), ir.FloatAttr.get(ty, 0.0)),
+    )
+    for lane in range(lanes):
+        scalars = [vector.extract(v, [], [lane]) for v in operands]
+        one = ir.Operation.create(op.name, results=[ty], operands=scalars, attributes=named)
+        out = vector.insert(one.results[0], out, [], [lane])
+    return out

@@ -19,6 +19,7 @@ from mlir.dialects import arith, linalg, tensor, vector
 from sparsecomp.dialects import sparse_iter
 from sparsecomp.ir.destinations import is_destination
 from sparsecomp.lowering import body as bodies
+from sparsecomp.lowering import epilogue
 from sparsecomp.lowering.jam import Group, Jam, find_group, find_jam
 from sparsecomp.lowering.levels import emit_level
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index, mul
@@ -166,8 +167,11 @@ class NestEmitter(OperandAccess):
         panel_bytes: int = 0,
         slice_bytes: int = 0,
         registers: int = 32,
+        epilogue: ir.Operation | None = None,
     ) -> None:
-        """``registers``: the target's vector registers (sizes a jammed nest, :mod:`.jam`)."""
+        """``registers``: the target's vector registers (sizes a jammed nest, :mod:`.jam`);
+        ``epilogue``: an elementwise consumer of the result to apply as each
+        output element is written (:mod:`.epilogue`), where :meth:`fusible`."""
         self.plan = plan
         self.block = plan.op.regions[0].blocks[0]
         self.layout = lay = plan.layout
@@ -195,6 +199,7 @@ class NestEmitter(OperandAccess):
         self.parallel_panels = False  # the panels run in parallel (:meth:`_parallel_panels`)
         self.group_first: ir.Value | None = None  # the first row of the current group
         self.group_rows: ir.Value | None = None  # how many rows the groups cover
+        self.epilogue = epilogue if epilogue is not None and self.fusible() else None
 
     # -- sizes -----------------------------------------------------------------
     def level_size(self, lv: int) -> ir.Value:
@@ -285,9 +290,7 @@ class NestEmitter(OperandAccess):
         before wrote.
         """
         gathered = self.gathered()
-        # grouped rows run each row's entries whole (a slice's row ranges are per row)
-        sliceable = self.slice_bytes > 0 and self.group is None
-        lv = sliced_level(self.plan, gathered) if sliceable else None
+        lv = self._slice_level()
         if lv is None:
             return self.panels(init)
         rows, per_row = gathered_rows(self.plan.level_dim(lv), gathered)
@@ -305,6 +308,13 @@ class NestEmitter(OperandAccess):
         result = for_loop(index(0), count, index(1), [init], body)
         self.cut = None
         return result
+
+    def _slice_level(self) -> int | None:
+        """The level :meth:`sliced` slices, if it slices one."""
+        # grouped rows run each row's entries whole (a slice's row ranges are per row)
+        if self.slice_bytes <= 0 or self.group is not None:
+            return None
+        return sliced_level(self.plan, self.gathered())
 
     def panels(self, init: ir.Value) -> Carried:
         """The nest, run once per column panel of the gathered dense inputs.
@@ -424,6 +434,27 @@ class NestEmitter(OperandAccess):
                 dims.append(step.dim)
         out_dims = [d for d in plan.output.dims if d is not None]
         return len(out_dims) == len(plan.output.dims) and sorted(dims) == sorted(out_dims)
+
+    def fusible(self) -> bool:
+        """Whether an epilogue (:mod:`.epilogue`) can be applied where the output is
+        written: each dense output element is written once per run of the
+        nest (:meth:`_covered`); where the nest runs once per slice of the
+        reduction (:meth:`sliced`), the last slice's write is the final one."""
+        return not self.plan.sparse_output and self._covered()
+
+    def _finish(self, elems: list[ir.Value]) -> list[ir.Value]:
+        """The output elements as they are written: with the epilogue applied (if
+        any), in the last slice only where the reduction is sliced."""
+        fused = self.epilogue
+        if fused is None:
+            return elems
+        if self.cut is None:
+            return [epilogue.apply(fused, e) for e in elems]
+
+        def last() -> Carried:
+            return [epilogue.apply(fused, e) for e in elems]
+
+        return if_else(self.cut.last, [e.type for e in elems], last, lambda: elems)
 
     def _sparse_init(self) -> ir.Value:
         """The values tensor a sparse output (the driver's structure) starts from.
@@ -555,6 +586,7 @@ class NestEmitter(OperandAccess):
         elems = self.step(k, pos, [out, *elems])[1:]
         if plan.sparse_output:
             return [tensor.insert(elems[0], out, [pos])]
+        elems = self._finish(elems)
         if len(elems) > 1 or isinstance(elems[0].type, ir.VectorType):
             for u, e in enumerate(elems):
                 out = self.write(e, out, u)
@@ -636,7 +668,7 @@ class NestEmitter(OperandAccess):
             self.idx[dim], vec.masks = row, masks[r]
             elems += self._initial(out, pos, self.start, self.source)
         vec.masks = columns
-        elems = self.jammed_levels(pos, [out, *elems], jam)[1:]
+        elems = self._finish(self.jammed_levels(pos, [out, *elems], jam)[1:])
         if self.plan.output.dims == (vec.dim, dim):
             return [self.write_transposed(out, elems, count, jam.size, self.rows[0])]
         for r, row in enumerate(self.rows):
@@ -734,7 +766,7 @@ class NestEmitter(OperandAccess):
             elems += run() if r == 0 else if_else(inside, [e.type for e in start], run, skip)
             vec.masks = columns
         # elems: row-major over (row, vector); write_transposed takes the same order
-        return [self.write_transposed(out, elems, count, group.size, first)]
+        return [self.write_transposed(out, self._finish(elems), count, group.size, first)]
 
     def jammed_levels(self, parent: ir.Value, carried: Carried, jam: Jam) -> Carried:
         """The block loop, then the levels below the rows (a block's columns); the

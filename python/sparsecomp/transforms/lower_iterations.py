@@ -50,6 +50,13 @@ def _pass_hint(op: ir.Operation, result: ir.Value) -> None:
             loop.attributes[name] = op.attributes[name]
 
 
+def _erase_if_unused(init: ir.Operation | ir.Block) -> None:
+    """Erase ``init``, an output's former ``tensor.empty``, where nothing uses it now."""
+    if not isinstance(init, ir.Block) and init.name == "tensor.empty":
+        if not list(init.results[0].uses):
+            init.erase()
+
+
 def _element_bits(op: ir.Operation) -> int:
     ty = ir.RankedTensorType(op.results[0].type).element_type
     return ir.FloatType(ty).width if isinstance(ty, ir.FloatType) else ir.IntegerType(ty).width
@@ -218,6 +225,7 @@ class LowerIterationsPass(SparsecompPass):
 
     def _lower(self, op: ir.Operation) -> bool:
         from sparsecomp.lowering import choose_plan
+        from sparsecomp.lowering.epilogue import consumer
         from sparsecomp.lowering.nest import NestEmitter
         from sparsecomp.lowering.parts import composable_input, split_parts
         from sparsecomp.lowering.rowemit import emit_rows
@@ -240,6 +248,7 @@ class LowerIterationsPass(SparsecompPass):
             op.location.emit_error(f"cannot lower this linalg.generic: {exc}")
             return False
         record(plan)
+        fused: ir.Operation | None = None
         with ir.InsertionPoint(op), op.location:
             if isinstance(plan, RowPlan):
                 result = emit_rows(plan)
@@ -251,13 +260,18 @@ class LowerIterationsPass(SparsecompPass):
                     self.panel_bytes,
                     self.slice_bytes,
                     self._vector_registers(op),
+                    epilogue=consumer(op),
                 )
                 result = emitter.emit()
+                fused = emitter.epilogue
         init = plan.output.value.owner
         _pass_hint(op, result)
         op.results[0].replace_all_uses_with(result)
         op.erase()
-        if not isinstance(init, ir.Block) and init.name == "tensor.empty":
-            if not list(init.results[0].uses):
-                init.erase()
+        _erase_if_unused(init)
+        if fused is not None:  # applied as the nest wrote its output
+            fused_init = fused.operands[1].owner
+            fused.results[0].replace_all_uses_with(result)
+            fused.erase()
+            _erase_if_unused(fused_init)
         return True

@@ -13,7 +13,7 @@
 // GARBAGE-NOT: Traceback
 
 // RUN: not sparsecomp-opt %s --pass-pipeline='builtin.module(no-such-pass)' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: <pass-pipeline>:1:16: error: unknown pass 'no-such-pass'; sparsecomp passes: sparse-iter-check-translatable, {{.*}}, sparse-iter-wrap-upstream
+// UNKNOWN: <pass-pipeline>:1:16: error: unknown pass 'no-such-pass'; sparsecomp passes: sparse-iter-approximate-math, {{.*}}, sparse-iter-wrap-upstream
 // UNKNOWN-NOT: Traceback
 
 // RUN: not sparsecomp-opt %s --sparse-iter-fold-encoding 2>&1 | FileCheck %s --check-prefix=CLOSE

@@ -727,3 +727,162 @@ func.func @csr_to_csc(%A: tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc> {
   %r = "sparse_iter.set_encoding"(%A) : (tensor<?x?xf32, #csr>) -> tensor<?x?xf32, #csc>
   return %r : tensor<?x?xf32, #csc>
 }
+
+// -----
+
+// An elementwise consumer of the result (ReLU) is applied to each row's sum
+// before it is stored (an epilogue): no second loop over y.
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#vec = {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+// CHECK-LABEL: func.func @spmv_relu
+// CHECK: scf.for
+// CHECK: %[[SUM:.*]] = scf.for
+// CHECK: %[[R:.*]] = arith.maximumf %[[SUM]], %{{.*}} : f32
+// CHECK: tensor.insert %[[R]]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @spmv_relu(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #csr>
+  %e = tensor.empty(%m) : tensor<?xf32>
+  %y = linalg.fill ins(%zero : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%A, %x : tensor<?x?xf32, #csr>, tensor<?xf32>) outs(%y : tensor<?xf32>) {
+    ^bb0(%av: f32, %xv: f32, %acc: f32):
+      %pr = arith.mulf %av, %xv : f32
+      %su = arith.addf %acc, %pr : f32
+      linalg.yield %su : f32
+  } -> tensor<?xf32>
+  %e2 = tensor.empty(%m) : tensor<?xf32>
+  %g = linalg.generic #vec ins(%r : tensor<?xf32>) outs(%e2 : tensor<?xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %p = arith.maximumf %a, %zero : f32
+      linalg.yield %p : f32
+  } -> tensor<?xf32>
+  return %g : tensor<?xf32>
+}
+
+// -----
+
+// SpMM then a scaled ReLU reading a function argument: on the vector
+// accumulators (the scalar broadcast), before each row chunk is written.
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#mat = {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+// CHECK-LABEL: func.func @spmm_scaled_relu
+// CHECK-SAME: %[[ALPHA:[a-z0-9]+]]: f32
+// CHECK: arith.mulf %{{.*}}, %[[ALPHA]] {{.*}}: f32
+// CHECK: arith.maximumf
+// CHECK: tensor.insert
+// CHECK-NOT: linalg.generic
+// VEC-LABEL: func.func @spmm_scaled_relu
+// VEC-SAME: %[[ALPHA:[a-z0-9]+]]: f32
+// VEC-DAG: %[[SPLAT:.*]] = vector.broadcast %[[ALPHA]] : f32 to vector<8xf32>
+// VEC: %[[SCALED:.*]] = arith.mulf %{{.*}}, %[[SPLAT]] {{.*}}: vector<8xf32>
+// VEC: %[[RELU:.*]] = arith.maximumf %[[SCALED]], %{{.*}} : vector<8xf32>
+// VEC: vector.transfer_write %[[RELU]]
+// VEC-NOT: linalg.generic
+// VEC: return
+// With the reduction sliced, every slice writes the row chunks; only the
+// last applies the consumer.
+// SLICE-LABEL: func.func @spmm_scaled_relu
+// SLICE: scf.for %{{.*}} iter_args
+// SLICE: arith.cmpi eq, %{{.*}}, %c0 : index
+// SLICE-NEXT: %[[LAST:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : index
+// SLICE: %[[SUMS:.*]]:2 = scf.for
+// SLICE: %[[OUT:.*]]:2 = scf.if %[[LAST]] -> (vector<8xf32>, vector<8xf32>) {
+// SLICE: arith.maximumf
+// SLICE: } else {
+// SLICE-NEXT: scf.yield %[[SUMS]]#0, %[[SUMS]]#1
+// SLICE: vector.transfer_write %[[OUT]]#0
+// SLICE-NOT: linalg.generic
+// SLICE: return
+func.func @spmm_scaled_relu(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %alpha: f32) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %m = tensor.dim %A, %c0 : tensor<?x?xf32, #csr>
+  %n = tensor.dim %B, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %C = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>, affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%A, %B : tensor<?x?xf32, #csr>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) {
+    ^bb0(%av: f32, %bv: f32, %acc: f32):
+      %pr = arith.mulf %av, %bv : f32
+      %su = arith.addf %acc, %pr : f32
+      linalg.yield %su : f32
+  } -> tensor<?x?xf32>
+  %e2 = tensor.empty(%m, %n) : tensor<?x?xf32>
+  %g = linalg.generic #mat ins(%r : tensor<?x?xf32>) outs(%e2 : tensor<?x?xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %s = arith.mulf %a, %alpha : f32
+      %p = arith.maximumf %s, %zero : f32
+      linalg.yield %p : f32
+  } -> tensor<?x?xf32>
+  return %g : tensor<?x?xf32>
+}
+
+// -----
+
+// Not applied as an epilogue: the product is used twice (returned too), the
+// consumer reads its own output, and a CSC SpMV writes each element once per
+// column (partial sums): each consumer stays a loop of its own.
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+#csc = #sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed), posWidth = 32, crdWidth = 32}>
+#vec = {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+// CHECK-LABEL: func.func @twice
+// CHECK: scf.for
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @reads_output
+// CHECK: scf.for
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @csc
+// CHECK: scf.for
+// CHECK: linalg.generic
+func.func @twice(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%A, %x : tensor<?x?xf32, #csr>, tensor<?xf32>) outs(%y : tensor<?xf32>) {
+    ^bb0(%av: f32, %xv: f32, %acc: f32):
+      %pr = arith.mulf %av, %xv : f32
+      %su = arith.addf %acc, %pr : f32
+      linalg.yield %su : f32
+  } -> tensor<?xf32>
+  %g = linalg.generic #vec ins(%r : tensor<?xf32>) outs(%y : tensor<?xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %p = arith.maximumf %a, %zero : f32
+      linalg.yield %p : f32
+  } -> tensor<?xf32>
+  return %r, %g : tensor<?xf32>, tensor<?xf32>
+}
+func.func @reads_output(%A: tensor<?x?xf32, #csr>, %x: tensor<?xf32>, %y: tensor<?xf32>, %z: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%A, %x : tensor<?x?xf32, #csr>, tensor<?xf32>) outs(%y : tensor<?xf32>) {
+    ^bb0(%av: f32, %xv: f32, %acc: f32):
+      %pr = arith.mulf %av, %xv : f32
+      %su = arith.addf %acc, %pr : f32
+      linalg.yield %su : f32
+  } -> tensor<?xf32>
+  %g = linalg.generic #vec ins(%r : tensor<?xf32>) outs(%z : tensor<?xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %p = arith.addf %a, %o : f32
+      linalg.yield %p : f32
+  } -> tensor<?xf32>
+  return %g : tensor<?xf32>
+}
+func.func @csc(%A: tensor<?x?xf32, #csc>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %zero = arith.constant 0.0 : f32
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%A, %x : tensor<?x?xf32, #csc>, tensor<?xf32>) outs(%y : tensor<?xf32>) {
+    ^bb0(%av: f32, %xv: f32, %acc: f32):
+      %pr = arith.mulf %av, %xv : f32
+      %su = arith.addf %acc, %pr : f32
+      linalg.yield %su : f32
+  } -> tensor<?xf32>
+  %g = linalg.generic #vec ins(%r : tensor<?xf32>) outs(%y : tensor<?xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %p = arith.maximumf %a, %zero : f32
+      linalg.yield %p : f32
+  } -> tensor<?xf32>
+  return %g : tensor<?xf32>
+}
