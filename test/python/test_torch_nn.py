@@ -361,7 +361,7 @@ def test_a_shared_transpose_does_not_keep_a_graph_alive() -> None:
 def test_gather_kinds_match_take(groups: int, rows: int, n: int, shuffle: bool, seed: int) -> None:
     """A placement's gather, by whatever road it takes (a strided transpose of
     blocks, a take, a padded take), equals ``values[perm]`` with -1 reading 0."""
-    from sparsecomp.torch import ops
+    from sparsecomp.torch import staged
 
     size = groups * rows * n
     perm = np.arange(size).reshape(groups, rows, n).transpose(0, 2, 1).reshape(-1).copy()
@@ -370,9 +370,11 @@ def test_gather_kinds_match_take(groups: int, rows: int, n: int, shuffle: bool, 
         rng.shuffle(perm)
         perm[rng.random(size) < 0.1] = -1
     values = rng.standard_normal(size).astype(np.float32)
-    kind = ops._gather_kind(torch.from_numpy(perm), perm)
+    kind = staged.gather_kind(perm)
     want = np.where(perm >= 0, values[np.maximum(perm, 0)], 0).astype(np.float32)
-    np.testing.assert_array_equal(ops._gather(values, perm, kind), want)
+    got = np.full(size, np.nan, np.float32)
+    staged.gather(values, perm, kind, got)
+    np.testing.assert_array_equal(got, want)
     if not shuffle and rows >= 2 and n >= 2:
         assert kind == (groups, rows, n)
 
@@ -380,11 +382,11 @@ def test_gather_kinds_match_take(groups: int, rows: int, n: int, shuffle: bool, 
 def test_grouped_nm_placement_gathers_by_blocks() -> None:
     """Grouped n:m in ``bsr:8x1`` (every row keeping as many entries) gathers its
     values by a strided transpose, not a take."""
-    from sparsecomp.torch import ops
+    from sparsecomp.torch import staged
 
     w = torch.randn(64, 40)
     layer = st.SparseLinear.from_dense(w, None, "bsr:8x1", st.mask_of(w, "nm:1:4:8"))
     perm = layer._placed[1]
-    assert ops._gather_kind(perm, perm.numpy()) == (8, 8, 10)
+    assert staged.gather_kind(perm.numpy()) == (8, 8, 10)
     x = torch.randn(5, 40)
     torch.testing.assert_close(layer(x), x @ layer.weight.t(), rtol=1e-5, atol=1e-5)

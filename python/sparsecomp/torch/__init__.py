@@ -7,6 +7,8 @@ use and are kept by the compile cache.
 * :class:`SparseLinear`: ``nn.Linear`` with a sparse weight; :class:`SparseMatrix`:
   ``A @ B`` for a fixed sparse ``A`` (:mod:`.nn`).
 * :func:`sparsify_` / :func:`densify_`: sparsify a model in place (:mod:`.model`).
+* :func:`fuse_activations_`: a GELU or ReLU after a sparse layer, applied by
+  the layer's kernel as it stores its output (:mod:`.fuse`).
 * :class:`SparseActivationLinear` / :func:`sparsify_activations_`: a GELU whose
   output is sparsified as it is computed, feeding the next linear layer
   (:mod:`.activation`).
@@ -29,6 +31,7 @@ os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 from sparsecomp.torch import ops
 from sparsecomp.torch.activation import SparseActivationLinear, sparsify_activations_
+from sparsecomp.torch.fuse import fuse_activations_
 from sparsecomp.torch.model import Rule, densify_, mask_of, sparsify_
 from sparsecomp.torch.nn import SparseLinear, SparseMatrix
 from sparsecomp.torch.optim import ResparsifyEvery, resparsify_
@@ -43,6 +46,7 @@ __all__ = [
     "call",
     "densify_",
     "from_torch",
+    "fuse_activations_",
     "mask_of",
     "ops",
     "resparsify_",

@@ -35,6 +35,7 @@ from torch import nn
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.sparsifiers import Sparsifier
+from sparsecomp.torch.fuse import unfused
 from sparsecomp.torch.nn import SparseLinear
 
 
@@ -118,11 +119,13 @@ def sparsify_(
 
 
 def densify_(model: nn.Module) -> list[str]:
-    """Replace every ``SparseLinear`` by an ``nn.Linear`` with its weight; returns their names."""
+    """Replace every ``SparseLinear`` by an ``nn.Linear`` with its weight (and an
+    activation :func:`~.fuse.fuse_activations_` fused by its module); returns their names."""
     names = [n for n, m in model.named_modules() if isinstance(m, SparseLinear)]
     for name in names:
         module = model.get_submodule(name)
         assert isinstance(module, SparseLinear)
+        unfused(module)  # a fused activation goes back into its own module
         _replace(model, name, module.to_dense_linear())
     return names
 

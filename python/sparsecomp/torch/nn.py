@@ -14,6 +14,13 @@ a following sparse layer's ``X^T`` is then the product itself, with no
 copy. The backward pass gives ``values`` a gradient only at kept entries, so
 any optimizer keeps the pattern (see :mod:`.optim` for the policies).
 
+A layer may end with an activation (``activation = "gelu"`` or ``"relu"``,
+set by :func:`sparsecomp.torch.fuse_activations_`). Where no gradient is
+recorded (inference, ``torch.no_grad``) and the layout runs the row-major
+kernels, the kernel applies it as it stores ``Y`` (one pass over ``Y``, not
+two); where autograd records the call, torch applies it after the layer, so
+that its input is kept for the backward pass.
+
 ``state_dict`` holds ``values``, ``indptr``, ``indices``, ``bias`` and an
 extra state naming the layout; loading one into a ``SparseLinear`` of any
 pattern adopts the saved pattern and layout.
@@ -22,6 +29,7 @@ pattern adopts the saved pattern and layout.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,7 +38,7 @@ from torch import Tensor, nn
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
-from sparsecomp.torch import kernels, ops, structure
+from sparsecomp.torch import kernels, ops, shared, structure
 from sparsecomp.torch.transpose import transposed_input
 
 LOG = logging.getLogger("sparsecomp")
@@ -57,6 +65,9 @@ class SparseLinear(nn.Module):
     sparsifier: str = ""
     #: how ``"auto"`` chose the layout (``Choice``), once it has
     chosen: Any = None
+    #: an activation applied to the output (``""``: none; ``"gelu"``, ``"relu"``),
+    #: set by :func:`sparsecomp.torch.fuse_activations_`
+    activation: str = ""
 
     def __init__(
         self,
@@ -187,12 +198,31 @@ class SparseLinear(nn.Module):
         pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = self._placed
         shape = [self.out_features, self.in_features]
         args = (pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, shape, self.bias)
+        act = self.activation
         if self._row_major:  # X and Y row-major: no transposes
             flat = x.reshape(-1, self.in_features)
+            if torch.compiler.is_compiling() and not self._wants_grad(x):
+                y = ops.linear(self.values, flat, fwd_perm, fwd_index, lay, shape, self.bias, act)
+                return y.reshape(*lead, self.out_features)
+            if not self._wants_grad(x):  # the kernel applies the activation as it stores Y
+                # eager: the op's implementation itself (a dispatch costs 0.1-0.2 ms),
+                # stacked with the layers that read the same input (.shared)
+                return shared.run(self, x, flat).reshape(*lead, self.out_features)
             y = ops.sparse_linear(self.values, flat, *args)
-            return y.reshape(*lead, self.out_features)
+            return _activate(y, act).reshape(*lead, self.out_features)
         yt = ops.sparse_mm(self.values, transposed_input(x, self), *args)
-        return yt.t().reshape(*lead, self.out_features)
+        return _activate(yt.t(), act).reshape(*lead, self.out_features)
+
+    def _wants_grad(self, x: Tensor) -> bool:
+        """Whether this call records a graph for autograd (the fused activation
+        then runs in torch, which keeps its input for the backward pass)."""
+        if not torch.is_grad_enabled():
+            return False
+        return (
+            x.requires_grad
+            or self.values.requires_grad
+            or (self.bias is not None and self.bias.requires_grad)
+        )
 
     # -- conversions --------------------------------------------------------------
     @property
@@ -237,9 +267,10 @@ class SparseLinear(nn.Module):
 
     def extra_repr(self) -> str:
         lay = self.layout
+        act = f", activation={self.activation}" if self.activation else ""
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
-            f"density={self.density:.3f}, layout={lay}, bias={self.bias is not None}"
+            f"density={self.density:.3f}, layout={lay}, bias={self.bias is not None}{act}"
         )
 
     # -- state_dict -----------------------------------------------------------------
@@ -274,6 +305,20 @@ class SparseLinear(nn.Module):
                 "for a cuda: target and call it with sparsecomp.torch.call",
             )
         return self
+
+
+#: the activations a layer can apply, as torch computes them (the backward pass)
+TORCH_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "gelu": nn.functional.gelu,
+    "relu": nn.functional.relu,
+}
+
+
+def _activate(y: Tensor, activation: str) -> Tensor:
+    """``activation(y)`` in torch (``""``: ``y``)."""
+    if not activation:
+        return y
+    return TORCH_ACTIVATIONS[kernels.activation(activation)](y)
 
 
 class SparseMatrix(nn.Module):

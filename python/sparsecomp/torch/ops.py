@@ -10,10 +10,13 @@ implementation, so ``torch.compile(fullgraph=True)`` traces through it and
   ``index`` holds the packed index buffers), plus ``bias[:, None]`` if given
   (a linear layer's bias: the kernel's accumulators start from it, see
   :mod:`.kernels`). Not differentiable by itself.
-* ``sparsecomp::linear(values, x, perm, index, layout, shape, bias=None)``:
-  ``x @ A.T (+ bias)`` with ``x`` and the result row-major (a linear layer
-  as torch holds it), for layouts with multi-row blocks or stored row by row
-  (:func:`.kernels.row_major`). Not differentiable by itself.
+* ``sparsecomp::linear(values, x, perm, index, layout, shape, bias=None,
+  activation="")``: ``activation(x @ A.T (+ bias))`` with ``x`` and the
+  result row-major (a linear layer as torch holds it), for layouts with
+  multi-row blocks or stored row by row (:func:`.kernels.row_major`); the
+  activation (``"gelu"``, ``"relu"``) is applied by the kernel as it stores
+  the result. Not differentiable by itself (a layer with an activation
+  runs it when no gradient is wanted, see :class:`~.nn.SparseLinear`).
 * ``sparsecomp::sddmm(pattern, x, y, shape)``: ``(x @ y.T)`` at the entries of
   a CSR pattern, in CSR order: the gradient of a sparse weight.
 * ``sparsecomp::sparse_mm(values, b, pattern, fwd_perm, fwd_index, bwd_perm,
@@ -36,7 +39,6 @@ silent fallback.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -45,7 +47,7 @@ from torch import Tensor
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
-from sparsecomp.torch import kernels, structure
+from sparsecomp.torch import kernels, staged, structure
 from sparsecomp.torch.transpose import contiguous_t, transposed
 
 CSR = parse_layout("csr").attr_text()
@@ -70,78 +72,6 @@ def host_array(t: Tensor, what: str, dtype: torch.dtype | None = None) -> np.nda
     return t.detach().contiguous().numpy()
 
 
-#: how a placement's gather reads the values: ``"fill"`` (``perm`` has ``-1``: a
-#: padded copy of them), ``"take"`` (a plain gather), or ``(G, R, n)``: the
-#: gather transposes ``G`` blocks of ``R x n`` values (see :func:`_gather_kind`)
-GatherKind = str | tuple[int, int, int]
-
-
-def _gather(values: np.ndarray, perm: np.ndarray, kind: GatherKind) -> np.ndarray:
-    """``values`` in storage order: ``values[perm]``, ``-1`` reading a zero.
-
-    Done by numpy on the calling thread: a torch op here wakes torch's OpenMP
-    workers, whose spinning then takes the cores from the kernel that follows
-    (a 768x3072 SpMM ran 13-16 ms instead of 7 ms after a torch gather).
-    """
-    if isinstance(kind, tuple):
-        return np.ascontiguousarray(values.reshape(kind).transpose(0, 2, 1)).reshape(-1)
-    if kind == "take":
-        return np.take(values, perm)
-    padded = np.empty(values.shape[0] + 1, values.dtype)
-    padded[:-1] = values
-    padded[-1] = 0
-    return np.take(padded, perm)
-
-
-#: ``id(perm) -> (perm, its version, its gather kind)``, weakly held
-_kinds: dict[int, tuple[weakref.ref[Tensor], int, GatherKind]] = {}
-
-
-def _gather_kind(perm: Tensor, array: np.ndarray) -> GatherKind:
-    """How to gather through ``perm`` (:data:`GatherKind`), found once per gather
-    tensor (remembered by identity and version counter; placements are not
-    edited).
-
-    * ``"fill"`` only where ``perm`` reads fill: the padded copy of the values
-      costs as much as the gather itself (1 ms for BERT's FFN weight at 40%);
-    * ``(G, R, n)`` where the gather is a transpose of ``G`` blocks of ``R``
-      rows of ``n`` values each, as it is for grouped n:m (``bsr:Rx1``) from
-      CSR order when every row keeps ``n`` entries: a strided copy, which
-      streams the values instead of reading them at random (a BertLayer's
-      six gathers at 60% sparsity took 9-13 ms of a 75-95 ms forward as a
-      ``take``).
-    """
-    key = id(perm)
-    found = _kinds.get(key)
-    if found is not None and found[0]() is perm and found[1] == perm._version:
-        return found[2]
-    kind: GatherKind = "take"
-    if array.size and int(array.min()) < 0:
-        kind = "fill"
-    elif array.size > 1 and array[0] == 0:
-        kind = _blocks(array) or "take"
-
-    def forget(_: object, key: int = key) -> None:
-        _kinds.pop(key, None)
-
-    _kinds[key] = (weakref.ref(perm, forget), perm._version, kind)
-    return kind
-
-
-def _blocks(perm: np.ndarray) -> tuple[int, int, int] | None:
-    """``(G, R, n)`` if ``perm`` is ``arange`` as ``G x R x n`` read as ``G x n x R``."""
-    n = int(perm[1])  # the next row of the block, n values on
-    hits = np.flatnonzero(perm == 1)  # the next value of the first row
-    if n < 2 or hits.size != 1:
-        return None
-    rows = int(hits[0])
-    if rows < 2 or perm.size % (rows * n):
-        return None
-    shape = (perm.size // (rows * n), rows, n)
-    expected = np.arange(perm.size).reshape(shape).transpose(0, 2, 1).reshape(-1)
-    return shape if np.array_equal(perm, expected) else None
-
-
 def _check_matrix(b: Tensor, what: str, rows: int) -> None:
     if b.dim() != 2 or b.shape[0] != rows:
         raise SparsecompError(
@@ -154,16 +84,29 @@ def _check_bias(bias: Tensor | None, rows: int) -> None:
         raise SparsecompError(f"the bias must have shape ({rows},), got {tuple(bias.shape)}")
 
 
-def _stored(
-    values: Tensor, perm: Tensor, index: list[Tensor], layout: str, shape: list[int]
-) -> Any:
-    """The sparse operand in ``layout``: ``values`` gathered into storage order."""
+def run_layout_mm(
+    values: Tensor,
+    b: Tensor,
+    perm: Tensor,
+    index: list[Tensor],
+    layout: str,
+    shape: list[int],
+    bias: Tensor | None = None,
+) -> Tensor:
+    """``A @ b (+ bias[:, None])``, ``A`` (``shape``) in ``layout``: ``layout_mm``'s
+    implementation, which eager callers use directly (no dispatch)."""
+    _check_matrix(b, "the dense operand", shape[1])
+    _check_bias(bias, shape[0])
     vals = host_array(values, "the sparse weight's values")
-    packed = structure.tensor_of(layout, tuple(shape), tuple(index))
-    if perm.numel():  # numpy's gather: torch's would wake its thread pool (see _gather)
-        order = host_array(perm, "the placement's gather")
-        vals = _gather(vals, order, _gather_kind(perm, order))
-    return packed.with_values(vals, copy=False)
+    dense = host_array(b, "the dense operand", values.dtype)
+    added = None if bias is None else host_array(bias, "the bias", values.dtype)
+    out = torch.empty((shape[0], b.shape[1]), dtype=values.dtype)
+    with staged.operand(vals, perm, index, layout, shape) as stored:
+        if added is None:
+            kernels.kernel("spmm", values.dtype, layout)(stored, dense, out=out.numpy())
+        else:
+            kernels.kernel("spmm_bias", values.dtype, layout)(stored, dense, added, out=out.numpy())
+    return out
 
 
 @torch.library.custom_op("sparsecomp::layout_mm", mutates_args=())
@@ -177,17 +120,7 @@ def layout_mm(
     bias: Tensor | None = None,
 ) -> Tensor:
     """``A @ b (+ bias[:, None])``, ``A`` (``shape``) in ``layout``; see the module."""
-    _check_matrix(b, "the dense operand", shape[1])
-    _check_bias(bias, shape[0])
-    stored = _stored(values, perm, index, layout, shape)
-    dense = host_array(b, "the dense operand", values.dtype)
-    out = torch.empty((shape[0], b.shape[1]), dtype=values.dtype)
-    if bias is None:
-        kernels.kernel("spmm", values.dtype, layout)(stored, dense, out=out.numpy())
-    else:
-        added = host_array(bias, "the bias", values.dtype)
-        kernels.kernel("spmm_bias", values.dtype, layout)(stored, dense, added, out=out.numpy())
-    return out
+    return run_layout_mm(values, b, perm, index, layout, shape, bias)
 
 
 @layout_mm.register_fake
@@ -205,6 +138,36 @@ def _layout_mm_fake(
     return b.new_empty((shape[0], b.shape[1]), dtype=values.dtype)
 
 
+def run_linear(
+    values: Tensor,
+    x: Tensor,
+    perm: Tensor,
+    index: list[Tensor],
+    layout: str,
+    shape: list[int],
+    bias: Tensor | None = None,
+    activation: str = "",
+) -> Tensor:
+    """``linear``'s implementation, which eager callers use directly (no dispatch)."""
+    if x.dim() != 2 or x.shape[1] != shape[1]:
+        raise SparsecompError(
+            f"the input must be a matrix with {shape[1]} columns, got shape {tuple(x.shape)}"
+        )
+    _check_bias(bias, shape[0])
+    suffix = f"_{kernels.activation(activation)}" if activation else ""
+    vals = host_array(values, "the sparse weight's values")
+    dense = host_array(x, "the input", values.dtype)
+    added = None if bias is None else host_array(bias, "the bias", values.dtype)
+    with staged.operand(vals, perm, index, layout, shape) as stored:
+        if added is None:
+            result = kernels.kernel("linear" + suffix, values.dtype, layout)(stored, dense)
+        else:
+            name = "linear_bias" + suffix
+            result = kernels.kernel(name, values.dtype, layout)(stored, dense, added)
+    # the kernel's own result (2 MiB pages: its stores walk down the rows of Y)
+    return torch.from_numpy(np.require(result, requirements=["W", "C"]))
+
+
 @torch.library.custom_op("sparsecomp::linear", mutates_args=())
 def linear(
     values: Tensor,
@@ -214,24 +177,14 @@ def linear(
     layout: str,
     shape: list[int],
     bias: Tensor | None = None,
+    activation: str = "",
 ) -> Tensor:
-    """``x @ A.T (+ bias)``, ``x`` row-major ``n x shape[1]``, ``A`` (``shape``) in
-    ``layout`` (one :func:`.kernels.row_major` accepts); the result is
-    row-major ``n x shape[0]``. Not differentiable by itself."""
-    if x.dim() != 2 or x.shape[1] != shape[1]:
-        raise SparsecompError(
-            f"the input must be a matrix with {shape[1]} columns, got shape {tuple(x.shape)}"
-        )
-    _check_bias(bias, shape[0])
-    stored = _stored(values, perm, index, layout, shape)
-    dense = host_array(x, "the input", values.dtype)
-    if bias is None:
-        result = kernels.kernel("linear", values.dtype, layout)(stored, dense)
-    else:
-        added = host_array(bias, "the bias", values.dtype)
-        result = kernels.kernel("linear_bias", values.dtype, layout)(stored, dense, added)
-    # the kernel's own result (2 MiB pages: its stores walk down the rows of Y)
-    return torch.from_numpy(np.require(result, requirements=["W", "C"]))
+    """``activation(x @ A.T (+ bias))``, ``x`` row-major ``n x shape[1]``, ``A``
+    (``shape``) in ``layout`` (one :func:`.kernels.row_major` accepts); the
+    result is row-major ``n x shape[0]``. ``activation``: ``""`` (none) or one of
+    :data:`.kernels.ACTIVATIONS`, applied by the kernel as it stores each
+    result. Not differentiable by itself."""
+    return run_linear(values, x, perm, index, layout, shape, bias, activation)
 
 
 @linear.register_fake
@@ -243,6 +196,7 @@ def _linear_fake(
     layout: str,
     shape: list[int],
     bias: Tensor | None = None,
+    activation: str = "",
 ) -> Tensor:
     torch._check(x.dim() == 2 and x.shape[1] == shape[1])
     torch._check(bias is None or (bias.dim() == 1 and bias.shape[0] == shape[0]))
@@ -285,7 +239,7 @@ def sparse_mm(
 ) -> Tensor:
     """``A @ b (+ bias[:, None])`` with autograd for ``values``, ``b`` and ``bias``;
     see the module."""
-    return layout_mm(values, b, fwd_perm, fwd_index, layout, shape, bias)
+    return run_layout_mm(values, b, fwd_perm, fwd_index, layout, shape, bias)
 
 
 @sparse_mm.register_fake
@@ -378,7 +332,7 @@ def sparse_linear(
     and the result row-major (:func:`linear`). Its backward computes ``d values
     = sddmm(pattern, dY^T, x^T)`` (only at stored entries), ``d x = (A^T dY^T)^T``
     with ``layout_mm`` on the transposed placement, and ``d bias = dY.sum(0)``."""
-    return linear(values, x, fwd_perm, fwd_index, layout, shape, bias)
+    return run_linear(values, x, fwd_perm, fwd_index, layout, shape, bias)
 
 
 @sparse_linear.register_fake
