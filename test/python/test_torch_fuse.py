@@ -204,3 +204,22 @@ def test_bert_layer_fused_and_stacked_equals_masked_dense() -> None:
             torch.testing.assert_close(layer(x)[0], want, rtol=1e-4, atol=1e-4)
     q = layer.attention.self.query
     assert shared._next[q]() is layer.attention.self.key
+
+
+@pytest.mark.parametrize("layout", ["bsr:8x1", "hyb"])
+def test_inference_mode(layout: str) -> None:
+    """Inference tensors have no version counter: the caches go by identity."""
+    q, k, v = _projections("bsr:8x1")
+    if layout == "hyb":
+        q, k, v = (st.SparseLinear.from_dense(m.weight, m.bias, "hyb") for m in (q, k, v))
+    mlp = _mlp("bsr:8x1")
+    st.fuse_activations_(mlp)
+    for _ in range(3):
+        with torch.inference_mode():
+            x = torch.randn(4, 24)
+            got = [q(x), k(x), v(x), mlp(x)]
+        with torch.no_grad():
+            want = [x @ m.weight.T + m.bias for m in (q, k, v)]
+            want.append(mlp(x.clone()))
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)

@@ -5,10 +5,11 @@ Lowered one op at a time, the nest writes ``X W^T + b`` to memory and a
 second loop reads it back, applies GELU and writes it again. Where the
 consumer is *elementwise* (every loop parallel, identity maps, one input: the
 nest's result, the body not reading its output) and the nest writes each
-output element exactly once (:meth:`~.nest.NestEmitter.fusible`), the
-consumer's body is evaluated on the final accumulators instead, in
-registers, just before they are stored: an *epilogue*, as a BLAS or CUTLASS
-applies one. The consumer is then erased.
+output element exactly once (:meth:`~.nest.NestEmitter.fusible`; with the
+reduction cut in slices, once per slice, the last slice's write being the
+final one), the consumer's body is evaluated on the final accumulators
+instead, in registers, just before they are stored: an *epilogue*, as a
+BLAS or CUTLASS applies one. The consumer is then erased.
 
 The body is re-emitted by :mod:`.body` on the accumulators as they are:
 vectors of the output row chunk, or a scalar. Its ops must be ``arith`` or

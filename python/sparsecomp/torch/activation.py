@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from sparsecomp.errors import SparsecompError
-from sparsecomp.torch import kernels
+from sparsecomp.torch import kernels, structure
 from sparsecomp.torch.ops import host_array
 
 
@@ -114,7 +114,7 @@ class SparseActivationLinear(nn.Module):
         w = self.weight
         if (torch.is_grad_enabled() and w.requires_grad) or torch.compiler.is_compiling():
             return w.t().contiguous()
-        mark = (w.data_ptr(), w._version)
+        mark = (w.data_ptr(), structure.version(w))
         if self._wt is None or self._wt[:2] != mark:
             self._wt = (*mark, w.detach().t().contiguous())
         return self._wt[2]

@@ -78,7 +78,7 @@ _stacks: dict[tuple[Any, ...], tuple[list[weakref.ref[Any]], tuple[Any, ...]]] =
 
 
 def _input_key(x: Tensor) -> tuple[Any, ...]:
-    return (id(x), x.data_ptr(), x._version, tuple(x.shape), tuple(x.stride()), x.dtype)
+    return (id(x), x.data_ptr(), structure.version(x), tuple(x.shape), tuple(x.stride()), x.dtype)
 
 
 def _stackable(a: Any, b: Any) -> bool:
@@ -165,7 +165,7 @@ def _alone(layer: Any, flat: Tensor) -> Tensor:
 
 def _placement(chain: list[Any]) -> tuple[Any, ...]:
     """The chain's stacked placement: ``(perm, index, layout, shape)`` as tensors."""
-    key = tuple((id(m), m.indptr.data_ptr(), m.indptr._version, m.layout) for m in chain)
+    key = tuple((id(m), m.indptr.data_ptr(), structure.version(m.indptr), m.layout) for m in chain)
     found = _stacks.get(key)
     if found is not None and all(r() is m for r, m in zip(found[0], chain, strict=True)):
         return found[1]

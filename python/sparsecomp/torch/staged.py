@@ -142,7 +142,7 @@ class _Stage:
 def _key(perm: Tensor, index: list[Tensor], layout: str, shape: list[int]) -> tuple[Any, ...]:
     """What a stage was built from: the placement's tensors (identity, memory and
     version: a placement is never edited, but a caller could) and the layout."""
-    tensors = tuple((id(t), t.data_ptr(), t._version) for t in (perm, *index))
+    tensors = tuple((id(t), t.data_ptr(), structure.version(t)) for t in (perm, *index))
     return (tensors, layout, tuple(shape))
 
 

@@ -55,6 +55,15 @@ class Placement:
     tensor: SparseTensor
 
 
+def version(t: Any) -> int:
+    """``t``'s version counter; ``-1`` for an inference tensor, which has none
+    (``torch.inference_mode``): such a tensor is then known by its identity,
+    address and shape alone, so a change made to it in place in inference mode
+    between two calls that share it is not seen (torch's own caches go by the
+    same marks)."""
+    return -1 if t.is_inference() else int(t._version)
+
+
 def transposed_layout(layout: str) -> str:
     """The layout used for ``W^T`` in the backward pass, given ``W``'s.
 
@@ -121,7 +130,7 @@ KNOWN_LIMIT = 256
 
 
 def _key(layout: str, shape: tuple[int, ...], index: tuple[Any, ...]) -> tuple[Any, ...]:
-    marks = tuple((t.data_ptr(), t._version, t.numel(), str(t.dtype)) for t in index)
+    marks = tuple((t.data_ptr(), version(t), t.numel(), str(t.dtype)) for t in index)
     return (layout, tuple(shape), marks)
 
 

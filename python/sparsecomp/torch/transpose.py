@@ -16,6 +16,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from sparsecomp.torch import structure
+
 #: rows transposed at a time by :func:`transposed`
 TRANSPOSE_ROWS = 128
 
@@ -69,7 +71,7 @@ def transposed_input(x: Tensor, reader: object) -> Tensor:
     """
     if torch.compiler.is_compiling():  # traced: no state kept (the compiler's own transpose)
         return transposed(x.reshape(-1, x.shape[-1]))
-    key = (x.data_ptr(), tuple(x.shape), x.stride(), x._version, torch.is_grad_enabled())
+    key = (x.data_ptr(), tuple(x.shape), x.stride(), structure.version(x), torch.is_grad_enabled())
     me = id(reader)
     hit = _last.source() if _last.source is not None else None
     kept = _last.result() if _last.result is not None else None
