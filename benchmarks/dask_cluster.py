@@ -3,11 +3,12 @@
 A power-law matrix (rows' lengths drawn from a Pareto law, ``--nnz`` stored
 entries, f32, 25 per row on average) is written as row-block ``.npz`` files,
 cut by :func:`sparsecomp.dask.balanced` at row boundaries, and read by the
-workers (:func:`sparsecomp.dask.from_files`). For 1 and then 2 workers of one
-thread each (``distributed.LocalCluster``, worker processes; the kernels
-compiled for one thread), the benchmark
-times (best of ``--reps`` after a warm-up that ships the executable and packs
-the partitions):
+workers (:func:`sparsecomp.dask.from_files`). Two clusters run side by side,
+of 1 and of 2 workers of one thread each (``distributed.LocalCluster``, worker
+processes; the kernels compiled for one thread). The benchmark times (best of
+``--reps`` after a warm-up that ships the executable and packs the
+partitions; the clusters take turns within each round, so that a slow spell
+of this shared machine falls on both):
 
 * SpMM with ``--k`` dense columns (``B`` persisted on the cluster, the result
   left there), and SpMV (its vector shipped with the call);
@@ -111,61 +112,85 @@ def spilled(client: Any) -> int:
     return sum(client.run(on_disk).values())
 
 
-def run(
-    workers: int,
-    paths: list[str],
-    n: int,
-    k: int,
-    reps: int,
-    exe: Any,
-    memory_limit: str | None = None,
-) -> dict[str, Any]:
-    import dask.array as da
-    import distributed
+class Cluster:
+    """A ``LocalCluster`` of ``workers`` one-thread worker processes holding the
+    matrix (read from ``paths``) and the operands, warmed up: the first call of
+    each kernel ships the executable, packs the partitions and moves ``B``.
+    :meth:`rep` times one call; the clusters of a run take turns (see
+    :func:`main`)."""
 
-    cluster = distributed.LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-        memory_limit=memory_limit or "auto",
-    )  # fmt: skip
-    out: dict[str, Any] = {"workers": workers}
-    with distributed.Client(cluster) as client:
-        D = sd.from_files(paths, client=client)
+    def __init__(
+        self, workers: int, paths: list[str], n: int, k: int, exe: Any, memory_limit: str | None
+    ) -> None:
+        import dask.array as da
+        import distributed
+
+        self.workers, self.exe, self.n = workers, exe, n
+        self.cluster = distributed.LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+            memory_limit=memory_limit or "auto",
+        )  # fmt: skip
+        self.client = distributed.Client(self.cluster)
+        self.D = sd.from_files(paths, client=self.client)
         rng = np.random.default_rng(1)
         B = rng.random((n, k), dtype=np.float32)
-        x = rng.random(n, dtype=np.float32)
         # B lives on the cluster, as it would between the steps of an algorithm
-        B = client.persist(da.from_array(B, chunks=B.shape))
-        distributed.wait(B)
-        for name, operand in (("spmm", B), ("spmv", x)):
-            # the first call ships the executable, packs the partitions, moves B
-            distributed.wait(client.persist(sd.map(exe, name, D, operand)))
-            times, overheads, builds = [], [], []
-            for _ in range(reps):
-                with distributed.get_task_stream(client) as stream:
-                    start = time.time()
-                    graph = sd.map(exe, name, D, operand)  # the graph, built here
-                    built = time.time()
-                    distributed.wait(client.persist(graph))  # results stay on the workers
-                    done = time.time()
-                busy = kernel_time(stream.data)
-                per_worker_tasks = D.npartitions / workers
-                overheads.append((done - built - max(busy.values())) / per_worker_tasks)
-                builds.append(built - start)
-                times.append(done - start)
-                out[f"{name}_task"] = max(busy.values()) / per_worker_tasks
-            out[name] = min(times)
-            out[f"{name}_overhead"] = statistics.median(overheads)
-            out[f"{name}_build"] = statistics.median(builds)
+        self.operands = {
+            "spmm": self.client.persist(da.from_array(B, chunks=B.shape)),
+            "spmv": rng.random(n, dtype=np.float32),
+        }
+        distributed.wait(self.operands["spmm"])
+        self.times: dict[str, list[float]] = {"spmm": [], "spmv": []}
+        self.overheads: dict[str, list[float]] = {"spmm": [], "spmv": []}
+        self.builds: dict[str, list[float]] = {"spmm": [], "spmv": []}
+        self.tasks: dict[str, float] = {}
+        for name, operand in self.operands.items():
+            distributed.wait(self.client.persist(sd.map(exe, name, self.D, operand)))
+
+    def rep(self, name: str) -> None:
+        """One timed call of ``name`` (its results left on the workers)."""
+        import distributed
+
+        with distributed.get_task_stream(self.client) as stream:
+            start = time.time()
+            graph = sd.map(self.exe, name, self.D, self.operands[name])  # the graph, built here
+            built = time.time()
+            distributed.wait(self.client.persist(graph))  # results stay on the workers
+            done = time.time()
+        busy = kernel_time(stream.data)
+        per_worker_tasks = self.D.npartitions / self.workers
+        self.overheads[name].append((done - built - max(busy.values())) / per_worker_tasks)
+        self.builds[name].append(built - start)
+        self.times[name].append(done - start)
+        self.tasks[name] = max(busy.values()) / per_worker_tasks
+
+    def pagerank(self, iterations: int = 5) -> dict[str, float]:
+        """Seconds and bytes sent per PageRank iteration (the vector shipped each time)."""
+        n = self.n
         r = np.full(n, 1 / n, np.float32)
-        before, start, iterations = sent(client), time.time(), 5
+        before, start = sent(self.client), time.time()
         for _ in range(iterations):
-            r = 0.85 * sd.map(exe, "spmv", D, r).compute() + 0.15 / n
-        out["pagerank"] = (time.time() - start) / iterations
-        out["pagerank_bytes"] = (sent(client) - before) / iterations
-        out["matrix_bytes"] = D.nnz * 8
-        out["spilled"] = spilled(client)
-    cluster.close()
-    return out
+            call = sd.map(self.exe, "spmv", self.D, r)
+            r = 0.85 * self.client.compute(call).result() + 0.15 / n  # this cluster's client
+        return {
+            "pagerank": (time.time() - start) / iterations,
+            "pagerank_bytes": (sent(self.client) - before) / iterations,
+        }
+
+    def result(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"workers": self.workers, **self.pagerank()}
+        for name in self.times:
+            out[name] = min(self.times[name])
+            out[f"{name}_overhead"] = statistics.median(self.overheads[name])
+            out[f"{name}_build"] = statistics.median(self.builds[name])
+            out[f"{name}_task"] = self.tasks[name]
+        out["matrix_bytes"] = self.D.nnz * 8
+        out["spilled"] = spilled(self.client)
+        return out
+
+    def close(self) -> None:
+        self.client.close()
+        self.cluster.close()
 
 
 def main() -> int:
@@ -195,7 +220,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sparsecomp-dask-bench-") as tmp:
         paths = write_parts(A, args.parts, Path(tmp))
         del A
-        rows = [run(w, paths, n, args.k, args.reps, exe, args.memory_limit) for w in (1, 2)]
+        clusters = [Cluster(w, paths, n, args.k, exe, args.memory_limit) for w in (1, 2)]
+        try:
+            # the clusters take turns within each round, so that a slow spell of
+            # this shared machine falls on both (run one after the other, 1 against
+            # 2 workers ranged from 0.85x to 1.69x over three runs)
+            for name in ("spmm", "spmv"):
+                for _ in range(args.reps):
+                    for c in clusters:
+                        c.rep(name)
+            rows = [c.result() for c in clusters]
+        finally:
+            for c in clusters:
+                c.close()
     one = rows[0]
     print(f"\n{args.parts} partitions, K = {args.k}; seconds (best of {args.reps})")
     print("| workers | SpMM | speed-up | SpMV | speed-up | PageRank / iteration | sent / iteration "

@@ -382,3 +382,24 @@ def test_pagerank_with_the_vector_kept_on_the_cluster(client, exe) -> None:
     for _ in range(12):
         r = (0.85 * (sd.map(exe, "spmv", D, r) + (r * dangling).sum() / n) + 0.15 / n).persist()
     np.testing.assert_allclose(r.compute(), reference_pagerank(G, 12), rtol=1e-10)
+
+
+def test_a_matrix_runs_on_its_own_cluster_where_a_program_holds_two(client) -> None:
+    """Dask's current client is the last one made; a matrix and its map default to the
+    client that holds its partitions (the executable shipped there, not elsewhere)."""
+    doubled = sparsecomp.compile(
+        (REPO / "examples" / "spmv.mlir").read_text().replace("f32", "f64")
+        + "\n// a program no other test ships\n"
+    )
+    other = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    with distributed.Client(other) as newer:
+        assert distributed.get_client() is newer
+        A = power_law(90, 60, seed=11)
+        x = np.random.default_rng(11).standard_normal(60)
+        D = sd.from_scipy(A, parts=3, client=client)  # the older client's cluster
+        y = sd.map(doubled, "spmv", D, x)
+        np.testing.assert_allclose(client.compute(y).result(), A @ x, rtol=1e-10)
+        np.testing.assert_allclose(D.to_scipy().toarray(), A.toarray())
+    other.close()

@@ -37,6 +37,10 @@ class DistributedMatrix:
     )
     #: each partition's layout per function, as the last ``map`` packed it
     layouts: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    #: the client whose cluster holds the partitions: the default of the calls
+    #: below and of :func:`~sparsecomp.dask.map` (not Dask's current client,
+    #: which is the last one made where a program holds several)
+    client: Any = field(default=None, repr=False, compare=False)
 
     @property
     def nnz(self) -> int:
@@ -48,7 +52,7 @@ class DistributedMatrix:
 
     def persist(self, client: Any = None) -> DistributedMatrix:
         """Keep the partitions in the workers' memory (``client.persist``)."""
-        client = client_of(client)
+        client = client_of(client or self.client)
         self.pieces = list(client.persist(self.pieces))
         return self
 
@@ -56,7 +60,7 @@ class DistributedMatrix:
         """The whole matrix on this machine, as scipy CSR."""
         import scipy.sparse as sp  # type: ignore[import-untyped]
 
-        pieces = client_of(client).compute(self.pieces, sync=True)
+        pieces = client_of(client or self.client).compute(self.pieces, sync=True)
         counts = np.zeros(self.shape[0], np.int64)
         for part, p in zip(self.parts, pieces, strict=True):  # a split row: both add
             counts[part.row_start : part.row_stop] += np.diff(p.indptr)
@@ -109,7 +113,7 @@ def from_scipy(A: Any, parts: int | None = None, client: Any = None) -> Distribu
         idx = csr.indices[part.nz_start : part.nz_stop]
         make = dask.delayed(worker.piece, pure=True)
         pieces.append(make(data, idx, ptr, (part.rows, csr.shape[1])))
-    matrix = DistributedMatrix(csr.shape, csr.dtype, layout, pieces)
+    matrix = DistributedMatrix(csr.shape, csr.dtype, layout, pieces, client=client)
     return matrix.persist(client)
 
 
@@ -124,7 +128,7 @@ def from_files(paths: Sequence[str], client: Any = None) -> DistributedMatrix:
         raise SparsecompError("from_files needs at least one file")
     pieces = list(client.persist(pieces))
     shapes = client.compute([dask.delayed(worker.describe)(p) for p in pieces], sync=True)
-    return _stacked(pieces, shapes, [str(p) for p in paths])
+    return _stacked(pieces, shapes, [str(p) for p in paths], client)
 
 
 def from_dask_array(array: Any, client: Any = None) -> DistributedMatrix:
@@ -141,7 +145,7 @@ def from_dask_array(array: Any, client: Any = None) -> DistributedMatrix:
     pieces = list(client.persist(pieces))
     shapes = client.compute([dask.delayed(worker.describe)(p) for p in pieces], sync=True)
     names = [f"chunk {k}" for k in range(len(pieces))]
-    return _stacked(pieces, shapes, names)
+    return _stacked(pieces, shapes, names, client)
 
 
 def _csr(chunk: Any) -> Any:
@@ -152,7 +156,9 @@ def _csr(chunk: Any) -> Any:
     return sp.csr_matrix(chunk)
 
 
-def _stacked(pieces: list[Any], shapes: list[Any], names: list[str]) -> DistributedMatrix:
+def _stacked(
+    pieces: list[Any], shapes: list[Any], names: list[str], client: Any
+) -> DistributedMatrix:
     columns = {s[0][1] for s in shapes}
     dtypes = {s[2] for s in shapes}
     if len(columns) != 1 or len(dtypes) != 1:
@@ -164,4 +170,5 @@ def _stacked(pieces: list[Any], shapes: list[Any], names: list[str]) -> Distribu
     for shape, nnz, _ in shapes:
         parts.append(Part(row, row + shape[0], nz, nz + nnz))
         row, nz = row + shape[0], nz + nnz
-    return DistributedMatrix((row, columns.pop()), np.dtype(dtypes.pop()), parts, pieces)
+    shape = (row, columns.pop())
+    return DistributedMatrix(shape, np.dtype(dtypes.pop()), parts, pieces, client=client)

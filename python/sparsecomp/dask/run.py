@@ -71,9 +71,9 @@ def map(
     import dask
     import dask.array as da
 
-    client = client_of(client)
     if not isinstance(A, DistributedMatrix):
         raise SparsecompError(f"map's matrix is a DistributedMatrix, not {type(A).__name__}")
+    client = client_of(client or A.client)  # by default, the cluster holding A
     if combine not in ("sum", "max", "min"):
         raise SparsecompError(f"combine is 'sum', 'max' or 'min', not {combine!r}")
     signature = exe.functions[function].signature
@@ -103,7 +103,9 @@ def map(
             dask.delayed(worker.call, pure=False)(digests[k], function, k, part, packed[k], *args)
         )
     if result.kind == "sparse":
-        return DistributedMatrix(A.shape, np.dtype(result.dtype), list(A.parts), calls)
+        return DistributedMatrix(
+            A.shape, np.dtype(result.dtype), list(A.parts), calls, client=client
+        )
     rest = _trailing(result.rank, operands, roles)
     chunks = []
     for lo, hi, js in owners(A.parts, A.shape[0]):
