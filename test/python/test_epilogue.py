@@ -47,6 +47,20 @@ CONSTANTS = """%zero = arith.constant 0.0 : f32
   %half = arith.constant 0.5 : f32
   %rsqrt2 = arith.constant 0.70710678118654752440 : f32"""
 
+#: the activation, a linalg.generic of its own after the product ``%r`` (``rows x cols``)
+CONSUMER = """  %e2 = tensor.empty({rows}, {cols}) : tensor<?x?xf32>
+  %g = linalg.generic {{{{
+      indexing_maps = [affine_map<(a, b) -> (a, b)>, affine_map<(a, b) -> (a, b)>],
+      iterator_types = ["parallel", "parallel"]}}}}
+      ins(%r : tensor<?x?xf32>) outs(%e2 : tensor<?x?xf32>) {{{{
+    ^bb0(%a: f32, %o: f32):
+      {{body}}
+      linalg.yield %y : f32
+  }}}} -> tensor<?x?xf32>
+  return %g : tensor<?x?xf32>
+}}}}
+"""
+
 #: C = act(A B), A sparse m x k, B dense k x n (row chunks of C vectorized)
 SPMM = """
 #A = {layout}
@@ -60,18 +74,7 @@ func.func @f(%A: tensor<?x?xf32, #A>, %B: tensor<?x?xf32>, %alpha: f32) -> tenso
   %C = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
   %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #A>, tensor<?x?xf32>)
                      outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
-  %e2 = tensor.empty(%m, %n) : tensor<?x?xf32>
-  %g = linalg.generic {{
-      indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
-      iterator_types = ["parallel", "parallel"]}}
-      ins(%r : tensor<?x?xf32>) outs(%e2 : tensor<?x?xf32>) {{
-    ^bb0(%a: f32, %o: f32):
-      {body}
-      linalg.yield %y : f32
-  }} -> tensor<?x?xf32>
-  return %g : tensor<?x?xf32>
-}}
-"""
+""" + CONSUMER.format(rows="%m", cols="%n")
 
 #: Y = act(X A^T), X n x k row-major, Y n x m row-major (stored transposed)
 LINEAR = """
@@ -93,18 +96,7 @@ func.func @f(%A: tensor<?x?xf32, #A>, %X: tensor<?x?xf32>, %alpha: f32) -> tenso
       %su = arith.addf %acc, %pr : f32
       linalg.yield %su : f32
   }} -> tensor<?x?xf32>
-  %e2 = tensor.empty(%n, %m) : tensor<?x?xf32>
-  %g = linalg.generic {{
-      indexing_maps = [affine_map<(j, i) -> (j, i)>, affine_map<(j, i) -> (j, i)>],
-      iterator_types = ["parallel", "parallel"]}}
-      ins(%r : tensor<?x?xf32>) outs(%e2 : tensor<?x?xf32>) {{
-    ^bb0(%a: f32, %o: f32):
-      {body}
-      linalg.yield %y : f32
-  }} -> tensor<?x?xf32>
-  return %g : tensor<?x?xf32>
-}}
-"""
+""" + CONSUMER.format(rows="%n", cols="%m")
 
 _compiled: dict[tuple[str, str, str], object] = {}
 

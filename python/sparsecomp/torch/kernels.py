@@ -196,7 +196,8 @@ func.func @sddmm(%S: tensor<?x?x{t}, #csr>, %X: tensor<?x?x{t}>,
 }}
 """
 
-_GELU_SPARSIFY = """
+_GELU_SPARSIFY = (
+    """
 #csr = {csr}
 func.func @gelu_sparsify(%x: tensor<?x?x{t}>) -> tensor<?x?x{t}, #csr> {{
   %c0 = arith.constant 0 : index
@@ -204,26 +205,22 @@ func.func @gelu_sparsify(%x: tensor<?x?x{t}>) -> tensor<?x?x{t}, #csr> {{
   %m = tensor.dim %x, %c0 : tensor<?x?x{t}>
   %n = tensor.dim %x, %c1 : tensor<?x?x{t}>
   %e = tensor.empty(%m, %n) : tensor<?x?x{t}>
-  %y = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>,
-                                        affine_map<(i, j) -> (i, j)>],
-                       iterator_types = ["parallel", "parallel"]}}
+  %act = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                                          affine_map<(i, j) -> (i, j)>],
+                         iterator_types = ["parallel", "parallel"]}}
     ins(%x : tensor<?x?x{t}>) outs(%e : tensor<?x?x{t}>) {{
   ^bb0(%a: {t}, %o: {t}):
-    %half = arith.constant 0.5 : {t}
-    %one = arith.constant 1.0 : {t}
-    %rsqrt2 = arith.constant 0.70710678118654752440 : {t}
-    %s = arith.mulf %a, %rsqrt2 : {t}
-    %erf = math.erf %s : {t}
-    %p = arith.addf %one, %erf : {t}
-    %h = arith.mulf %a, %half : {t}
-    %g = arith.mulf %h, %p : {t}
-    linalg.yield %g : {t}
+      """
+    + ACTIVATIONS["gelu"]
+    + """
+    linalg.yield %y : {t}
   }} -> tensor<?x?x{t}>
-  %r = "sparse_iter.sparsify"(%y) {{sparsifier = #sparse_iter.sparsifier<threshold[{threshold}]>}}
+  %r = "sparse_iter.sparsify"(%act) {{sparsifier = #sparse_iter.sparsifier<threshold[{threshold}]>}}
       : (tensor<?x?x{t}>) -> tensor<?x?x{t}, #csr>
   return %r : tensor<?x?x{t}, #csr>
 }}
 """
+)
 
 
 def _linears() -> dict[str, str]:
