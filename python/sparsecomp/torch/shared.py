@@ -21,7 +21,8 @@ it runs, without tracing (HuggingFace's attention does not trace with
   its own rows and keeps the others' as *pending* for that input; a
   follower called with that input takes its rows from there.
 
-Only the most recent input's results are pending: a follower that is not
+Only the most recent input's results are pending (that input held until they
+are taken or replaced): a follower that is not
 called with it (a cross-attention whose key reads another tensor) loses its
 link, and runs alone. So the first forward pass runs the layers one by one
 and learns; later ones stack them. The stacked weight is the members'
@@ -54,9 +55,10 @@ _next: weakref.WeakKeyDictionary[Any, weakref.ref[Any]] = weakref.WeakKeyDiction
 
 @dataclass
 class _Last:
-    """The most recent call: its input (held, so that its identity stays its own)."""
+    """The most recent call: its input (weakly: a dead input's marks matched by a
+    new tensor only teach a link, which rows never taken undo) and layer."""
 
-    x: Tensor
+    x: weakref.ref[Tensor]
     key: tuple[Any, ...]
     layer: weakref.ref[Any]
 
@@ -73,6 +75,8 @@ class _Pending:
 
 _last: _Last | None = None
 _pending: _Pending | None = None
+#: the stacked placements kept at most (the oldest go first)
+MAX_STACKS = 64
 #: chain (layers' ids and pattern versions) -> (layers, its stacked placement tensors)
 _stacks: dict[tuple[Any, ...], tuple[list[weakref.ref[Any]], tuple[Any, ...]]] = {}
 
@@ -121,11 +125,11 @@ def run(layer: Any, x: Tensor, flat: Tensor) -> Tensor:
             if not _pending.rows:
                 _pending = None  # all taken: hold nothing
         last = _last
-        if last is not None and last.key == key and last.x is x:
+        if last is not None and last.key == key and last.x() is x:
             previous = last.layer()
             if previous is not None and _stackable(previous, layer):
                 _next[previous] = weakref.ref(layer)
-        _last = _Last(x, key, weakref.ref(layer))
+        _last = _Last(weakref.ref(x), key, weakref.ref(layer))
         chain = _chain(layer) if taken is None else [layer]
     if taken is not None:
         return taken
@@ -178,7 +182,13 @@ def _placement(chain: list[Any]) -> tuple[Any, ...]:
     index = [torch.from_numpy(a.copy()) for a in placed.index]
     structure.remember(placed.layout, placed.shape, tuple(index), placed.tensor)
     built = (torch.from_numpy(placed.perm), index, placed.layout, list(shape))
-    _stacks[key] = ([weakref.ref(m) for m in chain], built)
+    with _lock:
+        for old, (refs, _) in list(_stacks.items()):  # chains whose layers are gone
+            if any(r() is None for r in refs):
+                del _stacks[old]
+        while len(_stacks) >= MAX_STACKS:
+            del _stacks[next(iter(_stacks))]
+        _stacks[key] = ([weakref.ref(m) for m in chain], built)
     return built
 
 
