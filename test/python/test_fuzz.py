@@ -34,8 +34,9 @@ def test_cases_are_reproducible() -> None:
 
 
 def test_reference_matches_numpy_on_matmul() -> None:
-    """The generic evaluator against a direct numpy product, on generated matmuls."""
-    checked = 0
+    """The generic evaluator against a direct numpy product, on generated matmuls
+    (and the elementwise op after it, where there is one)."""
+    checked = epilogues = 0
     for i in range(400):
         case = make_case(5, i)
         p = case.prog
@@ -45,9 +46,16 @@ def test_reference_matches_numpy_on_matmul() -> None:
         a = a if p.ins[0].dims == (0, 2) else a.T
         b = b if p.ins[1].dims == (2, 1) else b.T
         want = (a.astype(np.float64) @ b.astype(np.float64)).astype(case.expected.dtype)
+        with np.errstate(all="ignore"):
+            for _, op, _ in p.epilogue:  # an elementwise op after the product
+                want = {"relu": lambda v: np.maximum(v, 0), "neg": np.negative,
+                        "addc": lambda v: v + 1, "mul": np.square, "exp": np.exp,
+                        "cos": np.cos}[op](want).astype(case.expected.dtype)  # fmt: skip
         assert not mismatch(case, want), (i, p.describe())
         checked += 1
+        epilogues += bool(p.epilogue)
     assert checked > 5
+    assert epilogues > 0
 
 
 def test_printed_results_are_parsed() -> None:

@@ -24,12 +24,17 @@ def _map(prog: Program, op: Operand) -> str:
     return f"affine_map<({loops}) -> ({', '.join(f'd{d}' for d in op.dims)})>"
 
 
-def _body(prog: Program) -> list[str]:
+def _body(prog: Program, body: list[tuple[str, str, tuple[str, ...]]] | None = None) -> list[str]:
     t = prog.dtype
     lines = []
-    for res, op, args in prog.body:
+    for res, op, args in prog.body if body is None else body:
         a = ["%o_" if x == "o" else f"%{x}" for x in args]
-        if op == "addc":
+        if op == "relu":
+            zero = "0.0" if prog.is_float else "0"
+            most = "arith.maximumf" if prog.is_float else "arith.maxsi"
+            lines += [f"%{res}_z = arith.constant {zero} : {t}",
+                      f"%{res} = {most} {a[0]}, %{res}_z : {t}"]  # fmt: skip
+        elif op == "addc":
             one = "1.0" if prog.is_float else "1"
             add = "arith.addf" if prog.is_float else "arith.addi"
             lines += [f"%{res}_c = arith.constant {one} : {t}",
@@ -106,6 +111,35 @@ def _kernel(prog: Program) -> str:
             f"    linalg.yield %{prog.body[-1][0]} : {prog.dtype}",
             f"  }} -> {out_t}",
         ]
-    lines = [*init_lines, *op_lines, f"return %r : {out_t}"]
+    result, after = "%r", []
+    if prog.epilogue:
+        result, after = "%g", _epilogue(prog, out_t)
+    lines = [*init_lines, *op_lines, *after, f"return {result} : {out_t}"]
     text = "\n".join(f"  {ln}" for ln in lines)
     return f"func.func @kernel({', '.join(params)}) -> {out_t} {{\n{text}\n}}\n"
+
+
+def _epilogue(prog: Program, out_t: str) -> list[str]:
+    """``%g``: the epilogue, an elementwise ``linalg.generic`` over ``%r``."""
+    rank = len(prog.out.dims)
+    lines, dims = [], []
+    if not prog.static:
+        for k in range(rank):
+            lines += [f"%gc{k} = arith.constant {k} : index",
+                      f"%gn{k} = tensor.dim %r, %gc{k} : {out_t}"]  # fmt: skip
+            dims.append(f"%gn{k}")
+    loops = ", ".join(f"d{i}" for i in range(rank))
+    ident = f"affine_map<({loops}) -> ({loops})>"
+    iters = ", ".join(['"parallel"'] * rank)
+    body = "\n".join(f"    {ln}" for ln in _body(prog, prog.epilogue))
+    t = prog.dtype
+    return [
+        *lines,
+        f"%ge = tensor.empty({', '.join(dims)}) : {out_t}",
+        f"%g = linalg.generic {{indexing_maps = [{ident}, {ident}], iterator_types = [{iters}]}}",
+        f"    ins(%r : {out_t}) outs(%ge : {out_t}) {{",
+        f"  ^bb0(%y: {t}, %y_out: {t}):",
+        body,
+        f"    linalg.yield %{prog.epilogue[-1][0]} : {t}",
+        f"  }} -> {out_t}",
+    ]

@@ -1,4 +1,6 @@
-"""Random kernels: one ``linalg.generic`` (sometimes a named op) per program.
+"""Random kernels: one ``linalg.generic`` (sometimes a named op) per program,
+sometimes followed by an elementwise one on its dense result (an *epilogue*,
+which the compiler may apply as the first op stores its output).
 
 A :class:`Program` is a small model that :mod:`.emit` prints as MLIR and
 :mod:`.reference` evaluates with numpy, so both read the same structure:
@@ -22,6 +24,9 @@ UNARY_I = ["addc", "sq"]
 BINARY_F = ["add", "sub", "mul", "mul", "max", "min", "selgt", "div"]
 BINARY_I = ["add", "sub", "mul", "mul", "max", "min", "selgt"]
 COMBINE = ["add", "add", "add", "max", "min", "mul"]
+#: unary ops of an epilogue (``relu``: the larger of the value and zero)
+EPILOGUE_F = ["relu", "relu", "neg", "addc", "sq", "exp", "cos"]
+EPILOGUE_I = ["relu", "addc", "sq"]
 
 
 @dataclass
@@ -46,6 +51,8 @@ class Program:
     body: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
     static: bool = False
     named: str = ""  # "matvec" / "matmul": printed as the named op
+    #: an elementwise op on the (dense) result: its body over ``y``, as ``body``
+    epilogue: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
 
     @property
     def is_float(self) -> bool:
@@ -62,7 +69,9 @@ class Program:
         encs = ",".join(e.label for e in self.encodings)
         body = "; ".join(f"{r}={op}({','.join(a)})" for r, op, a in self.body)
         sizes = "x".join(map(str, self.sizes))
-        return f"{self.kind} {self.dtype} {sizes} init={self.init} [{body}] {encs}"
+        after = "; ".join(f"{r}={op}({','.join(a)})" for r, op, a in self.epilogue)
+        then = f" then [{after}]" if after else ""
+        return f"{self.kind} {self.dtype} {sizes} init={self.init} [{body}]{then} {encs}"
 
 
 class _Gen:
@@ -89,7 +98,21 @@ def generate(rng: np.random.Generator) -> Program:
             "matmul": _matmul, "sddmm": _sddmm}[kind](g, kind, dtype, family)  # fmt: skip
     prog.body = g.body
     prog.static = bool(rng.random() < 0.3)
+    if prog.init != "empty" and rng.random() < 0.3:  # drawn last: older seeds keep their programs
+        prog.epilogue = _epilogue(g, dtype)
     return prog
+
+
+def _epilogue(g: _Gen, dtype: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    ops = EPILOGUE_F if dtype.startswith("f") else EPILOGUE_I
+    body: list[tuple[str, str, tuple[str, ...]]] = []
+    value = "y"
+    for k in range(1 + int(g.rng.random() < 0.4)):
+        op = g.pick(ops)
+        name = f"w{k}"
+        body.append((name, "mul", (value, value)) if op == "sq" else (name, op, (value,)))
+        value = name
+    return body
 
 
 def _sizes(g: _Gen, n: int) -> list[int]:

@@ -2,7 +2,8 @@
 
 Parallel loops are vectorized; reduction points are visited one at a time in
 lexicographic order, each updating the output as the body says (so bodies
-that read the output mean what linalg means). Implicit zeros of sparse
+that read the output mean what linalg means); an epilogue then applies to
+the whole result. Implicit zeros of sparse
 operands are zeros. A sparse output built from ``tensor.empty`` starts at 0.
 """
 
@@ -41,6 +42,8 @@ def _apply(op: str, args: list[np.ndarray], dt: type) -> np.ndarray:
         return -a
     if op == "addc":
         return a + dt(1)
+    if op == "relu":
+        return np.maximum(a, dt(0))
     raise AssertionError(op)
 
 
@@ -71,6 +74,11 @@ def evaluate(prog: Program, arrays: dict[str, np.ndarray]) -> np.ndarray:
                 out[...] = np.broadcast_to(value, shape)
             else:
                 out[()] = value
+        if prog.epilogue:  # elementwise, on the whole result
+            env = {"y": out}
+            for res, op, args in prog.epilogue:
+                env[res] = np.asarray(_apply(op, [env[x] for x in args], dt)).astype(dt)
+            out = np.asarray(env[prog.epilogue[-1][0]])
     return out
 
 
