@@ -223,3 +223,26 @@ def test_inference_mode(layout: str) -> None:
             want.append(mlp(x.clone()))
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["csr", "bsr:8x1"])
+def test_threads_calling_the_same_layers(layout: str) -> None:
+    """Staged operands, pending rows and learned links are shared between threads:
+    each call still gets its own input's result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    q, k, v = _projections(layout)
+
+    def forward(seed: int) -> bool:
+        g = torch.Generator().manual_seed(seed)
+        ok = True
+        for _ in range(5):
+            x = torch.randn(6, 24, generator=g)
+            with torch.no_grad():
+                got = [q(x), k(x), v(x)]
+                want = [x @ m.weight.T + m.bias for m in (q, k, v)]
+            ok &= all(torch.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in zip(got, want))
+        return ok
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(forward, range(8)))

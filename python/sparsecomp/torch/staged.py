@@ -125,18 +125,20 @@ class _Stage:
         return self.tensor
 
     def over_source(self, values: np.ndarray) -> Any:
-        """The tensor over the parameter's own memory (rebuilt where it moved)."""
-        source = self.source
-        same = (
-            source is not None
-            and source.dtype == values.dtype
-            and source.shape == values.shape
-            and source.__array_interface__["data"][0] == values.__array_interface__["data"][0]
-        )
-        if not same:
-            self.source = values
-            self.tensor = self.packed.with_values(values, copy=False)
-        return self.tensor
+        """The tensor over the parameter's own memory (rebuilt where it moved; the
+        check and the rebuild under :attr:`lock`, so that the pair stays one)."""
+        with self.lock:
+            source = self.source
+            same = (
+                source is not None
+                and source.dtype == values.dtype
+                and source.shape == values.shape
+                and source.__array_interface__["data"][0] == values.__array_interface__["data"][0]
+            )
+            if not same:
+                self.source = values
+                self.tensor = self.packed.with_values(values, copy=False)
+            return self.tensor
 
 
 def _key(perm: Tensor, index: list[Tensor], layout: str, shape: list[int]) -> tuple[Any, ...]:
