@@ -7,16 +7,7 @@ import sys
 
 import pytest
 
-
-def script(path):  # -> the module a script file defines, imported from its path
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from script_corpus import import_file
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -42,7 +33,7 @@ def test_hyb_figure_is_drawn(repo, tmp_path):
 
 
 def test_formats_doc_examples_are_fresh(repo):
-    module = script(repo / "docs" / "figures" / "layout_examples.py")
+    module = import_file(repo / "docs" / "figures" / "layout_examples.py")
     doc = (repo / "docs" / "formats.md").read_text()
     assert module.render() in doc, "stale: python docs/figures/layout_examples.py --write"
     assert "figures/hyb.png" in doc
@@ -50,7 +41,7 @@ def test_formats_doc_examples_are_fresh(repo):
 
 def test_cuda_stages_doc_is_fresh(repo):
     """docs/cuda-stages.md is what the compiler prints today, stage by stage."""
-    module = script(repo / "docs" / "figures" / "cuda_stages.py")
+    module = import_file(repo / "docs" / "figures" / "cuda_stages.py")
     doc = (repo / "docs" / "cuda-stages.md").read_text()
     assert module.render() == doc, "stale: python docs/figures/cuda_stages.py --write"
 
@@ -60,7 +51,7 @@ def test_cpu_figure_is_fresh(repo, tmp_path):
     from PIL import Image
 
     path = repo / "docs" / "figures" / "make_cpu_figure.py"
-    module = script(path)
+    module = import_file(path)
     tables = module.cpu_tables((repo / "docs" / "benchmarks.md").read_text())
     assert {t.split(",")[0] for t in tables} >= {
         "SpMV y = A x",
@@ -84,7 +75,7 @@ def test_stages_figure_is_fresh(repo):
 
     from sparsecomp.targets import detect_host, target_from_attr
 
-    module = script(repo / "docs" / "figures" / "make_stages_figure.py")
+    module = import_file(repo / "docs" / "figures" / "make_stages_figure.py")
     recorded = module.read_table((repo / "docs" / "design.md").read_text())
     with Image.open(repo / "docs" / "figures" / "stages.png") as image:
         assert image.info.get("Description") == module.fingerprint(recorded), (
@@ -103,7 +94,7 @@ def test_choice_figure_is_fresh(repo):
     """docs/figures/choices.png shows what ``choose`` picks today for its three matrices."""
     from PIL import Image
 
-    module = script(repo / "docs" / "figures" / "make_choice_figure.py")
+    module = import_file(repo / "docs" / "figures" / "make_choice_figure.py")
     with Image.open(repo / "docs" / "figures" / "choices.png") as image:
         drawn = image.info.get("Description")
     assert drawn == module.description(module.choices(module.matrices())), (

@@ -93,8 +93,9 @@ def run_layout_mm(
     shape: list[int],
     bias: Tensor | None = None,
 ) -> Tensor:
-    """``A @ b (+ bias[:, None])``, ``A`` (``shape``) in ``layout``: ``layout_mm``'s
-    implementation, which eager callers use directly (no dispatch)."""
+    """``A @ b (+ bias[:, None])``, ``A`` (``shape``) in ``layout``. The op
+    ``sparsecomp::layout_mm`` (:data:`layout_mm`) wraps it; eager callers call it
+    directly (no dispatch)."""
     _check_matrix(b, "the dense operand", shape[1])
     _check_bias(bias, shape[0])
     vals = host_array(values, "the sparse weight's values")
@@ -109,18 +110,8 @@ def run_layout_mm(
     return out
 
 
-@torch.library.custom_op("sparsecomp::layout_mm", mutates_args=())
-def layout_mm(
-    values: Tensor,
-    b: Tensor,
-    perm: Tensor,
-    index: list[Tensor],
-    layout: str,
-    shape: list[int],
-    bias: Tensor | None = None,
-) -> Tensor:
-    """``A @ b (+ bias[:, None])``, ``A`` (``shape``) in ``layout``; see the module."""
-    return run_layout_mm(values, b, perm, index, layout, shape, bias)
+#: ``A @ b (+ bias[:, None])`` as a custom op; see the module
+layout_mm = torch.library.custom_op("sparsecomp::layout_mm", mutates_args=())(run_layout_mm)
 
 
 @layout_mm.register_fake
@@ -148,7 +139,12 @@ def run_linear(
     bias: Tensor | None = None,
     activation: str = "",
 ) -> Tensor:
-    """``linear``'s implementation, which eager callers use directly (no dispatch)."""
+    """``activation(x @ A.T (+ bias))``, ``x`` row-major ``n x shape[1]``, ``A``
+    (``shape``) in ``layout`` (one :func:`.kernels.row_major` accepts); the
+    result is row-major ``n x shape[0]``. ``activation``: ``""`` (none) or one of
+    :data:`.kernels.ACTIVATIONS`, applied by the kernel as it stores each
+    result. Not differentiable by itself. The op ``sparsecomp::linear``
+    (:data:`linear`) wraps it; eager callers call it directly (no dispatch)."""
     if x.dim() != 2 or x.shape[1] != shape[1]:
         raise SparsecompError(
             f"the input must be a matrix with {shape[1]} columns, got shape {tuple(x.shape)}"
@@ -168,23 +164,8 @@ def run_linear(
     return torch.from_numpy(np.require(result, requirements=["W", "C"]))
 
 
-@torch.library.custom_op("sparsecomp::linear", mutates_args=())
-def linear(
-    values: Tensor,
-    x: Tensor,
-    perm: Tensor,
-    index: list[Tensor],
-    layout: str,
-    shape: list[int],
-    bias: Tensor | None = None,
-    activation: str = "",
-) -> Tensor:
-    """``activation(x @ A.T (+ bias))``, ``x`` row-major ``n x shape[1]``, ``A``
-    (``shape``) in ``layout`` (one :func:`.kernels.row_major` accepts); the
-    result is row-major ``n x shape[0]``. ``activation``: ``""`` (none) or one of
-    :data:`.kernels.ACTIVATIONS`, applied by the kernel as it stores each
-    result. Not differentiable by itself."""
-    return run_linear(values, x, perm, index, layout, shape, bias, activation)
+#: ``activation(x @ A.T (+ bias))`` as a custom op; see :func:`run_linear`
+linear = torch.library.custom_op("sparsecomp::linear", mutates_args=())(run_linear)
 
 
 @linear.register_fake
