@@ -448,13 +448,13 @@ class NestEmitter(OperandAccess):
         fused = self.epilogue
         if fused is None:
             return elems
+
+        def applied() -> Carried:
+            return [epilogue.apply(fused, e) for e in elems]
+
         if self.cut is None:
-            return [epilogue.apply(fused, e) for e in elems]
-
-        def last() -> Carried:
-            return [epilogue.apply(fused, e) for e in elems]
-
-        return if_else(self.cut.last, [e.type for e in elems], last, lambda: elems)
+            return applied()
+        return if_else(self.cut.last, [e.type for e in elems], applied, lambda: elems)
 
     def _sparse_init(self) -> ir.Value:
         """The values tensor a sparse output (the driver's structure) starts from.
