@@ -26,6 +26,15 @@ n:m levels that lie outside the tensor or hold zero.
 
 The walks are sequential: a conversion costs about one pass over the
 entries plus the random writes of the scatter.
+
+A target with narrow index buffers (``posWidth``/``crdWidth`` below 64) is
+checked at run time before its buffers are filled: if the entries counted
+are more than its positions address, or the inner dimension is longer than
+its coordinates address, the program reports the count and the conversion's
+location and exits with status 1 (:mod:`sparsecomp.ir.fatal`, as MLIR's own
+sparse runtime does). A wrapped position would otherwise give a wrong result
+silently. Results that reach a Python caller are checked again by the runtime
+(:mod:`sparsecomp.runtime.overflow`).
 """
 
 from __future__ import annotations
@@ -36,6 +45,8 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
 from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.validate import index_max
+from sparsecomp.ir import fatal
 from sparsecomp.ir.attrs import encoding_of, layout_of
 from sparsecomp.lowering.assemble import assemble_csr, cast, prefix_positions
 from sparsecomp.lowering.levels import emit_level
@@ -198,7 +209,44 @@ def _to_dense(reader: Reader, ty: ir.RankedTensorType) -> ir.Value:
     return _walk(reader, [out], visit)[0]
 
 
-def _to_csr(source: ir.Value, layout: Layout | None, ty: ir.RankedTensorType) -> ir.Value:
+def _where(op: ir.Operation) -> str:
+    """``file:line:col: `` of ``op``'s location, or ""."""
+    loc = op.location
+    return f"{loc.filename}:{loc.start_line}:{loc.start_col}: " if loc.is_a_file() else ""
+
+
+def _module(op: ir.Operation) -> ir.Operation:
+    parent = op.parent
+    while parent.name != "builtin.module":
+        parent = parent.parent
+    return parent.operation
+
+
+def _check_widths(op: ir.Operation, target: Layout, total: ir.Value, inner: ir.Value) -> None:
+    """Exit at run time (with a message) where ``total`` entries or an inner dimension
+    of ``inner`` do not fit the target's narrow positions or coordinates."""
+    place, module = _where(op), _module(op)
+    checks = [
+        (total, target.pos_width, "{} entries", "positions", "posWidth"),
+        (add(inner, index(-1)), target.crd_width, "coordinates up to {}", "coordinates",
+         "crdWidth"),
+    ]  # fmt: skip
+    for n, (value, width, what, buffers, name) in enumerate(checks):
+        if width in (0, 64):
+            continue
+        # positions are read unsigned (loops.load_position), coordinates signed
+        limit = (1 << width) - 1 if n == 0 else index_max(width)
+        bad = arith.cmpi(arith.CmpIPredicate.sgt, value, index(limit))
+        text = (
+            f"{place}error: the conversion to {target} gives {what}, more than its "
+            f"{width}-bit {buffers} hold (at most {limit}); declare a wider {name} (32 or 64)"
+        )
+        fatal.fail_if(bad, text, [value], module)
+
+
+def _to_csr(
+    op: ir.Operation, source: ir.Value, layout: Layout | None, ty: ir.RankedTensorType
+) -> ir.Value:
     """A counting sort of the source's entries by the target's outer dimension."""
     target, outer, inner = target_dims(ty)
     if layout is None:
@@ -224,6 +272,7 @@ def _to_csr(source: ir.Value, layout: Layout | None, ty: ir.RankedTensorType) ->
     (counts,) = walk([counts], count)
     pos_t, crd_t = int_type(target.pos_width), int_type(target.crd_width)
     pos, total, starts = prefix_positions(counts, rows, pos_t)
+    _check_widths(op, target, total, dims[inner])
     # Each row's cursor starts at its position (counts is reused: it is dead now).
     (cursor,) = for_loop(
         index(0), rows, index(1), [counts],
@@ -252,4 +301,4 @@ def lower_conversion(op: ir.Operation) -> ir.Value:
     if encoding_of(ty) is None:
         assert layout is not None  # verified: unset_encoding has an encoded source
         return _to_dense(Reader(source, layout), ty)
-    return _to_csr(source, layout, ty)
+    return _to_csr(op, source, layout, ty)

@@ -1,0 +1,127 @@
+"""Pass ``sparse-iter-check-narrow-indices``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mlir import ir
+from mlir.dialects import arith, memref
+from mlir.dialects import sparse_tensor as st
+from mlir.passmanager import ExternalPass
+
+from sparsecomp.ir import fatal
+from sparsecomp.ir.calls import functions, name_of
+from sparsecomp.ir.walk import preorder
+from sparsecomp.transforms.base import SparsecompPass
+from sparsecomp.transforms.check_whole_blocks import where
+
+#: Level formats whose level has a positions buffer.
+_POSITIONS = (int(st.LevelFormat.compressed), int(st.LevelFormat.loose_compressed))
+#: Level formats whose level has a coordinates buffer.
+_COORDINATES = (*_POSITIONS, int(st.LevelFormat.singleton))
+#: Ops that compute a sparse result's index buffers (``linalg.*`` ops besides).
+_BUILDERS = ("sparse_tensor.convert", "sparse_tensor.load", "sparse_tensor.reorder_coo")
+
+
+def _narrow(ty: ir.Type) -> st.EncodingAttr | None:
+    """``ty``'s encoding if its positions or coordinates are narrower than 64 bits."""
+    if not isinstance(ty, ir.RankedTensorType) or ty.encoding is None:
+        return None
+    try:
+        enc = st.EncodingAttr(ty.encoding)
+    except ValueError:  # a sparse_iter layout: not the sparsifier's
+        return None
+    return enc if 0 < enc.pos_width < 64 or 0 < enc.crd_width < 64 else None
+
+
+def _bad(value: ir.Value, enc: st.EncodingAttr) -> list[tuple[ir.Value, ir.Value, str]]:
+    """``(bad, size, what)`` for each narrow buffer of ``value``: ``bad`` (i1) where the
+    level's ``size`` (entries, or level size) exceeds what the buffer holds."""
+    index = ir.IndexType.get()
+    out = []
+    for lvl, fmt in enumerate(enc.lvl_formats_enum):
+        fmt = int(fmt)
+        if fmt in _POSITIONS and 0 < enc.pos_width < 64:
+            limit = (1 << enc.pos_width) - 1  # read unsigned: 2^w - 1 entries
+            crd = st.ToCoordinatesOp(value, ir.IntegerAttr.get(index, lvl)).result
+            count = memref.DimOp(crd, arith.ConstantOp(index, 0).result).result
+            what = f"{{}} entries at level {lvl}, more than its {enc.pos_width}-bit positions"
+            out.append(
+                (count, limit, what + f" address (at most {limit}); declare a wider posWidth")
+            )
+        if fmt in _COORDINATES and 0 < enc.crd_width < 64:
+            limit = 1 << enc.crd_width  # coordinates 0 .. 2^w - 1
+            size = st.LvlOp(value, arith.ConstantOp(index, lvl).result).result
+            what = f"level {lvl} of size {{}}, more than its {enc.crd_width}-bit coordinates"
+            out.append(
+                (size, limit, what + f" address (at most {limit}); declare a wider crdWidth")
+            )
+    checks = []
+    for size, limit, what in out:
+        bound = arith.ConstantOp(index, limit).result
+        checks.append((arith.CmpIOp(arith.CmpIPredicate.ugt, size, bound).result, size, what))
+    return checks
+
+
+def check_op(op: ir.Operation, func: ir.Operation, module: ir.Operation) -> None:
+    """After ``op``: fail at run time where a narrow index buffer of its result overflowed."""
+    if op.name not in _BUILDERS and not op.name.startswith("linalg."):
+        return
+    for result in op.results:
+        enc = _narrow(result.type)
+        if enc is None:
+            continue
+        with ir.InsertionPoint.after(op), op.location:
+            checks = _bad(result, enc)
+            for bad, size, what in checks:
+                text = (
+                    f"{where(op.location)}error: '{name_of(func)}' builds {result.type} with "
+                    + what
+                )
+                fatal.fail_if(bad, text, [size], module)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckNarrowIndicesPass(SparsecompPass):
+    """Check at run time that a sparse tensor the sparsifier builds fits its narrow
+    ``posWidth`` / ``crdWidth``.
+
+    MLIR's sparsifier stores positions and coordinates in the encoding's
+    widths and does not check them: a conversion to a ``posWidth = 8`` CSR
+    matrix of 300 entries wraps its positions (silently, a wrong result
+    or a read out of bounds). After each op that computes a sparse result's
+    index buffers (``sparse_tensor.convert``, ``sparse_tensor.load``,
+    ``sparse_tensor.reorder_coo``, ``linalg`` ops) of a type with widths
+    below 64 bits, this pass checks each level with positions (its
+    coordinate count, the ``sparse_tensor.coordinates`` buffer's size, at
+    most ``2^w - 1``, as positions are read unsigned) and each level with
+    coordinates (its size at most ``2^w``); if one does not fit, the
+    program reports it with the op's location and exits with status 1
+    (``sparsecomp.ir.fatal``). Runs on the fallback's module before the
+    sparsifier, which folds the checks of static sizes.
+
+    Before:
+
+    ```mlir
+    %a = sparse_tensor.convert %d : tensor<?x?xf64> to tensor<?x?xf64, #CSR8>
+    ```
+
+    After:
+
+    ```mlir
+    %a = sparse_tensor.convert %d : tensor<?x?xf64> to tensor<?x?xf64, #CSR8>
+    %crd = sparse_tensor.coordinates %a {level = 1 : index} : ...
+    %n = memref.dim %crd, %c0 : memref<?xindex, strided<[?], offset: ?>>
+    %bad = arith.cmpi ugt, %n, %c255 : index
+    scf.if %bad {
+      func.call @__sparsecomp_fatal_0(%n) : (index) -> ()  // dprintf, exit(1)
+    }
+    ```
+    """
+
+    NAME = "sparse-iter-check-narrow-indices"
+
+    def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
+        for func in functions(op):
+            for inner in list(preorder(func)):
+                check_op(inner, func, op)

@@ -1,0 +1,75 @@
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-check-narrow-indices | FileCheck %s --enable-var-scope
+
+// A conversion to 8-bit positions and 16-bit coordinates: after it, the
+// entries of its compressed level (its coordinates buffer's size) must be at
+// most 255 and its level size at most 65536, or the program reports the
+// number and exits.
+#CSR8 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 16 }>
+
+// CHECK-DAG: llvm.func @dprintf(i32, !llvm.ptr, ...) -> i32
+// CHECK-DAG: llvm.func @exit(i32)
+// CHECK-DAG: llvm.mlir.global private constant @[[$MSG0:[a-z_0-9]+]]("{{.*}}check-narrow-indices.mlir:[[@LINE+18]]:8: error: 'convert' builds tensor<?x?xf64, {{.*}}> with %lld entries at level 1, more than its 8-bit positions address (at most 255); declare a wider posWidth\0A\00")
+// CHECK-DAG: llvm.mlir.global private constant @{{[a-z_0-9]+}}("{{.*}}: error: 'convert' builds {{.*}} with level 1 of size %lld, more than its 16-bit coordinates address (at most 65536); declare a wider crdWidth\0A\00")
+// CHECK-LABEL: func.func @convert
+// CHECK-SAME: (%[[D:.*]]: tensor<?x?xf64>)
+// CHECK: %[[A:.*]] = sparse_tensor.convert %[[D]]
+// CHECK-NEXT: %[[CRD:.*]] = sparse_tensor.coordinates %[[A]] {level = 1 : index}
+// CHECK: %[[N:.*]] = memref.dim %[[CRD]], %{{.*}} : memref<?xi16>
+// CHECK: %[[SIZE:.*]] = sparse_tensor.lvl %[[A]], %{{.*}}
+// CHECK: %[[C255:.*]] = arith.constant 255 : index
+// CHECK: %[[BAD:.*]] = arith.cmpi ugt, %[[N]], %[[C255]] : index
+// CHECK: %[[C65536:.*]] = arith.constant 65536 : index
+// CHECK: %[[BAD2:.*]] = arith.cmpi ugt, %[[SIZE]], %[[C65536]] : index
+// CHECK: scf.if %[[BAD]] {
+// CHECK-NEXT: func.call @{{.*}}(%[[N]]) : (index) -> ()
+// CHECK: scf.if %[[BAD2]] {
+// CHECK-NEXT: func.call @{{.*}}(%[[SIZE]]) : (index) -> ()
+// CHECK: return %[[A]]
+func.func @convert(%d: tensor<?x?xf64>) -> tensor<?x?xf64, #CSR8> {
+  %a = sparse_tensor.convert %d : tensor<?x?xf64> to tensor<?x?xf64, #CSR8>
+  return %a : tensor<?x?xf64, #CSR8>
+}
+
+// -----
+
+// A linalg op with a COO result of 16-bit positions (its compressed level)
+// and default (64-bit) coordinates: only the positions are checked.
+#COO16 = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(soa)), posWidth = 16 }>
+#trait = {
+  indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+  iterator_types = ["parallel", "parallel"]
+}
+
+// CHECK-LABEL: func.func @negate
+// CHECK: %[[R:.*]] = linalg.generic
+// CHECK: sparse_tensor.coordinates %[[R]] {level = 0 : index}
+// CHECK: arith.constant 65535 : index
+// CHECK-NOT: sparse_tensor.lvl
+// CHECK: scf.if
+// CHECK-NOT: scf.if
+// CHECK: return %[[R]]
+func.func @negate(%a: tensor<8x8xf32, #COO16>) -> tensor<8x8xf32, #COO16> {
+  %e = tensor.empty() : tensor<8x8xf32, #COO16>
+  %r = linalg.generic #trait ins(%a : tensor<8x8xf32, #COO16>) outs(%e : tensor<8x8xf32, #COO16>) {
+  ^bb0(%x: f32, %o: f32):
+    %n = arith.negf %x : f32
+    linalg.yield %n : f32
+  } -> tensor<8x8xf32, #COO16>
+  return %r : tensor<8x8xf32, #COO16>
+}
+
+// -----
+
+// Default widths, arguments and results of other ops are left alone.
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+#CSR8 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 8 }>
+
+// CHECK-LABEL: func.func @untouched
+// CHECK-NOT: sparse_tensor.coordinates
+// CHECK-NOT: scf.if
+// CHECK: return
+func.func @untouched(%d: tensor<?x?xf64>, %b: tensor<?x?xf64, #CSR8>) -> (tensor<?x?xf64, #CSR>, tensor<?x?xf64, #CSR8>) {
+  %a = sparse_tensor.convert %d : tensor<?x?xf64> to tensor<?x?xf64, #CSR>
+  %c = tensor.cast %b : tensor<?x?xf64, #CSR8> to tensor<?x?xf64, #CSR8>
+  return %a, %c : tensor<?x?xf64, #CSR>, tensor<?x?xf64, #CSR8>
+}
