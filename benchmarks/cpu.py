@@ -60,6 +60,7 @@ import numpy as np
 import scipy.sparse as sp
 from peers import OPS, Aborted, Case, Peer, Run, Unavailable, scipy_peer
 from peers.dense import DensePeer
+from peers.mkl_peer import MklPeer
 from peers.sparsecomp_peer import SparsecompPeer
 from peers.torch_cpu import TorchPeer
 from peers.upstream import VARIANTS, UpstreamPeer
@@ -137,6 +138,8 @@ def make_peers(args: argparse.Namespace) -> list[Peer]:
         ("scipy", scipy_peer.ScipyPeer),
         ("dense", DensePeer),
         ("torch", TorchPeer),
+        ("mkl", partial(MklPeer, optimized=False)),
+        ("mkl-opt", partial(MklPeer, optimized=True)),
     ]
     variants = ["best", *VARIANTS] if args.upstream == "all" else args.upstream.split(",")
     factories += [("upstream", partial(UpstreamPeer, v)) for v in variants if v]

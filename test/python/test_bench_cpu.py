@@ -59,6 +59,13 @@ def test_cpu_benchmark_quick(repo, tmp_path):
         assert "torch not installed" in out
     else:
         assert "torch ms" in header
+    # Intel MKL (the bench extra), both forms, checked against scipy like every peer
+    if importlib.util.find_spec("sparse_dot_mkl") is None:
+        assert "- mkl-opt: not available: mkl not installed" in out
+    else:
+        assert "mkl ms" in header
+        assert "mkl-opt ms" in header
+        assert "MKL's sparse BLAS has no SDDMM" in out
     rows = [ln for ln in out.splitlines() if ln.startswith("| rmat")]
     assert len(rows) == 5  # one per table
     # the upstream sparsifier's SpGEMM runs (its i1 buffers widened) and is checked
