@@ -33,11 +33,28 @@ def reproducer_dir() -> Path | None:
 
 
 def compile_in_process() -> bool:
-    """``SPARSECOMP_COMPILE_IN_PROCESS=1``: build in the calling process, not the compile server.
+    """```SPARSECOMP_COMPILE_IN_PROCESS=1``: build in the calling process, not the compile daemon.
 
     For debuggers and profilers; an assertion in MLIR then aborts the caller.
     """
     return os.environ.get("SPARSECOMP_COMPILE_IN_PROCESS", "") not in ("", "0")
+
+
+def compile_daemon() -> bool:
+    """``SPARSECOMP_COMPILE_DAEMON=0``: each process builds in a compile server of its
+    own instead of the daemon its user's processes share (:mod:`sparsecomp.compiler.daemon`)."""
+    return os.environ.get("SPARSECOMP_COMPILE_DAEMON", "1") != "0"
+
+
+def compile_daemon_idle() -> float:
+    """``SPARSECOMP_COMPILE_DAEMON_IDLE``: seconds a compile daemon this process starts
+    waits for a job before it exits (600; ``scripts/check`` sets 60, so that a CI
+    run leaves no daemon behind for long)."""
+    value = os.environ.get("SPARSECOMP_COMPILE_DAEMON_IDLE", "")
+    try:
+        return max(float(value), 1.0) if value else 600.0
+    except ValueError:
+        return 600.0
 
 
 def native_calls() -> bool:

@@ -213,8 +213,14 @@ func.func @k(%A: {at}, %C: {ot}) -> {ot} {{
         np.testing.assert_allclose(exe(sp.csr_matrix(d), c), want, rtol=1e-12)
 
 
-def test_failed_threaded_build_is_retried_sequentially() -> None:
-    """A sparsifier abort under dense-outer-loop: the worker retries without it."""
+@pytest.mark.parametrize("daemon", [True, False], ids=["daemon", "worker"])
+def test_failed_threaded_build_is_retried_sequentially(
+    daemon: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sparsifier abort under dense-outer-loop: the job retries without it, in a
+    child of the compile daemon (which reports the child's death) or in this process's
+    own worker (``SPARSECOMP_COMPILE_DAEMON=0``, started afresh after it dies)."""
+    monkeypatch.setenv("SPARSECOMP_COMPILE_DAEMON", "1" if daemon else "0")
     ctx = make_context()
     with ctx:
         module = parse_module(reduction("minsi", "i64", "all", True), "k.mlir", ctx)
@@ -233,10 +239,14 @@ def test_failed_threaded_build_is_retried_sequentially() -> None:
     assert upstream.sequential(threaded) is not None
     assert upstream_worker.run(out, "k.mlir", threaded).ok  # a new worker
     assert upstream.sequential(upstream.sequential(threaded) or "") is None
+    sequential = upstream.sequential(threaded) or ""
+    if daemon:  # the daemon's children ran it: no worker of this process's
+        assert upstream_worker._worker is None
+        assert upstream_worker._run_once(out, "k.mlir", sequential).ok
+        return
     # the worker serves the next jobs: its imports are paid once
     assert upstream_worker._worker is not None
     pid = upstream_worker._worker.proc.pid
-    sequential = upstream.sequential(threaded) or ""
     assert upstream_worker._run_once(out, "k.mlir", sequential).ok
     assert upstream_worker._worker.proc.pid == pid
 

@@ -13,7 +13,7 @@ from mlir import ir
 from sparsecomp import knobs
 from sparsecomp.compiler import aot
 from sparsecomp.compiler.cuda import device_pipeline, write_kernels
-from sparsecomp.compiler.driver import EMULATION_STAGES, STAGES, write_manifest
+from sparsecomp.compiler.stages import EMULATION_STAGES, STAGES, write_manifest
 from sparsecomp.errors import CompileError, ParseError, TargetError
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.conversions import find_conversions

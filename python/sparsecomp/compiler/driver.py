@@ -30,7 +30,6 @@ cache hit loads the library without parsing anything.
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import sys
 import time
@@ -44,23 +43,6 @@ from sparsecomp.runtime import Executable, load
 from sparsecomp.targets import CpuTarget, CudaTarget, detect_host
 from sparsecomp.targets.cuda import SM_VERSIONS
 
-STAGES = (
-    ("layouts", "sparsecomp-cpu-layouts"),
-    ("upstream", "sparsecomp-cpu-upstream"),
-    ("loops", "sparsecomp-cpu-loops"),
-    ("buffers", "sparsecomp-cpu-buffers"),
-    ("llvm", "sparsecomp-cpu-backend"),
-)
-#: The stages of the emulation targets (``cuda-emu:sm_80``): tensor-core
-#: kernels for the products that fit, the CUDA schedule, then each launch as
-#: host loops and the CPU code generation.
-EMULATION_STAGES = (
-    *STAGES[:2],
-    ("tensorize", "sparsecomp-cuda-tensorize"),
-    *STAGES[2:4],
-    ("gpu", "sparsecomp-cuda-schedule"),
-    ("llvm", "sparsecomp-cuda-emulate"),
-)
 Progress = Callable[[str, float], None]
 _OPTIONS = {"vector_bits", "unroll", "panel_bytes", "slice_bytes", "gpu_columns"}
 EMULATION_PREFIX = "cuda-emu:"
@@ -322,35 +304,3 @@ def _with_variants(
 
 def _progress(stage: str, seconds: float) -> None:
     print(f"sparsecomp: {stage:8s} {seconds * 1000:8.1f} ms", file=sys.stderr)
-
-
-def write_manifest(
-    out: Path,
-    cpu: CpuTarget,
-    functions: dict[str, Any],
-    needs: list[str],
-    targets: dict[str, CpuTarget] | None = None,
-    conversions: list[dict[str, Any]] | None = None,
-    profile: bool = False,
-) -> None:
-    """``manifest.json``: ``target`` is what the library's shared code needs (the
-    common target of the module's CPU targets); ``targets`` the module's CPU
-    targets by name, which functions with a ``target`` of their own need;
-    ``conversions`` the layout conversions the program runs (``exe.plan()``)."""
-    from sparsecomp import __version__
-    from sparsecomp.runtime.loader import digest
-
-    manifest = {
-        "format": 1,
-        "sparsecomp": __version__,
-        "mlir": cache.mlir_version(),
-        "target": cpu.attr_text(),
-        "targets": {name: t.attr_text() for name, t in (targets or {}).items()},
-        "library": "kernel.so",
-        "library_sha256": digest((out / "kernel.so").read_bytes()),
-        "needs": needs,
-        "functions": functions,
-        "conversions": conversions or [],
-        "profile": profile,
-    }
-    (out / cache.MANIFEST).write_text(json.dumps(manifest, indent=1))

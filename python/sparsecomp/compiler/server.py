@@ -1,22 +1,29 @@
-"""Builds run in a compile server: an abort in MLIR or LLVM never reaches the caller.
+"""Builds run in another process: an abort in MLIR or LLVM never reaches the caller.
 
 The bindings are built with assertions on, and an assertion kills the
-process it fires in. :func:`build` therefore sends each uncached build to a
-worker process (``python -m sparsecomp.compiler.server``), started on the
-first build, kept for the next ones (so its imports are paid once per
-calling process) and started afresh after it dies. One JSON job per line on
-its stdin::
+process it fires in. :func:`build` therefore sends each uncached build
+elsewhere:
+
+* to the compile daemon (:mod:`.daemon`), shared by this user's processes,
+  which forks a child per build with MLIR and the passes already imported;
+* where no daemon can run (no Unix sockets, ``SPARSECOMP_COMPILE_DAEMON=0``),
+  to a worker process of the caller's own (``python -m
+  sparsecomp.compiler.server``), started on the first build, kept for the
+  next ones (so its imports are paid once per calling process) and started
+  afresh after it dies.
+
+Both take one JSON job per line::
 
     {"text": "...", "filename": "f.mlir", "target": "#sparse_iter.cpu<...>",
      "options": {...}, "out": "/.../build-dir", "verbose": false,
      "env": {"SPARSECOMP_...": "..."}}
 
-and JSON lines back on its stdout: ``{"progress": [stage, seconds]}`` while
-it works, then ``{"ok": true}`` or ``{"ok": false, "error": class name,
-"message", "location", "hint"}``. The ``SPARSECOMP_*`` environment of the
-caller travels with each job, so knobs set after the server started apply.
-A worker that dies mid-build becomes a :class:`CompileError` naming the
-signal and the assertion it printed.
+and answer JSON lines: ``{"progress": [stage, seconds]}`` while it works,
+then ``{"ok": true}`` or ``{"ok": false, "error": class name, "message",
+"location", "hint"}`` (the daemon: ``{"crash": how}`` for a child that died).
+The ``SPARSECOMP_*`` environment of the caller travels with each job, so
+knobs set after the server started apply. A build that dies becomes a
+:class:`CompileError` naming the signal and the assertion it printed.
 
 ``SPARSECOMP_COMPILE_IN_PROCESS=1`` builds in the calling process instead
 (for debuggers and profilers).
@@ -29,20 +36,21 @@ import json
 import os
 import sys
 import threading
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sparsecomp import errors, knobs
+from sparsecomp.compiler import daemon, jobs
 from sparsecomp.compiler.worker_process import WorkerProcess
 from sparsecomp.errors import CompileError, SparsecompError
 from sparsecomp.targets import CpuTarget, CudaTarget
 
 Progress = Callable[[str, float], None] | None
 
-#: How the worker is started (tests replace it).
+#: How the worker is started (tests replace it, which also turns the daemon off).
 COMMAND = [sys.executable, "-m", __name__]
+_DEFAULT_COMMAND = list(COMMAND)
 _LOCK = threading.Lock()
 _server: WorkerProcess | None = None
 
@@ -81,6 +89,51 @@ def build(
         "out": str(out), "verbose": progress is not None,
         "env": {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")},
     }  # fmt: skip
+    answer = _by_daemon(job, filename, progress) if _daemon_wanted() else None
+    if answer is None:
+        answer = _by_worker(job, filename, progress)
+    if not answer["ok"]:
+        cls = getattr(errors, answer["error"], SparsecompError)
+        raise cls(answer["message"], location=answer["location"], hint=answer["hint"])
+
+
+def _daemon_wanted() -> bool:
+    """The daemon, unless it is turned off or a test replaced the worker's command."""
+    return knobs.compile_daemon() and COMMAND == _DEFAULT_COMMAND
+
+
+def _crashed(filename: str, how: str) -> CompileError:
+    return CompileError(
+        f"{filename}: the compiler crashed ({how})",
+        hint="please report it with the program; SPARSECOMP_COMPILE_IN_PROCESS=1 "
+        "reproduces it in a debugger",
+    )
+
+
+def _answer(lines: Any, filename: str, progress: Progress) -> dict[str, Any] | None:
+    """The answer among ``lines`` (progress reported on the way); None at their end."""
+    for line in lines:
+        answer: dict[str, Any] = json.loads(line)
+        if "progress" in answer:
+            if progress is not None:
+                progress(*answer["progress"])
+            continue
+        if "crash" in answer:
+            raise _crashed(filename, answer["crash"])
+        return answer
+    return None
+
+
+def _by_daemon(job: dict[str, Any], filename: str, progress: Progress) -> dict[str, Any] | None:
+    """The answer of the compile daemon; None where there is no daemon to ask."""
+    answer = daemon.exchange(job, progress)
+    if answer is not None and "crash" in answer:
+        raise _crashed(filename, answer["crash"])
+    return answer
+
+
+def _by_worker(job: dict[str, Any], filename: str, progress: Progress) -> dict[str, Any]:
+    """The answer of this process's own worker (started if it is not running)."""
     global _server
     with _LOCK:
         if _server is None or not _server.alive():
@@ -94,61 +147,20 @@ def build(
             server.proc.stdin.flush()
         except BrokenPipeError:
             pass
-        while line := server.proc.stdout.readline():
-            answer = json.loads(line)
-            if "progress" not in answer:
-                break
-            if progress is not None:
-                progress(*answer["progress"])
-        else:  # the worker died
+        answer = _answer(iter(server.proc.stdout.readline, ""), filename, progress)
+        if answer is None:  # the worker died
             crash = server.crash()
             _shutdown()
-            raise CompileError(
-                f"{filename}: the compiler crashed ({crash})",
-                hint="please report it with the program; SPARSECOMP_COMPILE_IN_PROCESS=1 "
-                "reproduces it in a debugger",
-            )
-    if not answer["ok"]:
-        cls = getattr(errors, answer["error"], SparsecompError)
-        raise cls(answer["message"], location=answer["location"], hint=answer["hint"])
-
-
-def _serve_one(job: dict[str, Any]) -> dict[str, Any]:
-    from sparsecomp.compiler.build import build as build_here
-    from sparsecomp.targets import target_from_attr
-
-    for key in [k for k in os.environ if k.startswith("SPARSECOMP_")]:
-        del os.environ[key]
-    os.environ.update(job["env"])
-
-    def report(stage: str, seconds: float) -> None:
-        print(json.dumps({"progress": [stage, seconds]}), flush=True)
-
-    cpu = target_from_attr(job["target"])
-    assert isinstance(cpu, CpuTarget)
-    emulate = target_from_attr(job["emulate"]) if job.get("emulate") else None
-    assert emulate is None or isinstance(emulate, CudaTarget)
-    device = target_from_attr(job["device"]) if job.get("device") else None
-    assert device is None or isinstance(device, CudaTarget)
-    try:
-        build_here(job["text"], job["filename"], cpu, job["options"], Path(job["out"]),
-                   report if job["verbose"] else None, emulate,
-                   job.get("profile", False), device)  # fmt: skip
-    except SparsecompError as exc:
-        name = type(exc).__name__
-        name = name if hasattr(errors, name) else "SparsecompError"
-        return {"ok": False, "error": name, "message": exc.message, "location": exc.location,
-                "hint": exc.hint}  # fmt: skip
-    except Exception:  # a compiler bug: say so, with the traceback
-        return {"ok": False, "error": "SparsecompError", "location": job["filename"],
-                "message": f"internal compiler error:\n{traceback.format_exc()}",
-                "hint": "please report it with the program"}  # fmt: skip
-    return {"ok": True}
+            raise _crashed(filename, crash)
+    return answer
 
 
 def main() -> int:
+    def emit(message: dict[str, Any]) -> None:
+        print(json.dumps(message), flush=True)
+
     for line in sys.stdin:
-        print(json.dumps(_serve_one(json.loads(line))), flush=True)
+        emit(jobs.build_job(json.loads(line), emit))
     return 0
 
 

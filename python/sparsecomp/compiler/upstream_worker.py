@@ -1,6 +1,8 @@
 """The upstream fallback's worker process: an abort in an upstream pass stays there.
 
-:func:`run` (parent side) sends each job to a worker process (``python -m
+:func:`run` (parent side) sends each job to the compile daemon, which runs
+it in a child of its own (:mod:`.daemon`), or where there is none
+(``SPARSECOMP_COMPILE_DAEMON=0``) to a worker process (``python -m
 sparsecomp.compiler.upstream_worker``), started on first use, kept for the
 next jobs (its imports, a third of a second, are paid once per compiling
 process) and started afresh after it dies. One JSON job per line on its stdin::
@@ -8,7 +10,7 @@ process) and started afresh after it dies. One JSON job per line on its stdin::
     {"input": ".../upstream.mlir", "filename": "user.mlir", "pipeline": "...",
      "output": ".../upstream-llvm.mlir", "env": {"SPARSECOMP_...": "..."}}
 
-The worker (:func:`lower`) parses ``input`` (sparsecomp context, file
+The worker (:func:`.jobs.upstream_job`) parses ``input`` (sparsecomp context, file
 locations kept), runs ``builtin.module(<pipeline>)`` (upstream passes and
 sparsecomp's, see :mod:`sparsecomp.transforms.pipeline`), writes the
 LLVM-dialect result to ``output`` and
@@ -29,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparsecomp.compiler import upstream
+from sparsecomp import knobs
+from sparsecomp.compiler import daemon, jobs, upstream
 from sparsecomp.compiler.worker_process import WorkerProcess
 
 
@@ -79,6 +82,12 @@ def _run_once(out: Path, filename: str, pipeline: str) -> Lowered:
         "output": str(out / upstream.OUTPUT),
         "env": {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")},
     }
+    if knobs.compile_daemon():  # a child of the daemon's per job (see .daemon)
+        answer = daemon.exchange({**job, "kind": jobs.UPSTREAM})
+        if answer is not None:
+            if "crash" in answer:
+                return Lowered(False, crash=answer["crash"])
+            return Lowered(answer["ok"], answer.get("needs", []), answer.get("diagnostics", []))
     with _LOCK:
         global _worker
         if _worker is None or _worker.proc.poll() is not None:
@@ -128,40 +137,9 @@ def _shutdown() -> None:
         _worker = None
 
 
-def lower(job: dict[str, Any]) -> dict[str, Any]:
-    """The worker's side: run the job, answer what :class:`Lowered` holds."""
-    from mlir import ir
-
-    from sparsecomp.compiler import aot
-    from sparsecomp.errors import SparsecompError
-    from sparsecomp.ir.context import make_context
-    from sparsecomp.ir.parsing import DiagnosticLog, parse_module
-    from sparsecomp.tools.diagnostics import format_diagnostic
-    from sparsecomp.transforms.pipeline import build_pass_manager
-
-    ctx = make_context()
-    log = DiagnosticLog(job["filename"])
-    try:
-        with log.capture(ctx), ctx:
-            module = parse_module(Path(job["input"]).read_text(), job["filename"], ctx)
-            build_pass_manager(f"builtin.module({job['pipeline']})", ctx).run(module.operation)
-            Path(job["output"]).write_text(module.operation.get_asm(enable_debug_info=True))
-            needs = aot.runtime_needs(module)
-    except (ir.MLIRError, SparsecompError) as exc:
-        lines = [format_diagnostic(d) for d in log.diagnostics]
-        if isinstance(exc, SparsecompError):
-            lines.append(exc.render())
-        return {"ok": False, "diagnostics": lines}
-    return {"ok": True, "needs": needs}
-
-
 def main() -> int:
     for line in sys.stdin:
-        job = json.loads(line)
-        for key in [k for k in os.environ if k.startswith("SPARSECOMP_")]:
-            del os.environ[key]
-        os.environ.update(job.get("env", {}))
-        print(json.dumps(lower(job)), flush=True)
+        print(json.dumps(jobs.upstream_job(json.loads(line))), flush=True)
     return 0
 
 

@@ -98,3 +98,22 @@ def any_not_whole(pairs: Sequence[tuple[ir.Value, int]]) -> ir.Value:
         this = arith.CmpIOp(arith.CmpIPredicate.ne, rem, zero).result
         bad = this if bad is None else arith.OrIOp(bad, this).result
     return bad if bad is not None else arith.ConstantOp(ir.IntegerType.get_signless(1), 0).result
+
+
+def only_returned(value: ir.Value) -> bool:
+    """Whether every use of ``value`` returns it from a public function: a result that
+    reaches its caller as it is, which the runtime checks for a Python caller, and
+    a caller in the program checks where its call returns (``func.call`` results)."""
+    uses = list(value.uses)
+    if not uses:
+        return False
+    for use in uses:
+        owner = use.owner
+        if owner.name != "func.return":
+            return False
+        func = owner.parent
+        while func is not None and func.name != "func.func":
+            func = func.parent
+        if func is None or "sym_visibility" in func.attributes:
+            return False  # a private function's caller reads it unchecked
+    return True

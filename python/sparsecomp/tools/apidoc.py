@@ -159,6 +159,8 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.knobs:cache_dir",
             "sparsecomp.knobs:reproducer_dir",
             "sparsecomp.knobs:compile_in_process",
+            "sparsecomp.knobs:compile_daemon",
+            "sparsecomp.knobs:compile_daemon_idle",
             "sparsecomp.knobs:specialize",
             "sparsecomp.knobs:native_calls",
         ),

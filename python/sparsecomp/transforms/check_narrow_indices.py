@@ -19,8 +19,10 @@ from sparsecomp.transforms.check_whole_blocks import where
 _POSITIONS = (int(st.LevelFormat.compressed), int(st.LevelFormat.loose_compressed))
 #: Level formats whose level has a coordinates buffer.
 _COORDINATES = (*_POSITIONS, int(st.LevelFormat.singleton))
-#: Ops that compute a sparse result's index buffers (``linalg.*`` ops besides).
-_BUILDERS = ("sparse_tensor.convert", "sparse_tensor.load", "sparse_tensor.reorder_coo")
+#: Ops that compute a sparse result's index buffers (``linalg.*`` ops besides), and
+#: calls (a public callee leaves what it returns to its callers, see below).
+_BUILDERS = ("sparse_tensor.convert", "sparse_tensor.load", "sparse_tensor.reorder_coo",
+             "func.call")  # fmt: skip
 
 
 def _narrow(ty: ir.Type) -> st.EncodingAttr | None:
@@ -69,7 +71,7 @@ def check_op(op: ir.Operation, func: ir.Operation, module: ir.Operation) -> None
         return
     for result in op.results:
         enc = _narrow(result.type)
-        if enc is None:
+        if enc is None or fatal.only_returned(result):
             continue
         with ir.InsertionPoint.after(op), op.location:
             checks = _bad(result, enc)

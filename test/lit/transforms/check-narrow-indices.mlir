@@ -1,9 +1,9 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-check-narrow-indices | FileCheck %s --enable-var-scope
 
-// A conversion to 8-bit positions and 16-bit coordinates: after it, the
-// entries of its compressed level (its coordinates buffer's size) must be at
-// most 255 and its level size at most 65536, or the program reports the
-// number and exits.
+// A conversion to 8-bit positions and 16-bit coordinates that the function
+// reads: after it, the entries of its compressed level (its coordinates
+// buffer's size) must be at most 255 and its level size at most 65536, or the
+// program reports the number and exits.
 #CSR8 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 16 }>
 
 // CHECK-DAG: llvm.func @dprintf(i32, !llvm.ptr, ...) -> i32
@@ -24,23 +24,25 @@
 // CHECK-NEXT: func.call @{{.*}}(%[[N]]) : (index) -> ()
 // CHECK: scf.if %[[BAD2]] {
 // CHECK-NEXT: func.call @{{.*}}(%[[SIZE]]) : (index) -> ()
-// CHECK: return %[[A]]
-func.func @convert(%d: tensor<?x?xf64>) -> tensor<?x?xf64, #CSR8> {
+// CHECK: sparse_tensor.number_of_entries %[[A]]
+func.func @convert(%d: tensor<?x?xf64>) -> index {
   %a = sparse_tensor.convert %d : tensor<?x?xf64> to tensor<?x?xf64, #CSR8>
-  return %a : tensor<?x?xf64, #CSR8>
+  %n = sparse_tensor.number_of_entries %a : tensor<?x?xf64, #CSR8>
+  return %n : index
 }
 
 // -----
 
 // A linalg op with a COO result of 16-bit positions (its compressed level)
-// and default (64-bit) coordinates: only the positions are checked.
+// and default (64-bit) coordinates, in a private function (its callers read
+// the result): only the positions are checked.
 #COO16 = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton(soa)), posWidth = 16 }>
 #trait = {
   indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
   iterator_types = ["parallel", "parallel"]
 }
 
-// CHECK-LABEL: func.func @negate
+// CHECK-LABEL: func.func private @negate
 // CHECK: %[[R:.*]] = linalg.generic
 // CHECK: sparse_tensor.coordinates %[[R]] {level = 0 : index}
 // CHECK: arith.constant 65535 : index
@@ -48,7 +50,7 @@ func.func @convert(%d: tensor<?x?xf64>) -> tensor<?x?xf64, #CSR8> {
 // CHECK: scf.if
 // CHECK-NOT: scf.if
 // CHECK: return %[[R]]
-func.func @negate(%a: tensor<8x8xf32, #COO16>) -> tensor<8x8xf32, #COO16> {
+func.func private @negate(%a: tensor<8x8xf32, #COO16>) -> tensor<8x8xf32, #COO16> {
   %e = tensor.empty() : tensor<8x8xf32, #COO16>
   %r = linalg.generic #trait ins(%a : tensor<8x8xf32, #COO16>) outs(%e : tensor<8x8xf32, #COO16>) {
   ^bb0(%x: f32, %o: f32):
@@ -72,4 +74,29 @@ func.func @untouched(%d: tensor<?x?xf64>, %b: tensor<?x?xf64, #CSR8>) -> (tensor
   %a = sparse_tensor.convert %d : tensor<?x?xf64> to tensor<?x?xf64, #CSR>
   %c = tensor.cast %b : tensor<?x?xf64, #CSR8> to tensor<?x?xf64, #CSR8>
   return %a, %c : tensor<?x?xf64, #CSR>, tensor<?x?xf64, #CSR8>
+}
+
+// -----
+
+// A public function that only returns its result leaves it to its callers: a
+// Python caller's runtime checks it (and raises, where an exit would end the
+// caller's process); a call in the program is checked where it returns.
+#CSR8 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 8 }>
+
+// CHECK-LABEL: func.func @returned
+// CHECK-NOT: sparse_tensor.coordinates
+// CHECK: return
+func.func @returned(%d: tensor<?x?xf64>) -> tensor<?x?xf64, #CSR8> {
+  %a = sparse_tensor.convert %d : tensor<?x?xf64> to tensor<?x?xf64, #CSR8>
+  return %a : tensor<?x?xf64, #CSR8>
+}
+
+// CHECK-LABEL: func.func @caller
+// CHECK: %[[R:.*]] = call @returned
+// CHECK-NEXT: sparse_tensor.coordinates %[[R]] {level = 1 : index}
+// CHECK: scf.if
+func.func @caller(%d: tensor<?x?xf64>) -> index {
+  %r = call @returned(%d) : (tensor<?x?xf64>) -> tensor<?x?xf64, #CSR8>
+  %n = sparse_tensor.number_of_entries %r : tensor<?x?xf64, #CSR8>
+  return %n : index
 }

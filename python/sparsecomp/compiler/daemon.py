@@ -1,0 +1,141 @@
+"""The compile daemon, shared by the processes of one user and one installation:
+how a client finds it, starts it and asks it (the daemon itself: :mod:`.zygote`).
+
+A build needs MLIR and sparsecomp's passes imported: 0.3-0.5 s before its
+first stage, which a cold compile in a new process used to pay in the compile
+server it started (:mod:`.server`). The daemon pays it once: it imports
+them, listens on a Unix socket, and forks a child for each build (a
+*zygote*, as Android's app server and CPython's ``forkserver`` are), so
+
+* a cold compile in a new process costs the build's stages alone;
+* each build is a process of its own: an assertion in MLIR or LLVM ends that
+  child, and the daemon tells its client the signal and the assertion
+  (:func:`.worker_process.crash_summary`) and goes on;
+* builds of several processes (``pytest -n 2``, a script's subprocesses) run
+  side by side.
+
+Its address is a socket in a private directory (``$XDG_RUNTIME_DIR``, else
+or where that path would be too long for a socket, the temporary directory:
+``sparsecomp-<uid>/``, mode 0700), named by a key of
+the Python executable, this package's directory and the sizes and times of
+its source files, and ``PATH`` (the C compiler it finds): a changed
+installation starts a daemon of its own, and the old one leaves when idle.
+The first client that finds no daemon starts it (under a file lock, so that
+two clients start one) and waits for its socket. The daemon leaves after
+:data:`.zygote.IDLE_SECONDS` without a job (``SPARSECOMP_COMPILE_DAEMON_IDLE``).
+A job is one JSON line in, progress lines and the answer out (:mod:`.jobs`:
+a build, or the sparsifier's part of one).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sparsecomp import knobs
+
+#: Seconds a client waits for a daemon it started to listen.
+START_SECONDS = 60.0
+#: The longest socket path ``AF_UNIX`` takes (108 bytes with the terminating NUL).
+_MAX_PATH = 107
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _fingerprint() -> str:
+    """Sizes and modification times of this package's Python files and pipelines."""
+    h = hashlib.sha256()
+    for path in sorted(_PACKAGE.rglob("*")):
+        if path.suffix in (".py", ".txt", ".so") and "__pycache__" not in path.parts:
+            st = path.stat()
+            h.update(f"{path.relative_to(_PACKAGE)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+@functools.cache
+def address() -> Path:
+    """The socket of the daemon for this installation (see the module); computed once
+    per process, so that a process keeps the daemon of the code it runs."""
+    key = hashlib.sha256(
+        "\0".join([sys.executable, str(_PACKAGE), _fingerprint(), os.environ.get("PATH", "")])
+        .encode()
+    ).hexdigest()[:20]  # fmt: skip
+    name = Path(f"sparsecomp-{os.getuid()}") / f"{key}.sock"
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    if len(str(Path(base) / name)) > _MAX_PATH:  # a socket's path is short
+        base = tempfile.gettempdir()
+    return Path(base) / name
+
+
+def _connect(path: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def connect() -> socket.socket | None:
+    """A connection to the daemon, started if none listens; None where no daemon can
+    run (no Unix sockets, a path too long, a daemon that failed to start)."""
+    if not hasattr(socket, "AF_UNIX"):
+        return None
+    path = address()
+    if len(str(path)) > _MAX_PATH:
+        return None
+    if (sock := _connect(path)) is not None:
+        return sock
+    try:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        with open(path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one client starts it; the others wait
+            if (sock := _connect(path)) is not None:
+                return sock
+            return _start(path)
+    except (OSError, subprocess.SubprocessError):  # no directory, lock or start: no daemon
+        return None
+
+
+def _start(path: Path) -> socket.socket | None:
+    """Start the daemon for ``path`` and connect to it."""
+    idle = knobs.compile_daemon_idle()
+    env = dict(os.environ)
+    root = str(_PACKAGE.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    with open(path.with_suffix(".log"), "w") as log:
+        done = subprocess.run(
+            [sys.executable, "-m", "sparsecomp.compiler.zygote", str(path), str(idle)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env,
+            timeout=START_SECONDS, check=False,
+        )  # fmt: skip
+    return _connect(path) if done.returncode == 0 else None
+
+
+def exchange(
+    job: dict[str, Any], progress: Callable[[str, float], None] | None = None
+) -> dict[str, Any] | None:
+    """The daemon's answer to ``job`` (``{"crash": how}`` where the child running it
+    died), its progress messages passed to ``progress``; None where no daemon runs."""
+    sock = connect()
+    if sock is None:
+        return None
+    with sock, sock.makefile("r") as lines:
+        sock.sendall((json.dumps(job) + "\n").encode())
+        for line in lines:
+            answer: dict[str, Any] = json.loads(line)
+            if "progress" not in answer:
+                return answer
+            if progress is not None:
+                progress(*answer["progress"])
+    return {"crash": "the compile daemon ended during the job"}

@@ -1,0 +1,184 @@
+"""The compile daemon (a zygote): imports once, forks a child per job.
+
+Started by the first client that finds none (:mod:`.daemon`, which says
+where it listens and why): ``python -m sparsecomp.compiler.zygote SOCKET
+[IDLE_SECONDS]`` returns once the daemon, a grandchild in a session of its
+own, listens (status 0) or has died (1).
+Each connection carries one job (:mod:`.jobs`), run in a child forked for it
+with MLIR and sparsecomp's passes already imported; a child that dies (an
+assertion in MLIR or LLVM) is reported to its client as ``{"crash": how}``
+with the signal and the assertion it printed, and the daemon goes on. It
+exits after :data:`IDLE_SECONDS` without a job.
+
+The parent imports and forks only: no MLIR context (whose thread pool a fork
+would break) is made before the fork.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from sparsecomp.compiler import jobs
+from sparsecomp.compiler.worker_process import crash_summary
+
+#: Seconds without a job after which the daemon exits.
+IDLE_SECONDS = 600.0
+#: Python modules of the dialects builds create ops of (``linalg`` takes 0.15 s).
+_DIALECTS = ("linalg", "llvm", "memref", "scf", "vector", "math", "omp", "gpu", "bufferization")
+
+
+def _warm() -> None:
+    """Import what builds import, so that each child starts with it done."""
+    import importlib
+
+    from sparsecomp.compiler import build  # noqa: F401
+    from sparsecomp.transforms import _REGISTRY
+
+    for target in _REGISTRY.values():
+        importlib.import_module(f"sparsecomp.transforms.{target.split(':')[0]}")
+    for name in _DIALECTS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(f"mlir.dialects.{name}")
+    modules = ("lowering.nest", "lowering.rowemit", "lowering.convert", "compiler.aot",
+               "ir.parsing", "tools.diagnostics")  # fmt: skip
+    for name in modules:
+        importlib.import_module(f"sparsecomp.{name}")
+
+
+def _child(conn: socket.socket, stderr: IO[bytes], others: list[socket.socket]) -> None:
+    """One build, in a forked child: the job from ``conn``, the answer back; never returns.
+    ``others``: the connections of the builds running beside it (the parent's)."""
+    code = 0
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for other in others:
+            other.close()
+        os.dup2(stderr.fileno(), 2)
+        reader, writer = conn.makefile("r"), conn.makefile("w")
+
+        def emit(message: dict[str, Any]) -> None:
+            writer.write(json.dumps(message) + "\n")
+            writer.flush()
+
+        line = reader.readline()
+        if line:
+            emit(jobs.run(json.loads(line), emit))
+    except BaseException:
+        code = 70
+    finally:
+        os._exit(code)
+
+
+@contextlib.contextmanager
+def _listening(path: Path) -> Iterator[socket.socket]:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a dead daemon's socket (the lock keeps out a live one's twin)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    inode = path.stat().st_ino
+    server.listen(64)
+    try:
+        yield server
+    finally:
+        server.close()
+        with contextlib.suppress(OSError):
+            if path.stat().st_ino == inode:  # still ours, not a successor's
+                path.unlink()
+
+
+def serve(path: Path, idle: float = IDLE_SECONDS, ready: int | None = None) -> None:
+    """Accept jobs on ``path`` until ``idle`` seconds pass without one; ``ready``: a
+    pipe's write end, written to and closed once the socket listens."""
+    _warm()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the select below
+    children: dict[int, tuple[socket.socket, IO[bytes]]] = {}
+    with _listening(path) as server, selectors.DefaultSelector() as sel:
+        sel.register(server, selectors.EVENT_READ)
+        sel.register(wake_r, selectors.EVENT_READ)
+        if ready is not None:
+            os.write(ready, b"1")
+            os.close(ready)
+        last = time.monotonic()
+        while children or time.monotonic() - last < idle:
+            for key, _ in sel.select(timeout=min(idle, 5.0)):
+                if key.fileobj is server:
+                    conn, _ = server.accept()
+                    stderr = tempfile.TemporaryFile()
+                    pid = os.fork()
+                    if pid == 0:
+                        server.close()
+                        _child(conn, stderr, [c for c, _ in children.values()])
+                    children[pid] = (conn, stderr)
+                else:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_r, 512)
+            _reap(children)
+            if children:
+                last = time.monotonic()
+
+
+def _reap(children: dict[int, tuple[socket.socket, IO[bytes]]]) -> None:
+    """Close each ended child's connection, telling its client how a crash ended it."""
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn, stderr = children.pop(pid)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            stderr.seek(0)
+            said = stderr.read().decode(errors="replace")
+            with contextlib.suppress(OSError):
+                conn.sendall((json.dumps({"crash": crash_summary(code, said)}) + "\n").encode())
+        conn.close()
+        stderr.close()
+
+
+def detach(path: Path, idle: float) -> int:
+    """Serve ``path`` in a grandchild of a new session, and return once it listens (0)
+    or has died (1): the caller waits for this process, not for the daemon."""
+    read, write = os.pipe()
+    if os.fork() == 0:
+        os.close(read)
+        os.setsid()
+        code = 0
+        try:
+            serve(path, idle, ready=write)
+        except OSError as exc:
+            code = 0 if exc.errno == errno.EADDRINUSE else 1
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as ready:
+        return 0 if ready.read(1) == b"1" else 1
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (1, 2):
+        usage = "usage: zygote.py SOCKET [IDLE_SECONDS] (sparsecomp.compiler.daemon starts it)"
+        print(usage, file=sys.stderr)
+        return 2
+    return detach(Path(argv[0]), float(argv[1]) if len(argv) > 1 else IDLE_SECONDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,211 @@
+"""The compile daemon: one per user and installation, a forked child per build.
+
+Each test gets a daemon of its own: ``XDG_RUNTIME_DIR`` (where the daemon's
+socket lives) is a temporary directory, or :func:`daemon.address` is replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sparsecomp
+from sparsecomp.compiler import daemon
+from sparsecomp.errors import CompileError
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+SCALE = """
+func.func @scale(%x: tensor<?xf64>) -> tensor<?xf64> {{
+  %c = arith.constant {factor} : f64
+  %r = linalg.generic {{indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                       iterator_types = ["parallel"]}}
+      ins(%x : tensor<?xf64>) outs(%x : tensor<?xf64>) {{
+  ^bb0(%a: f64, %o: f64):
+    %s = arith.mulf %a, %c : f64
+    linalg.yield %s : f64
+  }} -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}}
+"""
+
+
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state
+
+
+def _daemons(marker: str) -> list[int]:
+    """Pids of the daemons whose command line names ``marker`` (their socket's path),
+    not of the children they forked for jobs."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "sparsecomp.compiler.zygote" in cmdline and marker in cmdline:
+            found.append(int(proc.name))
+    roots = []
+    for pid in found:
+        try:
+            if _parent(pid) not in found:
+                roots.append(pid)
+        except OSError:  # ended meanwhile
+            continue
+    return roots
+
+
+def _stop(marker: str) -> None:
+    for pid in _daemons(marker):
+        os.kill(pid, signal.SIGTERM)
+
+
+def _start(path: Path, idle: float) -> None:
+    cmd = [sys.executable, "-m", "sparsecomp.compiler.zygote", str(path), str(idle)]
+    assert subprocess.run(cmd, timeout=120, check=False).returncode == 0
+    assert path.is_socket()
+
+
+@pytest.fixture
+def private_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """This process's builds go to a daemon of their own (idle after 30 s)."""
+    path = tmp_path / "d.sock"
+    _start(path, 30)
+    monkeypatch.setattr(daemon, "address", lambda: path)
+    monkeypatch.setenv("SPARSECOMP_COMPILE_DAEMON", "1")
+    yield path
+    _stop(str(path))
+
+
+def test_new_processes_share_one_daemon() -> None:
+    """Two processes compile cold: the first starts the daemon, the second uses it."""
+    runtime = Path(tempfile.mkdtemp(prefix="sc-"))  # short: a socket's path is
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "SPARSECOMP_COMPILE_DAEMON": "1"}
+    script = textwrap.dedent(
+        """
+        import sys
+        import numpy as np
+        import sparsecomp
+        factor = float(sys.argv[1])
+        exe = sparsecomp.compile(sys.stdin.read(), cache_results=False)
+        print(exe(np.arange(4.0)).tolist())
+        """
+    )
+    try:
+        for factor in (2.0, 3.0):
+            done = subprocess.run(
+                [sys.executable, "-c", script, str(factor)],
+                input=SCALE.format(factor=factor), capture_output=True, text=True,
+                env=env, timeout=300, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert done.stdout.strip() == str([factor * i for i in range(4)])
+        assert len(_daemons(str(runtime))) == 1
+        sockets = list(runtime.glob("sparsecomp-*/*.sock"))
+        assert len(sockets) == 1
+        assert oct(sockets[0].parent.stat().st_mode & 0o777) == "0o700"
+    finally:
+        _stop(str(runtime))
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_builds_of_two_threads_run_side_by_side(private_daemon: Path) -> None:
+    results: dict[float, np.ndarray] = {}
+
+    def compile_and_run(factor: float) -> None:
+        exe = sparsecomp.compile(SCALE.format(factor=factor), cache_results=False)
+        results[factor] = exe(np.arange(5.0))
+
+    threads = [threading.Thread(target=compile_and_run, args=(f,)) for f in (4.0, 5.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    for factor in (4.0, 5.0):
+        np.testing.assert_array_equal(results[factor], factor * np.arange(5.0))
+    assert _daemons(str(private_daemon)) != []
+
+
+def test_errors_come_back_as_errors(private_daemon: Path) -> None:
+    answer = daemon.exchange({"kind": "nothing"})  # a job that is no build
+    assert answer is not None
+    assert answer["ok"] is False
+    assert "internal compiler error" in answer["message"]
+    with pytest.raises(CompileError, match=r"<source>:2:\d+: error"):
+        sparsecomp.compile("\nfunc.func @f( {", cache_results=False)
+
+
+def test_a_job_cut_off_is_a_crash(private_daemon: Path) -> None:
+    """A child killed mid-job: the client hears how, and the daemon serves the next."""
+    children_before = set(_children(_daemons(str(private_daemon))[0]))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(private_daemon))
+    sock.sendall(b'{"kind": "upstream", "input": "/nonexistent", ')  # no newline: it waits
+    deadline = time.monotonic() + 30
+    while not (new := set(_children(_daemons(str(private_daemon))[0])) - children_before):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    os.kill(new.pop(), signal.SIGKILL)
+    with sock.makefile("r") as lines:
+        said = lines.readline()
+    sock.close()
+    assert "SIGKILL" in said
+    exe = sparsecomp.compile(SCALE.format(factor=6.0), cache_results=False)
+    np.testing.assert_array_equal(exe(np.arange(3.0)), 6.0 * np.arange(3.0))
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and _parent(int(proc.name)) == pid:
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_an_idle_daemon_leaves_and_a_new_one_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "idle.sock"
+    _start(path, 1)
+    deadline = time.monotonic() + 60
+    while path.exists() or _daemons(str(path)):
+        assert time.monotonic() < deadline, "the idle daemon did not leave"
+        time.sleep(0.1)
+    # a client finds no daemon (and, here, a stale socket file): it starts one
+    path.write_text("")
+    monkeypatch.setattr(daemon, "address", lambda: path)
+    try:
+        answer = daemon.exchange({"kind": "nothing"})
+        assert answer is not None
+        assert len(_daemons(str(path))) == 1
+    finally:
+        _stop(str(path))
+
+
+def test_turned_off_each_process_has_its_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARSECOMP_COMPILE_DAEMON", "0")
+
+    def refuse() -> None:
+        raise AssertionError("the daemon was asked")
+
+    monkeypatch.setattr(daemon, "connect", refuse)
+    exe = sparsecomp.compile(SCALE.format(factor=7.0), cache_results=False)
+    np.testing.assert_array_equal(exe(np.arange(3.0)), 7.0 * np.arange(3.0))
