@@ -82,10 +82,12 @@ def test_eight_bit_positions(tmp_path: Path, road: str, entries: int) -> None:
         printed = [float(x) for x in re.findall(r"-?\d+(?:\.\d*)?(?:e[+-]?\d+)?", done.stdout)]
         np.testing.assert_array_equal(printed, a.sum(axis=1))
         return
-    assert done.returncode == 1, (done.stdout[-2000:], done.stderr[-3000:])
     line = _program(road, a)[: _program(road, a).index("%a = ")].count("\n") + 1
-    assert f"prog.mlir:{line}:8: error: " in done.stderr
-    assert "256 entries" in done.stderr
+    for _ in range(3):  # the sparsifier's inserts read wrapped positions: not always alike
+        assert done.returncode == 1, (done.stdout[-2000:], done.stderr[-3000:])
+        assert f"prog.mlir:{line}:8: error: " in done.stderr
+        assert re.search(r"\b256 (entries|nonzeros)\b", done.stderr), done.stderr[-2000:]
+        done = _run(tmp_path, _program(road, a))
     assert "8-bit positions" in done.stderr
     assert "declare a wider posWidth" in done.stderr
     assert "( " not in done.stdout  # nothing was printed from wrapped positions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from mlir import ir
-from mlir.dialects import arith, memref
+from mlir.dialects import arith, memref, scf, tensor
 from mlir.dialects import sparse_tensor as st
 from mlir.passmanager import ExternalPass
 
@@ -65,10 +65,76 @@ def _bad(value: ir.Value, enc: st.EncodingAttr) -> list[tuple[ir.Value, ir.Value
     return checks
 
 
+def _nonzeros(source: ir.Value) -> ir.Value | None:
+    """The nonzeros of a dense tensor (a loop nest over it), as an index; None for
+    element types other than integers and floats."""
+    ty = ir.RankedTensorType(source.type)
+    element, index = ty.element_type, ir.IndexType.get()
+    if isinstance(element, ir.FloatType):
+        zero = arith.ConstantOp(element, 0.0).result
+
+        def nonzero(x: ir.Value) -> ir.Value:
+            return arith.CmpFOp(arith.CmpFPredicate.UNE, x, zero).result  # NaN counts
+    elif isinstance(element, ir.IntegerType):
+        zero = arith.ConstantOp(element, 0).result
+
+        def nonzero(x: ir.Value) -> ir.Value:
+            return arith.CmpIOp(arith.CmpIPredicate.ne, x, zero).result
+    else:
+        return None
+    c0, c1 = (arith.ConstantOp(index, v).result for v in (0, 1))
+    sizes = [tensor.DimOp(source, arith.ConstantOp(index, d).result).result for d in range(ty.rank)]
+
+    def nest(d: int, at: list[ir.Value], count: ir.Value) -> ir.Value:
+        if d == ty.rank:
+            hit = arith.IndexCastUIOp(index, nonzero(tensor.ExtractOp(source, at).result))
+            return arith.AddIOp(count, hit.result).result
+        loop = scf.ForOp(c0, sizes[d], c1, [count])
+        with ir.InsertionPoint(loop.body):
+            scf.YieldOp([nest(d + 1, [*at, loop.induction_variable], loop.inner_iter_args[0])])
+        return loop.results[0]
+
+    return nest(0, [], c0)
+
+
+def _check_before(op: ir.Operation, func: ir.Operation, module: ir.Operation) -> None:
+    """Before a conversion of a dense tensor: fail where its nonzeros are more than the
+    narrow positions of the target's last level address (that level holds every entry
+    where no dense level follows it). After the conversion is too late: the
+    sparsifier's inserts read the wrapped positions, and counted 254 entries of 256."""
+    if op.name != "sparse_tensor.convert" or _narrow(op.operands[0].type) is not None:
+        return
+    if ir.RankedTensorType(op.operands[0].type).encoding is not None:
+        return  # a sparse source: checked after, as the ops above
+    enc = _narrow(op.results[0].type)
+    if enc is None or not 0 < enc.pos_width < 64 or fatal.only_returned(op.results[0]):
+        return
+    formats = [int(f) for f in enc.lvl_formats_enum]
+    last = max((n for n, f in enumerate(formats) if f in _POSITIONS), default=None)
+    if last is None or any(f not in _COORDINATES for f in formats[last:]):
+        return  # no positions, or dense levels (blocks) below them: not every entry
+    with ir.InsertionPoint(op), op.location:
+        count = _nonzeros(op.operands[0])
+        if count is None:
+            return
+        limit = (1 << enc.pos_width) - 1
+        bad = arith.CmpIOp(
+            arith.CmpIPredicate.ugt, count, arith.ConstantOp(ir.IndexType.get(), limit).result
+        ).result
+        text = (
+            f"{where(op.location)}error: '{name_of(func)}' converts {{}} nonzeros to "
+            f"{op.results[0].type}, more than its {enc.pos_width}-bit positions address "
+            f"(at most {limit}); declare a wider posWidth"
+        )
+        fatal.fail_if(bad, text, [count], module)
+
+
 def check_op(op: ir.Operation, func: ir.Operation, module: ir.Operation) -> None:
-    """After ``op``: fail at run time where a narrow index buffer of its result overflowed."""
+    """Around ``op``: fail at run time where a narrow index buffer of its result
+    would overflow (before a dense tensor's conversion) or overflowed (after)."""
     if op.name not in _BUILDERS and not op.name.startswith("linalg."):
         return
+    _check_before(op, func, module)
     for result in op.results:
         enc = _narrow(result.type)
         if enc is None or fatal.only_returned(result):

@@ -100,3 +100,43 @@ func.func @caller(%d: tensor<?x?xf64>) -> index {
   %n = sparse_tensor.number_of_entries %r : tensor<?x?xf64, #CSR8>
   return %n : index
 }
+
+// -----
+
+// A dense tensor converted to 8-bit positions whose last level holds every
+// entry: its nonzeros are counted before the conversion (whose inserts read
+// the positions they would wrap), and checked after it as well.
+#CSR8 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 8 }>
+
+// CHECK-LABEL: func.func @counted
+// CHECK-SAME: (%[[D:.*]]: tensor<?x?xf32>)
+// CHECK: %[[N:.*]] = scf.for
+// CHECK: scf.for
+// CHECK: tensor.extract %[[D]]
+// CHECK: arith.cmpf une
+// CHECK: %[[BAD:.*]] = arith.cmpi ugt, %[[N]], %{{.*}} : index
+// CHECK: scf.if %[[BAD]] {
+// CHECK-NEXT: func.call @{{.*}}(%[[N]]) : (index) -> ()
+// CHECK: %[[A:.*]] = sparse_tensor.convert %[[D]]
+// CHECK-NEXT: sparse_tensor.coordinates %[[A]] {level = 1 : index}
+func.func @counted(%d: tensor<?x?xf32>) -> index {
+  %a = sparse_tensor.convert %d : tensor<?x?xf32> to tensor<?x?xf32, #CSR8>
+  %n = sparse_tensor.number_of_entries %a : tensor<?x?xf32, #CSR8>
+  return %n : index
+}
+
+// -----
+
+// Blocks (dense levels below the positions): not every entry is counted by
+// the positions, so only the check after the conversion is made.
+#BSR8 = #sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense), posWidth = 8 }>
+
+// CHECK-LABEL: func.func @blocks
+// CHECK-NOT: scf.for
+// CHECK: sparse_tensor.convert
+// CHECK-NEXT: sparse_tensor.coordinates
+func.func @blocks(%d: tensor<8x8xf32>) -> index {
+  %a = sparse_tensor.convert %d : tensor<8x8xf32> to tensor<8x8xf32, #BSR8>
+  %n = sparse_tensor.number_of_entries %a : tensor<8x8xf32, #BSR8>
+  return %n : index
+}
