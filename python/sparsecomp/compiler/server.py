@@ -110,17 +110,14 @@ def _crashed(filename: str, how: str) -> CompileError:
     )
 
 
-def _answer(lines: Any, filename: str, progress: Progress) -> dict[str, Any] | None:
+def _answer(lines: Any, progress: Progress) -> dict[str, Any] | None:
     """The answer among ``lines`` (progress reported on the way); None at their end."""
     for line in lines:
         answer: dict[str, Any] = json.loads(line)
-        if "progress" in answer:
-            if progress is not None:
-                progress(*answer["progress"])
-            continue
-        if "crash" in answer:
-            raise _crashed(filename, answer["crash"])
-        return answer
+        if "progress" not in answer:
+            return answer
+        if progress is not None:
+            progress(*answer["progress"])
     return None
 
 
@@ -147,7 +144,7 @@ def _by_worker(job: dict[str, Any], filename: str, progress: Progress) -> dict[s
             server.proc.stdin.flush()
         except BrokenPipeError:
             pass
-        answer = _answer(iter(server.proc.stdout.readline, ""), filename, progress)
+        answer = _answer(iter(server.proc.stdout.readline, ""), progress)
         if answer is None:  # the worker died
             crash = server.crash()
             _shutdown()

@@ -78,6 +78,11 @@ def _define(module: ir.Operation, message: str, count: int) -> str:
     return name
 
 
+def where(loc: ir.Location) -> str:
+    """``file:line:col: `` of ``loc``, or "" where it is no file location."""
+    return f"{loc.filename}:{loc.start_line}:{loc.start_col}: " if loc.is_a_file() else ""
+
+
 def fail_if(bad: ir.Value, message: str, sizes: Sequence[ir.Value], module: ir.Operation) -> None:
     """At the current insertion point and location: if ``bad`` (i1), report
     ``message`` with ``sizes`` (index values) in its ``{}`` and exit."""

@@ -210,12 +210,6 @@ def _to_dense(reader: Reader, ty: ir.RankedTensorType) -> ir.Value:
     return _walk(reader, [out], visit)[0]
 
 
-def _where(op: ir.Operation) -> str:
-    """``file:line:col: `` of ``op``'s location, or ""."""
-    loc = op.location
-    return f"{loc.filename}:{loc.start_line}:{loc.start_col}: " if loc.is_a_file() else ""
-
-
 def _module(op: ir.Operation) -> ir.Operation:
     parent = op.parent
     while parent.name != "builtin.module":
@@ -226,7 +220,7 @@ def _module(op: ir.Operation) -> ir.Operation:
 def _check_widths(op: ir.Operation, target: Layout, total: ir.Value, inner: ir.Value) -> None:
     """Exit at run time (with a message) where ``total`` entries or an inner dimension
     of ``inner`` do not fit the target's narrow positions or coordinates."""
-    place, module = _where(op), _module(op)
+    place, module = fatal.where(op.location), _module(op)
     checks = [
         (total, target.pos_width, "{} entries", "positions", "posWidth"),
         (add(inner, index(-1)), target.crd_width, "coordinates up to {}", "coordinates",

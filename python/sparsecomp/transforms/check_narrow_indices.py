@@ -11,9 +11,9 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.ir import fatal
 from sparsecomp.ir.calls import functions, name_of
+from sparsecomp.ir.fatal import where
 from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.base import SparsecompPass
-from sparsecomp.transforms.check_whole_blocks import where
 
 #: Level formats whose level has a positions buffer.
 _POSITIONS = (int(st.LevelFormat.compressed), int(st.LevelFormat.loose_compressed))

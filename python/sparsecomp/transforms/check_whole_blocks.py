@@ -10,13 +10,9 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.ir import fatal, whole_blocks
 from sparsecomp.ir.calls import functions, name_of
+from sparsecomp.ir.fatal import where
 from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.base import SparsecompPass
-
-
-def where(loc: ir.Location) -> str:
-    """``file:line:col: `` of ``loc``, or "" where it is no file location."""
-    return f"{loc.filename}:{loc.start_line}:{loc.start_col}: " if loc.is_a_file() else ""
 
 
 def message(place: str, func: str, ty: ir.Type) -> str:

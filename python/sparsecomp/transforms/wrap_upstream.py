@@ -160,7 +160,7 @@ def _check_whole_blocks(ty: ir.Type, dims: list[ir.Value], name: str, module: ir
     blocks = whole_blocks.dynamic_blocks(ty)
     if blocks:
         bad = fatal.any_not_whole([(dims[d], b) for d, b in blocks])
-        place = check_whole_blocks.where(ir.Location.current)
+        place = fatal.where(ir.Location.current)
         fatal.fail_if(bad, check_whole_blocks.message(place, name, ty), dims, module)
 
 
