@@ -38,7 +38,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -132,10 +132,19 @@ def exchange(
         return None
     with sock, sock.makefile("r") as lines:
         sock.sendall((json.dumps(job) + "\n").encode())
-        for line in lines:
-            answer: dict[str, Any] = json.loads(line)
-            if "progress" not in answer:
-                return answer
-            if progress is not None:
-                progress(*answer["progress"])
-    return {"crash": "the compile daemon ended during the job"}
+        answer = read_answer(lines, progress)
+    return answer or {"crash": "the compile daemon ended during the job"}
+
+
+def read_answer(
+    lines: Iterable[str], progress: Callable[[str, float], None] | None
+) -> dict[str, Any] | None:
+    """The answer among a job's ``lines`` (progress reported on the way); None at their
+    end (the process answering ended first). Also the compile server's protocol."""
+    for line in lines:
+        answer: dict[str, Any] = json.loads(line)
+        if "progress" not in answer:
+            return answer
+        if progress is not None:
+            progress(*answer["progress"])
+    return None

@@ -110,17 +110,6 @@ def _crashed(filename: str, how: str) -> CompileError:
     )
 
 
-def _answer(lines: Any, progress: Progress) -> dict[str, Any] | None:
-    """The answer among ``lines`` (progress reported on the way); None at their end."""
-    for line in lines:
-        answer: dict[str, Any] = json.loads(line)
-        if "progress" not in answer:
-            return answer
-        if progress is not None:
-            progress(*answer["progress"])
-    return None
-
-
 def _by_daemon(job: dict[str, Any], filename: str, progress: Progress) -> dict[str, Any] | None:
     """The answer of the compile daemon; None where there is no daemon to ask."""
     answer = daemon.exchange(job, progress)
@@ -144,7 +133,7 @@ def _by_worker(job: dict[str, Any], filename: str, progress: Progress) -> dict[s
             server.proc.stdin.flush()
         except BrokenPipeError:
             pass
-        answer = _answer(iter(server.proc.stdout.readline, ""), progress)
+        answer = daemon.read_answer(iter(server.proc.stdout.readline, ""), progress)
         if answer is None:  # the worker died
             crash = server.crash()
             _shutdown()
