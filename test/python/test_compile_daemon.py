@@ -209,3 +209,18 @@ def test_turned_off_each_process_has_its_worker(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(daemon, "connect", refuse)
     exe = sparsecomp.compile(SCALE.format(factor=7.0), cache_results=False)
     np.testing.assert_array_equal(exe(np.arange(3.0)), 7.0 * np.arange(3.0))
+
+
+def test_a_directory_not_ours_alone_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)  # others may write here: someone else's daemon could listen
+    monkeypatch.setattr(daemon, "address", lambda: shared / "d.sock")
+    assert daemon.connect() is None
+    assert not (shared / "d.sock").exists()
+    # the build still runs, in this process's own compile server
+    monkeypatch.setenv("SPARSECOMP_COMPILE_DAEMON", "1")
+    exe = sparsecomp.compile(SCALE.format(factor=8.0), cache_results=False)
+    np.testing.assert_array_equal(exe(np.arange(3.0)), 8.0 * np.arange(3.0))

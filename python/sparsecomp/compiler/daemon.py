@@ -21,7 +21,9 @@ the Python executable, this package's directory and the sizes and times of
 its source files, and ``PATH`` (the C compiler it finds): a changed
 installation starts a daemon of its own, and the old one leaves when idle.
 The first client that finds no daemon starts it (under a file lock, so that
-two clients start one) and waits for its socket. The daemon leaves after
+two clients start one) and waits for its socket. A directory that is not
+the user's alone (another owner, or open to others) is not used: the
+caller builds in a compile server of its own. The daemon leaves after
 :data:`.zygote.IDLE_SECONDS` without a job (``SPARSECOMP_COMPILE_DAEMON_IDLE``).
 A job is one JSON line in, progress lines and the answer out (:mod:`.jobs`:
 a build, or the sparsifier's part of one).
@@ -94,10 +96,11 @@ def connect() -> socket.socket | None:
     path = address()
     if len(str(path)) > _MAX_PATH:
         return None
+    if not _private(path.parent):
+        return None
     if (sock := _connect(path)) is not None:
         return sock
     try:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one client starts it; the others wait
             if (sock := _connect(path)) is not None:
@@ -105,6 +108,17 @@ def connect() -> socket.socket | None:
             return _start(path)
     except (OSError, subprocess.SubprocessError):  # no directory, lock or start: no daemon
         return None
+
+
+def _private(directory: Path) -> bool:
+    """Whether ``directory`` (made if missing) is this user's alone: a daemon another
+    user could listen in would build this user's kernels."""
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        st = directory.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def _start(path: Path) -> socket.socket | None:
