@@ -26,6 +26,7 @@ import socket
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -118,6 +119,7 @@ def serve(path: Path, idle: float = IDLE_SECONDS, ready: int | None = None) -> N
         while children or time.monotonic() - last < idle:
             for key, _ in sel.select(timeout=min(idle, 5.0)):
                 if key.fileobj is server:
+                    last = time.monotonic()  # a job, however short, is activity
                     conn, _ = server.accept()
                     stderr = tempfile.TemporaryFile()
                     pid = os.fork()
@@ -165,6 +167,10 @@ def detach(path: Path, idle: float) -> int:
             serve(path, idle, ready=write)
         except OSError as exc:
             code = 0 if exc.errno == errno.EADDRINUSE else 1
+            traceback.print_exc()  # into the daemon's log (the socket's ".log")
+        except BaseException:
+            code = 1
+            traceback.print_exc()
         finally:
             os._exit(code)
     os.close(write)
