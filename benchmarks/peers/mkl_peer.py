@@ -116,8 +116,8 @@ class MklPeer(Peer):
         super().__init__()
         self.name = "mkl-opt" if optimized else "mkl"
         self.optimized = optimized
-        self.handles: list[_Handle] = []
-        self.results: list[_P] = []
+        self.handle: _Handle | None = None  # the case's
+        self.result: _P | None = None  # the last SpGEMM's
         try:
             self.lib, self.sdm = _load()
         except (ImportError, OSError) as e:
@@ -137,15 +137,15 @@ class MklPeer(Peer):
         self.about = f"oneMKL {version}, {threads} threads; {how}; no SDDMM in MKL"
 
     def close(self) -> None:
-        self._free_results()
-        for h in self.handles:
-            h.close()
-        self.handles = []
+        self._free_result()
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
 
-    def _free_results(self) -> None:
-        for c in self.results:
-            self.lib.mkl_sparse_destroy(c)
-        self.results = []
+    def _free_result(self) -> None:
+        if self.result is not None:
+            self.lib.mkl_sparse_destroy(self.result)
+            self.result = None
 
     def prepare(self, case: Case) -> Run:
         if self.lib is None:
@@ -159,8 +159,7 @@ class MklPeer(Peer):
                 return lambda: dot(case.a, case.a)
             operand = case.dense[0]
             return lambda: dot(case.a, operand)
-        h = _Handle(self.lib, case.a)
-        self.handles.append(h)
+        h = self.handle = _Handle(self.lib, case.a)
         lib = self.lib
         _check(lib.mkl_sparse_set_memory_hint(h.handle, _MEMORY_AGGRESSIVE), "memory hint")
         if case.op == "spgemm":
@@ -206,13 +205,13 @@ class MklPeer(Peer):
     def _spgemm(self, h: _Handle) -> sp.csr_matrix:
         """``A @ A`` as MKL's handle, exported (views of MKL's arrays)."""
         lib = self.lib
-        self._free_results()
+        self._free_result()
         c = _P()
         _check(
             lib.mkl_sparse_spmm(_NON_TRANSPOSE, h.handle, h.handle, ctypes.byref(c)),
             "mkl_sparse_spmm",
         )
-        self.results.append(c)
+        self.result = c
         base, rows, cols = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         start, end, idx = _P(), _P(), _P()
         val = _P()

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from sparsecomp import knobs
+from sparsecomp.compiler.worker_process import child_environment
 
 #: Seconds a client waits for a daemon it started to listen.
 START_SECONDS = 60.0
@@ -124,9 +125,7 @@ def _private(directory: Path) -> bool:
 def _start(path: Path) -> socket.socket | None:
     """Start the daemon for ``path`` and connect to it."""
     idle = knobs.compile_daemon_idle()
-    env = dict(os.environ)
-    root = str(_PACKAGE.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env = child_environment()
     with open(path.with_suffix(".log"), "w") as log:
         done = subprocess.run(
             [sys.executable, "-m", "sparsecomp.compiler.zygote", str(path), str(idle)],

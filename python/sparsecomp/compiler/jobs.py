@@ -22,6 +22,11 @@ Emit = Callable[[dict[str, Any]], None]
 UPSTREAM = "upstream"
 
 
+def knobs_environment() -> dict[str, str]:
+    """The ``SPARSECOMP_*`` knobs of this process: what a job carries (its ``"env"``)."""
+    return {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")}
+
+
 def use_environment(job: dict[str, Any]) -> None:
     """The caller's ``SPARSECOMP_*`` knobs, which the job carries, in place of ours."""
     for key in [k for k in os.environ if k.startswith("SPARSECOMP_")]:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import sys
 import threading
 from collections.abc import Callable
@@ -87,7 +86,7 @@ def build(
         "emulate": emulate.attr_text() if emulate is not None else None, "profile": profile,
         "device": device.attr_text() if device is not None else None,
         "out": str(out), "verbose": progress is not None,
-        "env": {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")},
+        "env": jobs.knobs_environment(),
     }  # fmt: skip
     answer = _by_daemon(job, filename, progress) if _daemon_wanted() else None
     if answer is None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -80,7 +79,7 @@ def _run_once(out: Path, filename: str, pipeline: str) -> Lowered:
         "filename": filename,
         "pipeline": pipeline,
         "output": str(out / upstream.OUTPUT),
-        "env": {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")},
+        "env": jobs.knobs_environment(),
     }
     if knobs.compile_daemon():  # a child of the daemon's per job (see .daemon)
         answer = daemon.exchange({**job, "kind": jobs.UPSTREAM})

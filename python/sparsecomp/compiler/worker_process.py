@@ -20,14 +20,21 @@ from typing import IO
 _SOURCE = re.compile(r"([\w.-]+\.(?:cpp|h|hpp|inc)):(\d+)")
 
 
+def child_environment() -> dict[str, str]:
+    """This process's environment with this package importable (first on ``PYTHONPATH``),
+    for the compiler's own child processes."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
 class WorkerProcess:
     """``command`` running with pipes on stdin and stdout, this package importable,
     and its stderr going to a temporary file."""
 
     def __init__(self, command: Sequence[str]) -> None:
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env = child_environment()
         self.stderr: IO[str] = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen(
             list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,

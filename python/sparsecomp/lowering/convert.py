@@ -221,16 +221,16 @@ def _check_widths(op: ir.Operation, target: Layout, total: ir.Value, inner: ir.V
     """Exit at run time (with a message) where ``total`` entries or an inner dimension
     of ``inner`` do not fit the target's narrow positions or coordinates."""
     place, module = fatal.where(op.location), _module(op)
+    # positions are read unsigned (loops.load_position), coordinates signed
+    pos, crd = target.pos_width, target.crd_width
     checks = [
-        (total, target.pos_width, "{} entries", "positions", "posWidth"),
-        (add(inner, index(-1)), target.crd_width, "coordinates up to {}", "coordinates",
-         "crdWidth"),
+        (total, pos, (1 << pos) - 1, "{} entries", "positions", "posWidth"),
+        (add(inner, index(-1)), crd, index_max(crd) if crd else 0, "coordinates up to {}",
+         "coordinates", "crdWidth"),
     ]  # fmt: skip
-    for n, (value, width, what, buffers, name) in enumerate(checks):
+    for value, width, limit, what, buffers, name in checks:
         if width in (0, 64):
             continue
-        # positions are read unsigned (loops.load_position), coordinates signed
-        limit = (1 << width) - 1 if n == 0 else index_max(width)
         bad = arith.cmpi(arith.CmpIPredicate.sgt, value, index(limit))
         text = (
             f"{place}error: the conversion to {target} gives {what}, more than its "

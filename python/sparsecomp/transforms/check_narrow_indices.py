@@ -40,28 +40,24 @@ def _bad(value: ir.Value, enc: st.EncodingAttr) -> list[tuple[ir.Value, ir.Value
     """``(bad, size, what)`` for each narrow buffer of ``value``: ``bad`` (i1) where the
     level's ``size`` (entries, or level size) exceeds what the buffer holds."""
     index = ir.IndexType.get()
-    out = []
-    for lvl, fmt in enumerate(enc.lvl_formats_enum):
-        fmt = int(fmt)
+    checks = []
+    for lvl, fmt in enumerate(int(f) for f in enc.lvl_formats_enum):
+        found = []
         if fmt in _POSITIONS and 0 < enc.pos_width < 64:
             limit = (1 << enc.pos_width) - 1  # read unsigned: 2^w - 1 entries
             crd = st.ToCoordinatesOp(value, ir.IntegerAttr.get(index, lvl)).result
             count = memref.DimOp(crd, arith.ConstantOp(index, 0).result).result
             what = f"{{}} entries at level {lvl}, more than its {enc.pos_width}-bit positions"
-            out.append(
-                (count, limit, what + f" address (at most {limit}); declare a wider posWidth")
-            )
+            found.append((count, limit, what, "posWidth"))
         if fmt in _COORDINATES and 0 < enc.crd_width < 64:
             limit = 1 << enc.crd_width  # coordinates 0 .. 2^w - 1
             size = st.LvlOp(value, arith.ConstantOp(index, lvl).result).result
             what = f"level {lvl} of size {{}}, more than its {enc.crd_width}-bit coordinates"
-            out.append(
-                (size, limit, what + f" address (at most {limit}); declare a wider crdWidth")
-            )
-    checks = []
-    for size, limit, what in out:
-        bound = arith.ConstantOp(index, limit).result
-        checks.append((arith.CmpIOp(arith.CmpIPredicate.ugt, size, bound).result, size, what))
+            found.append((size, limit, what, "crdWidth"))
+        for size, limit, what, key in found:
+            bound = arith.ConstantOp(index, limit).result
+            bad = arith.CmpIOp(arith.CmpIPredicate.ugt, size, bound).result
+            checks.append((bad, size, f"{what} address (at most {limit}); declare a wider {key}"))
     return checks
 
 
