@@ -12,10 +12,15 @@ Operations (float32, CSR with int32 indices):
   (``--sddmm-k``, 32), the output a vector of values aligned with ``S.data``;
 * SpGEMM ``C = A A`` of the (square) matrix with itself, C in CSR; on the
   matrices where it takes at most ``SPGEMM_WORK`` multiply-adds (else n/a).
-  Results are compared with scipy's as sparse matrices, the same way.
+  Results are compared with scipy's as sparse matrices, the same way. Some
+  peers order each row's columns (``ORDERED``: sparsecomp's kernel,
+  ``mkl-opt-sorted``; checked), the others leave them as found (scipy,
+  ``mkl-opt``, ``sparsecomp-unsorted``): compare like with like
+  (``--baseline sparsecomp-unsorted`` for the unordered ones).
 
 Matrices: :mod:`matrices` (its docstring has the sizes). Peers: :mod:`peers`
-(sparsecomp, scipy, dense numpy, torch CPU, the upstream MLIR sparsifier);
+(sparsecomp in its program forms, scipy, dense numpy, torch CPU, Intel oneMKL,
+the upstream MLIR sparsifier);
 each one's "how" is printed under the tables.
 
 Method: each peer's ``prepare`` (packing, compiling) is untimed. The first
@@ -135,11 +140,13 @@ def make_peers(args: argparse.Namespace) -> list[Peer]:
         ("sparsecomp-up", partial(SparsecompPeer, form="upstream")),
         ("sparsecomp-up-out", partial(SparsecompPeer, form="upstream-out")),
         ("sparsecomp-prepared", partial(SparsecompPeer, form="prepared")),
+        ("sparsecomp-unsorted", partial(SparsecompPeer, form="unsorted")),
         ("scipy", scipy_peer.ScipyPeer),
         ("dense", DensePeer),
         ("torch", TorchPeer),
         ("mkl", partial(MklPeer, optimized=False)),
         ("mkl-opt", partial(MklPeer, optimized=True)),
+        ("mkl-opt-sorted", partial(MklPeer, optimized=True, ordered=True)),
     ]
     variants = ["best", *VARIANTS] if args.upstream == "all" else args.upstream.split(",")
     factories += [("upstream", partial(UpstreamPeer, v)) for v in variants if v]
@@ -174,6 +181,10 @@ def spgemm_work(a: sp.csr_matrix) -> int:
     return int(cols[: rows.shape[0]] @ rows[: cols.shape[0]])
 
 
+#: peers whose SpGEMM result has each row's columns in order (checked)
+ORDERED = ("sparsecomp", "sparsecomp-up", "mkl-opt-sorted")
+
+
 def as_csr(result: object) -> sp.csr_matrix:
     """A peer's SpGEMM result (scipy, ``SparseTensor``, torch CSR) as scipy CSR."""
     if sp.issparse(result):
@@ -195,7 +206,10 @@ def check(peer: Peer, case: Case, ref: Any, bound: Any) -> Run | Cell:
     try:
         run = peer.prepare(case)
         if sp.issparse(ref):
-            return check_sparse(run, as_csr(run()), ref, bound)
+            got = as_csr(run())
+            if peer.name in ORDERED and not got.has_sorted_indices:
+                return Cell(status="WRONG", reason="a row's columns are not in order")
+            return check_sparse(run, got, ref, bound)
         got = np.asarray(run())
     except Unavailable as err:
         return Cell(status="n/a", reason=str(err))

@@ -17,6 +17,10 @@
   are left in MKL's order, as scipy's are (``mkl_sparse_sp2m`` then
   ``mkl_sparse_order`` measured 1.5-4x slower on the real matrices). The
   previous call's result is freed at the start of the next.
+* ``mkl-opt-sorted``: SpGEMM only, ``mkl-opt``'s product followed by
+  ``mkl_sparse_order`` (each row's columns in order), the ordered result
+  that ``sparsecomp``'s SpGEMM kernel returns (``sparsecomp-unsorted`` is
+  the like of ``mkl-opt``).
 
 MKL's C sparse BLAS has no SDDMM (sampled dense-dense product): both forms
 show n/a. Threads: MKL's default (its Intel OpenMP runtime, one thread per
@@ -112,10 +116,11 @@ class _Handle:
 class MklPeer(Peer):
     """Both forms: ``optimized`` picks the inspector-executor one (see the module)."""
 
-    def __init__(self, optimized: bool) -> None:
+    def __init__(self, optimized: bool, ordered: bool = False) -> None:
         super().__init__()
-        self.name = "mkl-opt" if optimized else "mkl"
-        self.optimized = optimized
+        self.name = "mkl-opt-sorted" if ordered else "mkl-opt" if optimized else "mkl"
+        self.optimized = optimized or ordered
+        self.ordered = ordered
         self.handle: _Handle | None = None  # the case's
         self.result: _P | None = None  # the last SpGEMM's
         try:
@@ -134,6 +139,8 @@ class MklPeer(Peer):
             if optimized
             else "sparse_dot_mkl.dot_product_mkl (a handle made and freed each call)"
         )
+        if ordered:
+            how = "SpGEMM only: mkl_sparse_spmm of an optimized handle, then mkl_sparse_order"
         self.about = f"oneMKL {version}, {threads} threads; {how}; no SDDMM in MKL"
 
     def close(self) -> None:
@@ -152,6 +159,8 @@ class MklPeer(Peer):
             raise Unavailable("mkl not installed")
         if case.op == "sddmm":
             raise Unavailable("MKL's sparse BLAS has no SDDMM")
+        if self.ordered and case.op != "spgemm":
+            raise Unavailable("the sorted form is SpGEMM's alone")
         self.close()  # the previous case's handles
         if not self.optimized:
             dot = self.sdm.dot_product_mkl
@@ -212,6 +221,8 @@ class MklPeer(Peer):
             "mkl_sparse_spmm",
         )
         self.result = c
+        if self.ordered:
+            _check(lib.mkl_sparse_order(c), "mkl_sparse_order")
         base, rows, cols = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
         start, end, idx = _P(), _P(), _P()
         val = _P()

@@ -25,6 +25,11 @@
   BSR, ELL, hyb, ...), packed once per case, its variant compiled on first
   need (SpMV and SpMM: SDDMM's result comes back in the chosen layout; the
   peer's ``about`` lists the layouts other than CSR it chose).
+* ``sparsecomp-unsorted`` (``form="unsorted"``): SpGEMM only,
+  ``kernels/spgemm_unsorted.mlir``: the same product with a
+  ``compressed(nonordered)`` result, its rows' columns in the order found,
+  as scipy's and MKL's ``mkl_sparse_spmm`` leave them (``sparsecomp``'s
+  SpGEMM orders them; ``mkl-opt-sorted`` is MKL's ordered product).
 * ``sparsecomp-up-out`` (``form="upstream-out"``): the upstream form of SpMV
   and SpMM called with ``out=C``, its own outs operand: the kernel
   accumulates ``C += A B`` into the caller's array (``runtime/destinations.py``),
@@ -56,6 +61,7 @@ FORMS = {
     "upstream": ("sparsecomp-up", KERNELS / "upstream_form"),
     "upstream-out": ("sparsecomp-up-out", KERNELS / "upstream_form"),
     "prepared": ("sparsecomp-prepared", KERNELS),
+    "unsorted": ("sparsecomp-unsorted", KERNELS),
 }
 #: ops the prepared form runs: those ``exe.prepare`` chooses a layout for whose result
 #: is dense (SDDMM's comes back in the chosen layout, which the check does not read)
@@ -94,6 +100,8 @@ class SparsecompPeer(Peer):
             )
         if form == "scipy":
             self.about += " on the kernels written for sparsecomp, called with the scipy matrix"
+        if form == "unsorted":
+            self.about += " on SpGEMM with a compressed(nonordered) result (rows unsorted)"
         if form == "prepared":
             self.about += (
                 " on the kernels written for sparsecomp, called with exe.prepare(A, k=K), "
@@ -111,7 +119,9 @@ class SparsecompPeer(Peer):
 
     def _executable(self, op: str) -> Any:
         if op not in self._exes:
-            path = self.kernels / f"{op}.mlir"
+            path = self.kernels / (
+                f"{op}_unsorted.mlir" if self.form == "unsorted" else f"{op}.mlir"
+            )
             try:
                 start = time.perf_counter()
                 exe = self.compile(path, target=self.target)
@@ -140,6 +150,8 @@ class SparsecompPeer(Peer):
             raise Unavailable(self.missing)
         if self.form == "upstream-out" and case.op not in OUTS:
             raise Unavailable(f"upstream-form {case.op} has no dense outs operand")
+        if self.form == "unsorted" and case.op != "spgemm":
+            raise Unavailable("the unsorted form is SpGEMM's alone")
         if self.form == "prepared" and case.op not in PREPARED:
             raise Unavailable(f"exe.prepare chooses no layout for {case.op}")
         exe = self._executable(case.op)
@@ -159,7 +171,7 @@ class SparsecompPeer(Peer):
                 f" (not CSR: {'; '.join(other)})" if other else " (CSR throughout)"
             )
             dense = case.dense
-        elif self.form != "ours":
+        elif self.form not in ("ours", "unsorted"):
             a = case.a
             m = case.a.shape[0]
             outs = {"spmv": (np.zeros(m, np.float32),), "sddmm": (), "spgemm": ()}

@@ -24,6 +24,12 @@ LAYOUTS = {
     "i mod 8 : dense, j mod 1 : dense)",
     "bsr:4x4": "(i, j) -> (i floordiv 4 : dense, j floordiv 4 : compressed, "
     "i mod 4 : dense, j mod 4 : dense)",
+    "bsr:3x3": "(i, j) -> (i floordiv 3 : dense, j floordiv 3 : compressed, "
+    "i mod 3 : dense, j mod 3 : dense)",
+    "bsr:6x6": "(i, j) -> (i floordiv 6 : dense, j floordiv 6 : compressed, "
+    "i mod 6 : dense, j mod 6 : dense)",
+    "bsr:2x3": "(i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, "
+    "i mod 2 : dense, j mod 3 : dense)",
 }
 
 

@@ -66,6 +66,7 @@ def test_cpu_benchmark_quick(repo, tmp_path):
         assert "mkl ms" in header
         assert "mkl-opt ms" in header
         assert "MKL's sparse BLAS has no SDDMM" in out
+        assert "mkl-opt-sorted ms" in out
     rows = [ln for ln in out.splitlines() if ln.startswith("| rmat")]
     assert len(rows) == 5  # one per table
     # the upstream sparsifier's SpGEMM runs (its i1 buffers widened) and is checked
@@ -74,6 +75,8 @@ def test_cpu_benchmark_quick(repo, tmp_path):
     names = [c.strip() for c in next(ln for ln in lines if ln.startswith("| matrix")).split("|")]
     rmat = [c.strip() for c in next(ln for ln in lines if ln.startswith("| rmat")).split("|")]
     assert float(rmat[names.index("upstream ms")]) > 0, rmat
+    # SpGEMM with its rows unordered as well (scipy's and MKL's like)
+    assert float(rmat[names.index("sparsecomp-unsorted ms")]) > 0, rmat
 
 
 def test_cpu_benchmark_without_torch(repo, tmp_path):

@@ -68,15 +68,17 @@ def find_jam(plan: Plan, unroll: int, registers: int) -> Jam | None:
     """The :class:`Jam` of ``plan`` for a target with ``registers`` vector
     registers, or None where the plain nest is kept.
 
-    It applies to a vectorized, dense-output nest whose hoist point follows a
+    It applies to a dense-output nest (vectorized, or scalar) whose hoist point follows a
     ``dense`` ``mod`` level of static size ``R >= 2`` (its ``floordiv`` level
     outside the loop before it), that loop being a driver level the output
     does not index, and whose remaining steps are ``dense`` levels (the
-    columns of a block): SpMM over BSR with blocks of two rows or more.
+    columns of a block): SpMM over BSR with blocks of two rows or more, and
+    SpMV (scalar: one accumulator per row of the block).
     """
-    if plan.vector_dim < 0 or plan.vector_reduction or plan.sparse_output:
+    scalar = plan.vector_dim < 0  # SpMV over BSR: one accumulator per row
+    if plan.vector_reduction or plan.sparse_output:
         return None
-    if not plan.output.uses(plan.vector_dim):
+    if not scalar and not plan.output.uses(plan.vector_dim):
         return None
     steps, layout, h = plan.steps, plan.layout, plan.hoist
     if h < 2 or steps[h - 1].kind != "level" or steps[h - 2].kind != "level":
@@ -103,7 +105,8 @@ def find_jam(plan: Plan, unroll: int, registers: int) -> Jam | None:
             return None
         if plan.output.uses(plan.level_dim(s.level)):
             return None
-    return Jam(h - 2, block, rows, expr.const, max(1, min(unroll, budget // expr.const)))
+    vectors = 1 if scalar else max(1, min(unroll, budget // expr.const))
+    return Jam(h - 2, block, rows, expr.const, vectors)
 
 
 #: rows of a :class:`Group`: one store of ``R`` elements per row of the output

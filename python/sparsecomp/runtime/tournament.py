@@ -49,13 +49,13 @@ SAMPLE_WORK = 8_000_000
 OPERAND_BYTES = 32 << 20
 #: Row blocks the sample is made of (spread evenly over the matrix's rows), each a
 #: multiple of :data:`ALIGN` rows long starting at such a row, so that the dense blocks
-#: a BSR layout would store are whole in the sample.
+#: a BSR layout would store are whole in the sample (48: blocks of 2, 3, 4, 6, 8 and 16).
 SAMPLE_BLOCKS = 4
-ALIGN = 16
+ALIGN = 48
 #: Rows a run grows to while it holds at most twice its share of the nonzeros: a run
 #: of a few rows would leave a BSR layout a handful of block rows to share between
 #: threads, unlike the whole matrix.
-MIN_RUN = 4 * ALIGN
+MIN_RUN = 2 * ALIGN
 #: Candidates besides CSR that are timed: the model's best.
 SHORTLIST = 3
 #: Timed rounds (a call of every layout each, in turn) after a warm-up round; a layout

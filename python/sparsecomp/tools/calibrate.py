@@ -3,7 +3,7 @@
 Compiles SpMM, SpMV and SDDMM for every candidate layout
 (:func:`sparsecomp.formats.choice.candidates`), times each on a few
 synthetic matrices chosen so that every feature of the model varies
-(short even rows, power-law rows, dense 8x8 and 16x16 blocks, a band, a
+(short even rows, power-law rows, dense 3x3, 6x6, 8x8 and 16x16 blocks, a band, a
 27-point stencil, longer random rows, a 2:4-pruned and a 30%-dense
 matrix, and two bigger than a last-level cache), and fits the
 coefficients of :mod:`sparsecomp.formats.choice` by non-negative least
@@ -83,6 +83,9 @@ def matrices(scale: float, rng: np.random.Generator) -> dict[str, sp.csr_matrix]
     return {
         "uniform": _rows(rng.poisson(8, n), n, rng),
         "powerlaw": _rows(np.minimum(rng.zipf(1.8, n), n // 4), n, rng),
+        # node blocks of an FEM matrix (3 and 6 unknowns a node), nearly full
+        "blocks3": _blocks(n // 4, 3, 0.95, int(n / 2), rng),
+        "blocks6": _blocks(n // 4, 6, 0.85, int(n / 6), rng),
         "blocks8": _blocks(n // 4, 8, 0.7, int(n / 8), rng),
         "blocks16": _blocks(n // 4, 16, 0.9, int(n / 32), rng),
         "band": band.astype(np.float32),

@@ -238,18 +238,33 @@ func.func @sddmm(%S: tensor<?x?xf32, #csr>, %X: tensor<?x?xf32>, %Y: tensor<?x?x
 
 #bsr = #sparse_iter.layout<{map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense), posWidth = 32, crdWidth = 32}>
 
-// BSR: block rows, block columns, then the dense block, whose loops stop at
-// the matrix edge; dimension coordinates are rebuilt as block * size + offset.
+// BSR SpMV, jammed (lowering/jam.py, one scalar per row): the block row's two
+// rows are read above the block loop (the second clamped to the last row that
+// exists) and accumulated in registers over the blocks; a block's columns run
+// a loop of constant trips where the block is whole (levels.dense_loop), the
+// clamped loop only at the matrix's right edge; the second row is written
+// only where it exists. Dimension coordinates are block * size + offset.
 // CHECK-LABEL: func.func @bsr_spmv
 // CHECK: %[[ROWS:.*]] = arith.ceildivsi %{{.*}}, %c2
 // CHECK: scf.for %[[BI:[^ ]+]] = %c0 to %[[ROWS]]
-// CHECK:   scf.for %[[Q:[^ ]+]] =
-// CHECK:     %[[R0:.*]] = arith.muli %[[BI]], %c2
-// CHECK:     %[[RLEFT:.*]] = arith.subi %{{.*}}, %[[R0]]
-// CHECK:     %[[RN:.*]] = arith.minsi %[[RLEFT]], %c2
-// CHECK:     scf.for %[[R:[^ ]+]] = %c0 to %[[RN]]
-// CHECK:       %[[CN:.*]] = arith.minsi %{{.*}}, %c3
-// CHECK:       scf.for %[[C:[^ ]+]] = %c0 to %[[CN]]
+// CHECK:   %[[R0:.*]] = arith.muli %[[BI]], %c2
+// CHECK:   %[[RLEFT:.*]] = arith.subi %{{.*}}, %[[R0]]
+// CHECK:   %[[RN:.*]] = arith.minsi %[[RLEFT]], %c2
+// CHECK:   %[[LAST:.*]] = arith.addi %[[R0]], %{{.*}}
+// CHECK:   %[[R1:.*]] = arith.minui %{{.*}}, %[[LAST]]
+// CHECK:   %[[Y0:.*]] = tensor.extract %{{.*}}[%[[R0]]]
+// CHECK:   %[[Y1:.*]] = tensor.extract %{{.*}}[%[[R1]]]
+// CHECK:   %[[ACC:.*]]:2 = scf.for %[[Q:[^ ]+]] = {{.*}} iter_args(%{{.*}} = %[[Y0]], %{{.*}} = %[[Y1]]) -> (f32, f32)
+// CHECK:     %[[CN:.*]] = arith.minsi %{{.*}}, %c3
+// CHECK:     %[[WHOLE:.*]] = arith.cmpi eq, %[[CN]], %c3
+// CHECK:     scf.if %[[WHOLE]]
+// CHECK:       scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK:     } else {
+// CHECK:       scf.for %{{.*}} = %c0 to %[[CN]] step %c1
+// CHECK:   tensor.insert %[[ACC]]#0 into %{{.*}}[%[[R0]]]
+// CHECK:   %[[THERE:.*]] = arith.cmpi ugt, %[[RN]], %c1
+// CHECK:   scf.if %[[THERE]]
+// CHECK:     tensor.insert %[[ACC]]#1 into %{{.*}}[%[[R1]]]
 // CHECK: } {sparse_iter.parallel}
 func.func @bsr_spmv(%A: tensor<?x?xf32, #bsr>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],
