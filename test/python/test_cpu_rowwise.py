@@ -153,6 +153,29 @@ def test_spgemm_ell_operand() -> None:
     check_csr(got, A @ B, 1e-4)
 
 
+@pytest.mark.parametrize("ordered", [True, False])
+def test_spgemm_two_pass_above_the_one_pass_limit(
+    ordered: bool, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """A product whose multiply-adds exceed ``ONE_PASS_ENTRIES`` (here patched to 5)
+    takes the two-pass build at run time (count, then fill), one below it the one-pass
+    build (temporaries at each block's offset, then copied): both equal scipy's. Built
+    in this process (the patched limit) into a cache of the test's own."""
+    import sparsecomp
+    from sparsecomp.lowering import rowemit
+
+    monkeypatch.setattr(rowemit, "ONE_PASS_ENTRIES", 5)
+    monkeypatch.setenv("SPARSECOMP_COMPILE_IN_PROCESS", "1")
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path))
+    exe = sparsecomp.compile(K.spgemm("f64", sparse_out="csr" if ordered else "nonordered"))
+    for shape, density in (((40, 30, 50), 0.2), ((3, 3, 3), 0.3)):
+        m, k, n = shape
+        A, B = matrix((m, k), density, np.float64, 21), matrix((k, n), density, np.float64, 22)
+        work = int(np.diff(B.tocsr().indptr)[A.indices].sum())
+        assert (work > 5) == (shape[0] == 40), work  # one case on either side of the limit
+        check_csr(exe(A, B), A @ B, 1e-10, ordered=ordered)
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     m=st.integers(0, 40), k=st.integers(0, 40), n=st.integers(0, 40),

@@ -100,3 +100,26 @@ def test_choice_figure_is_fresh(repo):
     assert drawn == module.description(module.choices(module.matrices())), (
         "stale: python docs/figures/make_choice_figure.py"
     )
+
+
+def test_mkl_figure_is_fresh(repo, tmp_path):
+    """docs/figures/mkl_ratios.png was drawn from the MKL run docs/benchmarks.md holds,
+    with like pairs only (SpGEMM's unordered rows against MKL's unordered ones)."""
+    from PIL import Image
+
+    path = repo / "docs" / "figures" / "make_mkl_figure.py"
+    module = import_file(path)
+    tables = module.mkl_tables((repo / "docs" / "benchmarks.md").read_text())
+    titles = {t.split()[0] for t in tables}
+    assert titles >= {"SpMV", "SpMM", "SpGEMM"}, titles
+    spgemm = next(rows for t, rows in tables.items() if t.startswith("SpGEMM"))
+    assert ("mkl-opt", "sparsecomp-unsorted") in module.pairs(spgemm)
+    assert ("mkl-opt", "sparsecomp") not in module.pairs(spgemm)
+    with Image.open(repo / "docs" / "figures" / "mkl_ratios.png") as image:
+        drawn = image.info.get("Description")
+    assert drawn == module.fingerprint(tables), "run make_mkl_figure.py after a new MKL run"
+    out = tmp_path / "mkl.png"
+    proc = run(str(path), str(repo / "docs" / "benchmarks.md"), str(out))
+    assert proc.returncode == 0, proc.stderr
+    with Image.open(out) as image:
+        assert image.info.get("Description") == drawn

@@ -552,24 +552,54 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 
 #csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 
-// SpGEMM builds a new structure row by row: a parallel count pass over blocks
-// of rows (a tag array per block marks the row's columns), a prefix sum into
-// positions, a parallel fill pass that accumulates each row in a workspace,
-// sorts its columns and gathers the values, then sparse_iter.assemble.
+// SpGEMM builds a new structure row by row. First each block of rows bounds
+// its multiply-adds from B's row lengths (a parallel loop), summed into block
+// offsets. Up to 2^28 of them, one pass: each block builds its rows at a
+// cursor (carried from its offset) into temporaries as long as the bound,
+// counting them, sorting each row's columns and gathering the values; the
+// counts are summed into positions and each block's rows copied to their
+// place. Above it, the count pass (a tag array per block marks the row's
+// columns), a prefix sum into positions, and the fill pass. Either way,
+// sparse_iter.assemble.
 // CHECK-LABEL: func.func @spgemm
-// CHECK: %[[COUNTS:.*]] = scf.for {{.*}} -> (tensor<?xindex>) {
-// CHECK:   linalg.fill {{.*}} -> tensor<?xindex>
-// CHECK:   arith.cmpi ne
+// CHECK: %[[BOUNDS:.*]] = scf.for {{.*}} -> (tensor<?xindex>) {
+// CHECK-NOT: arith.cmpi ne
 // CHECK: } {sparse_iter.parallel}
-// CHECK: %[[POS:.*]]:3 = scf.for {{.*}} -> (tensor<?xi32>, tensor<?xindex>, index) {
-// CHECK:   tensor.extract %[[COUNTS]]
-// CHECK: %[[CRD:.*]] = tensor.empty(%[[POS]]#2) : tensor<?xi32>
-// CHECK: %[[VAL:.*]] = tensor.empty(%[[POS]]#2) : tensor<?xf32>
-// CHECK: %[[FILL:.*]]:2 = scf.for {{.*}} iter_args({{.*}} = %[[CRD]], {{.*}} = %[[VAL]])
-// CHECK:   arith.mulf
-// CHECK:   scf.while
-// CHECK: } {sparse_iter.parallel}
-// CHECK: %[[C:.*]] = sparse_iter.assemble positions(%[[POS]]#0 : {{.*}}) coordinates(%[[FILL]]#0 : {{.*}}) values(%[[FILL]]#1 : {{.*}}) sizes(%{{.*}}, %{{.*}})
+// CHECK: %[[OFFS:.*]]:2 = scf.for {{.*}} -> (tensor<?xindex>, index) {
+// CHECK:   tensor.extract %[[BOUNDS]]
+// CHECK: %[[FITS:.*]] = arith.cmpi ule, %[[OFFS]]#1, %c268435456
+// CHECK: %[[BUILT:.*]]:3 = scf.if %[[FITS]] -> (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>) {
+// CHECK:   %[[TCRD:.*]] = tensor.empty(%[[OFFS]]#1) : tensor<?xi32>
+// CHECK:   %[[TVAL:.*]] = tensor.empty(%[[OFFS]]#1) : tensor<?xf32>
+// CHECK:   %[[ONE:.*]]:3 = scf.for {{.*}} iter_args({{.*}}, {{.*}} = %[[TCRD]], {{.*}} = %[[TVAL]])
+// CHECK:     %[[CURSOR:.*]] = tensor.extract %[[OFFS]]#0
+// CHECK:     scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %[[CURSOR]]) -> ({{.*}}, index)
+// CHECK:       arith.mulf
+// CHECK:       scf.while
+// CHECK:   } {sparse_iter.parallel}
+// CHECK:   %[[POS1:.*]]:3 = scf.for {{.*}} -> (tensor<?xi32>, tensor<?xindex>, index) {
+// CHECK:     tensor.extract %[[ONE]]#0
+// CHECK:   %[[COPY:.*]]:2 = scf.for {{.*}} -> (tensor<?xi32>, tensor<?xf32>) {
+// CHECK:     scf.for
+// CHECK:       tensor.extract %[[ONE]]#1
+// CHECK:       tensor.extract %[[ONE]]#2
+// CHECK:   } {sparse_iter.parallel}
+// CHECK:   scf.yield %[[POS1]]#0, %[[COPY]]#0, %[[COPY]]#1
+// CHECK: } else {
+// CHECK:   %[[COUNTS:.*]] = scf.for {{.*}} -> (tensor<?xindex>) {
+// CHECK:     linalg.fill {{.*}} -> tensor<?xindex>
+// CHECK:     arith.cmpi ne
+// CHECK:   } {sparse_iter.parallel}
+// CHECK:   %[[POS:.*]]:3 = scf.for {{.*}} -> (tensor<?xi32>, tensor<?xindex>, index) {
+// CHECK:     tensor.extract %[[COUNTS]]
+// CHECK:   %[[CRD:.*]] = tensor.empty(%[[POS]]#2) : tensor<?xi32>
+// CHECK:   %[[VAL:.*]] = tensor.empty(%[[POS]]#2) : tensor<?xf32>
+// CHECK:   %[[FILL:.*]]:2 = scf.for {{.*}} iter_args({{.*}} = %[[CRD]], {{.*}} = %[[VAL]])
+// CHECK:     arith.mulf
+// CHECK:     scf.while
+// CHECK:   } {sparse_iter.parallel}
+// CHECK:   scf.yield %[[POS]]#0, %[[FILL]]#0, %[[FILL]]#1
+// CHECK: %[[C:.*]] = sparse_iter.assemble positions(%[[BUILT]]#0 : {{.*}}) coordinates(%[[BUILT]]#1 : {{.*}}) values(%[[BUILT]]#2 : {{.*}}) sizes(%{{.*}}, %{{.*}})
 // CHECK: return %[[C]]
 func.func @spgemm(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32, #csr>, %m: index, %n: index) -> tensor<?x?xf32, #csr> {
   %C = tensor.empty(%m, %n) : tensor<?x?xf32, #csr>
