@@ -94,6 +94,7 @@ def draw(tables: dict[str, list[dict[str, str]]], out: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
 
     fig, axes = plt.subplots(len(tables), 1, figsize=(12, 3.0 * len(tables)), squeeze=False)
     for ax, (title, rows) in zip(axes[:, 0], tables.items(), strict=True):
@@ -113,6 +114,8 @@ def draw(tables: dict[str, list[dict[str, str]]], out: Path) -> None:
         if target:
             ax.axhline(target, color="gray", linewidth=0.8, linestyle="--", label="target")
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(ScalarFormatter())
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("MKL time / ours")
         ax.set_title(title, fontsize=10)

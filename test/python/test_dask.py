@@ -345,9 +345,10 @@ def test_each_partition_in_the_layout_chosen_for_it_on_its_worker(client) -> Non
 
     spmm = sparsecomp.compile(REPO / "examples" / "spmm.mlir")
     n = 8000
-    band = sp.eye(n, n) + sp.eye(n, n, k=3) + sp.eye(n, n, k=-7)  # diagonals: small blocks
-    noise = sp.random(n, n, density=0.0003, random_state=12)  # scattered: rows
-    A = sp.vstack([band, noise], format="csr", dtype=np.float32)
+    # dense 8x8 blocks (a block layout) over scattered entries (rows: CSR)
+    blocks = sp.kron(sp.random(n // 8, n // 8, density=0.002, random_state=3), np.ones((8, 8)))
+    noise = sp.random(n, n, density=0.0003, random_state=12)
+    A = sp.vstack([blocks, noise], format="csr", dtype=np.float32)
     D = sd.from_scipy(A, parts=2, client=client)
     B = np.random.default_rng(12).standard_normal((n, 32)).astype(np.float32)
     got = sd.map(spmm, "spmm", D, B, layout="auto").compute()

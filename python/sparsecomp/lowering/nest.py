@@ -694,14 +694,19 @@ class NestEmitter(OperandAccess):
             self.idx[dim] = row
             at = self._out_indices()
 
-            def write(into: ir.Value = out, elem: ir.Value = elem, at: list = at) -> Carried:
+            def write(
+                into: ir.Value = out, elem: ir.Value = elem, at: list[ir.Value] = at
+            ) -> Carried:
                 return [tensor.insert(elem, into, at)]
+
+            def keep(into: ir.Value = out) -> Carried:
+                return [into]
 
             if r == 0:
                 (out,) = write()
             else:
                 inside = arith.cmpi(arith.CmpIPredicate.ult, index(r), count)
-                (out,) = if_else(inside, [out.type], write, lambda into=out: [into])
+                (out,) = if_else(inside, [out.type], write, keep)
         return [out]
 
     def write_transposed(
