@@ -15,7 +15,6 @@ repository root::
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
 from pathlib import Path
@@ -23,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import mdtable
+from mdtable import fingerprint
 
-DOCS = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent / "cpu_ratios.png"
 #: the tables drawn: the CPU benchmark's op tables (their "## " titles start so)
 TITLES = ("SpMV", "SpMM", "SDDMM", "SpGEMM")
@@ -50,11 +49,6 @@ def cpu_tables(markdown: str) -> dict[str, list[dict[str, str]]]:
 def _number(cell: str | None) -> bool:
     """Whether a ratio cell holds a number (not ``-`` or empty)."""
     return cell is not None and cell.strip("*") not in ("-", "")
-
-
-def fingerprint(tables: dict[str, list[dict[str, str]]]) -> str:
-    text = repr(sorted((t, [sorted(r.items()) for r in rows]) for t, rows in tables.items()))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def draw(tables: dict[str, list[dict[str, str]]], out: Path) -> None:
@@ -89,15 +83,7 @@ def draw(tables: dict[str, list[dict[str, str]]], out: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    source = Path(argv[0]) if argv else DOCS / "benchmarks.md"
-    out = Path(argv[1]) if len(argv) > 1 else OUT
-    tables = cpu_tables(source.read_text())
-    if not tables:
-        print(f"no CPU benchmark tables in {source}", file=sys.stderr)
-        return 1
-    draw(tables, out)
-    print(out)
-    return 0
+    return mdtable.figure_main(argv, OUT, cpu_tables, draw, "no CPU benchmark tables")
 
 
 if __name__ == "__main__":

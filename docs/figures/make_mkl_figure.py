@@ -20,15 +20,14 @@ not. Run from the repository root::
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import mdtable
+from mdtable import fingerprint
 
-DOCS = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent / "mkl_ratios.png"
 SECTION = "## Against Intel oneMKL"
 #: (MKL's peer, ours): the like pairs drawn, where a table has both columns
@@ -84,11 +83,6 @@ def ratios(rows: list[dict[str, str]], mkl: str, ours: str) -> list[float | None
     return found
 
 
-def fingerprint(tables: dict[str, list[dict[str, str]]]) -> str:
-    text = repr(sorted((t, [sorted(r.items()) for r in rows]) for t, rows in tables.items()))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def draw(tables: dict[str, list[dict[str, str]]], out: Path) -> None:
     import matplotlib
 
@@ -127,15 +121,7 @@ def draw(tables: dict[str, list[dict[str, str]]], out: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    source = Path(argv[0]) if argv else DOCS / "benchmarks.md"
-    out = Path(argv[1]) if len(argv) > 1 else OUT
-    tables = mkl_tables(source.read_text())
-    if not tables:
-        print(f"no '{SECTION}' tables in {source}", file=sys.stderr)
-        return 1
-    draw(tables, out)
-    print(out)
-    return 0
+    return mdtable.figure_main(argv, OUT, mkl_tables, draw, f"no '{SECTION}' tables")
 
 
 if __name__ == "__main__":
