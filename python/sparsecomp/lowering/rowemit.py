@@ -29,7 +29,8 @@ count pass walked every product a second time. Where the multiply-adds
 exceed :data:`ONE_PASS_ENTRIES` (the temporaries would take more than
 2 GiB), the kernel takes the three passes at run time. On the ten real
 matrices of ``benchmarks/cpu.py`` (``A @ A``, rows unordered), the one pass
-took the product from 0.89x to 1.02x optimized MKL's speed (geomean).
+took the product from 0.89x optimized MKL's speed to 0.88-1.02x in two runs
+(geomean; MKL's own times move by up to 2.5x between runs).
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ BLOCKS = 64
 #: A sparse product's entries (multiply-adds) at most for the one-pass build: its
 #: temporary columns and values take this many slots (2 GiB of 8-byte entries).
 ONE_PASS_ENTRIES = 1 << 28
+#: ... and at most this many times the entries the rows' spans allow: where the rows
+#: of ``B`` a row of ``A`` reads overlap much (FEM matrices squared: bcsstk16's
+#: products hold 18 multiply-adds an entry, their spans 8), the temporaries are
+#: mostly untouched and each block's huge pages are faulted in for a few entries.
+OVERLAP = 4
 
 Pred = arith.CmpIPredicate
 
@@ -94,8 +100,8 @@ class RowEmitter(OperandAccess):
         self.nrows = self._size(plan.row)
         self.ncols = self._size(plan.col)
         self.elt = ir.RankedTensorType(plan.output.value.type).element_type
-        self.mode = "dense"  # or "count" / "fill" for a sparse output
-        self.positions = self.starts = self.stamp = self.lo = self.nrows  # per phase / row
+        self.mode = "dense"  # or "count" / "fill" / "onepass" for a sparse output
+        self.starts = self.stamp = self.lo = self.nrows  # per phase / row
         self.source: ir.Value | None = None  # where the body reads the output, if not carried
 
     def _size(self, dim: int) -> ir.Value:
@@ -122,8 +128,11 @@ class RowEmitter(OperandAccess):
         if not self._one_pass_applies():
             pos, crd, vals = self._two_pass(pos_t, crd_t)
         else:
-            offsets, bound = self._block_bounds()
-            fits = arith.cmpi(Pred.ule, bound, index(ONE_PASS_ENTRIES))
+            offsets, bound, spanned = self._block_bounds()
+            fits = arith.andi(
+                arith.cmpi(Pred.ule, bound, index(ONE_PASS_ENTRIES)),
+                arith.cmpi(Pred.ule, bound, mul(spanned, index(OVERLAP))),
+            )
             types = [rank1(pos_t), rank1(crd_t), rank1(self.elt)]
             pos, crd, vals = if_else(
                 fits, types,
@@ -157,44 +166,74 @@ class RowEmitter(OperandAccess):
             "compressed_varied", "loose_compressed",
         )  # fmt: skip
 
-    def _b_row_length(self, k: ir.Value) -> ir.Value:
+    def _b_row(self, k: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """Where ``B``'s row ``k`` starts and ends among its stored entries."""
         reader = self.readers[self.plan.sparse[1].number]
         pos = reader.pos[1]
         if reader.layout.levels[1].name == "loose_compressed":
             at = mul(k, index(2))
-            return arith.subi(load_position(pos, add(at, index(1))), load_position(pos, at))
-        return arith.subi(load_position(pos, add(k, index(1))), load_position(pos, k))
+            return load_position(pos, at), load_position(pos, add(at, index(1)))
+        return load_position(pos, k), load_position(pos, add(k, index(1)))
 
-    def _block_bounds(self) -> tuple[ir.Value, ir.Value]:
-        """``(offsets, total)``: per block of rows, where its slots start in the one-pass
-        build's temporaries (``nblocks + 1`` entries), from the multiply-adds of its
-        rows (``sum over A[i, k]`` of ``B``'s row ``k`` length)."""
-        a = self.plan.sparse[0]
+    def _block_bounds(self) -> tuple[ir.Value, ir.Value, ir.Value]:
+        """``(offsets, total, spanned)``: per block of rows, where its slots start in
+        the one-pass build's temporaries (``nblocks + 1`` entries), from the
+        multiply-adds of its rows (``sum over A[i, k]`` of ``B``'s row ``k`` length),
+        and the sum over rows of ``min(multiply-adds, the columns their rows of B
+        span)``, a cheaper bound of the output's entries (the total where ``B``'s
+        rows are not ordered)."""
+        a, b = self.plan.sparse
+        ordered = not self.readers[b.number].layout.levels[1].nonordered
+        crd = self.readers[b.number].crd[1]
         nblocks, per = self._partition()
         idx_t = ir.IndexType.get()
 
-        def block(b: ir.Value, s: State) -> State:
-            r0, r1 = self._rows_of(b, per)
+        def block(blk: ir.Value, s: State) -> State:
+            r0, r1 = self._rows_of(blk, per)
 
             def row(r: ir.Value, st: State) -> State:
                 def entry(q: ir.Value, k: ir.Value, e: State) -> State:
-                    return {"n": add(e["n"], self._b_row_length(k))}
+                    lo, hi = self._b_row(k)
+                    found = {**e, "n": add(e["n"], arith.subi(hi, lo))}
+                    if ordered:  # the row's first and last columns
+                        some = arith.cmpi(Pred.ult, lo, hi)
+                        first = arith.select(some, load_index(crd, lo), self.ncols)
+                        last = arith.select(some, load_index(crd, arith.subi(hi, index(1))),
+                                            index(-1))  # fmt: skip
+                        found["lo"] = arith.minsi(e["lo"], first)
+                        found["hi"] = arith.maxsi(e["hi"], last)
+                    return found
 
-                return self._walk(a, r, st, entry)
+                start = {"n": index(0), "lo": self.ncols, "hi": index(-1)}
+                got = self._walk(a, r, start, entry)
+                span = arith.maxsi(add(arith.subi(got["hi"], got["lo"]), index(1)), index(0))
+                spanned = arith.minsi(got["n"], span) if ordered else got["n"]
+                return {"n": add(st["n"], got["n"]), "spanned": add(st["spanned"], spanned)}
 
-            n = for_state(r0, r1, {"n": index(0)}, row)["n"]
-            return {"bounds": _put(s["bounds"], b, n)}
+            n = for_state(r0, r1, {"n": index(0), "spanned": index(0)}, row)
+            return {
+                "bounds": _put(s["bounds"], blk, n["n"]),
+                "spanned": _put(s["spanned"], blk, n["spanned"]),
+            }
 
-        bounds = for_state(index(0), nblocks, {"bounds": tensor.empty([nblocks], idx_t)}, block,
-                           parallel=True)["bounds"]  # fmt: skip
+        empty = tensor.empty([nblocks], idx_t)
+        # distinct initial values: bufferization would give equal empties one buffer
+        spans = linalg.fill(index(0), outs=[tensor.empty([nblocks], idx_t)])
+        found = for_state(index(0), nblocks, {"bounds": empty, "spanned": spans}, block,
+                          parallel=True)  # fmt: skip
         first = tensor.insert(index(0), tensor.empty([add(nblocks, index(1))], idx_t), [index(0)])
 
-        def step(b: ir.Value, s: State) -> State:
-            total = add(s["total"], _get(bounds, b))
-            return {"offsets": _put(s["offsets"], add(b, index(1)), total), "total": total}
+        def step(blk: ir.Value, s: State) -> State:
+            total = add(s["total"], _get(found["bounds"], blk))
+            return {
+                "offsets": _put(s["offsets"], add(blk, index(1)), total),
+                "total": total,
+                "spanned": add(s["spanned"], _get(found["spanned"], blk)),
+            }
 
-        done = for_state(index(0), nblocks, {"offsets": first, "total": index(0)}, step)
-        return done["offsets"], done["total"]
+        start = {"offsets": first, "total": index(0), "spanned": index(0)}
+        done = for_state(index(0), nblocks, start, step)
+        return done["offsets"], done["total"], done["spanned"]
 
     def _one_pass(
         self, pos_t: ir.Type, crd_t: ir.Type, offsets: ir.Value, bound: ir.Value

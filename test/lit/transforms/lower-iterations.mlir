@@ -554,7 +554,8 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 
 // SpGEMM builds a new structure row by row. First each block of rows bounds
 // its multiply-adds from B's row lengths (a parallel loop), summed into block
-// offsets. Up to 2^28 of them, one pass: each block builds its rows at a
+// offsets, and the entries the columns its rows span allow. Up to 2^28
+// multiply-adds, and at most 4 times those entries, one pass: each block builds its rows at a
 // cursor (carried from its offset) into temporaries as long as the bound,
 // counting them, sorting each row's columns and gathering the values; the
 // counts are summed into positions and each block's rows copied to their
@@ -562,13 +563,17 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 // columns), a prefix sum into positions, and the fill pass. Either way,
 // sparse_iter.assemble.
 // CHECK-LABEL: func.func @spgemm
-// CHECK: %[[BOUNDS:.*]] = scf.for {{.*}} -> (tensor<?xindex>) {
+// CHECK: %[[BOUNDS:.*]]:2 = scf.for {{.*}} -> (tensor<?xindex>, tensor<?xindex>) {
 // CHECK-NOT: arith.cmpi ne
 // CHECK: } {sparse_iter.parallel}
-// CHECK: %[[OFFS:.*]]:2 = scf.for {{.*}} -> (tensor<?xindex>, index) {
-// CHECK:   tensor.extract %[[BOUNDS]]
+// CHECK: %[[OFFS:.*]]:3 = scf.for {{.*}} -> (tensor<?xindex>, index, index) {
+// CHECK:   tensor.extract %[[BOUNDS]]#0
+// CHECK:   tensor.extract %[[BOUNDS]]#1
 // CHECK: %[[FITS:.*]] = arith.cmpi ule, %[[OFFS]]#1, %c268435456
-// CHECK: %[[BUILT:.*]]:3 = scf.if %[[FITS]] -> (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>) {
+// CHECK: %[[ROOM:.*]] = arith.muli %[[OFFS]]#2, %c4
+// CHECK: %[[SPREAD:.*]] = arith.cmpi ule, %[[OFFS]]#1, %[[ROOM]]
+// CHECK: %[[ONEPASS:.*]] = arith.andi %[[FITS]], %[[SPREAD]]
+// CHECK: %[[BUILT:.*]]:3 = scf.if %[[ONEPASS]] -> (tensor<?xi32>, tensor<?xi32>, tensor<?xf32>) {
 // CHECK:   %[[TCRD:.*]] = tensor.empty(%[[OFFS]]#1) : tensor<?xi32>
 // CHECK:   %[[TVAL:.*]] = tensor.empty(%[[OFFS]]#1) : tensor<?xf32>
 // CHECK:   %[[ONE:.*]]:3 = scf.for {{.*}} iter_args({{.*}}, {{.*}} = %[[TCRD]], {{.*}} = %[[TVAL]])
