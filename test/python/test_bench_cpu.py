@@ -166,3 +166,23 @@ def test_spmv_floor_quick(repo):
     for row in rows[:-1]:
         cells = [c.strip() for c in row.split("|")[1:-1]]
         assert all(float(c) > 0 for c in cells[2:5] + cells[6:]), row
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_spgemm_builds_quick(repo, ordered: bool):
+    """benchmarks/spgemm_builds.py compiles the SpGEMM kernel as shipped and with every
+    call in three passes, checks both against scipy and prints their times and ratio."""
+    command = [sys.executable, str(repo / "benchmarks" / "spgemm_builds.py"), "--quick"]
+    proc = subprocess.run(
+        command + (["--ordered"] if ordered else []),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ")][2:]
+    assert len(rows) == 2, proc.stdout
+    assert rows[-1].startswith("| geomean"), proc.stdout
+    cells = [c.strip() for c in rows[0].split("|")[1:-1]]
+    assert all(float(c) > 0 for c in cells[1:]), rows[0]

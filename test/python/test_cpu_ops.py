@@ -63,22 +63,26 @@ def test_spmv_layouts(layout: str, shape: tuple[int, int]) -> None:
     cols=st.integers(0, 40),
     layout=st.sampled_from(["bsr:3x3", "bsr:6x6", "bsr:2x3", "bsr:3x1"]),
     k=st.sampled_from([0, 5, 17]),
+    bits=st.sampled_from([0, 256]),
     seed=st.integers(0, 2**16),
 )
 @settings(max_examples=30, deadline=None)
-def test_bsr_block_edges_property(rows: int, cols: int, layout: str, k: int, seed: int) -> None:
-    """SpMV (``k == 0``) and SpMM over BSR agree with scipy where the matrix's
-    edges cut blocks: whole blocks run loops of constant trips, the edge's the
-    clamped ones (``levels.dense_loop``); SpMV keeps a block row's rows in
-    scalars over its blocks (the scalar jam) and writes no row past the edge."""
+def test_bsr_block_edges_property(
+    rows: int, cols: int, layout: str, k: int, bits: int, seed: int
+) -> None:
+    """SpMV (``k == 0``) and SpMM over BSR, scalar (``bits == 0``) or vectorized, agree
+    with scipy where the matrix's edges cut blocks: whole blocks run loops of
+    constant trips, the edge's the clamped ones (``levels.dense_loop``); SpMV keeps a
+    block row's rows in scalars over its blocks (the scalar jam) and writes no row
+    past the edge."""
     A = matrix((rows, cols), 0.3, np.float32, seed)
     packed = SparseTensor.from_scipy(A, layout)
     if k == 0:
         x, y = dense((cols,), np.float32, seed + 1), dense((rows,), np.float32, seed + 2)
-        close(compiled(K.spmv(layout))(packed, x, y), y + A @ x, "f32")
+        close(compiled(K.spmv(layout), vector_bits=bits)(packed, x, y), y + A @ x, "f32")
     else:
         B = dense((cols, k), np.float32, seed + 1)
-        close(compiled(K.spmm(layout))(packed, B), A @ B, "f32")
+        close(compiled(K.spmm(layout), vector_bits=bits)(packed, B), A @ B, "f32")
 
 
 @pytest.mark.parametrize("elt", ["f32", "f64", "i32"])

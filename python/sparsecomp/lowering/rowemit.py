@@ -25,12 +25,15 @@ theirs): each block's multiply-adds, read from ``B``'s row lengths, give
 it a range of temporaries; the block builds its rows one after another at
 a cursor in its range (the fill above, without the count), then the counts
 are summed into positions and each block's rows copied to their place. The
-count pass walked every product a second time. Where the multiply-adds
-exceed :data:`ONE_PASS_ENTRIES` (the temporaries would take more than
-2 GiB), the kernel takes the three passes at run time. On the ten real
-matrices of ``benchmarks/cpu.py`` (``A @ A``, rows unordered), the one pass
-took the product from 0.89x optimized MKL's speed to 0.88-1.02x in two runs
-(geomean; MKL's own times move by up to 2.5x between runs).
+count pass walked every product a second time. The kernel takes the three
+passes at run time where the multiply-adds exceed :data:`ONE_PASS_ENTRIES`
+(the temporaries would take more than 2 GiB), or :data:`OVERLAP` times the
+entries the columns each row's ``B`` rows span allow (most of the
+temporaries would stay untouched). In one process, calls interleaved, on the
+ten real matrices of ``benchmarks/cpu.py`` (``A @ A``, rows unordered) the
+one pass ran 1.12x the three passes' speed (geomean; 1.11-1.41x on graphs
+and meshes, 0.84-0.86x on the circuit matrices memplus and rajat01, whose
+outputs are about as large as their products and are written twice).
 """
 
 from __future__ import annotations
