@@ -18,7 +18,8 @@ composable layout the sum over its parts plus one ``parts`` feature per
 part (each is a loop nest of its own); and ``gather.miss``, the dense rows
 gathered that nearby rows did not already bring into cache (column reuse
 from the statistics, times the part of the dense operand that does not fit
-:data:`CACHE_BYTES`; a BSR block's rows count once); and ``stream.bytes``,
+:data:`CACHE_BYTES`; a BSR block's rows count once, and ``bsr+csr``'s CSR rest
+its entries'); and ``stream.bytes``,
 the bytes the layout stores times the part of them that does not fit the
 last-level cache (a matrix that stays in cache is read at cache speed, one
 that does not at memory speed: what makes a layout that stores zeros lose
