@@ -15,14 +15,15 @@
   ``dot_product_mkl`` calls, without making the handle) and
   ``mkl_sparse_s_export_csr`` (pointers into MKL's result, no copy); rows
   are left in MKL's order, as scipy's are (``mkl_sparse_sp2m`` then
-  ``mkl_sparse_order`` measured 1.5-4x slower on the real matrices). The
+  ``mkl_sparse_order`` measured 1.5-4x slower on the real matrices; the product
+  then ``mkl_sparse_order``, ``mkl-opt-sorted``, 1.3-9x slower). The
   previous call's result is freed at the start of the next.
 * ``mkl-opt-sorted``: SpGEMM only, ``mkl-opt``'s product followed by
   ``mkl_sparse_order`` (each row's columns in order), the ordered result
   that ``sparsecomp``'s SpGEMM kernel returns (``sparsecomp-unsorted`` is
   the like of ``mkl-opt``).
 
-MKL's C sparse BLAS has no SDDMM (sampled dense-dense product): both forms
+MKL's C sparse BLAS has no SDDMM (sampled dense-dense product): every form
 show n/a. Threads: MKL's default (its Intel OpenMP runtime, one thread per
 core). Loading it needs ``libmkl_rt`` from the ``mkl`` wheel, found in the
 environment's ``lib`` (``MKL_RT`` names it for ``sparse_dot_mkl``).
@@ -114,7 +115,8 @@ class _Handle:
 
 
 class MklPeer(Peer):
-    """Both forms: ``optimized`` picks the inspector-executor one (see the module)."""
+    """The three forms: ``optimized`` picks the inspector-executor one, ``ordered`` its
+    SpGEMM with ordered rows (see the module)."""
 
     def __init__(self, optimized: bool, ordered: bool = False) -> None:
         super().__init__()
