@@ -116,6 +116,16 @@ def dense_loop(
     return if_else(whole, types, loop(size), loop(bound))
 
 
+def position_range(em: Storage, lv: int, p: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """``(lo, hi)``: the positions of level ``lv`` (one with positions: compressed,
+    dense_varied, loose) below parent position ``p``."""
+    pos = em.pos[lv]
+    if em.layout.levels[lv].name == "loose_compressed":
+        at = mul(p, index(2))
+        return load_position(pos, at), load_position(pos, add(at, index(1)))
+    return load_position(pos, p), load_position(pos, add(p, index(1)))
+
+
 def emit_level(
     em: Storage, lv: int, p: ir.Value, carried: Carried, inner: Inner, parallel: bool
 ) -> Carried:
@@ -131,12 +141,7 @@ def emit_level(
     if name == "singleton":
         return inner(p, load_index(em.crd[lv], p), carried)
     if name in ("compressed_varied", "dense_varied", "loose_compressed"):
-        pos = em.pos[lv]
-        if name == "loose_compressed":
-            lo_at = mul(p, index(2))
-            lo, hi = load_position(pos, lo_at), load_position(pos, add(lo_at, index(1)))
-        else:
-            lo, hi = load_position(pos, p), load_position(pos, add(p, index(1)))
+        lo, hi = position_range(em, lv, p)
         cut = getattr(em, "cut", None)  # a Cut (slices.py), set by a sliced nest
         if cut is not None and cut.level == lv:  # one slice of the row's sorted coordinates
             lo, hi = cut.bounds or cut_range(em.crd[lv], lo, hi, cut)

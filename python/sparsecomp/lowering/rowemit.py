@@ -46,7 +46,7 @@ from mlir.dialects import arith, linalg, tensor
 from sparsecomp.formats.layout import Layout
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.assemble import assemble_csr, cast, prefix_positions
-from sparsecomp.lowering.levels import emit_level
+from sparsecomp.lowering.levels import emit_level, position_range
 from sparsecomp.lowering.loops import (
     State,
     add,
@@ -55,7 +55,6 @@ from sparsecomp.lowering.loops import (
     if_state,
     index,
     load_index,
-    load_position,
     mul,
 )
 from sparsecomp.lowering.operands import OperandAccess, zero_of
@@ -169,15 +168,6 @@ class RowEmitter(OperandAccess):
             "compressed_varied", "loose_compressed",
         )  # fmt: skip
 
-    def _b_row(self, k: ir.Value) -> tuple[ir.Value, ir.Value]:
-        """Where ``B``'s row ``k`` starts and ends among its stored entries."""
-        reader = self.readers[self.plan.sparse[1].number]
-        pos = reader.pos[1]
-        if reader.layout.levels[1].name == "loose_compressed":
-            at = mul(k, index(2))
-            return load_position(pos, at), load_position(pos, add(at, index(1)))
-        return load_position(pos, k), load_position(pos, add(k, index(1)))
-
     def _block_bounds(self) -> tuple[ir.Value, ir.Value, ir.Value]:
         """``(offsets, total, spanned)``: per block of rows, where its slots start in
         the one-pass build's temporaries (``nblocks + 1`` entries), from the
@@ -196,7 +186,7 @@ class RowEmitter(OperandAccess):
 
             def row(r: ir.Value, st: State) -> State:
                 def entry(q: ir.Value, k: ir.Value, e: State) -> State:
-                    lo, hi = self._b_row(k)
+                    lo, hi = position_range(self.readers[b.number], 1, k)
                     found = {**e, "n": add(e["n"], arith.subi(hi, lo))}
                     if ordered:  # the row's first and last columns
                         some = arith.cmpi(Pred.ult, lo, hi)
