@@ -224,3 +224,42 @@ def test_a_directory_not_ours_alone_is_not_used(
     monkeypatch.setenv("SPARSECOMP_COMPILE_DAEMON", "1")
     exe = sparsecomp.compile(SCALE.format(factor=8.0), cache_results=False)
     np.testing.assert_array_equal(exe(np.arange(3.0)), 8.0 * np.arange(3.0))
+
+
+def test_a_connection_dropped_unanswered_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon that leaves with a client's connection queued ends it without a word:
+    the client asks again (here the same listener, which answers the second time), but
+    not after a connection that said something and then ended."""
+    path = tmp_path / "fake.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    monkeypatch.setattr(daemon, "address", lambda: path)
+    jobs_seen: list[str] = []
+
+    def serve(replies: list[list[str]]) -> None:
+        for reply in replies:
+            conn, _ = server.accept()
+            with conn, conn.makefile("r") as lines:
+                jobs_seen.append(lines.readline())
+                for line in reply:
+                    conn.sendall(line.encode())
+
+    def exchange(replies: list[list[str]]) -> dict | None:
+        thread = threading.Thread(target=serve, args=(replies,))
+        thread.start()
+        try:
+            return daemon.exchange({"kind": "nothing"})
+        finally:
+            thread.join(timeout=30)
+
+    try:
+        assert exchange([[], ['{"ok": true}\n']]) == {"ok": True}
+        assert len(jobs_seen) == 2
+        progress = '{"progress": ["lowering", 0.5]}\n'
+        assert "crash" in (exchange([[progress]]) or {})
+        assert len(jobs_seen) == 3
+    finally:
+        server.close()

@@ -221,6 +221,7 @@ def test_failed_threaded_build_is_retried_sequentially(
     child of the compile daemon (which reports the child's death) or in this process's
     own worker (``SPARSECOMP_COMPILE_DAEMON=0``, started afresh after it dies)."""
     monkeypatch.setenv("SPARSECOMP_COMPILE_DAEMON", "1" if daemon else "0")
+    upstream_worker._shutdown()  # a worker an earlier test of this process left
     ctx = make_context()
     with ctx:
         module = parse_module(reduction("minsi", "i64", "all", True), "k.mlir", ctx)

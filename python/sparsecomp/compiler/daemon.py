@@ -31,6 +31,7 @@ a build, or the sparsifier's part of one).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import hashlib
@@ -40,7 +41,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,14 +140,31 @@ def exchange(
     job: dict[str, Any], progress: Callable[[str, float], None] | None = None
 ) -> dict[str, Any] | None:
     """The daemon's answer to ``job`` (``{"crash": how}`` where the child running it
-    died), its progress messages passed to ``progress``; None where no daemon runs."""
-    sock = connect()
-    if sock is None:
-        return None
-    with sock, sock.makefile("r") as lines:
-        sock.sendall((json.dumps(job) + "\n").encode())
-        answer = read_answer(lines, progress)
-    return answer or {"crash": "the compile daemon ended during the job"}
+    died), its progress messages passed to ``progress``; None where no daemon runs.
+
+    A connection that ends without a word (a daemon that left or was killed before it
+    took the job) is tried once more, on the daemon :func:`connect` finds or starts."""
+    for _ in range(2):
+        sock = connect()
+        if sock is None:
+            return None
+        heard: list[str] = []
+        answer = None
+        with sock, sock.makefile("r") as lines, contextlib.suppress(ConnectionError):
+            sock.sendall((json.dumps(job) + "\n").encode())
+            answer = read_answer(_noting(lines, heard), progress)
+        if answer is not None:
+            return answer
+        if heard:  # it ran the job, and ended before answering
+            break
+    return {"crash": "the compile daemon ended during the job"}
+
+
+def _noting(lines: Iterable[str], heard: list[str]) -> Iterator[str]:
+    """``lines``, each also appended to ``heard``."""
+    for line in lines:
+        heard.append(line)
+        yield line
 
 
 def read_answer(

@@ -20,6 +20,7 @@ import contextlib
 import errno
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -84,7 +85,8 @@ def _child(conn: socket.socket, stderr: IO[bytes], others: list[socket.socket]) 
 
 
 @contextlib.contextmanager
-def _listening(path: Path) -> Iterator[socket.socket]:
+def _listening(path: Path) -> Iterator[tuple[socket.socket, int]]:
+    """A socket listening on ``path``, and the inode of ``path`` it made."""
     with contextlib.suppress(FileNotFoundError):
         path.unlink()  # a dead daemon's socket (the lock keeps out a live one's twin)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -92,12 +94,22 @@ def _listening(path: Path) -> Iterator[socket.socket]:
     inode = path.stat().st_ino
     server.listen(64)
     try:
-        yield server
+        yield server, inode
     finally:
         server.close()
-        with contextlib.suppress(OSError):
-            if path.stat().st_ino == inode:  # still ours, not a successor's
-                path.unlink()
+        _unlink(path, inode)
+
+
+def _unlink(path: Path, inode: int) -> None:
+    """Remove ``path`` if it is still the socket with ``inode``, not a successor's."""
+    with contextlib.suppress(OSError):
+        if path.stat().st_ino == inode:
+            path.unlink()
+
+
+def _queued(server: socket.socket) -> bool:
+    """Whether a client waits on ``server`` to be accepted."""
+    return bool(select.select([server], [], [], 0)[0])
 
 
 def serve(path: Path, idle: float = IDLE_SECONDS, ready: int | None = None) -> None:
@@ -109,14 +121,23 @@ def serve(path: Path, idle: float = IDLE_SECONDS, ready: int | None = None) -> N
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the select below
     children: dict[int, tuple[socket.socket, IO[bytes]]] = {}
-    with _listening(path) as server, selectors.DefaultSelector() as sel:
+    with _listening(path) as (server, inode), selectors.DefaultSelector() as sel:
         sel.register(server, selectors.EVENT_READ)
         sel.register(wake_r, selectors.EVENT_READ)
         if ready is not None:
             os.write(ready, b"1")
             os.close(ready)
         last = time.monotonic()
-        while children or time.monotonic() - last < idle:
+        leaving = False
+        while True:
+            if not children and (leaving or time.monotonic() - last >= idle):
+                # Idle: the socket goes first, so that a client from now on starts a
+                # new daemon; one that connected before it is served before this exits
+                # (closing the socket would end its connection unanswered).
+                leaving = True
+                _unlink(path, inode)
+                if not _queued(server):
+                    break
             for key, _ in sel.select(timeout=min(idle, 5.0)):
                 if key.fileobj is server:
                     last = time.monotonic()  # a job, however short, is activity
