@@ -234,6 +234,12 @@ def SparseIter_KeywordListParameter
   let printer = [{ ::sparsecomp::sparse_iter::printKeywordList($_printer, $_self) }];
 }
 
+def SparseIter_OptionalKeywordParameter
+    : OptionalParameter<"::mlir::StringAttr", "a bare identifier, or none"> {
+  let parser = [{ ::sparsecomp::sparse_iter::parseKeyword($_parser) }];
+  let printer = [{ $_printer << $_self.getValue() }];
+}
+
 def SparseIter_SmParameter : AttrParameter<"int64_t", "compute capability, sm_XY"> {
   let parser = [{ ::sparsecomp::sparse_iter::parseSm($_parser) }];
   let printer = [{ $_printer << "sm_" << $_self }];
@@ -246,7 +252,10 @@ def SparseIter_CpuTargetAttr : SparseIter_Attr<"CpuTarget", "cpu"> {
     architecture (`x86_64`, `aarch64`), ISA features (`avx2`, `fma`,
     `avx512f`, `neon`, ...), the vector register width in bits and the
     number of threads (0: all cores); `vector_bits = 0` asks for scalar
-    code. The named parameters may come in any order; they print in this one. Targets are named in the module
+    code; optionally, `tune = intel` or `tune = amd`: the vendor's cores to
+    tune the code for (a choice of code generation, never of where the code
+    runs; the host target sets it from `/proc/cpuinfo`). The named parameters
+    may come in any order; they print in this one. Targets are named in the module
     attribute `sparse_iter.targets`; a function selects one with the
     attribute `sparse_iter.target`.
 
@@ -261,9 +270,10 @@ def SparseIter_CpuTargetAttr : SparseIter_Attr<"CpuTarget", "cpu"> {
     SparseIter_KeywordParameter:$arch,
     SparseIter_KeywordListParameter:$features,
     AttrParameter<"int64_t", "vector width in bits">:$vector_bits,
-    AttrParameter<"int64_t", "threads, 0 for all cores">:$threads
+    AttrParameter<"int64_t", "threads, 0 for all cores">:$threads,
+    SparseIter_OptionalKeywordParameter:$tune
   );
-  let assemblyFormat = "`<` $arch `,` struct($features, $vector_bits, $threads) `>`";
+  let assemblyFormat = "`<` $arch `,` struct($features, $vector_bits, $threads, $tune) `>`";
 }
 
 def SparseIter_CudaTargetAttr : SparseIter_Attr<"CudaTarget", "cuda"> {

@@ -207,6 +207,11 @@ def test_masked_tails_on_avx512_targets_only() -> None:
     assert optimizer_flags(avx2) == codegen_flags(avx2)
     arm = CpuTarget("aarch64", ("neon",), 128, 0)
     assert TAIL_FOLDING not in optimizer_flags(arm)
+    # AMD's cores run a short row's masked gather at a whole gather's cost
+    amd = CpuTarget("x86_64", ("avx2", "fma", "avx512f", "avx512vl"), 256, 0, "amd")
+    assert optimizer_flags(amd) == codegen_flags(amd)
+    intel = CpuTarget("x86_64", ("avx2", "fma", "avx512f", "avx512vl"), 256, 0, "intel")
+    assert optimizer_flags(intel) == [*codegen_flags(intel), TAIL_FOLDING]
 
 
 def test_the_pinned_opt_takes_the_tail_folding_flag(tmp_path) -> None:

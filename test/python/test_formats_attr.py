@@ -8,7 +8,9 @@ equal object.
 
 from __future__ import annotations
 
+import platform
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
@@ -182,7 +184,13 @@ _CTX = make_context()
 
 
 def test_targets_print_like_mlir(ctx: ir.Context) -> None:
-    for target in [detect_host(), CpuTarget("aarch64", ("neon", "sve"), 128, 4), CudaTarget(90)]:
+    tuned = CpuTarget("x86_64", ("avx2", "fma"), 256, 2, "intel")
+    for target in [
+        detect_host(),
+        CpuTarget("aarch64", ("neon", "sve"), 128, 4),
+        tuned,
+        CudaTarget(90),
+    ]:
         text = target.attr_text()
         assert mlir_print(text, ctx) == text
         assert target_from_attr(text) == target
@@ -206,6 +214,8 @@ def test_targets_accept_named_parameters_in_any_order(ctx: ir.Context) -> None:
          "cpu features must be bare names"),
         ("#sparse_iter.cpu<x86_64, features = [], vector_bits = wide, threads = 0>",
          "vector_bits and threads must be integers"),
+        ("#sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 0, tune = 3>",
+         "tune must be a bare name (intel, amd)"),
         ("#sparse_iter.cuda<90, mma_shapes = [], sparse_mma_shapes = []>",
          "expected a compute capability such as sm_90"),
         ('#sparse_iter.cuda<sm_90, mma_shapes = ["m16n8k16"], sparse_mma_shapes = []>',
@@ -223,6 +233,33 @@ def test_detect_host_is_consistent() -> None:
     host = detect_host()
     assert host.threads >= 1
     assert host.vector_bits <= host.max_vector_bits
+
+
+def test_an_unknown_tune_is_refused() -> None:
+    text = "#sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 0, tune = zen>"
+    with pytest.raises(TargetError, match="unknown tune 'zen'; known: intel, amd"):
+        target_from_attr(text)
+
+
+@pytest.mark.parametrize(
+    ("vendor", "tune"),
+    [("GenuineIntel", "intel"), ("AuthenticAMD", "amd"), ("HygonGenuine", ""), (None, "")],
+)
+def test_the_host_is_tuned_for_its_vendor(
+    vendor: str | None, tune: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``vendor_id`` in /proc/cpuinfo picks the tuning; a vendor we do not know, or
+    none, gets none. A second processor's line does not override the first's."""
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    lines = [f"vendor_id\t: {vendor}"] if vendor else []
+    info = tmp_path / "cpuinfo"
+    info.write_text("\n".join(["processor\t: 0", *lines, "flags\t\t: fpu avx2 fma avx512f", ""]))
+    host = detect_host(info)
+    assert host.tune == tune
+    assert host.features == ("avx2", "fma", "avx512f")
+    mixed = [CpuTarget("x86_64", ("avx2",), 256, 0, t) for t in ("intel", "amd")]
+    assert CpuTarget.common(mixed).tune == ""  # no tuning is every one's
+    assert CpuTarget.common(mixed[:1]).tune == "intel"
 
 
 def test_nm_with_mixed_block_sizes_has_no_upstream_form() -> None:

@@ -137,9 +137,16 @@ def optimizer_flags(target: CpuTarget) -> list[str]:
     0.434 -> 0.459; SpMM, SDDMM and SpGEMM (whose loops MLIR vectorizes)
     0.96-1.01x. Without mask registers (AVX2) masked loads and gathers cost
     more, and a Zen 3 ran LLVM's gathers slower than scalar code: left off.
+    Left off too on AMD's cores with AVX-512 (``tune = amd``): on a 2-core
+    Zen 4 EPYC a short row's masked gather costs a whole one, and the scalar
+    remainder ran SpMV 1.27-1.36x faster geomean over the ten real matrices
+    of ``benchmarks/cpu.py`` (A/B in one process: rajat01 0.023 -> 0.014 ms,
+    memplus 0.063 -> 0.035, 4elt 0.044 -> 0.027; the graphs with longer rows
+    lost, email-Enron 0.18 -> 0.22, ca-HepPh 0.082 -> 0.061 in one run and
+    0.096 -> 0.108 in the other).
     """
     flags = codegen_flags(target)
-    if target.arch == "x86_64" and "avx512f" in target.features:
+    if target.arch == "x86_64" and "avx512f" in target.features and target.tune != "amd":
         flags.append(TAIL_FOLDING)
     return flags
 

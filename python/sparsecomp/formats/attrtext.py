@@ -41,9 +41,14 @@ class AttrNode:
         return self.args
 
     def fields(
-        self, mnemonic: str, positional: int, keys: tuple[str, ...]
+        self,
+        mnemonic: str,
+        positional: int,
+        keys: tuple[str, ...],
+        optional: tuple[str, ...] = (),
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """``positional`` leading arguments and exactly the named ``keys`` (in any order)."""
+        """``positional`` leading arguments and exactly the named ``keys`` (in any order),
+        and any of the ``optional`` ones."""
         lead, named = self.args[:positional], self.args[positional:]
         found = {f.key: f.value for f in named if isinstance(f, Field)}
         if (
@@ -51,9 +56,13 @@ class AttrNode:
             or len(lead) != positional
             or any(isinstance(a, Field) for a in lead)
             or len(found) != len(named)
-            or set(found) != set(keys)
+            or not set(keys) <= set(found) <= {*keys, *optional}
         ):
-            wanted = ", ".join(["<value>"] * positional + [f"{k} = ..." for k in keys])
+            wanted = ", ".join(
+                ["<value>"] * positional
+                + [f"{k} = ..." for k in keys]
+                + [f"[{k} = ...]" for k in optional]
+            )
             raise FormatError(
                 f"expected #sparse_iter.{mnemonic}<{wanted}>, got {format_value(self)}"
             )

@@ -17,6 +17,11 @@ FEATURES = {
 }
 #: The widest vector each feature provides, in bits.
 _VECTOR_BITS = {"sse4.2": 128, "avx": 256, "avx2": 256, "avx512f": 512, "neon": 128}
+#: Core families a target may be tuned for (``tune``; empty: none in particular):
+#: where code generation chooses differently, :mod:`sparsecomp.compiler.aot` says why.
+TUNINGS = ("intel", "amd")
+#: ``vendor_id`` in ``/proc/cpuinfo`` -> :data:`TUNINGS` entry.
+_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
 #: LLVM target triple and baseline CPU name per architecture.
 TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}
 LLVM_CPUS = {"x86_64": "x86-64", "aarch64": "generic"}
@@ -24,12 +29,15 @@ LLVM_CPUS = {"x86_64": "x86-64", "aarch64": "generic"}
 
 @dataclass(frozen=True)
 class CpuTarget:
-    """Architecture, ISA features, vector width in bits (0: scalar code), threads (0: all cores)."""
+    """Architecture, ISA features, vector width in bits (0: scalar code), threads (0: all
+    cores), and the cores the code is tuned for (``tune``: ``intel``, ``amd``, or empty;
+    printed only where set): a choice of code generation, never of what runs where."""
 
     arch: str = "x86_64"
     features: tuple[str, ...] = ()
     vector_bits: int = 128
     threads: int = 0
+    tune: str = ""
 
     def __post_init__(self) -> None:
         if self.arch not in FEATURES:
@@ -51,6 +59,8 @@ class CpuTarget:
             )
         if self.threads < 0:
             raise TargetError(f"threads must be >= 0 (0: all cores), got {self.threads}")
+        if self.tune and self.tune not in TUNINGS:
+            raise TargetError(f"unknown tune '{self.tune}'; known: {', '.join(TUNINGS)}")
 
     @property
     def max_vector_bits(self) -> int:
@@ -64,6 +74,7 @@ class CpuTarget:
                 Field("features", [Keyword(f) for f in self.features]),
                 Field("vector_bits", self.vector_bits),
                 Field("threads", self.threads),
+                *([Field("tune", Keyword(self.tune))] if self.tune else []),
             ),
         )
 
@@ -99,12 +110,14 @@ class CpuTarget:
         shared = tuple(f for f in targets[0].features if all(f in t.features for t in targets))
         bits = min(t.vector_bits for t in targets)
         threads = max(t.threads for t in targets) if all(t.threads for t in targets) else 0
+        tunes = {t.tune for t in targets}
         return CpuTarget(arches[0], shared, min(bits, CpuTarget(arches[0], shared).max_vector_bits),
-                         threads)  # fmt: skip
+                         threads, tunes.pop() if len(tunes) == 1 else "")  # fmt: skip
 
     @classmethod
     def from_node(cls, node: AttrNode) -> CpuTarget:
-        (arch,), named = node.fields("cpu", 1, ("features", "vector_bits", "threads"))
+        keys = ("features", "vector_bits", "threads")
+        (arch,), named = node.fields("cpu", 1, keys, optional=("tune",))
         features = named["features"]
         if not isinstance(arch, Keyword) or not isinstance(features, list):
             raise TargetError(f"expected x86_64 or aarch64 and a feature list, got {arch}")
@@ -113,19 +126,26 @@ class CpuTarget:
         if not all(isinstance(named[k], int) for k in ("vector_bits", "threads")):
             raise TargetError("vector_bits and threads must be integers")
         names = tuple(f.name for f in features)
-        return cls(arch.name, names, named["vector_bits"], named["threads"])
+        tune = named.get("tune", Keyword(""))
+        if not isinstance(tune, Keyword):
+            raise TargetError(f"tune must be a bare name ({', '.join(TUNINGS)}), got {tune}")
+        return cls(arch.name, names, named["vector_bits"], named["threads"], tune.name)
 
 
 def detect_host(cpuinfo: Path = Path("/proc/cpuinfo")) -> CpuTarget:
-    """The target for this machine: architecture, ISA features, widest vectors."""
+    """The target for this machine: architecture, ISA features, widest vectors, and
+    the vendor's cores to tune for (``vendor_id``)."""
     arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), "")
     arch = arch or platform.machine().lower()
     if arch not in FEATURES:
         raise TargetError(f"unsupported host architecture '{platform.machine()}'")
     flags: set[str] = set()
+    vendor = ""
     if cpuinfo.exists():
         for line in cpuinfo.read_text(errors="replace").splitlines():
             key, _, value = line.partition(":")
+            if key.strip() == "vendor_id" and not vendor:
+                vendor = value.strip()
             if key.strip() in ("flags", "Features"):
                 flags = set(value.split())
                 break
@@ -138,4 +158,5 @@ def detect_host(cpuinfo: Path = Path("/proc/cpuinfo")) -> CpuTarget:
     # AVX-512 registers are 512 bits, but 256-bit vectors are the faster
     # default on many cores (frequency licences); the resolver may widen.
     bits = min(probe.max_vector_bits, 256) if arch == "x86_64" else 128
-    return CpuTarget(arch, features, bits, len(os.sched_getaffinity(0)))
+    tune = _VENDORS.get(vendor, "") if arch == "x86_64" else ""
+    return CpuTarget(arch, features, bits, len(os.sched_getaffinity(0)), tune)

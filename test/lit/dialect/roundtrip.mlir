@@ -142,3 +142,10 @@ module @devices attributes {sparse_iter.targets = {
     gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k16, m16n8k8], sparse_mma_shapes = [m16n8k16, m16n8k32]>}} {
   func.func private @on_gpu() attributes {sparse_iter.target = "gpu"}
 }
+
+// A CPU target may name the vendor's cores its code is tuned for; printed
+// only where set, after the other fields, whatever order they came in.
+// CHECK-LABEL: module @tuned
+// CHECK-SAME: sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [avx512f], vector_bits = 512, threads = 2, tune = amd>}
+module @tuned attributes {sparse_iter.targets = {
+    host = #sparse_iter.cpu<x86_64, tune = amd, features = [avx512f], threads = 2, vector_bits = 512>}} {}

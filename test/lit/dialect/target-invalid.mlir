@@ -34,6 +34,11 @@ module @negative_threads attributes {sparse_iter.targets = {host = #sparse_iter.
 
 // -----
 
+// expected-error@+1 {{unknown tune 'zen'; known: intel, amd}}
+module @negative_tune attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 0, tune = zen>}} {}
+
+// -----
+
 // expected-error@+1 {{unknown sm version 91; expected one of (70, 75, 80, 86, 87, 89, 90)}}
 module @negative_sm attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_91, mma_shapes = [], sparse_mma_shapes = []>}} {}
 
@@ -61,7 +66,7 @@ module @negative_sm_spelling attributes {sparse_iter.targets = {gpu = #sparse_it
 
 // -----
 
-// expected-error@+1 {{expected ','}}
+// expected-error@+1 {{struct is missing required parameter: threads}}
 module @negative_missing_field attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128>}} {}
 
 // -----
@@ -85,3 +90,9 @@ module @negative_target_name attributes {sparse_iter.targets = {host = #sparse_i
 
 // expected-error@+1 {{'sparse_iter.target' must name a target as a string, got 3 : i64}}
 func.func private @negative_target_type() attributes {sparse_iter.target = 3}
+
+// -----
+
+// expected-error@+2 {{expected valid keyword}}
+// expected-error@+1 {{failed to parse SparseIter_CpuTargetAttr parameter 'tune'}}
+module @negative_tune_kind attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 0, tune = 3>}} {}
