@@ -1,8 +1,8 @@
 """Order a segment of a rank-1 integer tensor in place, in stage II IR (scf on tensors).
 
 Used for the coordinates of one row of a computed sparse output, which a
-row workspace discovers out of order, while the row marks each column in
-a two-level bitmap (:func:`mark`): one bit per column in ``bits`` (i64
+row workspace discovers out of order. A long row's columns are marked in a
+two-level bitmap (:func:`mark`): one bit per column in ``bits`` (i64
 words of 64 columns) and one bit per word of ``bits`` in ``summary`` (words
 of 4096 columns). :func:`order_marked` orders a short segment (at most
 :data:`INSERTION_MAX` entries, the common case for sparse rows) by
@@ -144,12 +144,11 @@ def mark(bits: ir.Value, j: ir.Value) -> ir.Value:
     return _put(bits, word, arith.ori(_get(bits, word), bit))
 
 
-def _clear_each(bits: ir.Value, t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
-    """``bits`` with the words of the columns ``t[lo:hi]`` zeroed."""
+def _mark_each(bits: ir.Value, t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """``bits`` with the columns ``t[lo:hi]`` marked."""
 
     def body(p: ir.Value, vals: Carried) -> Carried:
-        word = arith.shrui(arith.index_cast(ir.IndexType.get(), _get(t, p)), index(6))
-        return [_put(vals[0], word, arith.constant(ir.IntegerType.get_signless(64), 0))]
+        return [mark(vals[0], arith.index_cast(ir.IndexType.get(), _get(t, p)))]
 
     return for_loop(lo, hi, index(1), [bits], body)[0]
 
@@ -232,19 +231,21 @@ def _walk_summary(
 def order_marked(
     t: ir.Value, lo: ir.Value, hi: ir.Value, bits: ir.Value, summary: ir.Value
 ) -> Carried:
-    """``[t, bits, summary]``: ``t[lo:hi]`` ascending, where those are exactly the columns
-    :func:`mark` set in ``bits``; ``bits`` and ``summary`` (all zero) zeroed again.
+    """``[t, bits, summary]``: ``t[lo:hi]`` (distinct columns) ascending; ``bits`` and
+    ``summary`` are all zero before and after.
     Insertion sort when short; else a walk over every word of the span when it has
     at most :data:`DENSE_WORDS` per entry; else a walk over the words the summary
-    (set here from the entries) says have bits, when the columns span at most
-    :data:`WORDS_PER_ENTRY` summary words per entry; else heapsort."""
+    says have bits, when the columns span at most :data:`WORDS_PER_ENTRY` summary
+    words per entry; else heapsort. The walks first mark the entries' bits (and
+    summary bits) from ``t[lo:hi]``: a row's scatter need not mark each column it
+    finds, and a short row marks none."""
     n = arith.subi(hi, lo)
     short = arith.cmpi(Pred.sle, n, index(INSERTION_MAX))
     types = [t.type, bits.type, summary.type]
     op = scf.IfOp(short, types, has_else=True)
     with ir.InsertionPoint(op.then_block):
         ordered = _insertion(t, lo, hi)
-        scf.YieldOp([ordered, _clear_each(bits, ordered, lo, hi), summary])
+        scf.YieldOp([ordered, bits, summary])
     with ir.InsertionPoint(op.else_block):
         head = _get(t, lo)
 
@@ -259,7 +260,7 @@ def order_marked(
         dense = arith.cmpi(Pred.sle, words, arith.muli(n, index(DENSE_WORDS)))
         walk = scf.IfOp(dense, types, has_else=True)
         with ir.InsertionPoint(walk.then_block):
-            scf.YieldOp([*_walk_words(t, lo, first, last, bits), summary])
+            scf.YieldOp([*_walk_words(t, lo, first, last, _mark_each(bits, t, lo, hi)), summary])
         with ir.InsertionPoint(walk.else_block):
             top, end = arith.shrui(low, index(12)), arith.shrui(high, index(12))
             span = add(arith.subi(end, top), index(1))
@@ -267,10 +268,9 @@ def order_marked(
             inner = scf.IfOp(few, types, has_else=True)
             with ir.InsertionPoint(inner.then_block):
                 marked = _summarize(summary, t, lo, hi)
-                scf.YieldOp(_walk_summary(t, lo, top, end, bits, marked))
+                scf.YieldOp(_walk_summary(t, lo, top, end, _mark_each(bits, t, lo, hi), marked))
             with ir.InsertionPoint(inner.else_block):
-                ordered = _heapsort(t, lo, hi)
-                scf.YieldOp([ordered, _clear_each(bits, ordered, lo, hi), summary])
+                scf.YieldOp([_heapsort(t, lo, hi), bits, summary])
             scf.YieldOp(list(inner.results))
         scf.YieldOp(list(walk.results))
     return list(op.results)

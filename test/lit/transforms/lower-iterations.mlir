@@ -557,7 +557,9 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 // offsets, and the entries the columns its rows span allow. Up to 2^28
 // multiply-adds, and at most 4 times those entries, one pass: each block builds its rows at a
 // cursor (carried from its offset) into temporaries as long as the bound,
-// counting them, sorting each row's columns and gathering the values; the
+// counting them, sorting each row's columns and gathering the values; a
+// column is recorded without a branch (written at the row's next slot, the
+// count grown by whether the column is new); the
 // counts are summed into positions and each block's rows copied to their
 // place. Above it, the count pass (a tag array per block marks the row's
 // columns), a prefix sum into positions, and the fill pass. Either way,
@@ -579,6 +581,10 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 // CHECK:   %[[ONE:.*]]:3 = scf.for {{.*}} iter_args({{.*}}, {{.*}} = %[[TCRD]], {{.*}} = %[[TVAL]])
 // CHECK:     %[[CURSOR:.*]] = tensor.extract %[[OFFS]]#0
 // CHECK:     scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %[[CURSOR]]) -> ({{.*}}, index)
+// CHECK:       %[[NEW:.*]] = arith.cmpi ne
+// CHECK-NOT:   scf.if
+// CHECK:       %[[GROW:.*]] = arith.index_castui %[[NEW]] : i1 to index
+// CHECK:       arith.addi %{{.*}}, %[[GROW]] : index
 // CHECK:       arith.mulf
 // CHECK:       scf.while
 // CHECK:   } {sparse_iter.parallel}
