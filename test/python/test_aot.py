@@ -313,3 +313,94 @@ def test_untranslatable_module_is_refused_before_translation(tmp_path) -> None:
         module = ir.Module.parse("func.func @f() { return }")
         with pytest.raises(ToolchainError, match=r"'func\.func' cannot be translated"):
             build_shared_library(module, tmp_path, detect_host(), [])
+
+
+_ALLOC_HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+void *__wrap_malloc(size_t);
+void __wrap_free(void *);
+#define MIB ((size_t)1 << 20)
+int main(void) {
+  /* a large block freed is handed to the next allocation it fits */
+  char *a = __wrap_malloc(4 * MIB);
+  a[4 * MIB - 1] = 1;
+  __wrap_free(a);
+  char *b = __wrap_malloc(3 * MIB);
+  printf("reused %d\n", a == b);
+  /* not to one it would fit more than twice over, nor to one larger than it */
+  char *c = __wrap_malloc(1 * MIB);
+  char *d = __wrap_malloc(5 * MIB);
+  printf("small %d large %d\n", c == b, d == b);
+  /* small blocks go to malloc and free */
+  char *s = __wrap_malloc(100);
+  __wrap_free(s);
+  __wrap_free(NULL);
+  /* at most 8 blocks are kept: the ninth freed goes to free */
+  char *many[10];
+  for (int i = 0; i < 10; ++i) many[i] = __wrap_malloc(2 * MIB);
+  for (int i = 0; i < 10; ++i) __wrap_free(many[i]);
+  int kept = 0;
+  char *again[10];
+  for (int i = 0; i < 10; ++i) {
+    again[i] = __wrap_malloc(2 * MIB);
+    for (int j = 0; j < 10; ++j) kept += again[i] == many[j];
+  }
+  printf("kept %d\n", kept);
+  /* a block from plain malloc (a result the runtime frees) is an ordinary one */
+  char *plain = malloc(2 * MIB);
+  __wrap_free(plain);
+  for (int i = 0; i < 10; ++i) __wrap_free(again[i]);
+  __wrap_free(b);
+  __wrap_free(c);
+  __wrap_free(d);
+  return 0;
+}
+"""
+
+
+def test_kernel_allocator_keeps_large_blocks_for_the_next_call(tmp_path: Path) -> None:
+    """kernel_alloc.c, linked as kernels link it (``--wrap``): a large block a kernel
+    frees serves the next allocation it fits, within twice its size, at most 8 kept;
+    small blocks and blocks of plain malloc pass through."""
+    from sparsecomp.compiler.aot import WRAP, allocator_object
+
+    harness = tmp_path / "harness.c"
+    harness.write_text(_ALLOC_HARNESS)
+    exe = tmp_path / "harness"
+    build = ["cc", "-O1", "-pthread", str(harness), str(allocator_object()), WRAP, "-o", str(exe)]
+    subprocess.run(build, check=True, capture_output=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+    assert out.splitlines() == ["reused 1", "small 0 large 0", "kept 8"]
+
+
+def test_kernels_allocate_through_the_wrapped_malloc(tmp_path: Path) -> None:
+    """A kernel that allocates calls the library's own malloc (no PLT call to libc's),
+    and a product with large temporaries called again is still exact."""
+    src = """
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>
+func.func @sq(%A: tensor<?x?xf64, #csr>, %m: index) -> tensor<?x?xf64, #csr> {
+  %e = tensor.empty(%m, %m) : tensor<?x?xf64, #csr>
+  %r = linalg.matmul ins(%A, %A : tensor<?x?xf64, #csr>, tensor<?x?xf64, #csr>)
+                     outs(%e : tensor<?x?xf64, #csr>) -> tensor<?x?xf64, #csr>
+  return %r : tensor<?x?xf64, #csr>
+}
+"""
+    exe = sparsecomp.compile(src)
+    a = sp.random(3000, 3000, density=0.01, format="csr", random_state=3)
+    want = (a @ a).toarray()
+    for _ in range(3):  # the second and third calls reuse the first's temporaries
+        np.testing.assert_allclose(exe(a, 3000).to_dense(), want, rtol=1e-12, atol=1e-12)
+    symbols = subprocess.run(["nm", str(exe.directory / "kernel.so")], capture_output=True,
+                             text=True, check=True).stdout  # fmt: skip
+    assert " t __wrap_malloc" in symbols
+    assert "U malloc" in symbols  # the wrapper's own, for small blocks
+    called = subprocess.run(["objdump", "-d", str(exe.directory / "kernel.so")],
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert "<__wrap_malloc>" in called
+    callers = {  # functions (objdump's "<name>:" headers) that call libc's malloc
+        block.split(">:", 1)[0]
+        for block in called.split("\n\n")
+        if "<malloc@plt>" in block.split(">:", 1)[-1] and ">:" in block
+    }
+    assert callers and all("__wrap_malloc" in c for c in callers), callers

@@ -17,7 +17,10 @@ LLVM:
    CPU and features;
 4. ``cc -shared``, linking the runtime libraries the kernel needs (libomp)
    with ``rpath`` ``$ORIGIN`` first, so a saved directory holding a copy of
-   them is self-contained, then their installed directories.
+   them is self-contained, then their installed directories, and, where the
+   kernel allocates on the heap, ``kernel_alloc.c``'s ``malloc`` and ``free``
+   in place of libc's for the kernel's own calls (``--wrap``; compiled once
+   per cache directory: :func:`allocator_object`).
 
 Every failure raises :class:`ToolchainError` with the exact command and the
 tool's stderr.
@@ -25,6 +28,7 @@ tool's stderr.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import subprocess
@@ -44,6 +48,11 @@ from sparsecomp.transforms.check_translatable import untranslatable
 
 LIBRARY = "kernel.so"
 LLVM_IR = "kernel.ll"
+#: The kernel's heap allocations (``malloc``/``free``, which ``finalize-memref-to-llvm``
+#: calls), wrapped by the linker into ``kernel_alloc.c``'s: large blocks kept for the
+#: next call (see that file).
+ALLOCATOR = Path(__file__).with_name("kernel_alloc.c")
+WRAP = "-Wl,--wrap=malloc,--wrap=free"
 #: Prefixes of functions libmlir_c_runner_utils.so defines (memref.copy of
 #: strided memrefs, vector.print, timers, C-interface helpers).
 _C_RUNNER_UTILS = ("memrefCopy", "print", "rtclock", "_mlir_ciface_")
@@ -70,7 +79,11 @@ def build_shared_library(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     llvm_ir = out_dir / LLVM_IR
-    llvm_ir.write_text(translate(llvm_module))
+    text = translate(llvm_module)
+    llvm_ir.write_text(text)
+    wraps = "@malloc(" in text
+    if wraps:
+        sources = [*sources, allocator_object()]
     flags = codegen_flags(target)
     opt: list[str | Path] = [tool("opt"), "-O3", *optimizer_flags(target)]
     llc: list[str | Path] = [tool("llc"), "-O3", "-filetype=obj", "-relocation-model=pic", *flags]
@@ -78,9 +91,25 @@ def build_shared_library(
         bitcode, obj, library = (Path(tmp) / name for name in ("kernel.bc", "kernel.o", LIBRARY))
         _run([*opt, llvm_ir, "-o", bitcode])
         _run([*llc, bitcode, "-o", obj])
-        _run(link_command(obj, library, libraries, sources))
+        _run([*link_command(obj, library, libraries, sources), *([WRAP] if wraps else [])])
         os.replace(library, out_dir / LIBRARY)  # atomic: a reader never sees half a library
     return out_dir / LIBRARY
+
+
+def allocator_object() -> Path:
+    """``kernel_alloc.c`` compiled (``cc -O2 -fPIC -c``) into the cache directory, once
+    per version of its source; kernels link the object."""
+    source = ALLOCATOR.read_bytes()
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    obj = knobs.cache_dir() / "objects" / f"kernel_alloc-{digest}.o"
+    if obj.is_file():
+        return obj
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=obj.parent, prefix=".build-") as tmp:
+        built = Path(tmp) / obj.name
+        _run(["cc", "-O2", "-fPIC", "-c", ALLOCATOR, "-o", built])
+        os.replace(built, obj)  # atomic: another process may be building it too
+    return obj
 
 
 def runtime_needs(llvm_module: ir.Module) -> list[str]:
@@ -164,7 +193,7 @@ def link_command(
     """
     command = ["cc", "-shared", "-Wl,-Bsymbolic", "-o", str(library), str(obj)]
     if sources:
-        command += ["-O2", "-fPIC", *map(str, sources)]
+        command += ["-O2", "-fPIC", "-pthread", *map(str, sources)]
     directories = list(dict.fromkeys(str(lib.parent) for lib in libraries))
     command += [f"-L{d}" for d in directories]
     command += [f"-l{lib.name.removeprefix('lib').removesuffix('.so')}" for lib in libraries]
