@@ -403,4 +403,5 @@ func.func @sq(%A: tensor<?x?xf64, #csr>, %m: index) -> tensor<?x?xf64, #csr> {
         for block in called.split("\n\n")
         if "<malloc@plt>" in block.split(">:", 1)[-1] and ">:" in block
     }
-    assert callers and all("__wrap_malloc" in c for c in callers), callers
+    assert callers
+    assert all("__wrap_malloc" in c for c in callers), callers
