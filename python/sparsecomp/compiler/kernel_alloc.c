@@ -26,7 +26,7 @@
 
 #define MIN_CACHED ((size_t)1 << 20)
 #define IDLE_BLOCKS 8
-#define IDLE_BYTES ((size_t)1 << 30)
+#define IDLE_BYTES ((size_t)1 << 29)
 
 typedef struct {
   void *ptr;
