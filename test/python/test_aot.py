@@ -405,3 +405,42 @@ func.func @sq(%A: tensor<?x?xf64, #csr>, %m: index) -> tensor<?x?xf64, #csr> {
     }
     assert callers
     assert all("__wrap_malloc" in c for c in callers), callers
+
+
+def test_a_freed_large_result_serves_the_next_call() -> None:
+    """A result of 1 MiB or more that the caller drops goes back to its kernel
+    library's blocks (``sparsecomp_release``): the next call's result reuses it."""
+    import gc
+
+    from sparsecomp.runtime.memref import Malloced
+
+    src = """
+func.func @twice(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %r = linalg.add ins(%x, %x : tensor<?xf32>, tensor<?xf32>)
+                  outs(%e : tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+"""
+    exe = sparsecomp.compile(src)
+    x = np.arange(1 << 19, dtype=np.float32)  # 2 MiB
+
+    def owner(a: np.ndarray) -> Malloced:
+        base = a
+        while isinstance(base, np.ndarray):
+            base = base.base
+        assert isinstance(base, Malloced)
+        return base
+
+    first = exe(x)
+    np.testing.assert_array_equal(first, 2 * x)
+    held = owner(first)
+    assert type(held).release is not Malloced.release  # the library's own
+    address = held.address
+    del first, held
+    gc.collect()
+    again = exe(x)
+    np.testing.assert_array_equal(again, 2 * x)
+    assert owner(again).address == address
