@@ -188,24 +188,10 @@ def test_scalar_results(exe: Executable) -> None:
     assert exe.less(np.float32(3), 2.0) is np.False_
 
 
-def _spy_release(monkeypatch: pytest.MonkeyPatch, freed: list[int], keep: bool = False) -> None:
-    """Record in ``freed`` each block a result's owner releases, then release it (unless
-    ``keep``): libc's ``free``, or the kernel library's own (``memref.owner_type``)."""
-    for cls in {memref.Malloced, *memref._OWNER_TYPES.values()}:
-        real = cls.release
-
-        def spy(p: int, real=real) -> None:
-            freed.append(p)
-            if not keep:
-                real(p)
-
-        monkeypatch.setattr(cls, "release", staticmethod(spy))
-
-
 def test_constant_result_is_copied(exe: Executable, monkeypatch: pytest.MonkeyPatch) -> None:
     gc.collect()  # earlier tests' buffers go now, not into `freed` below
     freed: list[int] = []
-    _spy_release(monkeypatch, freed, keep=True)  # none here
+    monkeypatch.setattr(memref.Malloced, "release", staticmethod(freed.append))  # none here
     r = exe.cst()
     np.testing.assert_array_equal(r, [1.0, 2.0, 3.0])
     assert r.flags.owndata
@@ -225,7 +211,9 @@ def test_rank0_and_no_results(exe: Executable) -> None:
 
 def test_owned_result_freed_once(exe: Executable, monkeypatch: pytest.MonkeyPatch) -> None:
     freed: list[int] = []
-    _spy_release(monkeypatch, freed)
+    real = memref.free
+    spy = staticmethod(lambda p: (freed.append(p), real(p)))
+    monkeypatch.setattr(memref.Malloced, "release", spy)
     x, y = exe.twice(4)
     np.testing.assert_array_equal(x, np.ones(4, np.float32))
     owner = owner_of(x)
@@ -242,7 +230,9 @@ def test_owned_result_freed_once(exe: Executable, monkeypatch: pytest.MonkeyPatc
 
 def test_empty_owned_results(exe: Executable, monkeypatch: pytest.MonkeyPatch) -> None:
     freed: list[int] = []
-    _spy_release(monkeypatch, freed)
+    real = memref.free
+    spy = staticmethod(lambda p: (freed.append(p), real(p)))
+    monkeypatch.setattr(memref.Malloced, "release", spy)
     x, y = exe.twice(0)
     assert x.shape == y.shape == (0,)
     del x, y

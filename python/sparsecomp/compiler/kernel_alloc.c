@@ -13,13 +13,12 @@
  * were 43 MB spent more time in page faults than in the product. Smaller
  * blocks go to malloc and free, which recycle them already.
  *
- * The runtime gives the blocks of the results it frees back through
- * sparsecomp_release (below), so that the next call's output reuses them too;
- * every block is an ordinary malloc block all the same, which libc free can
- * take. A freed block's size is malloc_usable_size's: no table of the blocks
- * handed out, whose entries a block freed elsewhere would leave stale (and
- * whose address malloc may then give to a small block). Calls may come from
- * OpenMP threads: one mutex guards the idle blocks.
+ * Every block is an ordinary malloc block, so memory a kernel returns to its
+ * caller, which the runtime frees with libc free, needs nothing from here. A
+ * freed block's size is malloc_usable_size's: no table of the blocks handed
+ * out, whose entries a block freed elsewhere would leave stale (and whose
+ * address malloc may then give to a small block). Calls may come from OpenMP
+ * threads: one mutex guards the idle blocks.
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -86,8 +85,3 @@ __attribute__((visibility("hidden"))) void __wrap_free(void *ptr) {
   if (slot < 0)
     __real_free(ptr);
 }
-
-/* Exported: the runtime gives back here the blocks of the results it frees
- * (sparsecomp.runtime.memref.owner_type), so that an output of the size of
- * the last one reuses its pages too. */
-__attribute__((visibility("default"))) void sparsecomp_release(void *ptr) { __wrap_free(ptr); }

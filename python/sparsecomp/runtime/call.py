@@ -37,7 +37,7 @@ from sparsecomp.runtime.conversions import Conversions
 from sparsecomp.runtime.fastcall import MISS, native_kernel
 from sparsecomp.runtime.fastpath import FastArgs, Out
 from sparsecomp.runtime.marshal import c_signature, flatten
-from sparsecomp.runtime.memref import address, descriptor_words, owner_type
+from sparsecomp.runtime.memref import address, descriptor_words
 from sparsecomp.runtime.results import result_array, scalar, unflatten
 
 #: ``struct`` codes of scalar results inside the result struct (native alignment).
@@ -104,7 +104,6 @@ class Caller:
         cfunc.restype = restype
         self.sig = sig
         self.cfunc = cfunc
-        self.owner = owner_type(library)  # frees the blocks its results hold
         self.fast = FastArgs(sig)
         self.conversions = Conversions(sig.name)
         #: before the careful path: ``divert(args)`` gives what to call with the
@@ -139,8 +138,8 @@ class Caller:
             return scalar(self.sig.results[0], values[0])
         if self.one_array is not None:
             rank, dtype = self.one_array
-            return result_array(values, rank, dtype, inputs, {}, self.owner)
-        return unflatten(self.sig, values, inputs, self.owner)
+            return result_array(values, rank, dtype, inputs, {})
+        return unflatten(self.sig, values, inputs)
 
     def __call__(self, args: tuple[Any, ...]) -> Any:
         native = self.native
@@ -177,9 +176,9 @@ class Caller:
             assert self.unpack is not None
             if self.one_array is not None:  # one dense result: no tuple, no owner sharing
                 rank, dtype = self.one_array
-                got = result_array(self.unpack(out), rank, dtype, call.inputs, {}, self.owner)
+                got = result_array(self.unpack(out), rank, dtype, call.inputs, {})
             else:
-                got = unflatten(self.sig, self.unpack(out), call.inputs, self.owner)
+                got = unflatten(self.sig, self.unpack(out), call.inputs)
         if status is not None and status[0] and not careful:
             return self._ctypes_call(args, careful=True)  # checks all; drops these results
         return got

@@ -40,7 +40,7 @@ from sparsecomp.formats.scipyio import compressed_kind
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import ArgSpec, Signature, packed_symbol
 from sparsecomp.runtime.fastpath import FastArgs
-from sparsecomp.runtime.memref import owner_type
+from sparsecomp.runtime.memref import Malloced
 
 try:
     from sparsecomp.runtime import _fastcall  # type: ignore[attr-defined]
@@ -135,7 +135,7 @@ def native_kernel(
             symbols,
             result,
             finish,
-            owner_type(library),
+            Malloced,
             int(sig.status),
         )
     except ValueError:  # beyond the extension's fixed limits (arguments, sizes, result bytes)

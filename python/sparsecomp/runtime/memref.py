@@ -172,30 +172,3 @@ class Malloced:
 
     def __repr__(self) -> str:
         return f"Malloced(0x{self.address:x})"
-
-
-#: The function a kernel library exports to take back a block it allocated
-#: (``compiler/kernel_alloc.c``: kept for its next call where large).
-RELEASE_SYMBOL = "sparsecomp_release"
-_OWNER_TYPES: dict[int, type[Malloced]] = {}
-
-
-def owner_type(library: ctypes.CDLL) -> type[Malloced]:
-    """What frees the blocks ``library``'s kernels return: a :class:`Malloced` whose
-    ``release`` is the library's :data:`RELEASE_SYMBOL` where it exports one (the
-    block goes back to its cache of large blocks), else libc ``free``. One class per
-    library; the library stays loaded while the class lives."""
-    key = id(library)
-    found = _OWNER_TYPES.get(key)
-    if found is None:
-        try:
-            fn = getattr(library, RELEASE_SYMBOL)
-        except AttributeError:
-            found = Malloced
-        else:
-            fn.argtypes = [ctypes.c_void_p]
-            fn.restype = None
-            found = type("Malloced", (Malloced,), {"__slots__": (), "release": staticmethod(fn),
-                                                    "library": library})  # fmt: skip
-        _OWNER_TYPES[key] = found
-    return found

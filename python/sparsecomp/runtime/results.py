@@ -36,16 +36,13 @@ from sparsecomp.runtime.overflow import check_result
 Inputs = dict[int, np.ndarray]
 
 
-def unflatten(
-    sig: Signature, values: tuple[Any, ...], inputs: Inputs, owner: type[Malloced] = Malloced
-) -> Any:
-    """The Python results of one call from its flat result values: one object or a tuple.
-    ``owner``: what frees the blocks the kernel allocated (:func:`.memref.owner_type`)."""
+def unflatten(sig: Signature, values: tuple[Any, ...], inputs: Inputs) -> Any:
+    """The Python results of one call from its flat result values: one object or a tuple."""
     owners: dict[int, Malloced] = {}
     out = []
     at = 0
     for n, spec in enumerate(sig.results):
-        result, at = _result(spec, values, at, inputs, owners, owner)
+        result, at = _result(spec, values, at, inputs, owners)
         if spec.kind == "sparse":  # narrow index buffers may have wrapped
             check_result(result, f"{sig.name}: result {n}")
         out.append(result)
@@ -62,23 +59,18 @@ def scalar(spec: ArgSpec, value: Any) -> np.generic:
 
 
 def _result(
-    spec: ArgSpec,
-    values: tuple[Any, ...],
-    at: int,
-    inputs: Inputs,
-    owners: dict[int, Malloced],
-    owner: type[Malloced],
+    spec: ArgSpec, values: tuple[Any, ...], at: int, inputs: Inputs, owners: dict[int, Malloced]
 ) -> tuple[Any, int]:
     """The result starting at ``values[at]``, and where the next one starts."""
     if spec.kind == "scalar":
         return scalar(spec, values[at]), at + 1
     if spec.kind == "dense":
         end = at + descriptor_words(spec.rank)
-        return result_array(values[at:end], spec.rank, spec.dtype, inputs, owners, owner), end
+        return result_array(values[at:end], spec.rank, spec.dtype, inputs, owners), end
     named = {}
     shared = False  # a buffer aliases an argument's array: not ours to make read-only
     for name, dtype in spec.buffers:
-        named[name] = result_array(values[at : at + 5], 1, dtype, inputs, owners, owner)
+        named[name] = result_array(values[at : at + 5], 1, dtype, inputs, owners)
         shared = shared or (values[at] or 0) in inputs
         at += 5
     shape = tuple(values[at : at + spec.rank])
@@ -99,7 +91,6 @@ def result_array(
     dtype: np.dtype[Any],
     inputs: Inputs,
     owners: dict[int, Malloced],
-    owner: type[Malloced] = Malloced,
 ) -> np.ndarray:
     """The numpy array for one result descriptor (alias, copied constant, or owned)."""
     address = words[0] or 0
@@ -112,10 +103,10 @@ def result_array(
     shape = words[3 : 3 + rank]
     if address == 0 and 0 not in shape:
         raise SparsecompError(f"the kernel returned a NULL buffer of shape {shape}")
-    held = owners.get(address)
-    if held is None:
-        held = owners[address] = owner(address)
-    return array_from_words(words, rank, dtype, held)
+    owner = owners.get(address)
+    if owner is None:
+        owner = owners[address] = Malloced(address)
+    return array_from_words(words, rank, dtype, owner)
 
 
 def _same(view: np.ndarray, base: np.ndarray, same_start: bool) -> bool:
