@@ -347,7 +347,7 @@ int main(void) {
     for (int j = 0; j < 10; ++j) kept += again[i] == many[j];
   }
   printf("kept %d\n", kept);
-  /* a block from plain malloc (a result the runtime frees) is an ordinary one */
+  /* a block of plain malloc is taken like any other */
   char *plain = malloc(2 * MIB);
   __wrap_free(plain);
   for (int i = 0; i < 10; ++i) __wrap_free(again[i]);
@@ -374,7 +374,7 @@ def test_kernel_allocator_keeps_large_blocks_for_the_next_call(tmp_path: Path) -
     assert out.splitlines() == ["reused 1", "small 0 large 0", "kept 8"]
 
 
-def test_kernels_allocate_through_the_wrapped_malloc(tmp_path: Path) -> None:
+def test_kernels_allocate_through_the_wrapped_malloc() -> None:
     """A kernel that allocates calls the library's own malloc (no PLT call to libc's),
     and a product with large temporaries called again is still exact."""
     src = """
