@@ -30,7 +30,7 @@ passes at run time where the multiply-adds exceed :data:`ONE_PASS_ENTRIES`
 (the temporaries would take more than 2 GiB), or :data:`OVERLAP` times the
 entries the columns each row's ``B`` rows span allow (most of the
 temporaries would stay untouched). The one pass records a column without
-a branch (:meth:`RowEmitter._record_if`): on a 2-core Zen 4 EPYC, A/B in one
+a branch (:meth:`RowEmitter._record`): on a 2-core Zen 4 EPYC, A/B in one
 process, unordered rows 1.10x geomean (wiki-Vote 1.78x, email-Enron 1.30x,
 ca-HepPh 1.22x; bcsstk13 0.93x, whose new columns come in predictable runs),
 ordered rows 1.17x (with :func:`.sort.order_marked` marking a long row's
@@ -373,28 +373,23 @@ class RowEmitter(OperandAccess):
         results = emit_level(self.readers[op.number], 1, parent, [s[k] for k in keys], body, False)
         return dict(zip(keys, results, strict=True))
 
-    def _record(self, j: ir.Value, s: State) -> State:
+    def _record(self, j: ir.Value, s: State, grow: ir.Value | None = None) -> State:
+        """Record column ``j`` at the row's next slot; the count grows by one, or by
+        ``grow`` (an ``i1``: whether ``j`` is new), where the one-pass build records
+        every column it meets without a branch. That slot is in the block's
+        temporaries: a row's slots so far are fewer than its multiply-adds so far,
+        which the temporaries hold; a slot written for a column seen before is the
+        next new column's, or past the row's count. Whether a column is new is as
+        good as random on graphs (a branch mispredicted at every other
+        multiply-add); see the module."""
         n = s["n"]
         if self.mode in ("fill", "onepass"):
             crd_t = ir.RankedTensorType(s["crd"].type).element_type
             s = {**s, "crd": _put(s["crd"], add(self.lo, n), cast(j, crd_t))}
         elif self.mode == "dense":
             s = {**s, "list": _put(s["list"], n, j)}
-        return {**s, "n": add(n, index(1))}
-
-    def _record_if(self, j: ir.Value, fresh: ir.Value, s: State) -> State:
-        """:meth:`_record` without a branch (the one-pass build): ``j`` is written at
-        the row's next slot whether or not it is ``fresh``, and the count grows by
-        ``fresh``. The slot is in the block's temporaries: a row's slots so far are
-        fewer than its multiply-adds so far, which the temporaries hold; a slot
-        written for a column seen before is the next fresh column's, or past the
-        row's count. Whether a column is new is as good as random on graphs (a
-        branch mispredicted at every other multiply-add); see the module."""
-        n = s["n"]
-        if self.mode == "onepass":
-            crd_t = ir.RankedTensorType(s["crd"].type).element_type
-            s = {**s, "crd": _put(s["crd"], add(self.lo, n), cast(j, crd_t))}
-        return {**s, "n": add(n, arith.index_castui(ir.IndexType.get(), fresh))}
+        step = index(1) if grow is None else arith.index_castui(ir.IndexType.get(), grow)
+        return {**s, "n": add(n, step)}
 
     def _first_touch(self, tag: str, j: ir.Value, s: State,
                      then: Callable[[State], State]) -> State:  # fmt: skip
@@ -435,8 +430,8 @@ class RowEmitter(OperandAccess):
 
             def over_b(qb: ir.Value, j: ir.Value, st2: State) -> State:
                 fresh = arith.cmpi(Pred.ne, _get(st2["tag"], j), self.stamp)
-                if self.mode == "onepass":
-                    st2 = self._record_if(j, fresh, {**st2, "tag": _put(st2["tag"], j, self.stamp)})
+                if self.mode == "onepass":  # no branch (see _record)
+                    st2 = self._record(j, {**st2, "tag": _put(st2["tag"], j, self.stamp)}, fresh)
                 else:
                     st2 = if_state(fresh, st2, lambda x: self._record(
                         j, {**x, "tag": _put(x["tag"], j, self.stamp)}))  # fmt: skip
