@@ -14,7 +14,10 @@ class SparsecompError(Exception):
         self.message = message
         self.location = location
         self.hint = hint
-        super().__init__(self.render())
+        # what ``Exception.__init__`` would set, without calling it: Dynamo
+        # (``torch.compile``) cannot trace that call, and an error raised in a
+        # compiled model's forward would then read as Dynamo's own
+        self.args = (self.render(),)
 
     def render(self) -> str:
         """``location: error: message`` plus the hint on a second line."""

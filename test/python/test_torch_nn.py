@@ -129,6 +129,31 @@ def test_auto_layout_chooses_on_first_call() -> None:
     assert layer.chosen.why
 
 
+@pytest.mark.parametrize("grad", [False, True])
+def test_auto_layout_chooses_while_torch_compile_traces(grad: bool) -> None:
+    """A model whose ``auto`` layers were never called compiles whole: the
+    first call's trace chooses each layer's layout, as an eager call would."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.GELU(), torch.nn.Linear(48, 16))
+    st.sparsify_(model, {torch.nn.Linear: ("random_fraction:0.8", "auto")})
+    x = torch.randn(32, 64)
+    compiled = torch.compile(model, fullgraph=True)
+    with torch.set_grad_enabled(grad):
+        got = compiled(x)
+        assert model[0].layout != "auto"
+        assert model[2].layout != "auto"
+        want = torch.nn.Sequential(model[0].to_dense_linear(), model[1], model[2].to_dense_linear())
+        torch.testing.assert_close(got, want(x), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(compiled(x), want(x), rtol=1e-4, atol=1e-5)
+    if grad:
+        got.sum().backward()
+        assert model[0].values.grad is not None
+    fresh = torch.nn.Sequential(torch.nn.Linear(64, 48))
+    st.sparsify_(fresh, {torch.nn.Linear: ("random_fraction:0.8", "auto")})
+    assert torch._dynamo.explain(fresh)(x).graph_break_count == 0
+    assert fresh[0].layout != "auto"
+
+
 def test_state_dict_round_trip_in_a_fresh_process(tmp_path) -> None:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 24), torch.nn.GELU(), torch.nn.Linear(24, 8))
@@ -165,6 +190,24 @@ def test_bad_inputs_are_clear_errors() -> None:
         layer(torch.randn(2, 5))
     with pytest.raises(SparsecompError, match="on meta"):
         st.ops.host_array(torch.empty(2, 2, device="meta"), "x")
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_bad_inputs_under_torch_compile_say_what_is_wrong(fullgraph: bool) -> None:
+    """Dynamo traces our errors' construction: with ``fullgraph`` its report
+    quotes our message; without, the model runs eagerly and raises it."""
+    w, keep, _ = _masked(8, 8, 0.5, 5)
+    layer = torch.compile(st.SparseLinear.from_dense(w, None, "csr", keep), fullgraph=fullgraph)
+    cases = [
+        (torch.randn(2, 5), "got an input with 5 features"),
+        (torch.randn(2, 8, dtype=torch.float64), "float64, but the sparse weight is torch.float32"),
+    ]
+    for x, says in cases:
+        with pytest.raises(Exception) as raised:  # noqa: PT011 (Dynamo's type or ours)
+            layer(x)
+        assert says in str(raised.value)
+        assert fullgraph or isinstance(raised.value, SparsecompError)
+        assert "super()" not in str(raised.value)
 
 
 @settings(max_examples=25, deadline=None)

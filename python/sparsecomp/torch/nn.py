@@ -28,7 +28,9 @@ pattern adopts the saved pattern and layout.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +45,32 @@ from sparsecomp.torch.transpose import transposed_input
 
 LOG = logging.getLogger("sparsecomp")
 
+#: a key for each ``SparseLinear``, which a traced forward passes to
+#: :func:`_choose_while_tracing` (an object cannot be a constant result's argument)
+_KEYS = itertools.count()
+#: the layers with layout ``"auto"`` not yet chosen, by key
+_UNCHOSEN: weakref.WeakValueDictionary[int, SparseLinear] = weakref.WeakValueDictionary()
+
+
+@torch.compiler.assume_constant_result
+def _choose_while_tracing(key: int, batch: int) -> str:
+    """Choose layer ``key``'s layout while ``torch.compile`` traces its first call.
+
+    Dynamo runs this function as it traces (not in the graph) and keeps its
+    result, the layout's name, as a constant. The choice is the one the
+    eager first call makes (timed on this machine, for ``batch``); the traced
+    forward then reads what it placed from the layer's ``_traced_choice``, a
+    list Dynamo has not read before, so it sees the new tensors (the layer's
+    own ``_placed`` it has already read as ``None``). The next call finds
+    ``_placed`` set and compiles again, once, the way a chosen layer does.
+    """
+    layer = _UNCHOSEN.pop(key, None)
+    if layer is None:  # a trace Dynamo restarted: the choice is made
+        return ""
+    layer._choose(batch)
+    layer._traced_choice[:] = [(layer._placed, layer._row_major)]
+    return layer.layout
+
 
 class SparseLinear(nn.Module):
     """``y = x W^T + b`` with ``W`` sparse (``out_features x in_features``).
@@ -53,8 +81,9 @@ class SparseLinear(nn.Module):
     read: a short name (``"csr"``, ``"bsr:4x4"``, ``"nm:2:4"``, ``"hyb"``...)
     or ``"auto"``, which picks the layout on the first call, for this weight
     and the batch seen then (``Executable.prepare``'s choice, timed on this
-    machine); a model to be compiled with ``torch.compile`` must be called once
-    before, or given ``batch=`` at construction.
+    machine), or at construction given ``batch=``. Under ``torch.compile`` the
+    first call's trace makes the choice (no graph break); the next call
+    compiles once more, for the chosen layout.
     """
 
     indptr: Tensor
@@ -91,6 +120,10 @@ class SparseLinear(nn.Module):
         self.bias = None if bias is None else nn.Parameter(bias.detach().clone())
         self.layout = layout
         self._placed: tuple[Any, ...] | None = None
+        self._row_major = False
+        self._key = next(_KEYS)
+        #: what the choice made while tracing placed (see :func:`_choose_while_tracing`)
+        self._traced_choice: list[tuple[Any, bool]] = []
         self._adopt(layout, batch)
 
     # -- construction -------------------------------------------------------------
@@ -124,9 +157,11 @@ class SparseLinear(nn.Module):
         if layout == "auto":
             self.layout = "auto"
             self._placed = None
+            _UNCHOSEN[self._key] = self
             if batch is not None:
                 self._choose(batch)
             return
+        _UNCHOSEN.pop(self._key, None)
         shape = (self.out_features, self.in_features)
         indptr, indices = self.indptr.cpu().numpy(), self.indices.cpu().numpy()
         fwd = structure.place(indptr, indices, shape, layout)
@@ -187,19 +222,21 @@ class SparseLinear(nn.Module):
                 f"with {x.shape[-1]} features (shape {tuple(x.shape)})"
             )
         lead = x.shape[:-1]
-        if self._placed is None:
+        placed, row_major = self._placed, self._row_major
+        if placed is None:  # layout "auto", on its first call
+            batch = int(x.numel() // max(self.in_features, 1))
             if torch.compiler.is_compiling():
-                raise SparsecompError(
-                    "a SparseLinear with layout 'auto' chooses its layout on its first call",
-                    hint="call the model once before torch.compile, or pass batch= to sparsify_",
-                )
-            self._choose(int(x.numel() // max(self.in_features, 1)))
-        assert self._placed is not None
-        pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = self._placed
+                _choose_while_tracing(self._key, batch)
+                placed, row_major = self._traced_choice[0]
+            else:
+                self._choose(batch)
+                placed, row_major = self._placed, self._row_major
+        assert placed is not None
+        pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = placed
         shape = [self.out_features, self.in_features]
         args = (pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, shape, self.bias)
         act = self.activation
-        if self._row_major:  # X and Y row-major: no transposes
+        if row_major:  # X and Y row-major: no transposes
             flat = x.reshape(-1, self.in_features)
             if torch.compiler.is_compiling() and not self._wants_grad(x):
                 y = ops.linear(self.values, flat, fwd_perm, fwd_index, lay, shape, self.bias, act)
