@@ -374,8 +374,9 @@ func.func @bsr_spmm_bias(%A: tensor<?x?xf32, #bsr41>, %B: tensor<?x?xf32>, %bias
 
 // A linear layer as torch holds it: Y = X A^T, X and Y row-major (Y[j, i] +=
 // A[i, k] X[j, k]). The tokens j are vectorized all the same: X is packed
-// transposed (8 x 8 tiles transposed in registers by shuffles; a whole tile
-// with plain loads and stores, one at an edge with masks), the panels
+// transposed (a stripe of 8 tokens at a time, all its 8 x 8 tiles along k,
+// transposed in registers by shuffles; a whole tile with plain loads and
+// stores, one at an edge with masks), the panels
 // run in parallel and the block rows in turn within each, and each jammed
 // block row's 4 x 8 tile is transposed into 8 vectors of 4 rows, stored in
 // Y's rows without masks when the tile is whole.
@@ -384,8 +385,9 @@ func.func @bsr_spmm_bias(%A: tensor<?x?xf32, #bsr41>, %B: tensor<?x?xf32>, %bias
 // VEC: %[[TOKENS:.*]] = tensor.dim %[[X]], %c0 : tensor<?x?xf32>
 // VEC: scf.for %[[LO:[^ ]+]] = %c0 to %[[TOKENS]] step
 // VEC:   %[[DEPTH:.*]] = tensor.dim %[[X]], %c1 : tensor<?x?xf32>
-// VEC:   %[[EMPTY:.*]] = tensor.empty(%[[DEPTH]], %{{.*}}) : tensor<?x?xf32>
-// VEC:   %[[PACKED:.*]] = scf.for %{{.*}} = %c0 to %[[DEPTH]] step %c8 iter_args(%{{.*}} = %[[EMPTY]])
+// VEC:   %[[EMPTY:.*]] = tensor.empty(%[[DEPTH]], %[[WIDTH:[^)]+]]) : tensor<?x?xf32>
+// VEC:   %[[PACKED:.*]] = scf.for %{{.*}} = %c0 to %[[WIDTH]] step %c8 iter_args(%{{.*}} = %[[EMPTY]])
+// VEC:     scf.for %{{.*}} = %c0 to %[[DEPTH]] step %c8
 // VEC:     %[[TILE:.*]] = arith.andi
 // VEC:     scf.if %[[TILE]]
 // VEC-COUNT-8: vector.transfer_read %[[X]]{{.*}} {in_bounds = [true]}
