@@ -119,6 +119,36 @@ def test_sparsify_by_class_and_unmatched_rule_is_an_error() -> None:
     assert sorted(done) == ["0", "1"]
 
 
+def test_layers_read_as_dense_weights_are_left_dense_with_a_warning() -> None:
+    """MultiheadAttention reads out_proj.weight itself, and a tied head shares its
+    embedding's weight: sparse layers there would compute dense or untie them."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    with pytest.warns(UserWarning, match=r"left 1 selected nn\.Linear dense: self_attn\.out_proj"):
+        done = st.sparsify_(layer, {torch.nn.Linear: "scalar_fraction:0.5"})
+    assert sorted(done) == ["linear1", "linear2"]
+    assert type(layer.self_attn.out_proj) is torch.nn.modules.linear.NonDynamicallyQuantizableLinear
+    seen = []
+    layer.linear1.register_forward_hook(lambda *_: seen.append(1))
+    with torch.no_grad():
+        layer(torch.randn(2, 5, 32))
+    assert seen  # the sparse layers run (the encoder layer took its module path)
+
+    class Tied(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(20, 8)
+            self.body = torch.nn.Linear(8, 8)
+            self.head = torch.nn.Linear(8, 20, bias=False)
+            self.head.weight = self.embed.weight
+
+    tied = Tied()
+    with pytest.warns(UserWarning, match=r"head \(its weight is tied to embed\.weight\)"):
+        done = st.sparsify_(tied, {"*": "scalar_fraction:0.5"})
+    assert sorted(done) == ["body"]
+    assert tied.head.weight is tied.embed.weight
+
+
 def test_auto_layout_chooses_on_first_call() -> None:
     w, keep, b = _masked(64, 48, 0.9, 4)
     layer = st.SparseLinear.from_dense(w, b, "auto", keep)
@@ -129,15 +159,16 @@ def test_auto_layout_chooses_on_first_call() -> None:
     assert layer.chosen.why
 
 
-@pytest.mark.parametrize("grad", [False, True])
-def test_auto_layout_chooses_while_torch_compile_traces(grad: bool) -> None:
+@pytest.mark.parametrize(("grad", "dynamic"), [(False, False), (True, False), (False, True)])
+def test_auto_layout_chooses_while_torch_compile_traces(grad: bool, dynamic: bool) -> None:
     """A model whose ``auto`` layers were never called compiles whole: the
-    first call's trace chooses each layer's layout, as an eager call would."""
+    first call's trace chooses each layer's layout, as an eager call would
+    (for a batch rounded up to a power of two, also where it is symbolic)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.GELU(), torch.nn.Linear(48, 16))
     st.sparsify_(model, {torch.nn.Linear: ("random_fraction:0.8", "auto")})
-    x = torch.randn(32, 64)
-    compiled = torch.compile(model, fullgraph=True)
+    x = torch.randn(30, 64)
+    compiled = torch.compile(model, fullgraph=True, dynamic=dynamic)
     with torch.set_grad_enabled(grad):
         got = compiled(x)
         assert model[0].layout != "auto"

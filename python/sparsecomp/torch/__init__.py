@@ -16,6 +16,9 @@ use and are kept by the compile cache.
   (masked updates by construction, or re-sparsify every N steps: :mod:`.optim`).
 * :func:`from_torch` / :func:`to_torch` / :func:`call`: torch tensors in and out
   of any executable (:mod:`.tensors`).
+
+The ops have ``torch.func.vmap`` rules (:mod:`.batching`), so ``vmap``,
+per-sample gradients and model ensembles run on the kernels too.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import os
 # (libomp reads it when its first parallel region starts.)
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 
-from sparsecomp.torch import ops
+from sparsecomp.torch import batching, ops
 from sparsecomp.torch.activation import SparseActivationLinear, sparsify_activations_
 from sparsecomp.torch.fuse import fuse_activations_
 from sparsecomp.torch.model import Rule, densify_, mask_of, sparsify_
@@ -43,6 +46,7 @@ __all__ = [
     "SparseActivationLinear",
     "SparseLinear",
     "SparseMatrix",
+    "batching",
     "call",
     "densify_",
     "from_torch",

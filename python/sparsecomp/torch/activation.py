@@ -33,6 +33,7 @@ from torch import Tensor, nn
 from sparsecomp.errors import SparsecompError
 from sparsecomp.torch import kernels, structure
 from sparsecomp.torch.ops import host_array
+from sparsecomp.torch.tracing import traced
 
 
 @torch.library.custom_op("sparsecomp::sparse_act_linear", mutates_args=())
@@ -112,7 +113,7 @@ class SparseActivationLinear(nn.Module):
         """``weight^T`` contiguous: recomputed when the weight changes (and always when
         gradients flow, so that autograd sees it)."""
         w = self.weight
-        if (torch.is_grad_enabled() and w.requires_grad) or torch.compiler.is_compiling():
+        if (torch.is_grad_enabled() and w.requires_grad) or traced(w):
             return w.t().contiguous()
         mark = (w.data_ptr(), structure.version(w))
         if self._wt is None or self._wt[:2] != mark:

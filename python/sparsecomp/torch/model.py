@@ -19,6 +19,15 @@ pair, or a sparsifier alone (CSR). Sparsifiers are those of
 ``scalar_fraction:S`` (magnitude), ``random_fraction:S[:SEED]``,
 ``nm:N:M``, ``block_fraction:RxC:S``, or a ``Sparsifier``.
 
+Some ``nn.Linear`` modules are left dense, with a warning naming each, since a
+sparse layer there would be computed densely or would break the model:
+
+* the ``out_proj`` of an ``nn.MultiheadAttention``, whose forward reads
+  ``out_proj.weight`` itself (``F.multi_head_attention_forward``) rather than
+  calling the module;
+* a layer whose weight is tied to another parameter (a language model's head
+  sharing its embedding's weight): replacing it would untie them.
+
 ``densify_(model)`` turns every ``SparseLinear`` back into an ``nn.Linear``
 with the same (masked) weight.
 """
@@ -26,6 +35,8 @@ with the same (masked) weight.
 from __future__ import annotations
 
 import fnmatch
+import warnings
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,13 +103,18 @@ def sparsify_(
     parsed = [(key, _rule(value)) for key, value in rules.items()]
     chosen: list[tuple[str, nn.Linear, Rule]] = []
     used: set[int] = set()
+    dense = kept_dense(model)
+    left: list[str] = []
     for name, module in model.named_modules():
         if not isinstance(module, nn.Linear):
             continue
         for i, (key, rule) in enumerate(parsed):
             if _matches(key, name, module):
                 used.add(i)
-                chosen.append((name, module, rule))
+                if id(module) in dense:
+                    left.append(f"{name} ({dense[id(module)]})")
+                else:
+                    chosen.append((name, module, rule))
                 break
     unused = [repr(key) for i, (key, _) in enumerate(parsed) if i not in used]
     if unused:  # checked before any change: a failed call leaves the model as it was
@@ -115,7 +131,32 @@ def sparsify_(
         done[name] = sparse
     for name, sparse in done.items():
         _replace(model, name, sparse)
+    if left:
+        warnings.warn(
+            f"sparsify_ left {len(left)} selected nn.Linear dense: {'; '.join(left)}",
+            stacklevel=2,
+        )
     return done
+
+
+def kept_dense(model: nn.Module) -> dict[int, str]:
+    """The ``nn.Linear`` modules of ``model`` that :func:`sparsify_` leaves dense,
+    by ``id``, with the reason (see the module)."""
+    why: dict[int, str] = {}
+    for name, module in model.named_modules():
+        if isinstance(module, nn.MultiheadAttention):
+            why[id(module.out_proj)] = (
+                f"nn.MultiheadAttention '{name}' reads its weight as a dense tensor"
+            )
+    owners: dict[int, list[str]] = defaultdict(list)
+    for name, param in model.named_parameters(remove_duplicate=False):
+        owners[id(param)].append(name)
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear):
+            others = [n for n in owners[id(module.weight)] if n != f"{name}.weight"]
+            if others:
+                why.setdefault(id(module), f"its weight is tied to {', '.join(others)}")
+    return why
 
 
 def densify_(model: nn.Module) -> list[str]:

@@ -40,7 +40,8 @@ from torch import Tensor, nn
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
-from sparsecomp.torch import kernels, ops, shared, structure
+from sparsecomp.torch import kernels, ops, shared, structure, tracing
+from sparsecomp.torch.tracing import refuse_func_grad
 from sparsecomp.torch.transpose import transposed_input
 
 LOG = logging.getLogger("sparsecomp")
@@ -52,13 +53,24 @@ _KEYS = itertools.count()
 _UNCHOSEN: weakref.WeakValueDictionary[int, SparseLinear] = weakref.WeakValueDictionary()
 
 
+def _bucket(rows: Any) -> int:
+    """``rows`` rounded up to a power of two (at most 65536) by comparisons: under
+    dynamic shapes ``rows`` is symbolic, and Dynamo turns each comparison into a
+    guard and a plain bool, so the result is a constant it can pass on."""
+    k = 1
+    while k < 65536 and rows > k:
+        k *= 2
+    return k
+
+
 @torch.compiler.assume_constant_result
 def _choose_while_tracing(key: int, batch: int) -> str:
     """Choose layer ``key``'s layout while ``torch.compile`` traces its first call.
 
     Dynamo runs this function as it traces (not in the graph) and keeps its
     result, the layout's name, as a constant. The choice is the one the
-    eager first call makes (timed on this machine, for ``batch``); the traced
+    eager first call makes (timed on this machine, for ``batch``: the first
+    call's rows rounded up to a power of two, see :func:`_bucket`); the traced
     forward then reads what it placed from the layer's ``_traced_choice``, a
     list Dynamo has not read before, so it sees the new tensors (the layer's
     own ``_placed`` it has already read as ``None``). The next call finds
@@ -154,6 +166,7 @@ class SparseLinear(nn.Module):
     def _adopt(self, layout: str, batch: int | None = None) -> None:
         """Pack the pattern for ``layout`` (``"auto"`` waits for a batch size)."""
         self._check_pattern()
+        self._traced_choice = []  # (a new list: one Dynamo has read keeps its old items)
         if layout == "auto":
             self.layout = "auto"
             self._placed = None
@@ -222,14 +235,16 @@ class SparseLinear(nn.Module):
                 f"with {x.shape[-1]} features (shape {tuple(x.shape)})"
             )
         lead = x.shape[:-1]
+        refuse_func_grad(x, self.values, self.bias)
+        traced = tracing.traced(x, self.values, self.bias)
         placed, row_major = self._placed, self._row_major
         if placed is None:  # layout "auto", on its first call
-            batch = int(x.numel() // max(self.in_features, 1))
+            rows = x.numel() // max(self.in_features, 1)
             if torch.compiler.is_compiling():
-                _choose_while_tracing(self._key, batch)
+                _choose_while_tracing(self._key, _bucket(rows))
                 placed, row_major = self._traced_choice[0]
             else:
-                self._choose(batch)
+                self._choose(int(rows))
                 placed, row_major = self._placed, self._row_major
         assert placed is not None
         pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = placed
@@ -238,7 +253,7 @@ class SparseLinear(nn.Module):
         act = self.activation
         if row_major:  # X and Y row-major: no transposes
             flat = x.reshape(-1, self.in_features)
-            if torch.compiler.is_compiling() and not self._wants_grad(x):
+            if traced and not self._wants_grad(x):
                 y = ops.linear(self.values, flat, fwd_perm, fwd_index, lay, shape, self.bias, act)
                 return y.reshape(*lead, self.out_features)
             if not self._wants_grad(x):  # the kernel applies the activation as it stores Y
@@ -247,7 +262,8 @@ class SparseLinear(nn.Module):
                 return shared.run(self, x, flat).reshape(*lead, self.out_features)
             y = ops.sparse_linear(self.values, flat, *args)
             return _activate(y, act).reshape(*lead, self.out_features)
-        yt = ops.sparse_mm(self.values, transposed_input(x, self), *args)
+        xt = transposed_input(x, self) if not traced else x.reshape(-1, x.shape[-1]).t()
+        yt = ops.sparse_mm(self.values, xt.contiguous(), *args)
         return _activate(yt.t(), act).reshape(*lead, self.out_features)
 
     def _wants_grad(self, x: Tensor) -> bool:
