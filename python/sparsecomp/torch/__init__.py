@@ -17,8 +17,9 @@ use and are kept by the compile cache.
 * :func:`from_torch` / :func:`to_torch` / :func:`call`: torch tensors in and out
   of any executable (:mod:`.tensors`).
 
-The ops have ``torch.func.vmap`` rules (:mod:`.batching`), so ``vmap``,
-per-sample gradients and model ensembles run on the kernels too.
+The ops have ``torch.func.vmap`` rules (:mod:`.batching`), so ``vmap`` over
+inputs and model ensembles run on the kernels too (``torch.func``'s gradient
+transforms are refused with a clear error, :mod:`.tracing`).
 """
 
 from __future__ import annotations

@@ -4,17 +4,18 @@ Without a rule, ``vmap`` over a sparsified model stops at the first custom op
 ("Batching rule not implemented"). The rules here:
 
 * fold the batch into the op's own rows where only the dense operand is
-  batched, the common case (``vmap`` over inputs, per-sample gradients with
-  ``torch.func.grad``): ``linear`` / ``sparse_linear`` / ``sparse_act_linear``
-  read ``x`` as ``(B * n) x in`` (the batch joins the tokens) and
-  ``layout_mm`` / ``sparse_mm`` read ``b`` as ``k x (B * n)`` (the batch joins
-  the columns), one kernel call for the whole batch;
+  batched, the common case (``vmap`` over inputs): ``linear``,
+  ``sparse_linear`` and ``sparse_act_linear`` read ``x`` as
+  ``(B * n) x in`` (the batch joins the tokens), ``layout_mm`` and
+  ``sparse_mm`` read ``b`` as ``k x (B * n)`` (the batch joins the
+  columns): one kernel call for the whole batch;
 * call the op once per batch element in any other case (a batched weight,
   bias or index, as in model ensembling; ``sddmm``, whose reduction is per
   element) and stack the results.
 
-Autograd goes through the ops as usual: their backward passes call the ops,
-which then take these rules too.
+``torch.autograd`` goes through the ops as usual, under ``vmap`` too: their
+backward passes call the ops, which then take these rules. ``torch.func``'s
+gradient transforms are refused (:func:`.tracing.refuse_func_grad`).
 """
 
 from __future__ import annotations
