@@ -34,6 +34,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-gpu-map-loops": "gpu_map_loops:GpuMapLoopsPass",
     "sparse-iter-gpu-stage-structure": "gpu_stage_structure:GpuStageStructurePass",
     "sparse-iter-gpu-tensorize": "gpu_tensorize:GpuTensorizePass",
+    "sparse-iter-gather-lanes": "gather_lanes:GatherLanesPass",
     "sparse-iter-huge-pages": "huge_pages:HugePagesPass",
     "sparse-iter-horizontal-fusion": "horizontal_fusion:HorizontalFusionPass",
     "sparse-iter-guard-coordinates": "guard_coordinates:GuardCoordinatesPass",
