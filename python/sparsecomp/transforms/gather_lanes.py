@@ -11,6 +11,8 @@ from mlir.passmanager import ExternalPass
 from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.base import SparsecompPass
 
+#: The lane counts the pass takes (its masks, ``count & -lanes``, need a power of two).
+_POWERS = (2, 4, 8, 16, 32, 64)
 #: Ops a lane reads or computes an index with: cloned once per lane.
 _PER_LANE = ("memref.load", "arith.index_cast", "arith.index_castui", "arith.addi",
              "arith.subi", "arith.muli", "arith.minui", "arith.maxui", "arith.extui",
@@ -212,7 +214,8 @@ class GatherLanesPass(SparsecompPass):
     the host's): its vector bits over the element's where it is tuned ``amd``,
     else nothing, and nothing in a module that declares no target (the IR
     ``sparsecomp-opt`` prints does not depend on the machine's vendor); 0
-    turns the pass off; 2-64 forces that many lanes on every function.
+    turns the pass off; a power of two from 2 to 64 forces that many lanes on
+    every function.
 
     Before:
 
@@ -255,8 +258,11 @@ class GatherLanesPass(SparsecompPass):
     lanes: int = -1
 
     def __post_init__(self) -> None:
-        if self.lanes not in (-1, 0) and not 2 <= self.lanes <= 64:
-            raise ValueError(f"lanes must be -1 (the target's), 0 (off) or 2-64, got {self.lanes}")
+        if self.lanes not in (-1, 0) and (self.lanes not in _POWERS):
+            raise ValueError(
+                "lanes must be -1 (the target's), 0 (off) or a power of two from 2 to 64, "
+                f"got {self.lanes}"
+            )
 
     def _lanes(self, func: ir.Operation, element: ir.FloatType) -> int:
         if self.lanes >= 0:
@@ -270,7 +276,7 @@ class GatherLanesPass(SparsecompPass):
         if not isinstance(target, CpuTarget) or target.tune != "amd":
             return 0
         lanes = target.vector_bits // element.width
-        return lanes if lanes >= 2 else 0
+        return lanes if lanes in _POWERS else 0
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         funcs = [f for f in preorder(op) if f.name == "func.func"]
