@@ -226,20 +226,14 @@ def pack_columns(
         return into
 
     empty = tensor.empty([depth, width], elt)
-    if parallel:
+    # in parallel: tiles of k outer (one per thread); else stripes of lanes rows outer
+    outer, inner = (depth, width) if parallel else (width, depth)
 
-        def tile_row(kt: ir.Value, values: Carried) -> Carried:
-            def tile(ct: ir.Value, inner: Carried) -> Carried:
-                return [one_tile(kt, ct, inner[0])]
+    def stripe(a: ir.Value, values: Carried) -> Carried:
+        def tile(b: ir.Value, tiles: Carried) -> Carried:
+            kt, ct = (a, b) if parallel else (b, a)
+            return [one_tile(kt, ct, tiles[0])]
 
-            return for_loop(index(0), width, index(lanes), values, tile)
+        return for_loop(index(0), inner, index(lanes), values, tile)
 
-        return for_loop(index(0), depth, index(lanes), [empty], tile_row, parallel=parallel)[0]
-
-    def tile_column(ct: ir.Value, values: Carried) -> Carried:
-        def tile(kt: ir.Value, inner: Carried) -> Carried:
-            return [one_tile(kt, ct, inner[0])]
-
-        return for_loop(index(0), depth, index(lanes), values, tile)
-
-    return for_loop(index(0), width, index(lanes), [empty], tile_column)[0]
+    return for_loop(index(0), outer, index(lanes), [empty], stripe, parallel=parallel)[0]

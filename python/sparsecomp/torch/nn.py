@@ -262,8 +262,7 @@ class SparseLinear(nn.Module):
                 return shared.run(self, x, flat).reshape(*lead, self.out_features)
             y = ops.sparse_linear(self.values, flat, *args)
             return _activate(y, act).reshape(*lead, self.out_features)
-        xt = transposed_input(x, self) if not traced else x.reshape(-1, x.shape[-1]).t()
-        yt = ops.sparse_mm(self.values, xt.contiguous(), *args)
+        yt = ops.sparse_mm(self.values, transposed_input(x, self), *args)
         return _activate(yt.t(), act).reshape(*lead, self.out_features)
 
     def _wants_grad(self, x: Tensor) -> bool:

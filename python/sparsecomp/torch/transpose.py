@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from sparsecomp.torch import structure
+from sparsecomp.torch.tracing import traced
 
 #: rows transposed at a time by :func:`transposed`
 TRANSPOSE_ROWS = 128
@@ -32,10 +33,11 @@ def transposed(x: Tensor) -> Tensor:
     way, by one autograd node (:class:`_Transpose`): autograd through the
     blocks themselves gave each block's gradient a zero-filled copy of the
     whole input, added up (58 ms of a BertLayer's 280 ms forward and
-    backward). Under ``torch.compile`` the compiler's own transpose is used.
+    backward). Under ``torch.compile`` and ``torch.func`` (:func:`.tracing.traced`)
+    torch's own transpose is used.
     """
     rows = x.shape[0]
-    if torch.compiler.is_compiling() or rows <= 2 * TRANSPOSE_ROWS or x.t().is_contiguous():
+    if traced(x) or rows <= 2 * TRANSPOSE_ROWS or x.t().is_contiguous():
         return x.t().contiguous()
     return _Transpose.apply(x)
 
@@ -69,7 +71,7 @@ def transposed_input(x: Tensor, reader: object) -> Tensor:
     is part of an autograd graph is held weakly (the layer that took it keeps
     it for its backward), so no graph outlives its pass because of this.
     """
-    if torch.compiler.is_compiling():  # traced: no state kept (the compiler's own transpose)
+    if traced(x):  # torch.compile or torch.func: no state kept (the compiler's own transpose)
         return transposed(x.reshape(-1, x.shape[-1]))
     key = (x.data_ptr(), tuple(x.shape), x.stride(), structure.version(x), torch.is_grad_enabled())
     me = id(reader)
