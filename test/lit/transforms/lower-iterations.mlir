@@ -376,14 +376,14 @@ func.func @bsr_spmm_bias(%A: tensor<?x?xf32, #bsr41>, %B: tensor<?x?xf32>, %bias
 // A[i, k] X[j, k]). The tokens j are vectorized all the same: X is packed
 // transposed (a stripe of 8 tokens at a time, all its 8 x 8 tiles along k,
 // transposed in registers by shuffles; a whole tile with plain loads and
-// stores, one at an edge with masks), the panels
-// run in parallel and the block rows in turn within each, and each jammed
+// stores, one at an edge with masks), the panels (one vector chunk of 16
+// tokens each) run in parallel and the block rows in turn within each, and each jammed
 // block row's 4 x 8 tile is transposed into 8 vectors of 4 rows, stored in
 // Y's rows without masks when the tile is whole.
 // VEC-LABEL: func.func @bsr_linear
 // VEC-SAME: %[[X:[^:]+]]: tensor<?x?xf32>, %[[Y:[^:]+]]: tensor<?x?xf32>
 // VEC: %[[TOKENS:.*]] = tensor.dim %[[X]], %c0 : tensor<?x?xf32>
-// VEC: scf.for %[[LO:[^ ]+]] = %c0 to %[[TOKENS]] step
+// VEC: scf.for %[[LO:[^ ]+]] = %c0 to %[[TOKENS]] step %c16 iter_args
 // VEC:   %[[DEPTH:.*]] = tensor.dim %[[X]], %c1 : tensor<?x?xf32>
 // VEC:   %[[EMPTY:.*]] = tensor.empty(%[[DEPTH]], %[[WIDTH:[^)]+]]) : tensor<?x?xf32>
 // VEC:   %[[PACKED:.*]] = scf.for %{{.*}} = %c0 to %[[WIDTH]] step %c8 iter_args(%{{.*}} = %[[EMPTY]])
@@ -460,7 +460,7 @@ func.func @csr_linear(%A: tensor<?x?xf32, #csr>, %X: tensor<?x?xf32>, %Y: tensor
 // Y[j, i] is read and written along Y's first index (element by element, a
 // row of Y apart).
 // VEC-LABEL: func.func @dcsr_linear
-// VEC:   scf.for %[[Q:[^ ]+]] = %{{.*}} to %{{.*}} step %c1
+// VEC:   scf.for %[[Q:[^ ]+]] = %{{.*}} to %{{.*}} step %c1 iter_args
 // VEC:     %[[ROW:.*]] = tensor.extract %{{.*}}[%[[Q]]] : tensor<?xi32>
 // VEC:     %[[I:.*]] = arith.index_cast %[[ROW]] : i32 to index
 // VEC:     scf.for %[[J:[^ ]+]] =
