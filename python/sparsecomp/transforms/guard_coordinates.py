@@ -66,23 +66,22 @@ class GuardCoordinatesPass(SparsecompPass):
     ``csc`` layout each) checks them itself, each read (``memref.load``,
     vector reads, reads through views) in one of three ways:
 
-    1. **Rows, checked by their tile after them.** A load at the induction
+    1. **Rows, scanned by their tile first.** A load at the induction
        variable of a loop from ``pos[i]`` to ``pos[i + 1]`` (or within them:
        from ``max(x, pos[i])`` to ``min(y, pos[i + 1])``, a row of a sliced
        nest, ``lowering/slices.py``), ``i`` that of the ``sparse_iter.parallel``
        loop (step 1, no ``memref.alloca`` inside, whose stack an iteration
        releases), in a loop with no region ops and no vector values that
        writes no memory (SpMV's rows, which LLVM vectorizes over their
-       entries): the value read is clamped to the largest coordinate in range
-       (``arith.minui``, one instruction, so no read it indexes leaves its
-       buffer), and the parallel loop goes by tiles of rows. After its rows,
-       each tile takes the unsigned max of their coordinates (``pos[t]`` to
-       ``pos[t_end]``, in the core's L1 cache now: vectors of
-       ``SCAN_LANES``, the last one a masked load) and sets the status word
-       if it is out of range. A tile holds about ``TILE_ENTRIES``
-       coordinates (its row count is computed at run time from the loop's
-       mean row length, at least ``MIN_TILES`` tiles where there are as many
-       rows).
+       entries): the parallel loop goes by tiles of rows, and each tile
+       first takes the unsigned max of its rows' coordinates (``pos[t]`` to
+       ``pos[t_end]``: vectors of ``SCAN_LANES``, the last one a masked
+       load; the rows then read them from the core's L1 cache). Where one
+       is out of range it sets the status word and skips its rows; else its
+       rows run as they are, their reads unchanged. A tile holds about
+       ``TILE_ENTRIES`` coordinates (its row count is computed at run time
+       from the loop's mean row length, at least ``MIN_TILES`` tiles where
+       there are as many rows).
     2. **Scanned first.** A load at the induction variable of an ``scf.for``
        whose body writes memory or holds region ops (SpGEMM's scatter into a
        row workspace: a loop LLVM does not vectorize, where a check per read
@@ -97,17 +96,30 @@ class GuardCoordinatesPass(SparsecompPass):
        word when it is true: one conditional atomic per iteration of the parallel
        loop, none in inner loops.
 
-    Measured on a 2-core Xeon, interleaved in one process, SpMV with a scipy operand
-    over the same variant without checks: rows checked by their tiles 1.05-1.10x on
-    FEM matrices, the band, graphs, 2:4, R-MAT and the uniform matrices alike; the
+    Way 1 first clamped each coordinate (``arith.minui``) and scanned the tile
+    after its rows. On a 2-core Zen 4 EPYC, where ``sparse-iter-gather-lanes``
+    then reads a row 8 entries at a time, LLVM's SLP vectorizer put the 8 clamps
+    into a vector and took each lane out again (two instructions a lane), and
+    SpMV with a scipy operand took 1.3-1.7x the time of the same matrix as a
+    ``SparseTensor`` (no checks). Scanned first, unclamped (the best of three
+    alternating runs, ms): bcsstk16 0.076 -> 0.051, bcsstk13 0.025 -> 0.018,
+    ca-HepPh 0.070 -> 0.055, email-Enron 0.120 -> 0.098, wiki-Vote 0.035 ->
+    0.027 (1.14-1.22x the unchecked kernel now); rajat01 and 4elt (rows of 6-7,
+    no lanes) level at 1.34x; the matrices larger than the caches (R-MAT 2^16,
+    the 48^3 FEM stencil, uniform 0.1% of 32768^2, the 2^18-row band) level or
+    up to 10% faster, the scan's reads bringing in what the rows read next.
+    Earlier, on a 2-core Xeon, interleaved in one process, SpMV with a scipy
+    operand over the same variant without checks: rows clamped and checked by
+    their tiles after them, 1.05-1.10x on FEM matrices, the band, graphs, 2:4,
+    R-MAT and the uniform matrices alike; the
     compare and flag of way 3 in the row loop 1.2-1.4x where rows are short (FEM,
     the band, 4elt, memplus: SpMV there is bound by the core's instruction
     throughput, and the flag is reduced at the end of every row), 1.0-1.05x on R-MAT
     and the uniform matrices (bound by the latency of their gathers). SpMM's rows
     (vectors over ``K`` per entry) hide the compare: there the tiles measured 3-8%
     slower than way 3, which they keep. Tiles of 64 rows, whatever their length,
-    took 1.15-1.28x on long rows (a tile's coordinates outgrew L1); a scan before
-    the rows, 1.2-1.4x (its loads took the memory stalls that the rows' loads had
+    took 1.15-1.28x on long rows (a tile's coordinates outgrew L1); a scan of all
+    the rows before any, 1.2-1.4x (its loads took the memory stalls that the rows' loads had
     hidden); SpGEMM's scatter loops clamped 1.3-1.5x, scanned first 1.1-1.25x.
 
     The level size is clamped to the coordinate type's largest value + 1, so
@@ -139,23 +151,13 @@ class GuardCoordinatesPass(SparsecompPass):
       } {sparse_iter.parallel}
     ```
 
-    After (rows checked by their tiles):
+    After (rows scanned by their tiles first):
 
     ```mlir
     func.func @spmv(..., %status: memref<1xi32>) attributes {sparse_iter.abi = "..."} {
-      %top = arith.subi %limit_or_1, %c1_i32 : i32
       %tile = ... : index  // rows per tile, from pos[rows] - pos[0]
       scf.for %t = %c0 to %rows step %tile {
         %end = arith.minui %t_plus_tile, %rows : index
-        scf.for %i = %t to %end step %c1 {
-          ...
-          %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
-            %j = memref.load %crd[%p] : memref<?xi32>
-            %safe = arith.minui %j, %top : i32
-            ... (%safe where %j was)
-          }
-          ...
-        }
         %max = scf.for %q = %first to %full step %c16 iter_args(%m = %zeros) -> (vector<16xi32>) {
           %v = vector.load %crd[%q] : memref<?xi32>, vector<16xi32>
           ...
@@ -164,6 +166,10 @@ class GuardCoordinatesPass(SparsecompPass):
         %bad = arith.cmpi uge, %top_read, %limit : i32
         scf.if %bad {
           %old = memref.atomic_rmw ori %c1_i32, %status[%c0] : (i32, memref<1xi32>) -> i32
+        } else {
+          scf.for %i = %t to %end step %c1 {
+            ... (the rows as they were)
+          }
         }
       } {sparse_iter.parallel}
     ```
@@ -221,9 +227,7 @@ def _guards(func: ir.Operation, abi: dict[str, Any]) -> list[_Guard]:
         ty = ir.IntegerType(ir.MemRefType(buffer.type).element_type)
         with ir.InsertionPoint.at_block_begin(entry), func.location:
             limit = _limit(entry.arguments[bound], ty)
-            one = arith.ConstantOp(ty, ir.IntegerAttr.get(ty, 1)).result
-            top = arith.SubIOp(arith.MaxUIOp(limit, one).result, one).result
-        guards.append(_Guard(entry.arguments[pos], buffer, limit, top, reads))
+        guards.append(_Guard(entry.arguments[pos], buffer, limit, reads))
     return guards
 
 
@@ -294,22 +298,18 @@ class _Guard:
     positions: ir.Value
     coordinates: ir.Value
     limit: ir.Value
-    top: ir.Value  # the largest coordinate in range: max(limit, 1) - 1
     reads: list[ir.Operation]
 
 
 def _tiles(guards: list[_Guard]) -> dict[ir.Operation, list[_Guard]]:
     """Parallel loops over rows -> the guards whose rows they read in scalar loops
-    (:func:`_scalar`); those reads are clamped (``minui``) here and leave ``reads``:
-    the tiles check them."""
+    (:func:`_scalar`); those reads leave ``reads``: the tiles check them."""
     tiles: dict[ir.Operation, list[_Guard]] = {}
     for guard in guards:
         for read in list(guard.reads):
             rows = _row_loop(read, guard)
             if rows is None or not _scalar(read.parent.operation):
                 continue
-            with read.location, ir.InsertionPoint(_next(read)):
-                _clamp_within(read, guard.top)
             tiled = tiles.setdefault(rows, [])
             if guard not in tiled:
                 tiled.append(guard)
@@ -396,8 +396,9 @@ def _allocates(loop: ir.Operation) -> bool:
 
 def _tile(rows: ir.Operation, guards: list[_Guard], status: ir.Value) -> None:
     """Run ``rows`` (a parallel loop over rows) a tile of rows at a time (:func:`_tile_rows`);
-    after its rows each tile scans their coordinates (``pos[t]`` to ``pos[t + tile]``,
-    in cache now) of each of ``guards`` and sets the status word if any is out of range."""
+    each tile first scans its rows' coordinates (``pos[t]`` to ``pos[t + tile]``) of
+    each of ``guards``, and sets the status word if any is out of range, else runs
+    its rows."""
     loc = rows.location
     index = ir.IndexType.get()
     lower, upper, _ = rows.operands
@@ -409,17 +410,22 @@ def _tile(rows: ir.Operation, guards: list[_Guard], status: ir.Value) -> None:
     with ir.InsertionPoint(tiles.body), loc:
         start = tiles.induction_variable
         end = arith.MinUIOp(arith.AddIOp(start, size).result, upper).result
-        inner = scf.ForOp(start, end, arith.ConstantOp(index, 1).result)
-        with ir.InsertionPoint(inner.body):
-            end_of_row = scf.YieldOp([])
+        bad: ir.Value | None = None
         for guard in guards:
             first = _position(guard.positions, start)
             last = _position(guard.positions, end)
-            bad = _scan_vectors(guard.coordinates, first, last, guard.limit)
-            when = scf.IfOp(bad)
-            with ir.InsertionPoint(when.then_block):
-                _set_status(status)
-                scf.YieldOp([])
+            out = _scan_vectors(guard.coordinates, first, last, guard.limit)
+            bad = out if bad is None else arith.OrIOp(bad, out).result
+        assert bad is not None
+        when = scf.IfOp(bad, has_else=True)
+        with ir.InsertionPoint(when.then_block):
+            _set_status(status)
+            scf.YieldOp([])
+        with ir.InsertionPoint(when.else_block):
+            inner = scf.ForOp(start, end, arith.ConstantOp(index, 1).result)
+            with ir.InsertionPoint(inner.body):
+                end_of_row = scf.YieldOp([])
+            scf.YieldOp([])
         scf.YieldOp([])
     body = rows.regions[0].blocks[0]
     body.arguments[0].replace_all_uses_with(inner.induction_variable)
@@ -567,16 +573,6 @@ def _clamp(read: ir.Operation, limit: ir.Value) -> ir.Value:
     if isinstance(ty, ir.VectorType):
         ok = vector.ReductionOp(ir.IntegerType.get_signless(1), vector.CombiningKind.AND, ok).result
     return arith.XOrIOp(ok, boolean(True)).result
-
-
-def _clamp_within(read: ir.Operation, top: ir.Value) -> None:
-    """Replace ``read``'s value by ``min(value, top)`` (unsigned): no read it indexes
-    leaves its buffer (its tile's scan reports it)."""
-    value = read.results[0]
-    users = [u.owner for u in value.uses]
-    clamped = arith.MinUIOp(value, top).result
-    for user in users:
-        user.operation.replace_uses_of_with(value, clamped)
 
 
 def _scannable(read: ir.Operation) -> bool:
