@@ -309,10 +309,10 @@ def test_resparsify_every_n_steps_shrinks_pattern_and_optimizer_state() -> None:
     assert counts == [round(200 * 0.3), round(200 * 0.1)]
 
 
-def test_moving_a_sparse_layer_off_the_cpu_is_refused() -> None:
+def test_moving_a_sparse_layer_to_a_device_without_kernels_is_refused() -> None:
     w, keep, _ = _masked(4, 4, 0.5, 6)
     layer = st.SparseLinear.from_dense(w, None, "csr", keep)
-    with pytest.raises(SparsecompError, match="runs on the CPU; it was moved to meta"):
+    with pytest.raises(SparsecompError, match="CPU or a CUDA GPU; it was moved to meta"):
         layer.to("meta")
 
 

@@ -250,8 +250,8 @@ _SOURCES = {
 PANEL_BYTES = 1024 * 1024
 
 _lock = threading.Lock()
-_programs: dict[tuple[str, str, float, bool], Any] = {}
-_variants: dict[tuple[str, str, str], Any] = {}
+_programs: dict[tuple[str, str, float, bool, str], Any] = {}
+_variants: dict[tuple[str, str, str, str], Any] = {}
 
 
 def element(dtype: Any) -> str:
@@ -293,33 +293,43 @@ def options() -> tuple[int, int]:
     return (host.max_vector_bits, 8) if host.arch == "x86_64" else (-1, 4)
 
 
-def program(op: str, dtype: Any, threshold: float = 0.0, panels: bool = False) -> Any:
+def program(
+    op: str, dtype: Any, threshold: float = 0.0, panels: bool = False, target: str = "host"
+) -> Any:
     """The compiled ``op`` program for ``dtype`` (an ``Executable``; compiled once),
-    with ``B`` in packed column panels if ``panels`` (see the module)."""
-    key = (op, element(dtype), float(threshold), panels)
+    with ``B`` in packed column panels if ``panels`` (see the module); for
+    ``target`` (``"host"``, or a GPU's ``cuda:sm_XX`` / ``cuda-emu:sm_XX``: its own
+    schedule, no CPU options, see :mod:`.device`)."""
+    key = (op, element(dtype), float(threshold), panels, target)
     with _lock:
         if key not in _programs:
             from sparsecomp.compiler.driver import compile as compile_mlir
 
-            bits, unroll = options()
             text = source(op, dtype, threshold)
-            panel_bytes = PANEL_BYTES if panels else 0
-            _programs[key] = compile_mlir(
-                text, "host", vector_bits=bits, unroll=unroll, panel_bytes=panel_bytes
-            )
+            if target != "host":
+                _programs[key] = compile_mlir(text, target)
+            else:
+                bits, unroll = options()
+                panel_bytes = PANEL_BYTES if panels else 0
+                _programs[key] = compile_mlir(
+                    text, "host", vector_bits=bits, unroll=unroll, panel_bytes=panel_bytes
+                )
         return _programs[key]
 
 
-def kernel(op: str, dtype: Any, layout: str) -> Any:
-    """The ``Function`` computing ``op`` for ``dtype`` with its sparse operand in ``layout``."""
-    found = _variants.get((op, str(dtype), layout))  # the call path: no parsing
+def kernel(op: str, dtype: Any, layout: str, target: str = "host") -> Any:
+    """The ``Function`` computing ``op`` for ``dtype`` with its sparse operand in ``layout``,
+    compiled for ``target`` (see :func:`program`)."""
+    found = _variants.get((op, str(dtype), layout, target))  # the call path: no parsing
     if found is not None:
         return found
     parsed = parse_layout(layout)
     attr = parsed.attr_text()
-    key = (op, element(dtype), attr)
-    panels = op.startswith("linear") or (op.startswith("spmm") and block_rows(parsed) >= 2)
-    exe = program(op, dtype, panels=panels)
+    key = (op, element(dtype), attr, target)
+    panels = target == "host" and (
+        op.startswith("linear") or (op.startswith("spmm") and block_rows(parsed) >= 2)
+    )
+    exe = program(op, dtype, panels=panels, target=target)
     with _lock:
         if key not in _variants:
             if attr == _CSR:
@@ -327,7 +337,7 @@ def kernel(op: str, dtype: Any, layout: str) -> Any:
             else:
                 assert exe.recompile is not None
                 _variants[key] = exe.recompile(op, {0: attr}).functions[op]
-        _variants[(op, str(dtype), layout)] = _variants[key]
+        _variants[(op, str(dtype), layout, target)] = _variants[key]
         return _variants[key]
 
 

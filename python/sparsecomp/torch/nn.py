@@ -204,7 +204,13 @@ class SparseLinear(nn.Module):
         from sparsecomp.torch.kernels import program
 
         matrix = self.to_scipy()
-        exe = program("spmm", self.values.dtype)
+        where = self.values.device
+        if where.type == "cuda":  # the GPU's model (no timing)
+            from sparsecomp.torch.device import target
+
+            exe = program("spmm", self.values.dtype, target=target(where))
+        else:
+            exe = program("spmm", self.values.dtype)
         choice = exe.prepare(matrix, k=max(1, int(batch))).choice
         LOG.info(
             "sparsecomp.torch: %s weight %s: %s",
@@ -251,6 +257,8 @@ class SparseLinear(nn.Module):
         shape = [self.out_features, self.in_features]
         args = (pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t, shape, self.bias)
         act = self.activation
+        if self.values.device.type == "cuda":
+            return self._forward_cuda(x, fwd_perm, fwd_index, lay, row_major, traced)
         if row_major:  # X and Y row-major: no transposes
             flat = x.reshape(-1, self.in_features)
             if traced and not self._wants_grad(x):
@@ -264,6 +272,33 @@ class SparseLinear(nn.Module):
             return _activate(y, act).reshape(*lead, self.out_features)
         yt = ops.sparse_mm(self.values, transposed_input(x, self), *args)
         return _activate(yt.t(), act).reshape(*lead, self.out_features)
+
+    def _forward_cuda(
+        self,
+        x: Tensor,
+        perm: Tensor,
+        index: list[Tensor],
+        layout: str,
+        row_major: bool,
+        traced: bool,
+    ) -> Tensor:
+        """The forward pass on a GPU (:mod:`.device`): inference only."""
+        if self._wants_grad(x):
+            raise SparsecompError(
+                "SparseLinear on CUDA runs inference only: this call records autograd",
+                hint="run it under torch.no_grad() or torch.inference_mode(); "
+                "training runs on the CPU",
+            )
+        shape = [self.out_features, self.in_features]
+        flat = x.reshape(-1, self.in_features)
+        if row_major:
+            run = ops.linear if traced else ops.run_linear
+            y = run(self.values, flat, perm, index, layout, shape, self.bias, self.activation)
+        else:
+            mm = ops.layout_mm if traced else ops.run_layout_mm
+            yt = mm(self.values, flat.t().contiguous(), perm, index, layout, shape, self.bias)
+            y = _activate(yt.t(), self.activation)
+        return y.reshape(*x.shape[:-1], self.out_features)
 
     def _wants_grad(self, x: Tensor) -> bool:
         """Whether this call records a graph for autograd (the fused activation
@@ -350,11 +385,10 @@ class SparseLinear(nn.Module):
 
     def _apply(self, fn: Any, recurse: bool = True) -> SparseLinear:
         super()._apply(fn, recurse)
-        if self.values.device.type != "cpu":
+        if self.values.device.type not in ("cpu", "cuda"):
             raise SparsecompError(
-                f"SparseLinear runs on the CPU; it was moved to {self.values.device}",
-                hint="SparseLinear has CPU kernels only so far; for a GPU, compile a kernel "
-                "for a cuda: target and call it with sparsecomp.torch.call",
+                f"SparseLinear runs on the CPU or a CUDA GPU; it was moved to {self.values.device}",
+                hint="move it to 'cpu' or 'cuda'",
             )
         return self
 

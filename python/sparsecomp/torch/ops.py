@@ -95,9 +95,13 @@ def run_layout_mm(
 ) -> Tensor:
     """``A @ b (+ bias[:, None])``, ``A`` (``shape``) in ``layout``. The op
     ``sparsecomp::layout_mm`` (:data:`layout_mm`) wraps it; eager callers call it
-    directly (no dispatch)."""
+    directly (no dispatch). A weight on a GPU runs there (:mod:`.device`)."""
     _check_matrix(b, "the dense operand", shape[1])
     _check_bias(bias, shape[0])
+    if values.device.type == "cuda":
+        from sparsecomp.torch import device
+
+        return device.run_layout_mm(values, b, perm, index, layout, shape, bias)
     vals = host_array(values, "the sparse weight's values")
     dense = host_array(b, "the dense operand", values.dtype)
     added = None if bias is None else host_array(bias, "the bias", values.dtype)
@@ -144,12 +148,17 @@ def run_linear(
     result is row-major ``n x shape[0]``. ``activation``: ``""`` (none) or one of
     :data:`.kernels.ACTIVATIONS`, applied by the kernel as it stores each
     result. Not differentiable by itself. The op ``sparsecomp::linear``
-    (:data:`linear`) wraps it; eager callers call it directly (no dispatch)."""
+    (:data:`linear`) wraps it; eager callers call it directly (no dispatch). A
+    weight on a GPU runs there (:mod:`.device`)."""
     if x.dim() != 2 or x.shape[1] != shape[1]:
         raise SparsecompError(
             f"the input must be a matrix with {shape[1]} columns, got shape {tuple(x.shape)}"
         )
     _check_bias(bias, shape[0])
+    if values.device.type == "cuda":
+        from sparsecomp.torch import device
+
+        return device.run_linear(values, x, perm, index, layout, shape, bias, activation)
     suffix = f"_{kernels.activation(activation)}" if activation else ""
     vals = host_array(values, "the sparse weight's values")
     dense = host_array(x, "the input", values.dtype)
