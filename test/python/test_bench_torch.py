@@ -36,3 +36,43 @@ def test_torch_bert_quick(repo, tmp_path):
             assert seconds is not None, (row["sparsifier"], what, note)
             assert seconds > 0
     assert png.stat().st_size > 10_000
+
+
+def test_gpu_bert_layer_is_huggingfaces(repo):
+    """benchmarks/torch_bert_gpu.py's BertLayer (written out for the GPU's machine, which
+    has no transformers) computes what HuggingFace's does with the same weights."""
+    import torch
+
+    sys.path.insert(0, str(repo / "benchmarks"))
+    import torch_bert as tb
+    import torch_bert_gpu as gpu
+
+    hf = tb.bert_layer(0, 64, 4, 128)
+    ours = gpu.BertLayer(64, 4, 128).eval()
+    ours.load_state_dict(hf.state_dict())  # same module names: every key matches
+    x = torch.randn(2, 7, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), tb.first(hf(x)), rtol=1e-5, atol=1e-5)
+
+
+def test_gpu_bert_kernels_load_where_mlir_is_not(repo, tmp_path):
+    """--save compiles the GPU kernels here; a process without MLIR loads them in place
+    of a compile, as the GPU's machine does."""
+    script = repo / "benchmarks" / "torch_bert_gpu.py"
+    proc = subprocess.run([sys.executable, str(script), "--save", str(tmp_path), "--sm", "90"],
+                          capture_output=True, text=True, check=False, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    probe = f"""
+import sys
+sys.modules["mlir"] = None
+sys.path.insert(0, {str(repo / "benchmarks")!r})
+import pathlib, torch, torch_bert_gpu as gpu
+from sparsecomp.torch import device, kernels
+device.target = lambda d: "cuda:sm_90"
+gpu.load(pathlib.Path({str(tmp_path)!r}))
+print(sorted((k[0], k[2].split("map = ")[1][:40]) for k in kernels._variants))
+"""
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=False, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.count("linear_bias") == 6
