@@ -102,6 +102,13 @@ class Layout:
             raise FormatError(
                 f"nmMetadata '{self.nm_metadata}' needs a structured[2, 4] last level"
             )
+        if self.nm_metadata.startswith("mma_sp") and self.crd_width != 32:
+            # the metadata is 32-bit words (formats/mma_sp.py), which kernels read as i32
+            got = str(self.crd_width) if self.crd_width else "none (64-bit)"
+            raise FormatError(
+                f"nmMetadata '{self.nm_metadata}' is 32-bit words: it needs crdWidth = 32, "
+                f"got {got}"
+            )
         if self.nm_metadata and not self.is_structured:
             raise FormatError("nmMetadata needs a structured last level")
         if self.index_group and not _GROUP.fullmatch(self.index_group):

@@ -36,6 +36,8 @@ import numpy as np
 from sparsecomp.errors import FormatError
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.ordering import check_no_duplicates, sort_entries
+from sparsecomp.formats.packing import LevelOut, PackState
+from sparsecomp.formats.structured import pack_structured
 from sparsecomp.formats.validate import (
     check_crd_widths,
     check_pos_fits,
@@ -51,40 +53,6 @@ class Storage:
     positions: tuple[np.ndarray | None, ...]
     coordinates: tuple[np.ndarray | None, ...]
     values: np.ndarray
-
-
-@dataclass(frozen=True)
-class PackState:
-    """What a level packer sees: the layout, shapes, and sorted level coordinates."""
-
-    layout: Layout
-    shape: tuple[int, ...]
-    lvl_shape: tuple[int, ...]
-    lvl: np.ndarray  # (n_levels, nnz) int64, sorted lexicographically
-
-    def entry_dims(self, entry: int) -> tuple[int, ...]:
-        """The dimension coordinates of sorted entry ``entry``."""
-        dims = self.layout.dim_to_lvl.to_dims(self.lvl[:, entry : entry + 1])
-        return tuple(int(d) for d in dims[:, 0])
-
-    def describe_parent(self, lvl: int, entry: int) -> str:
-        """Words naming the parent position at level ``lvl`` of sorted entry ``entry``."""
-        prefix = tuple(int(c) for c in self.lvl[:lvl, entry])
-        first = self.layout.dim_to_lvl.results[0]
-        if self.layout.rank == 2 and lvl == 1 and first.op == "id":
-            return f"{('row', 'column')[first.dim]} {prefix[0]}"
-        return f"the parent at level coordinates {prefix}"
-
-
-@dataclass(frozen=True)
-class LevelOut:
-    """One packed level: its buffers (int64 unless ``final``) and each entry's position."""
-
-    pos: np.ndarray | None
-    crd: np.ndarray | None
-    parent: np.ndarray
-    nparents: int
-    final: bool = False  # crd is already in its stored form (packed n:m metadata)
 
 
 def allows_duplicates(layout: Layout) -> bool:
@@ -161,7 +129,6 @@ Packer = Callable[[PackState, int, np.ndarray, int], LevelOut]
 
 
 def _packer(kind: str, varied: bool) -> Packer:
-    from sparsecomp.formats.structured import pack_structured
 
     if kind == "dense":
         return _pack_dense_varied if varied else _pack_dense_fixed

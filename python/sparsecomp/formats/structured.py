@@ -13,23 +13,17 @@ layout ``[dense_fixed, dense_fixed, structured[2,4]]`` (rows, groups, slots).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from sparsecomp.errors import FormatError
 from sparsecomp.formats import mma_sp
 from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.packing import LevelOut, PackState
 from sparsecomp.formats.validate import check_storage_size
-
-if TYPE_CHECKING:
-    from sparsecomp.formats.storage import LevelOut, PackState
 
 
 def pack_structured(state: PackState, lvl: int, parent: np.ndarray, nparents: int) -> LevelOut:
     """Pack the last, structured level (see :mod:`sparsecomp.formats.storage`)."""
-    from sparsecomp.formats.storage import LevelOut
-
     level = state.layout.levels[lvl]
     n, m = level.n, level.m
     crd = state.lvl[lvl]

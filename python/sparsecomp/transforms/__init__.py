@@ -54,6 +54,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-sequentialize-racy-loops": "sequentialize_racy_loops:SequentializeRacyLoopsPass",
     "sparse-iter-set-encodings": "set_encodings:SetEncodingsPass",
     "sparse-iter-soa-coo": "soa_coo:SoaCooPass",
+    "sparse-iter-sparse-mma-operands": "sparse_mma_operands:SparseMmaOperandsPass",
     "sparse-iter-specialize-encodings": "specialize_encodings:SpecializeEncodingsPass",
     "sparse-iter-strided-vector-access": "strided_vector_access:StridedVectorAccessPass",
     "sparse-iter-verify": "verify:VerifyPass",

@@ -131,6 +131,11 @@ func.func private @negative_mma_not_24(tensor<?x?xf32, #sparse_iter.layout<{map 
 
 // -----
 
+// expected-error@+1 {{nmMetadata 'mma_sp_m16n8k16' is 32-bit words: it needs crdWidth = 32, got none (64-bit)}}
+func.func private @negative_mma_sp_wide_words(tensor<?x?xf16, #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), nmMetadata = mma_sp_m16n8k16}>>)
+
+// -----
+
 // expected-error@+1 {{nmMetadata needs a structured last level}}
 func.func private @negative_nm_metadata_csr(tensor<?x?xf32, #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32, nmMetadata = indices}>>)
 

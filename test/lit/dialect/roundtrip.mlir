@@ -29,7 +29,7 @@ func.func private @encodings(tensor<?x?xf32, #matmul_lhs>, tensor<8x8xf16, #nm>,
 #ell8 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed_fixed[8]), posWidth = 32, crdWidth = 32}>
 #ragged_rows = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : dense_varied), posWidth = 32, crdWidth = 32}>
 #loose = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : loose_compressed(nonordered)), posWidth = 32, crdWidth = 32}>
-#nm24 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 8, nmMetadata = mma_sp_m16n8k16}>
+#nm24 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
 #shared = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32, indexGroup = "sddmm.s"}>
 
 // CHECK-LABEL: func.func private @layouts
@@ -42,7 +42,7 @@ func.func private @encodings(tensor<?x?xf32, #matmul_lhs>, tensor<8x8xf16, #nm>,
 // CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed_fixed[8]), posWidth = 32, crdWidth = 32}>
 // CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : dense_varied), posWidth = 32, crdWidth = 32}>
 // CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : loose_compressed(nonordered)), posWidth = 32, crdWidth = 32}>
-// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 8, nmMetadata = mma_sp_m16n8k16}>
+// CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
 // CHECK-SAME: #sparse_iter.layout<{map = (d0, d1) -> (d0 : dense, d1 : compressed), posWidth = 32, crdWidth = 32, indexGroup = "sddmm.s"}>
 func.func private @layouts(tensor<?x?xf64, #csr>, tensor<?x?xf64, #csc>, tensor<?x?xf32, #dcsr>,
                            tensor<64x64xf32, #bsr>, tensor<?x?x?xf32, #coo3>,
