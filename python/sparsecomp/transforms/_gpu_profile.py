@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from mlir import ir
-from mlir.dialects import arith, func, memref
+from mlir.dialects import arith, func, memref, scf, vector
 
 from sparsecomp.transforms._shared_memory import is_workgroup
 
@@ -95,7 +95,12 @@ def instrument(launch: ir.Operation, first_site: int) -> None:
     The address reported is the allocation's base times 256 plus the byte
     offset: every buffer starts on a 256-byte boundary, as ``cudaMalloc``'s
     do, whatever the host allocator gave, and distinct buffers stay apart.
-    A vector access reports all its bytes (masked lanes too).
+    A vector access reports all its bytes (masked lanes too), and a masked one
+    whose lanes are all off reports nothing: it touches no memory. (It did
+    report, at its first lane's address: the BSR ``mma.sync`` kernel's stores of
+    the column tile past the last column, all lanes off, fell on the next row's
+    first columns, and counted as 756 writes of another block, cross-block
+    races that were none, wherever ``N`` was not a multiple of 32.)
     """
     body = launch.regions[0].blocks[0]
     args = list(body.arguments)
@@ -136,9 +141,19 @@ def instrument(launch: ir.Operation, first_site: int) -> None:
             size = _element_bytes(memref_value.type)
             base = arith.muli(pointer, arith.constant(index, 256))
             address = arith.addi(base, arith.muli(linear, arith.constant(index, size)))
-            func.call([], ACCESS, [arith.constant(i64, site), _i64(address),
-                                   arith.constant(i64, _access_bytes(access, memref_value)),
-                                   block, thread, arith.constant(i64, kind)])  # fmt: skip
+            report = [arith.constant(i64, site), _i64(address),
+                      arith.constant(i64, _access_bytes(access, memref_value)),
+                      block, thread, arith.constant(i64, kind)]  # fmt: skip
+            if access.name in ("vector.maskedload", "vector.maskedstore"):
+                mask = access.operands[at + 1 + rank]
+                i1 = ir.IntegerType.get_signless(1)
+                active = vector.reduction(i1, vector.CombiningKind.OR, mask)
+                when = scf.IfOp(active)
+                with ir.InsertionPoint(when.then_block):
+                    func.call([], ACCESS, report)
+                    scf.YieldOp([])
+            else:
+                func.call([], ACCESS, report)
 
 
 def _report_shared(
