@@ -97,3 +97,34 @@ def test_mma_sp_metadata_needs_32_bit_words() -> None:
     with pytest.raises(sparsecomp.SparsecompError, match="needs crdWidth = 32") as err:
         sparsecomp.compile(program, "cuda-emu:sm_90")
     assert "<source>:4:1: error" in str(err.value)  # the function using the layout
+
+
+SMALL_BLOCKS = """
+#b = #sparse_iter.sparsity<block[4, 4]>
+func.func @spmm(%A: tensor<?x?xf32, #b>, %B: tensor<?x?xf32>,
+                %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #b>, tensor<?x?xf32>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+"""
+
+
+def test_a_product_the_tensor_cores_do_not_take_says_why(caplog, tmp_path) -> None:
+    """Issue 41: BSR 4x4 took the scalar schedule silently. The compile now logs the
+    remark (``sparsecomp`` logger, INFO), located, and the manifest keeps it."""
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="sparsecomp"):
+        exe = sparsecomp.compile(SMALL_BLOCKS, "cuda-emu:sm_90", cache_results=False)
+    said = [r.getMessage() for r in caplog.records if "scalar schedule" in r.getMessage()]
+    assert said, [r.getMessage() for r in caplog.records]
+    assert "<source>:5:" in said[0]
+    assert "4x4 blocks are not multiples of the 16x8 MMA tile" in said[0]
+    assert exe.manifest["remarks"] == [s.removeprefix("sparsecomp: ") for s in said]
+    rng = np.random.default_rng(1)
+    a = _blocks(rng, 32, 32).astype(np.float32)
+    b = rng.standard_normal((32, 6)).astype(np.float32)
+    got = exe(SparseTensor.from_dense(a, exe.functions["spmm"].signature.args[0].layout), b,
+              np.zeros((32, 6), np.float32))  # fmt: skip
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)

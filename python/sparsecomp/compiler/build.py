@@ -280,7 +280,8 @@ def build(
         started = time.perf_counter()
         shim = [CUDA_SHIM] if device is not None else []
         aot.build_shared_library(module, out, common, needs, shim)
-    write_manifest(out, common, functions, needs, targets, conversions, profile)
+    remarks = [format_diagnostic(d) for d in log.diagnostics if d.severity == "remark"]
+    write_manifest(out, common, functions, needs, targets, conversions, profile, remarks)
     if device is not None:
         _add_device(out, device, kernels)
     if emulate is not None:

@@ -30,6 +30,7 @@ cache hit loads the library without parsing anything.
 from __future__ import annotations
 
 import functools
+import logging
 import shutil
 import sys
 import time
@@ -47,6 +48,8 @@ Progress = Callable[[str, float], None]
 _OPTIONS = {"vector_bits", "unroll", "panel_bytes", "slice_bytes", "gpu_columns"}
 EMULATION_PREFIX = "cuda-emu:"
 CUDA_PREFIX = "cuda:"
+
+LOG = logging.getLogger("sparsecomp")
 
 
 def _names_a_file(text: str) -> bool:
@@ -190,6 +193,8 @@ def compile(
             exe = _cached(key, verbose) or _built(key, build, cache_results, verbose)
     elif exe is None:
         exe = _built(key, build, cache_results, verbose)
+    for remark in exe.manifest.get("remarks", []):  # a product the tensor cores do not take
+        LOG.info("sparsecomp: %s", remark)
     return _with_variants(exe, text, target, cache_results, options)
 
 

@@ -37,11 +37,15 @@ def write_manifest(
     targets: dict[str, CpuTarget] | None = None,
     conversions: list[dict[str, Any]] | None = None,
     profile: bool = False,
+    remarks: list[str] | None = None,
 ) -> None:
     """``manifest.json``: ``target`` is what the library's shared code needs (the
     common target of the module's CPU targets); ``targets`` the module's CPU
     targets by name, which functions with a ``target`` of their own need;
-    ``conversions`` the layout conversions the program runs (``exe.plan()``)."""
+    ``conversions`` the layout conversions the program runs (``exe.plan()``);
+    ``remarks`` what the compile remarked (``file:line:col: remark: ...``: a
+    product that the GPU's tensor cores do not take, and why), which
+    ``sparsecomp.compile`` logs."""
     from sparsecomp import __version__
     from sparsecomp.runtime.loader import digest
 
@@ -56,6 +60,7 @@ def write_manifest(
         "needs": needs,
         "functions": functions,
         "conversions": conversions or [],
+        "remarks": remarks or [],
         "profile": profile,
     }
     (out / cache.MANIFEST).write_text(json.dumps(manifest, indent=1))

@@ -13,6 +13,7 @@ from mlir.passmanager import ExternalPass
 from sparsecomp.dialects import sparse_iter
 from sparsecomp.formats.layout import Layout, short_name, standard_layout
 from sparsecomp.ir.attrs import layout_of
+from sparsecomp.ir.context import emit_remark
 from sparsecomp.ir.targets import function_target
 from sparsecomp.lowering.loops import index
 from sparsecomp.lowering.mma_kernels import BsrMma, bsr_spmm
@@ -88,6 +89,12 @@ def _is_mma_sp_2_4(layout: Any) -> bool:
     return nm is not None and plain == replace(nm, nm_metadata="mma_sp_m16n8k16")
 
 
+def _is_2_4(layout: Layout) -> bool:
+    """Whether ``layout`` is 2:4 along rows, whatever its metadata and index widths."""
+    plain = replace(layout, pos_width=32, crd_width=32, index_group="", nm_metadata="")
+    return plain == standard_layout("nm:2:4")
+
+
 def _width_type(width: int) -> str:
     return f"i{width or 64}"
 
@@ -155,7 +162,10 @@ class GpuTensorizePass(SparsecompPass):
                 continue
             for candidate in _walk(function):
                 spec = self._spec(candidate, device)
-                if spec is not None:
+                if isinstance(spec, str):  # a product the tensor cores could have run
+                    emit_remark(candidate.location,
+                                f"this product takes the scalar schedule: {spec}")  # fmt: skip
+                elif spec is not None:
                     _rewrite(candidate, spec)
                     made[spec.name] = bsr_spmm(spec) if isinstance(spec, BsrMma) else nm_spmm(spec)
         if made:
@@ -164,31 +174,44 @@ class GpuTensorizePass(SparsecompPass):
             for kernel in list(kernels.body.operations):
                 body.append(kernel.operation.detach_from_parent())
 
-    def _spec(self, op: ir.Operation, device: CudaTarget) -> BsrMma | NmMma | None:
+    def _spec(self, op: ir.Operation, device: CudaTarget) -> BsrMma | NmMma | str | None:
+        """The kernel for ``op``; None where it is not a product of a BSR or 2:4 matrix
+        and dense ones; or, where it is one the tensor cores do not take, why not."""
         if not _is_matmul(op) or len(op.results) != 1:
             return None
         a, b, out = (v.type for v in op.operands)
         layout = layout_of(a)
         if layout_of(b) is not None or layout_of(out) is not None:
             return None
-        elements = [str(ir.RankedTensorType(t).element_type) for t in (a, b, out)]
-        if elements[0] != elements[1] or elements[2] != "f32":
-            return None
-        if isinstance(layout, Layout) and _is_mma_sp_2_4(layout):
-            if elements[0] != "f16" or "m16n8k16" not in device.sparse_mma_shapes:
-                return None
-            return NmMma(_width_type(layout.crd_width), self.warps, self.tiles)
+        two_four = isinstance(layout, Layout) and _is_2_4(layout)
         blocks = _bsr_blocks(layout)
-        if blocks is None:
-            return None
-        if elements[0] not in _NEEDS or _NEEDS[elements[0]] not in device.mma_shapes:
-            return None
-        if device.sm < _FIRST_SM[elements[0]]:
+        if not two_four and blocks is None:
             return None
         assert isinstance(layout, Layout)
+        elements = [str(ir.RankedTensorType(t).element_type) for t in (a, b, out)]
+        if elements[0] != elements[1]:
+            return f"A holds {elements[0]} and B {elements[1]}; an MMA takes one type"
+        if elements[2] != "f32":
+            return f"the tensor cores accumulate in f32, and the result is {elements[2]}"
+        if two_four:
+            if elements[0] != "f16":
+                return f"2:4 products on the sparse tensor cores take f16 values, not {elements[0]}"
+            if "m16n8k16" not in device.sparse_mma_shapes:
+                return f"{device.chip} has no m16n8k16 sparse MMA (mma.sp)"
+            if not _is_mma_sp_2_4(layout):
+                return (f"A's 2:4 metadata is '{layout.nm_metadata or 'indices'}', not the "
+                        "mma_sp_m16n8k16 words the sparse tensor cores read")  # fmt: skip
+            return NmMma(_width_type(layout.crd_width), self.warps, self.tiles)
+        assert blocks is not None
+        if elements[0] not in _NEEDS:
+            return f"no tensor-core MMA takes {elements[0]} values (f16, or f32 as tf32)"
+        need = _NEEDS[elements[0]]
+        if need not in device.mma_shapes or device.sm < _FIRST_SM[elements[0]]:
+            return f"{device.chip} has no {need} MMA for {elements[0]}"
         spec = BsrMma(*blocks, elements[0], _width_type(layout.pos_width),
                       _width_type(layout.crd_width), self.warps, self.tiles)  # fmt: skip
-        return spec if spec.supported() is None else None
+        why = spec.supported()
+        return spec if why is None else why
 
 
 def _walk(function: ir.Operation) -> list[ir.Operation]:

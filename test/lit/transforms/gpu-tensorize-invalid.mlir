@@ -1,5 +1,6 @@
 // RUN: not sparsecomp-opt %s --sparse-iter-gpu-tensorize='warps=0' 2>&1 | FileCheck %s --check-prefix=WARPS
 // RUN: not sparsecomp-opt %s --sparse-iter-gpu-tensorize='tiles=17' 2>&1 | FileCheck %s --check-prefix=TILES
+// RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-gpu-tensorize
 
 // Tilings the kernel cannot launch (no warp, more than 1024 threads) or that
 // would need more accumulator registers than a thread has are refused.
@@ -7,4 +8,71 @@
 // TILES: warps must be in 1..32 and tiles in 1..16, got 4 and 17
 func.func @empty() {
   return
+}
+
+// -----
+
+// A product the tensor cores could run but do not is a remark that says why
+// (issue 41: these fell back silently). The products stay as they are.
+#bsr4 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 4 : dense, j floordiv 4 : compressed, i mod 4 : dense, j mod 4 : dense), posWidth = 32, crdWidth = 32}>
+#nm = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32}>
+#nm_mma = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
+#bsr16 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 16 : compressed, i mod 16 : dense, j mod 16 : dense), posWidth = 32, crdWidth = 32}>
+#mm = {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+       iterator_types = ["parallel", "parallel", "reduction"]}
+module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k8, m16n8k16], sparse_mma_shapes = [m16n8k16]>}} {
+  func.func @small_blocks(%a: tensor<?x?xf32, #bsr4>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    // expected-remark @+1 {{this product takes the scalar schedule: 4x4 blocks are not multiples of the 16x8 MMA tile}}
+    %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf32, #bsr4>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<?x?xf32>
+    return %d : tensor<?x?xf32>
+  }
+  func.func @two_four_f32(%a: tensor<?x?xf32, #nm>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    // expected-remark @+1 {{this product takes the scalar schedule: 2:4 products on the sparse tensor cores take f16 values, not f32}}
+    %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf32, #nm>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %p = arith.mulf %x, %y : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<?x?xf32>
+    return %d : tensor<?x?xf32>
+  }
+  func.func @two_four_f16_result(%a: tensor<?x?xf16, #nm_mma>, %b: tensor<?x?xf16>, %c: tensor<?x?xf16>) -> tensor<?x?xf16> {
+    // expected-remark @+1 {{this product takes the scalar schedule: the tensor cores accumulate in f32, and the result is f16}}
+    %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf16, #nm_mma>, tensor<?x?xf16>) outs(%c : tensor<?x?xf16>) {
+    ^bb0(%x: f16, %y: f16, %o: f16):
+      %p = arith.mulf %x, %y : f16
+      %s = arith.addf %o, %p : f16
+      linalg.yield %s : f16
+    } -> tensor<?x?xf16>
+    return %d : tensor<?x?xf16>
+  }
+  func.func @plain_metadata(%a: tensor<?x?xf16, #nm>, %b: tensor<?x?xf16>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    // expected-remark @+1 {{this product takes the scalar schedule: A's 2:4 metadata is 'indices', not the mma_sp_m16n8k16 words the sparse tensor cores read}}
+    %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf16, #nm>, tensor<?x?xf16>) outs(%c : tensor<?x?xf32>) {
+    ^bb0(%x: f16, %y: f16, %o: f32):
+      %xe = arith.extf %x : f16 to f32
+      %ye = arith.extf %y : f16 to f32
+      %p = arith.mulf %xe, %ye : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<?x?xf32>
+    return %d : tensor<?x?xf32>
+  }
+  func.func @bf16_blocks(%a: tensor<?x?xbf16, #bsr16>, %b: tensor<?x?xbf16>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    // expected-remark @+1 {{this product takes the scalar schedule: no tensor-core MMA takes bf16 values (f16, or f32 as tf32)}}
+    %d = linalg.generic #mm ins(%a, %b : tensor<?x?xbf16, #bsr16>, tensor<?x?xbf16>) outs(%c : tensor<?x?xf32>) {
+    ^bb0(%x: bf16, %y: bf16, %o: f32):
+      %xe = arith.extf %x : bf16 to f32
+      %ye = arith.extf %y : bf16 to f32
+      %p = arith.mulf %xe, %ye : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<?x?xf32>
+    return %d : tensor<?x?xf32>
+  }
 }
