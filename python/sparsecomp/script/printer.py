@@ -143,6 +143,8 @@ class _Function:
                 raise fail(self.f, f"an argument of type {t}")
             return str(t)
         t = ir.RankedTensorType(t)
+        if str(t.element_type) not in SCALARS:  # bf16: numpy has no such type
+            raise fail(self.f, f"a tensor of {t.element_type}, which has no script type")
         sized = sized or {}
         dims = [
             f'"{sized[d]}"'

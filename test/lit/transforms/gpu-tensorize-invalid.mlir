@@ -1,5 +1,5 @@
-// RUN: not sparsecomp-opt %s --sparse-iter-gpu-tensorize='warps=0' 2>&1 | FileCheck %s --check-prefix=WARPS
-// RUN: not sparsecomp-opt %s --sparse-iter-gpu-tensorize='tiles=17' 2>&1 | FileCheck %s --check-prefix=TILES
+// RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='warps=0' 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: not sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='tiles=17' 2>&1 | FileCheck %s --check-prefix=TILES
 // RUN: sparsecomp-opt %s --split-input-file --verify-diagnostics --sparse-iter-gpu-tensorize
 
 // Tilings the kernel cannot launch (no warp, more than 1024 threads) or that
