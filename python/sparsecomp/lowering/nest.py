@@ -39,6 +39,7 @@ from sparsecomp.lowering.zeros import Zero, reads_output
 
 si: Any = sparse_iter  # generated at run time from the .td; untyped
 
+
 def _is_int(ty: ir.Type) -> bool:
     return isinstance(ty, ir.IntegerType | ir.IndexType)
 

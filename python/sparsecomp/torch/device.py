@@ -36,7 +36,6 @@ import torch
 from torch import Tensor
 
 from sparsecomp.errors import SparsecompError
-from sparsecomp.formats.names import parse_layout
 from sparsecomp.torch import kernels, structure
 
 
@@ -69,7 +68,6 @@ class _DeviceStage:
     def __init__(self, perm: Tensor, index: list[Tensor], layout: str, shape: list[int],
                  device: torch.device) -> None:  # fmt: skip
         self.packed = structure.tensor_of(layout, tuple(shape), tuple(index))
-        self.layout = parse_layout(layout)
         self.device = device
         order = perm.detach().to(torch.int64)
         self.fill = bool(order.numel()) and bool((order < 0).any())
@@ -81,6 +79,7 @@ class _DeviceStage:
             for name, array in self.packed.buffers()
         ]
         self.buffer: Tensor | None = None  # storage-order values (with a gather)
+        self.host: Any = None  # the structure with values of the dtype (shape and ABI only)
         self.lock = threading.Lock()
 
     def operand(self, values: Tensor) -> Any:
@@ -103,8 +102,10 @@ class _DeviceStage:
                 at += int(array.size)
             else:
                 pointers.append(on_device.data_ptr())
-        host = self.packed.with_values(np.zeros(self.packed.nse, _numpy(vals.dtype)))
-        return DeviceTensor(host, pointers, (vals, self.index))
+        dtype = _numpy(vals.dtype)
+        if self.host is None or self.host.dtype != dtype:
+            self.host = self.packed.with_values(np.zeros(self.packed.nse, dtype))
+        return DeviceTensor(self.host, pointers, (vals, self.index))
 
 
 def _numpy(dtype: torch.dtype) -> np.dtype[Any]:
