@@ -44,6 +44,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch_bert import LINEARS  # the six linear layers (transformers is imported lazily there)
 
 import sparsecomp.torch as st
 from sparsecomp.formats.names import parse_layout
@@ -54,14 +55,6 @@ CONFIGS = [
     ("90% random", "random_fraction:0.9", "csr"),
     ("90% n:m:g 1:10:8", "nm:1:10:8", "bsr:8x1"),
 ]
-LINEARS = (
-    "attention.self.query",
-    "attention.self.key",
-    "attention.self.value",
-    "attention.output.dense",
-    "intermediate.dense",
-    "output.dense",
-)
 #: the kernels a configuration's layers run (the FFN-in layer's GELU fused)
 OPS = ("linear_bias", "linear_bias_gelu")
 

@@ -147,12 +147,7 @@ def run_linear(
     added = None if bias is None else check_tensor(bias, "the bias", device, values.dtype)
     suffix = f"_{kernels.activation(activation)}" if activation else ""
     name = ("linear" if added is None else "linear_bias") + suffix
-    fn = kernels.kernel(name, values.dtype, layout, target(device))
-    stage = _stage(perm, index, layout, shape, device)
-    with stage.lock:
-        operand = stage.operand(values)
-        args = (operand, dense) if added is None else (operand, dense, added)
-        return fn(*args)
+    return _call(name, values, dense, added, perm, index, layout, shape)
 
 
 def run_layout_mm(
@@ -169,9 +164,23 @@ def run_layout_mm(
     dense = check_tensor(b, "the dense operand", device, values.dtype)
     added = None if bias is None else check_tensor(bias, "the bias", device, values.dtype)
     name = "spmm" if added is None else "spmm_bias"
+    return _call(name, values, dense, added, perm, index, layout, shape)
+
+
+def _call(
+    name: str,
+    values: Tensor,
+    dense: Tensor,
+    added: Tensor | None,
+    perm: Tensor,
+    index: list[Tensor],
+    layout: str,
+    shape: list[int],
+) -> Tensor:
+    """Kernel ``name`` on the placement's device operand, the dense operand and the bias."""
+    device = values.device
     fn = kernels.kernel(name, values.dtype, layout, target(device))
     stage = _stage(perm, index, layout, shape, device)
-    with stage.lock:
+    with stage.lock:  # the operand's buffer is the placement's until the call returns
         operand = stage.operand(values)
-        args = (operand, dense) if added is None else (operand, dense, added)
-        return fn(*args)
+        return fn(operand, dense) if added is None else fn(operand, dense, added)
