@@ -58,7 +58,11 @@ def _close(got: Any, want: Any) -> bool:
     return bool(np.all(np.abs(diff.data) <= 1e-4 + 1e-4 * ref))
 
 
-def _best(fn: Callable[[], Any], repeat: int = 5) -> float:
+def _best(fn: Callable[[], Any], repeat: int = 10, warmup: int = 3) -> float:
+    """The fastest of ``repeat`` calls after ``warmup`` untimed ones (the first calls of a
+    kernel fault in its pages and start its threads; scipy's get the same)."""
+    for _ in range(warmup):
+        fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
