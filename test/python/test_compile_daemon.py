@@ -263,3 +263,22 @@ def test_a_connection_dropped_unanswered_is_tried_again(
         assert len(jobs_seen) == 3
     finally:
         server.close()
+
+
+def test_daemons_leave_no_files_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A daemon started by a client and gone idle leaves its directory as it found it but
+    for the one start lock: no socket, no empty log, no lock of its own (one of each per
+    installation piled up in /tmp/sparsecomp-<uid>/ before)."""
+    path = tmp_path / "tidy.sock"
+    monkeypatch.setattr(daemon, "address", lambda: path)
+    monkeypatch.setenv("SPARSECOMP_COMPILE_DAEMON_IDLE", "1")
+    try:
+        assert daemon.exchange({"kind": "nothing"}) is not None
+        assert path.is_socket()
+        deadline = time.monotonic() + 60
+        while path.exists() or _daemons(str(path)):
+            assert time.monotonic() < deadline, "the idle daemon did not leave"
+            time.sleep(0.1)
+    finally:
+        _stop(str(path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [daemon.START_LOCK]

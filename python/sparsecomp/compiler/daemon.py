@@ -20,8 +20,10 @@ or where that path would be too long for a socket, the temporary directory:
 the Python executable, this package's directory and the sizes and times of
 its source files, and ``PATH`` (the C compiler it finds): a changed
 installation starts a daemon of its own, and the old one leaves when idle.
-The first client that finds no daemon starts it (under a file lock, so that
-two clients start one) and waits for its socket. A directory that is not
+The first client that finds no daemon starts it (under the directory's file
+lock, :data:`START_LOCK`, so that two clients do not start two) and waits for
+its socket; a daemon that leaves removes its socket, and its log (the socket's
+``.log``, its stderr) where nothing was written there. A directory that is not
 the user's alone (another owner, or open to others) is not used: the
 caller builds in a compile server of its own. The daemon leaves after
 :data:`.zygote.IDLE_SECONDS` without a job (``SPARSECOMP_COMPILE_DAEMON_IDLE``).
@@ -50,6 +52,8 @@ from sparsecomp.compiler.worker_process import child_environment
 
 #: Seconds a client waits for a daemon it started to listen.
 START_SECONDS = 60.0
+#: The lock a client holds while it looks for a daemon and starts one (any key).
+START_LOCK = "start.lock"
 #: The longest socket path ``AF_UNIX`` takes (108 bytes with the terminating NUL).
 _MAX_PATH = 107
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -103,7 +107,9 @@ def connect() -> socket.socket | None:
     if (sock := _connect(path)) is not None:
         return sock
     try:
-        with open(path.with_suffix(".lock"), "w") as lock:
+        # One lock for the directory, not one per daemon: a file per installation
+        # (each source change makes a new key) piled up there, never removed.
+        with open(path.parent / START_LOCK, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one client starts it; the others wait
             if (sock := _connect(path)) is not None:
                 return sock

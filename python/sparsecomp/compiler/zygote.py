@@ -186,6 +186,7 @@ def detach(path: Path, idle: float) -> int:
         code = 0
         try:
             serve(path, idle, ready=write)
+            _drop_empty_log(path)
         except OSError as exc:
             code = 0 if exc.errno == errno.EADDRINUSE else 1
             traceback.print_exc()  # into the daemon's log (the socket's ".log")
@@ -197,6 +198,18 @@ def detach(path: Path, idle: float) -> int:
     os.close(write)
     with os.fdopen(read, "rb") as ready:
         return 0 if ready.read(1) == b"1" else 1
+
+
+def _drop_empty_log(path: Path) -> None:
+    """After a clean exit, remove this daemon's log (the socket's ``.log``, its stderr)
+    if nothing was written there: one per installation piled up in the directory. A log
+    another daemon has opened since (another inode) or written to is left."""
+    log = path.with_suffix(".log")
+    with contextlib.suppress(OSError):
+        mine = os.fstat(2)
+        found = log.stat()
+        if (found.st_ino, found.st_dev) == (mine.st_ino, mine.st_dev) and found.st_size == 0:
+            log.unlink()
 
 
 def main(argv: list[str]) -> int:
