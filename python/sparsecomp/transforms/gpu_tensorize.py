@@ -82,11 +82,9 @@ def _bsr_blocks(layout: Any) -> tuple[int, int] | None:
 
 def _is_mma_sp_2_4(layout: Any) -> bool:
     """Whether ``layout`` is 2:4 along rows with ``mma.sp`` m16n8k16 metadata."""
-    if not isinstance(layout, Layout):
-        return False
-    plain = replace(layout, pos_width=32, crd_width=32, index_group="")
-    nm = standard_layout("nm:2:4")
-    return nm is not None and plain == replace(nm, nm_metadata="mma_sp_m16n8k16")
+    return (
+        isinstance(layout, Layout) and _is_2_4(layout) and (layout.nm_metadata == "mma_sp_m16n8k16")
+    )
 
 
 def _is_2_4(layout: Layout) -> bool:

@@ -8,13 +8,13 @@ from dataclasses import replace
 from mlir import ir
 from mlir.passmanager import ExternalPass
 
-from sparsecomp.formats.layout import Layout, standard_layout
+from sparsecomp.formats.layout import Layout
 from sparsecomp.ir.attrs import layout_of
 from sparsecomp.ir.calls import functions
 from sparsecomp.ir.targets import function_target
 from sparsecomp.targets import CudaTarget
 from sparsecomp.transforms.base import SparsecompPass
-from sparsecomp.transforms.gpu_tensorize import _is_matmul
+from sparsecomp.transforms.gpu_tensorize import _is_2_4, _is_matmul
 
 #: the element types of the products sparse tensor cores take (A, B) -> C
 _TYPES = ("f16", "f16", "f32")
@@ -92,7 +92,7 @@ def _sparse_mma_layout(arg: ir.Value, metadata: str) -> Layout | None:
     layout = layout_of(arg.type)
     if not isinstance(layout, Layout) or layout.nm_metadata or metadata != "mma_sp_m16n8k16":
         return None
-    if replace(layout, pos_width=32, crd_width=32, index_group="") != standard_layout("nm:2:4"):
+    if not _is_2_4(layout):
         return None  # not 2:4 along rows
     wanted = replace(layout, nm_metadata=metadata, crd_width=32)  # its words are 32-bit
     uses = list(arg.uses)
