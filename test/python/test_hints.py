@@ -159,28 +159,6 @@ def check_stage_reproducer(tmp_path: Path) -> None:
     assert f"{source}:6:8: {said}" in done.stderr
 
 
-MIXED = """#sp = #sparse_iter.sparsity<unstructured>
-module attributes {sparse_iter.targets = {
-    host = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 0>,
-    gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k32]>}} {
-  func.func @spmv(%A: tensor<?x?xf32, #sp>, %x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32>
-      attributes {sparse_iter.target = "gpu"} {
-    %r = linalg.matvec ins(%A, %x : tensor<?x?xf32, #sp>, tensor<?xf32>)
-        outs(%y : tensor<?xf32>) -> tensor<?xf32>
-    return %r : tensor<?xf32>
-  }
-}
-"""
-
-
-def check_layouts_of_each_target(tmp_path: Path) -> None:
-    """CPU and CUDA functions in one module: the hint shows the layouts they resolve."""
-    hint = _hint_of(CompileError, lambda: sparsecomp.compile(MIXED))  # text: a saved copy
-    done = run(hint, tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "@spmv(%arg0: tensor<?x?xf32, #sparse_iter.layout<" in done.stdout
-
-
 def check_upstream_pass_list(tmp_path: Path) -> None:
     """An unknown pass, and --list-passes: both point at the list of upstream passes."""
     from sparsecomp.tools.listing import list_passes
@@ -277,7 +255,6 @@ HINTS = [
     Hint("compiler/aot.py", "lower it to the LLVM dialect", check_lowering_before_translation),
     Hint("compiler/build.py", "reproduce with: sparsecomp-opt", check_stage_reproducer),
     Hint("docs/troubleshooting.md", "reproduce with: sparsecomp-opt", check_stage_reproducer),
-    Hint("compiler/build.py", "the layouts each target resolves", check_layouts_of_each_target),
     Hint("transforms/__init__.py", "passes: sparsecomp-opt --list-upstream-passes",
          check_upstream_pass_list),
     Hint("tools/listing.py", "(sparsecomp-opt --list-upstream-passes)", check_upstream_pass_list),

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import sparsecomp
 from long_runs import strength
-from sparsecomp.errors import CompileError, TargetError
+from sparsecomp.errors import TargetError
 from sparsecomp.runtime import executable
 from sparsecomp.targets import CpuTarget, target_from_attr
 
@@ -175,29 +175,3 @@ def test_common_target() -> None:
     assert wide.missing_on(narrow) == ["avx2", "fma"]
     assert narrow.missing_on(wide) == ["sse4.2"]
     assert wide.missing_on(arm) == ["x86_64"]
-
-
-def test_cuda_functions_are_named_at_compile() -> None:
-    source = f"""
-#sp = #sparse_iter.sparsity<unstructured>
-module attributes {{sparse_iter.targets = {{cpu = {TARGETS["wide"]},
-    gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k32]>}}}} {{
-  func.func @on_gpu(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>)
-      -> tensor<?x?xf32> attributes {{sparse_iter.target = "gpu"}} {{
-    %0 = linalg.matmul ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>)
-                       outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
-    return %0 : tensor<?x?xf32>
-  }}
-}}
-"""
-    with pytest.raises(
-        CompileError, match=r"CUDA target: 'on_gpu' \(<source>:5:3, target 'gpu'\)"
-    ) as e:
-        sparsecomp.compile(source)
-    assert "not built yet" not in str(e.value)  # the CUDA back end is: say how to use it
-    assert "target='cuda:sm_80'" in (e.value.hint or "")
-    on_op = source.replace('target = "gpu"}', 'target = "cpu"}').replace(
-        "linalg.matmul ins", 'linalg.matmul {sparse_iter.target = "gpu"} ins'
-    )
-    with pytest.raises(CompileError, match=r"CUDA target: linalg.matmul \(<source>:7:10"):
-        sparsecomp.compile(on_op)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from mlir import ir
 from sparsecomp import knobs
 from sparsecomp.compiler import aot
 from sparsecomp.compiler.cuda import device_pipeline, write_kernels
+from sparsecomp.compiler.parts import has_devices, split
 from sparsecomp.compiler.stages import EMULATION_STAGES, STAGES, write_manifest
 from sparsecomp.errors import CompileError, ParseError, TargetError
 from sparsecomp.ir.context import make_context
@@ -131,49 +133,48 @@ def _cpu_targets(module: ir.Module) -> dict[str, CpuTarget]:
     return {n: t for n, t in named.items() if isinstance(t, CpuTarget)}
 
 
-def _program_file(text: str, filename: str, pipeline: str) -> str:
-    """A file holding the program, for a command in a hint: the user's own, or a saved copy."""
-    if Path(filename).is_file():
-        return filename
-    from sparsecomp.compiler.cache import save_reproducer
+def _build_parts(
+    module: ir.Module,
+    filename: str,
+    cpu: CpuTarget,
+    options: dict[str, Any],
+    out: Path,
+    progress: Progress,
+    emulate: bool,
+    profile: bool,
+) -> None:
+    """A module naming CUDA targets, built in parts (:mod:`.parts`): the first at
+    ``out``, each other in ``out/part-N``, listed in the first's manifest."""
+    found = split(module, filename)
+    listed: list[dict[str, Any]] = []
+    for index, part in enumerate(found):
+        where = out if index == 0 else out / f"part-{index}"
+        where.mkdir(exist_ok=True)
+        text = part.module.operation.get_asm(enable_debug_info=True)
+        report = progress
+        if progress is not None and part.device is not None:
+            report = functools.partial(_part_progress, progress, part.target)
+        if part.device is None:
+            build(text, filename, cpu, options, where, report)
+        elif emulate:
+            build(text, filename, cpu, options, where, report, part.device, profile)
+        else:
+            from sparsecomp.compiler.ptxas import check_chip
 
-    return str(save_reproducer(text, pipeline, knobs.reproducer_dir()))
+            check_chip(part.device.chip)
+            build(text, filename, CpuTarget(cpu.arch), options, where, report, device=part.device)
+        if index:
+            listed.append(
+                {"directory": where.name, "target": part.target, "functions": part.functions}
+            )
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["parts"] = listed
+    path.write_text(json.dumps(manifest, indent=1))
 
 
-def _refuse_device_functions(module: ir.Module, filename: str, text: str) -> None:
-    """A :class:`CompileError` naming every function and op for a non-CPU (CUDA) target.
-
-    ``sparsecomp-opt`` resolves their layouts (``sparsecomp-cpu-layouts``); an
-    executable is built for one kind of device: the CPU targets of a module, or
-    (``target="cuda:sm_XX"`` / ``"cuda-emu:sm_XX"``) one GPU for a whole module
-    without ``sparse_iter.targets``. One executable running parts of a module on
-    the CPU and parts on a GPU is not built.
-    """
-    named = module_targets(module.operation)
-    found: list[str] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if TARGET_ATTR in op.attributes:
-            target = ir.StringAttr(op.attributes[TARGET_ATTR]).value
-            if target in named and not isinstance(named[target], CpuTarget):
-                what = op.name
-                if op.name == "func.func":
-                    what = f"'{ir.StringAttr(op.attributes['sym_name']).value}'"
-                where = location_text(op.location, filename)
-                found.append(f"{what} ({where}, target '{target}')")
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    if found:
-        raise CompileError(
-            f"{filename}: an executable runs on the CPU or on one GPU, not both, and this "
-            f"module's CPU code has functions and ops for a CUDA target: {', '.join(found)}",
-            hint="compile the GPU part as a module of its own without sparse_iter.targets "
-            "(target='cuda:sm_80', or 'cuda-emu:sm_80' to run its schedule here) and the CPU "
-            "functions alone; the layouts each target resolves: sparsecomp-opt "
-            "--pass-pipeline='builtin.module(sparsecomp-cpu-layouts)' "
-            + _program_file(text, filename, "sparsecomp-cpu-layouts"),
-        )
+def _part_progress(progress: Callable[[str, float], None], part: str, stage: str, t: float) -> None:
+    progress(f"{part}/{stage}", t)
 
 
 def _functions(module: ir.Module) -> dict[str, Any]:
@@ -211,13 +212,16 @@ def build(
     emulate: CudaTarget | None = None,
     profile: bool = False,
     device: CudaTarget | None = None,
+    emulate_devices: bool = False,
 ) -> None:
     """Compile ``text`` into ``out``; raises :class:`CompileError` with diagnostics.
 
     ``emulate``: build the CUDA schedule for that GPU and run it on ``cpu``;
     ``profile``: with every global access of its kernels reported;
     ``device``: build it for that GPU (host code for ``cpu``, kernels as PTX
-    and, where ``ptxas`` is installed, cubins).
+    and, where ``ptxas`` is installed, cubins). A module that names CUDA
+    targets in its ``sparse_iter.targets`` is built in parts, one per device
+    (:mod:`.parts`); ``emulate_devices``: its CUDA parts as emulation builds.
     """
     gpu = emulate or device
     ctx = make_context()
@@ -232,9 +236,17 @@ def build(
             raise _fail(log, f"{filename}: the program is not valid", kind=ParseError)
         if gpu is not None:
             _set_gpu_target(module, gpu, filename, "cuda-emu" if emulate else "cuda")
+        elif has_devices(module):
+            _build_parts(module, filename, cpu, options, out, progress, emulate_devices, profile)
+            return
         else:
+            if emulate_devices:
+                raise CompileError(
+                    f"{filename}: target 'cuda-emu' emulates the CUDA targets a module names "
+                    "in its sparse_iter.targets, and this module names none",
+                    hint="compile it for one GPU's schedule with target='cuda-emu:sm_80'",
+                )
             _set_target(module, cpu)
-            _refuse_device_functions(module, filename, text)
         targets = _cpu_targets(module)
         # What llc gets as -mattr: every function's own target extends it.
         try:

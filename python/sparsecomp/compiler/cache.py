@@ -75,7 +75,8 @@ def lookup(key: str) -> Path | None:
 
 def intact(path: Path) -> bool:
     """Whether kernel directory ``path`` is whole: a manifest and the library it
-    describes (``library_sha256``, where recorded), not cut short."""
+    describes (``library_sha256``, where recorded), not cut short, and so is each
+    of its ``parts``."""
     from sparsecomp.runtime.loader import cut_short, digest
 
     try:
@@ -84,7 +85,13 @@ def intact(path: Path) -> bool:
     except (OSError, ValueError, KeyError, TypeError):
         return False
     expected = manifest.get("library_sha256")
-    return (expected is None or digest(data) == expected) and cut_short(data) is None
+    if (expected is not None and digest(data) != expected) or cut_short(data) is not None:
+        return False
+    parts = manifest.get("parts", [])  # a program built for several devices
+    try:
+        return all(intact(path / part["directory"]) for part in parts)
+    except (KeyError, TypeError):
+        return False
 
 
 def new_build_dir() -> Path:

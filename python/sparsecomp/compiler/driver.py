@@ -88,11 +88,14 @@ def _source_text(source: Any) -> tuple[str, str]:
     )
 
 
+#: The target that builds a module's own CUDA targets as emulations (compiler/parts.py).
+EMULATE_DEVICES = "cuda-emu"
 #: What ``target`` may be (the hint of an unknown one).
 TARGETS = (
     "targets are 'host', 'cuda:sm_XY' (a GPU: sm_75 to sm_90 with CUDA 13's ptxas), "
     "'cuda-emu:sm_XY' (the GPU's schedule run on this CPU: sm_70, sm_75, sm_80, sm_86, "
-    "sm_87, sm_89, sm_90), a CpuTarget, or #sparse_iter.cpu<...> text"
+    "sm_87, sm_89, sm_90), 'cuda-emu' (the CUDA targets a module names, emulated), "
+    "a CpuTarget, or #sparse_iter.cpu<...> text"
 )
 
 
@@ -166,6 +169,14 @@ def compile(
     output columns (SpMM) onto a warp's lanes and a row's sum (SpMV) onto
     8 lanes; False: a row per thread (the plain schedule).
     ``verbose`` prints each stage's time to stderr.
+
+    A module whose ``sparse_iter.targets`` names CUDA targets
+    (``#sparse_iter.cuda<...>``) beside CPU ones is built in parts, each
+    public function for the device of its ``sparse_iter.target``
+    (:mod:`sparsecomp.compiler.parts`; docs/multi-device.md): with
+    ``target="host"`` (or a CPU target) its GPU functions are built for their
+    GPU as ``"cuda:sm_XX"`` builds them, with ``target="cuda-emu"`` as
+    ``"cuda-emu:sm_XX"`` does (run here).
     """
     unknown = set(options) - _OPTIONS
     if unknown:
@@ -173,20 +184,25 @@ def compile(
             f"unknown compile option(s) {sorted(unknown)}; known: {sorted(_OPTIONS)}"
         )
     text, filename = _source_text(source)
+    # "cuda-emu" alone: the CUDA targets a module names, emulated (compiler/parts.py)
+    emulate_devices = target == EMULATE_DEVICES
     emulate, gpu = _emulated(target), _gpu(target)
-    if profile and emulate is None:
+    if profile and emulate is None and not emulate_devices:
         raise SparsecompError("profile=True needs an emulation target (cuda-emu:sm_80)")
     # Emulated launches run here; a GPU executable's host code only sizes grids
     # and launches, and must load on whichever machine holds the GPU: the
     # architecture's baseline, no ISA extensions.
-    cpu = detect_host() if emulate or gpu else _target(target)
+    cpu = detect_host() if emulate or gpu or emulate_devices else _target(target)
     if gpu is not None:
         cpu = CpuTarget(cpu.arch)
     device = f" emulating {emulate.attr_text()}" if emulate is not None else ""
     device += f" for {gpu.attr_text()}" if gpu is not None else ""
+    device += " emulating its devices" if emulate_devices else ""
     device += " profiled" if profile else ""
     key = cache.cache_key(text, cpu.attr_text() + device, options)
-    build = functools.partial(_build, text, filename, cpu, options, emulate, profile, gpu)
+    build = functools.partial(
+        _build, text, filename, cpu, options, emulate, profile, gpu, emulate_devices
+    )
     exe = _cached(key, verbose) if cache_results else None
     if exe is None and cache_results:
         with cache.building(key):  # one build per key at a time, across processes
@@ -268,12 +284,13 @@ def _build(
     emulate: CudaTarget | None,
     profile: bool,
     gpu: CudaTarget | None,
+    emulate_devices: bool,
     out: Path,
     report: Progress | None,
 ) -> None:
     from sparsecomp.compiler import server
 
-    server.build(text, filename, cpu, options, out, report, emulate, profile, gpu)
+    server.build(text, filename, cpu, options, out, report, emulate, profile, gpu, emulate_devices)
 
 
 def _with_variants(

@@ -94,7 +94,8 @@ def build_job(job: dict[str, Any], emit: Emit) -> dict[str, Any]:
     try:
         build_here(job["text"], job["filename"], cpu, job["options"], Path(job["out"]),
                    report if job["verbose"] else None, emulate,
-                   job.get("profile", False), device)  # fmt: skip
+                   job.get("profile", False), device,
+                   job.get("emulate_devices", False))  # fmt: skip
     except SparsecompError as exc:
         name = type(exc).__name__
         name = name if hasattr(errors, name) else "SparsecompError"

@@ -74,17 +74,21 @@ def build(
     emulate: CudaTarget | None = None,
     profile: bool = False,
     device: CudaTarget | None = None,
+    emulate_devices: bool = False,
 ) -> None:
     """Compile ``text`` into ``out`` in the compile server; raises what the build raised."""
     if knobs.compile_in_process():
         from sparsecomp.compiler.build import build as build_here
 
-        build_here(text, filename, cpu, options, out, progress, emulate, profile, device)
+        build_here(
+            text, filename, cpu, options, out, progress, emulate, profile, device, emulate_devices
+        )
         return
     job = {
         "text": text, "filename": filename, "target": cpu.attr_text(), "options": options,
         "emulate": emulate.attr_text() if emulate is not None else None, "profile": profile,
         "device": device.attr_text() if device is not None else None,
+        "emulate_devices": emulate_devices,
         "out": str(out), "verbose": progress is not None,
         "env": jobs.knobs_environment(),
     }  # fmt: skip

@@ -30,7 +30,7 @@ from sparsecomp.runtime.call import Caller
 from sparsecomp.runtime.destinations import Destinations, MakeVariant
 from sparsecomp.runtime.fastcall import MISS, native_router
 from sparsecomp.runtime.libs import LIBRARIES, library_path
-from sparsecomp.runtime.plan import Conversion, Plan
+from sparsecomp.runtime.plan import Conversion, Plan, Transfer
 from sparsecomp.runtime.prepared import Prepared, infer_op, prepare
 from sparsecomp.runtime.profile import Profile, profile_call
 from sparsecomp.runtime.specialize import SizeSpecializer, Specializer, static_candidates
@@ -234,7 +234,10 @@ class Executable:
 
     Attributes: ``directory`` it was loaded from, its parsed ``manifest``,
     ``functions`` (name -> :class:`Function`), and ``libraries``: the paths
-    of the runtime libraries loaded before it (``needs``).
+    of the runtime libraries loaded before it (``needs``). A program built
+    for a CPU and a GPU (:mod:`sparsecomp.compiler.parts`) is the CPU's part
+    with ``parts`` (the CUDA target's name -> that device's part): its
+    ``functions`` are every part's, each called on its own device.
     ``exe(*args)`` calls the only public function; with several, name one.
     A function whose name clashes with an attribute (``save``...) is
     reached through ``functions``.
@@ -254,6 +257,26 @@ class Executable:
         self.libraries = needed
         self._only = next(iter(functions.values())) if len(functions) == 1 else None
         self._recompile: Recompile | None = None
+        #: the other parts of a program built for several devices (compiler/parts.py):
+        #: the target's name -> the part, whose functions are also this executable's
+        self.parts: dict[str, Executable] = {}
+        self._part_of: dict[str, Executable] = {}
+
+    def _add_part(self, target: str, part: Executable) -> None:
+        """Take the functions of ``part``, the executable of another device's functions."""
+        self.parts[target] = part
+        functions = self.functions
+        for name, function in part.functions.items():
+            functions._functions[name] = function
+            self._part_of[name] = part
+        functions.uncallable.update(part.functions.uncallable)
+        every = list(functions.values())
+        self._only = every[0] if len(every) == 1 else None
+
+    def _manifest_of(self, function: str) -> dict[str, Any]:
+        """The manifest of the part that holds ``function``."""
+        part = self._part_of.get(function)
+        return part.manifest if part is not None else self.manifest
 
     @property
     def recompile(self) -> Recompile | None:
@@ -269,11 +292,12 @@ class Executable:
     @recompile.setter
     def recompile(self, recompile: Recompile | None) -> None:
         self._recompile = recompile
-        host = self.manifest.get("device", "host") in ("", "host")
         for function in self.functions.values():
+            manifest = self._manifest_of(function.name)
+            host = manifest.get("device", "host") in ("", "host")
             function.specializer = function.sizes = None
             function.make_destinations = function._destinations = None
-            if recompile is None or self.manifest.get("profile"):
+            if recompile is None or manifest.get("profile"):
                 continue  # a variant would run outside the library profile() counts in
             name = function.name
 
@@ -375,14 +399,23 @@ class Executable:
                     own.name,
                     declared,
                 )
-        device = self.manifest.get("device") or self.manifest.get("emulates") or "host"
+        manifest = self._manifest_of(own.name)
+        device = manifest.get("device") or manifest.get("emulates") or "host"
         return prepare(own, A, layout, k, variant_for, device)
 
     def plan(self) -> Plan:
-        """The layout conversions the program runs, in program order; ``print`` it for the
-        report (location, function, the two layouts, the bytes of the tensor built)."""
-        found = self.manifest.get("conversions", [])
-        return Plan(tuple(Conversion.from_json(c) for c in found))
+        """The layout conversions the program runs, in program order, and, for a program
+        built for several devices, the data that crosses to a GPU at each call of its
+        functions; ``print`` it for the report (location, function, the two layouts,
+        the bytes of the tensor built)."""
+        found = list(self.manifest.get("conversions", []))
+        transfers = []
+        for part in self.parts.values():
+            found += part.manifest.get("conversions", [])
+            device = part.manifest.get("device") or part.manifest.get("emulates", "")
+            emulated = "emulates" in part.manifest
+            transfers += [Transfer(name, device, emulated) for name in part.functions]
+        return Plan(tuple(Conversion.from_json(c) for c in found), tuple(transfers))
 
     def save(self, directory: str | Path) -> Path:
         """Copy the library, manifest, runtime libraries and stage IR to ``directory``.
@@ -402,6 +435,8 @@ class Executable:
             raise SparsecompError(f"cannot save the executable to {dest}: {why}") from None
         if dest.resolve() == self.directory.resolve():
             return dest
+        for entry in self.manifest.get("parts", []):  # before the manifest that lists them
+            self.parts[entry["target"]].save(dest / entry["directory"])
         files = [self.directory / self.manifest["library"], self.directory / MANIFEST]
         stages = [
             p for ext in ("mlir", "ll", "ptx", "cubin") for p in self.directory.glob(f"*.{ext}")
@@ -455,7 +490,10 @@ def load(directory: str | Path) -> Executable:
 
         make_caller = functools.partial(CudaCaller, directory=path, manifest=manifest)
     functions = {sig.name: Function(library, sig, make_caller, path) for sig in signatures}
-    return Executable(path, manifest, functions, needed, uncallable)
+    exe = Executable(path, manifest, functions, needed, uncallable)
+    for entry in manifest.get("parts", []):  # a program built for several devices
+        exe._add_part(entry["target"], load(path / entry["directory"]))
+    return exe
 
 
 @functools.cache

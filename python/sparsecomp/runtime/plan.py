@@ -1,4 +1,5 @@
-"""What a compiled program does besides its kernels: the layout conversions it runs.
+"""What a compiled program does besides its kernels: the layout conversions it runs,
+and the data that crosses to a GPU.
 
 A conversion is a ``sparse_iter.set_encoding`` left after layout
 specialization: a value that one use (an op, a call into another target's
@@ -105,13 +106,42 @@ class Conversion:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """The conversions of a compiled program, in program order; ``str`` is the report."""
+class Transfer:
+    """The data that crosses to a GPU at each call of one of its functions, in a
+    program built for a CPU and a GPU (``device``: ``cuda:sm_90``; ``emulated``:
+    built with ``target="cuda-emu"``, its launches run on this CPU)."""
 
-    conversions: tuple[Conversion, ...]
+    function: str
+    device: str
+    emulated: bool
 
     def __str__(self) -> str:
-        if not self.conversions:
-            return "no layout conversions"
+        if self.emulated:
+            return (
+                f"'{self.function}' runs on {self.device}, emulated on this CPU: its "
+                "arguments and results stay in host memory"
+            )
+        return (
+            f"'{self.function}' runs on {self.device}: host arguments are copied to the GPU "
+            "at each call and results back (GPU arrays and DeviceTensors are passed as "
+            "they are, and the results then stay on the GPU)"
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The conversions of a compiled program, in program order, and the functions
+    whose data crosses to a GPU; ``str`` is the report."""
+
+    conversions: tuple[Conversion, ...]
+    transfers: tuple[Transfer, ...] = ()
+
+    def __str__(self) -> str:
         lines = [f"{len(self.conversions)} layout conversion(s):"]
-        return "\n".join([*lines, *(f"  {c}" for c in self.conversions)])
+        lines += [f"  {c}" for c in self.conversions]
+        if not self.conversions:
+            lines = ["no layout conversions"]
+        if self.transfers:
+            lines.append(f"{len(self.transfers)} function(s) on a GPU:")
+            lines += [f"  {t}" for t in self.transfers]
+        return "\n".join(lines)

@@ -53,6 +53,7 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.runtime.executable:Function",
             "sparsecomp.runtime.prepared:Prepared",
             "sparsecomp.runtime.plan:Plan",
+            "sparsecomp.runtime.plan:Transfer",
             "sparsecomp.runtime.profile:Profile",
             "sparsecomp.runtime.fastcall:available",
         ),

@@ -7,7 +7,10 @@ needs and the IR of every stage; ``sparsecomp.load("out/")`` runs it without
 MLIR installed. ``--target cuda-emu:sm_80`` builds the CUDA schedule run on
 this CPU; ``--target cuda:sm_90`` builds it for the GPU: the directory also
 holds each kernel's PTX (``<kernel>.ptx``) and, where ``ptxas`` is
-installed, its cubin, and runs where ``cuda-bindings`` finds a driver.
+installed, its cubin, and runs where ``cuda-bindings`` finds a driver. A
+module that names a CPU and a CUDA target in its ``sparse_iter.targets`` is
+built in parts, one per device (``part-N/`` beside the CPU's); ``--target
+cuda-emu`` emulates its GPU parts (docs/multi-device.md).
 ``--explain A.mtx`` chooses the layout of each function's sparse matrix
 argument for that matrix as ``exe.prepare`` does (the cost model's
 shortlist timed on a sample, :mod:`sparsecomp.runtime.tournament`), prints the
@@ -36,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--target",
         default="host",
-        help="'host' (default), #sparse_iter.cpu<...> text, cuda-emu:sm_XX or cuda:sm_XX",
+        help="'host' (default), #sparse_iter.cpu<...> text, cuda-emu:sm_XX or cuda:sm_XX; "
+        "cuda-emu: a module's own CUDA targets emulated",
     )
     parser.add_argument("--vector-bits", type=int, help="vector width (0: scalar code)")
     parser.add_argument("--unroll", type=int, help="vectors in flight per loop iteration")
