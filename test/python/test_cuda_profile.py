@@ -138,6 +138,36 @@ def test_spmv_lanes_read_a_rows_entries_coalesced() -> None:
     assert plain.loads.requests > p.loads.requests
 
 
+def _sddmm_operands(k: int, offset: int) -> tuple:
+    """One row of 4 entries, K = ``k``; the dense operands start ``offset`` floats into
+    their buffers (contiguous views: passed as they are)."""
+    rng = np.random.default_rng(k + offset)
+    a = sp.csr_matrix((np.ones(4, np.float32), np.arange(4) * 3, [0, 4]), shape=(1, 12))
+    x = rng.standard_normal(k + offset, dtype=np.float32)[offset:].reshape(1, k)
+    y = rng.standard_normal(12 * k + offset, dtype=np.float32)[offset:].reshape(12, k)
+    return a, x, y
+
+
+@pytest.mark.parametrize(("k", "offset", "vector"), [(32, 0, True), (32, 1, False),
+                                                     (13, 0, False), (16, 4, True)])  # fmt: skip
+def test_sddmm_groups_load_dense_rows_by_vectors(k: int, offset: int, vector: bool) -> None:
+    """SDDMM: a warp's 4 groups of 8 lanes take a row's 4 entries at once; where the dense
+    rows are whole aligned vectors (K divisible by 4, 16-byte aligned starts) each lane
+    loads 16 bytes of each row a step, else 4; the results equal scipy's either way."""
+    exe = sparsecomp.compile(EXAMPLES / "sddmm.mlir", "cuda-emu:sm_80", profile=True)
+    a, x, y = _sddmm_operands(k, offset)
+    assert x.ctypes.data % 16 == (4 * offset) % 16
+    p = exe.profile(a, x, y)
+    got = p.result.to_scipy().toarray()
+    np.testing.assert_allclose(got, a.multiply(x @ y.T).toarray(), rtol=1e-5, atol=1e-5)
+    # the same call with the operands one float further on: never aligned, the scalar loop
+    misaligned = exe.profile(*_sddmm_operands(k, offset + 1))
+    if vector:  # a lane loads 16 bytes of each row a step: a quarter of the steps
+        assert p.loads.requests < misaligned.loads.requests
+    else:
+        assert p.loads.requests == misaligned.loads.requests
+
+
 def _power_law(rows: int, seed: int) -> sp.csr_matrix:
     """R-MAT-like rows: most short, a few very long (Zipf lengths)."""
     rng = np.random.default_rng(seed)

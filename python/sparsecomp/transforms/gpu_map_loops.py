@@ -167,10 +167,11 @@ class GpuMapLoopsPass(SparsecompPass):
     - **a warp per row, lanes over each entry's dot product**, when the row's
       body loops over its entries and each entry sums over a dense dimension
       into one f32 that it then stores (SDDMM; not when the columns schedule
-      applies): the warp walks the row's entries together, lane ``l`` takes
-      ``k = l, l + 32, ...`` of both dense rows (coalesced), a butterfly adds
-      the lanes' sums and lane 0 stores (:mod:`._lane_dot`); 4 rows per
-      block. Off with ``reduction-lanes=0``.
+      applies): the warp walks the row's entries 4 at a time, a group of 8
+      lanes per entry; lane ``l`` of a group takes ``k = l, l + 8, ...`` of
+      both dense rows (whole sectors), a butterfly adds the group's sums and
+      its lane 0 stores (:mod:`._lane_dot`); 4 rows per block. Off with
+      ``reduction-lanes=0``.
 
     A nest of several dimensions (a 2-D output's fill, which stayed on the
     host before) is first a row loop over its first dimension with a loop

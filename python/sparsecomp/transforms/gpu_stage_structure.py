@@ -129,8 +129,8 @@ class GpuStageStructurePass(SparsecompPass):
 
     Runs in ``sparsecomp-cuda-schedule`` after the loops became ``gpu.launch``
     ops. In a launch whose blocks are warps side by side (32 lanes on
-    ``thread_x``, one warp per ``thread_y``, as SpMM's columns and SDDMM's
-    dot products are mapped), a loop that every lane of a warp runs with the
+    ``thread_x``, one warp per ``thread_y``, as SpMM's columns are mapped;
+    SDDMM's groups of lanes walk 4 entries a step and are left alone), a loop that every lane of a warp runs with the
     same bounds (a row's entries, from the row's positions) reads the same
     coordinate and value at each step on all 32 lanes: 32 loads per chunk
     of 32 entries, each a request of its own. This pass makes the warp load

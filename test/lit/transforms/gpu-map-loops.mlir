@@ -282,9 +282,11 @@ func.func @partial_sum_escapes(%pos: memref<?xindex>, %val: memref<?xf32>, %y: m
 // -----
 
 // SDDMM: each entry of the row sums a dense dot product, then stores it. A
-// warp per row (32 lanes x 4 rows per block): the warp walks the row's entries
-// together (rows past the end walk none), lane l takes k = l, l + 32, ..., a
-// butterfly (16 .. 1) adds the lanes' sums, lane 0 stores.
+// warp per row (32 lanes x 4 rows per block) walks the row's entries 4 at a
+// time (rows past the end walk none): group g = lane / 8 takes entry p + g
+// (entry p where that is past the row), lane l % 8 of the group takes
+// k = l % 8, + 8, ..., a butterfly (4 .. 1) adds the group's sums, and the
+// group's lane 0 stores where its entry exists.
 // CHECK-LABEL: func.func @entry_dots
 // CHECK-SAME: (%[[POS:.*]]: memref<?xindex>, %[[CRD:.*]]: memref<?xindex>, %[[X:.*]]: memref<?x?xf32>, %[[Y:.*]]: memref<?x?xf32>, %[[OUT:.*]]: memref<?xf32>, %[[M:.*]]: index, %[[K:.*]]: index)
 // CHECK: scf.parallel (%[[L:.*]], %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c32{{[_0-9]*}}, %c4{{[_0-9]*}})
@@ -292,15 +294,38 @@ func.func @partial_sum_escapes(%pos: memref<?xindex>, %val: memref<?xf32>, %y: m
 // CHECK: %[[LO:.*]] = memref.load %[[POS]]
 // CHECK: %[[HI:.*]] = memref.load %[[POS]]
 // CHECK: %[[STOP:.*]] = arith.select %[[IN]], %[[HI]], %[[LO]]
-// CHECK: scf.for %[[P:.*]] = %[[LO]] to %[[STOP]]
+// CHECK: %[[STEP:.*]] = arith.muli %c1, %c4
+// CHECK: %[[GROUP:.*]] = arith.divui %[[L]], %c8
+// CHECK: %[[MEMBER:.*]] = arith.remui %[[L]], %c8
+// CHECK: scf.for %[[P:.*]] = %[[LO]] to %[[STOP]] step %[[STEP]]
+// CHECK: %[[OFF:.*]] = arith.muli %[[GROUP]], %c1
+// CHECK: %[[OWN:.*]] = arith.addi %[[P]], %[[OFF]]
+// CHECK: %[[THERE:.*]] = arith.cmpi slt, %[[OWN]], %[[STOP]]
+// CHECK: %[[E:.*]] = arith.select %[[THERE]], %[[OWN]], %[[P]]
+// CHECK: memref.load %[[CRD]][%[[E]]]
+// Each lane's share, four elements a load where the rows allow it (whole
+// aligned vectors: checked at run time), else one element a load.
 // CHECK: %[[FIRST:.*]] = arith.addi %{{.*}}, %{{.*}}
-// CHECK: %[[STRIDE:.*]] = arith.muli %{{.*}}, %c32
-// CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %[[FIRST]] to %[[K]] step %[[STRIDE]]
-// CHECK: gpu.shuffle  xor %[[SUM]], %c16_i32, %c32_i32 : f32
+// CHECK: %[[STRIDE:.*]] = arith.muli %{{.*}}, %c8
+// CHECK: memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK: %[[SUM:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK: %[[WIDE:.*]] = scf.for %[[KV:.*]] = %{{.*}} to %[[K]] step %c32{{[_0-9]*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>)
+// CHECK: vector.load %[[X]][%{{.*}}, %[[KV]]] {alignment = 16 : i64} : memref<?x?xf32>, vector<4xf32>
+// CHECK: vector.load %[[Y]][%{{.*}}, %[[KV]]] {alignment = 16 : i64} : memref<?x?xf32>, vector<4xf32>
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK: vector.reduction <add>, %[[WIDE]] : vector<4xf32> into f32
+// CHECK: } else {
+// CHECK: %[[NARROW:.*]] = scf.for %{{.*}} = %[[FIRST]] to %[[K]] step %[[STRIDE]]
+// CHECK: scf.yield %[[NARROW]] : f32
+// CHECK: gpu.shuffle  xor %[[SUM]], %c4_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
-// CHECK: %[[LANE0:.*]] = arith.cmpi eq, %[[L]]
-// CHECK: scf.if %[[LANE0]]
-// CHECK: memref.store %{{.*}}, %[[OUT]][%[[P]]]
+// CHECK-NOT: gpu.shuffle
+// CHECK: %[[LEAD:.*]] = arith.cmpi eq, %[[MEMBER]]
+// CHECK: %[[STORES:.*]] = arith.andi %[[LEAD]], %[[THERE]]
+// CHECK: scf.if %[[STORES]]
+// CHECK: memref.store %{{.*}}, %[[OUT]][%[[E]]]
 func.func @entry_dots(%pos: memref<?xindex>, %crd: memref<?xindex>, %x: memref<?x?xf32>, %y: memref<?x?xf32>, %out: memref<?xf32>, %m: index, %k: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -313,6 +338,38 @@ func.func @entry_dots(%pos: memref<?xindex>, %crd: memref<?xindex>, %x: memref<?
       %init = memref.load %out[%p] : memref<?xf32>
       %s = scf.for %kk = %c0 to %k step %c1 iter_args(%acc = %init) -> (f32) {
         %xv = memref.load %x[%i, %kk] : memref<?x?xf32>
+        %yv = memref.load %y[%j, %kk] : memref<?x?xf32>
+        %t = arith.mulf %xv, %yv : f32
+        %a = arith.addf %acc, %t : f32
+        scf.yield %a : f32
+      }
+      memref.store %s, %out[%p] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A lane's sum whose loads are not at [..., k] (here k + 1) keeps one element a
+// load: no vector twin.
+// CHECK-LABEL: func.func @entry_dots_shifted
+// CHECK-NOT: vector.load
+// CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32, %c32_i32 : f32
+func.func @entry_dots_shifted(%pos: memref<?xindex>, %crd: memref<?xindex>, %x: memref<?x?xf32>, %y: memref<?x?xf32>, %out: memref<?xf32>, %m: index, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %lo = memref.load %pos[%i] : memref<?xindex>
+    %i1 = arith.addi %i, %c1 : index
+    %hi = memref.load %pos[%i1] : memref<?xindex>
+    scf.for %p = %lo to %hi step %c1 {
+      %j = memref.load %crd[%p] : memref<?xindex>
+      %init = memref.load %out[%p] : memref<?xf32>
+      %s = scf.for %kk = %c0 to %k step %c1 iter_args(%acc = %init) -> (f32) {
+        %k1 = arith.addi %kk, %c1 : index
+        %xv = memref.load %x[%i, %k1] : memref<?x?xf32>
         %yv = memref.load %y[%j, %kk] : memref<?x?xf32>
         %t = arith.mulf %xv, %yv : f32
         %a = arith.addf %acc, %t : f32
