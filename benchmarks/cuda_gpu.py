@@ -11,7 +11,9 @@ checked against the peer's before it is timed. Rows:
 * SpMM, K = 32 and 128: ours (CSR, columns on lanes) vs cuSPARSE SpMM
   (``cupyx.scipy.sparse.csr_matrix @ B``); on the blocked matrices also ours
   as BSR 16x16 on tensor cores (tf32);
-* SpMV: ours (8 lanes per row) vs cuSPARSE SpMV;
+* SpMV: ours (8 lanes per row) vs cuSPARSE SpMV, and ours with the entries
+  shared out evenly between threads (``spmv-split``: compile option
+  ``gpu_balance="nonzeros"``) on every matrix;
 * SDDMM, K = 32: ours vs cuSPARSE SDDMM (``torch.sparse.sampled_addmm``);
 * 2:4 f16 SpMM on square pruned weights 4096-16384: ours (``mma.sp``) vs
   cuSPARSELt (torch ``to_sparse_semi_structured``) vs dense cuBLAS fp16.
@@ -43,7 +45,7 @@ from sparsecomp.runtime import cuda
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: The executables a run needs, by name.
-KERNELS = ("spmv", "spmm", "sddmm", "bsr", "nm", "hyb")
+KERNELS = ("spmv", "spmm", "sddmm", "bsr", "nm", "hyb", "split")
 
 
 def available() -> str | None:
@@ -91,6 +93,8 @@ def build(sm: int) -> dict[str, Any]:
     exes["bsr"] = sparsecomp.compile(BSR_SPMM, target)
     exes["nm"] = sparsecomp.compile(NM_SPMM, target)
     exes["hyb"] = sparsecomp.compile(HYB_SPMV.format(attr=parse_layout("hyb").attr_text()), target)
+    # SpMV with its entries shared out evenly between threads (power-law rows)
+    exes["split"] = sparsecomp.compile(EXAMPLES / "spmv.mlir", target, gpu_balance="nonzeros")
     return exes
 
 
@@ -132,7 +136,7 @@ def run(
     sm = cuda.driver().sm
     exes = exes if exes is not None else build(sm)
     spmv, spmm, sddmm = exes["spmv"].spmv, exes["spmm"].spmm, exes["sddmm"].sddmm
-    bsr, hyb = exes["bsr"].spmm, exes["hyb"].spmv
+    bsr, hyb, split = exes["bsr"].spmm, exes["hyb"].spmv, exes["split"].spmv
     sync = cupy.cuda.Device().synchronize
     rng = np.random.default_rng(0)
     specs = matrices.suite(quick=quick)
@@ -174,6 +178,9 @@ def run(
         x = cupy.asarray(rng.standard_normal(n).astype(np.float32))
         case("spmv", name, lambda: _close(spmv(ours_a, x), (theirs_a @ x).get(), f"spmv {name}"),
              lambda: spmv(ours_a, x), "cuSPARSE", lambda: theirs_a @ x)  # fmt: skip
+        case("spmv-split", name,
+             lambda: _close(split(ours_a, x), (theirs_a @ x).get(), f"spmv-split {name}"),
+             lambda: split(ours_a, x), "cuSPARSE", lambda: theirs_a @ x)  # fmt: skip
         if name in POWER_LAW or name == "rmat20":
             hyb_a = cuda.to_device(a, hyb.signature.args[0].layout)
             y0 = cupy.zeros(m, np.float32)

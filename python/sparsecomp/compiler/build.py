@@ -31,11 +31,12 @@ Progress = Callable[[str, float], None] | None
 #: MLIR's GPU runtime ABI over the CUDA driver, linked into CUDA builds.
 CUDA_SHIM = Path(__file__).parent.parent / "runtime" / "cuda_shim.c"
 #: sparsecomp-cuda-schedule with the lane mappings chosen (compile option gpu_columns:
-#: False is the plain schedule, a row per thread).
+#: False is the plain schedule, a row per thread; gpu_balance: "nonzeros" splits row
+#: sums by entries).
 GPU_SCHEDULE = (
     "sparsecomp-bufferize, func.func(convert-linalg-to-parallel-loops), "
     "sparse-iter-parallelize, sparse-iter-lower-atomics, "
-    "sparse-iter-gpu-map-loops{{columns={columns} reduction-lanes={lanes}}}, "
+    "sparse-iter-gpu-map-loops{{columns={columns} reduction-lanes={lanes} balance={balance}}}, "
     "sparse-iter-horizontal-fusion, func.func(convert-parallel-loops-to-gpu), canonicalize, "
     "sparse-iter-gpu-stage-structure, canonicalize, cse"
 )
@@ -47,8 +48,12 @@ def stage_pipeline(pipeline: str, stage: str, options: dict[str, Any]) -> str:
     """The pipeline of one stage; compile options replace the stage's defaults."""
     options = dict(options)
     columns = options.pop("gpu_columns", None)
-    if stage == "gpu" and columns is not None:
-        return GPU_SCHEDULE.format(columns=str(bool(columns)).lower(), lanes=8 if columns else 0)
+    balance = options.pop("gpu_balance", None)
+    if stage == "gpu" and (columns is not None or balance is not None):
+        columns = True if columns is None else bool(columns)
+        return GPU_SCHEDULE.format(
+            columns=str(columns).lower(), lanes=8 if columns else 0, balance=balance or "rows"
+        )
     if stage == "upstream" and "vector_bits" in options:
         return f"sparse-iter-lower-upstream{{vector-bits={options['vector_bits']}}}"
     if stage != "loops" or not options:

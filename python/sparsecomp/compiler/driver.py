@@ -45,7 +45,7 @@ from sparsecomp.targets import CpuTarget, CudaTarget, detect_host
 from sparsecomp.targets.cuda import SM_VERSIONS
 
 Progress = Callable[[str, float], None]
-_OPTIONS = {"vector_bits", "unroll", "panel_bytes", "slice_bytes", "gpu_columns"}
+_OPTIONS = {"vector_bits", "unroll", "panel_bytes", "slice_bytes", "gpu_columns", "gpu_balance"}
 EMULATION_PREFIX = "cuda-emu:"
 CUDA_PREFIX = "cuda:"
 
@@ -168,6 +168,10 @@ def compile(
     ``gpu_columns`` (emulation targets; default True): map independent
     output columns (SpMM) onto a warp's lanes and a row's sum (SpMV) onto
     8 lanes; False: a row per thread (the plain schedule).
+    ``gpu_balance`` (GPU targets; default ``"rows"``): ``"nonzeros"`` shares a
+    row sum's entries (SpMV) evenly between threads instead of giving each row
+    its lanes, so that power-law rows do not wait for the longest
+    (``sparse-iter-gpu-map-loops{balance=nonzeros}``).
     ``verbose`` prints each stage's time to stderr.
 
     A module whose ``sparse_iter.targets`` names CUDA targets

@@ -11,6 +11,7 @@ from mlir.passmanager import ExternalPass
 from sparsecomp.lowering import hints
 from sparsecomp.transforms._lane_dot import entry_sum, map_sum_entries
 from sparsecomp.transforms._lane_reduction import map_sum_rows, static_lanes, sum_loop
+from sparsecomp.transforms._nonzero_split import form, split
 from sparsecomp.transforms.base import SparsecompPass
 
 #: Threads per block along (x, y): rows alone, or (columns, rows).
@@ -172,6 +173,13 @@ class GpuMapLoopsPass(SparsecompPass):
       both dense rows (whole sectors), a butterfly adds the group's sums and
       its lane 0 stores (:mod:`._lane_dot`); 4 rows per block. Off with
       ``reduction-lanes=0``.
+    - **entries shared out evenly** (``balance=nonzeros``; default
+      ``rows``), for a row sum read from positions (CSR SpMV) and stored to
+      its row: each of the ``ceil(m / 128) * 128`` threads takes an equal
+      share of the entries, finds its first row by a binary search, and adds
+      each row's part into the output with an atomic add (the output zeroed
+      first, by a launch of its own, unless the sum starts from it), so the
+      longest row no longer sets the time (:mod:`._nonzero_split`).
 
     A nest of several dimensions (a 2-D output's fill, which stayed on the
     host before) is first a row loop over its first dimension with a loop
@@ -211,8 +219,11 @@ class GpuMapLoopsPass(SparsecompPass):
     rows_per_column_block: int = ROWS_PER_COLUMN_BLOCK
     columns: bool = True
     reduction_lanes: int = 8
+    balance: str = "rows"
 
     def __post_init__(self) -> None:
+        if self.balance not in ("rows", "nonzeros"):
+            raise ValueError(f"balance must be 'rows' or 'nonzeros', got '{self.balance}'")
         if self.reduction_lanes not in (0, 1, 2, 4, 8, 16, 32):
             raise ValueError(
                 "reduction-lanes must be 0 (off) or a power of 2 up to 32, "
@@ -244,6 +255,11 @@ class GpuMapLoopsPass(SparsecompPass):
     def _map_one(self, loop: ir.Operation) -> ir.Operation:
         """Map one row loop by the first schedule that fits; the new block loop."""
         summed = sum_loop(loop) if self.reduction_lanes else None
+        if summed is not None and self.balance == "nonzeros" and (found := form(loop)):
+            outer, fill = split(loop, found, _parallel)
+            if fill is not None:
+                self._map(fill, self.rows_per_block, None)
+            return outer
         if summed is not None:
             lanes = static_lanes(summed, _hinted_lanes(loop, self.reduction_lanes))
             return map_sum_rows(loop, summed, lanes, _parallel)

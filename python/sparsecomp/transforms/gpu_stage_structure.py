@@ -130,10 +130,11 @@ class GpuStageStructurePass(SparsecompPass):
     Runs in ``sparsecomp-cuda-schedule`` after the loops became ``gpu.launch``
     ops. In a launch whose blocks are warps side by side (32 lanes on
     ``thread_x``, one warp per ``thread_y``, as SpMM's columns are mapped;
-    SDDMM's groups of lanes walk 4 entries a step and are left alone), a loop that every lane of a warp runs with the
-    same bounds (a row's entries, from the row's positions) reads the same
-    coordinate and value at each step on all 32 lanes: 32 loads per chunk
-    of 32 entries, each a request of its own. This pass makes the warp load
+    SDDMM's groups of lanes walk 4 entries a step and are left alone), a
+    loop that every lane of a warp runs with the same bounds (a row's
+    entries, from the row's positions) reads the same coordinate and value
+    at each step on all 32 lanes: 32 loads per chunk of 32 entries, each a
+    request of its own. This pass makes the warp load
     the chunk once, coalesced, each lane one entry, into a shared-memory
     buffer of its own (GE-SpMM's coalesced row caching), wait at
     ``nvvm.bar.warp.sync``, and walk the chunk from shared memory, where

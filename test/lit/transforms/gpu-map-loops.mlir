@@ -1,5 +1,6 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-map-loops | FileCheck %s --enable-var-scope
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-map-loops='rows-per-block=256 column-lanes=64 rows-per-column-block=2' | FileCheck %s --check-prefix=SIZES
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-map-loops='balance=nonzeros' | FileCheck %s --check-prefix=SPLIT --enable-var-scope
 
 // SIZES-LABEL: func.func @rows
 // SIZES: arith.constant 256 : index
@@ -377,6 +378,61 @@ func.func @entry_dots_shifted(%pos: memref<?xindex>, %crd: memref<?xindex>, %x: 
       }
       memref.store %s, %out[%p] : memref<?xf32>
     }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// balance=nonzeros: SpMV's entries shared out evenly. A zero fill of y first
+// (its own launch), then 128 threads a block, ceil(m / 128) blocks: thread t
+// takes entries [t E, t E + E), E = ceil(pos[m] / threads), finds its first
+// row by halving [0, m), walks its entries, and adds each row's part into y
+// atomically where the next entry starts another row (past empty ones), and
+// its last part after the walk.
+// SPLIT-LABEL: func.func @csr_spmv
+// SPLIT-SAME: (%[[POS:.*]]: memref<?xi32>, %[[CRD:.*]]: memref<?xi32>, %[[VAL:.*]]: memref<?xf32>, %[[X:.*]]: memref<?xf32>, %[[Y:.*]]: memref<?xf32>, %[[M:.*]]: index)
+// SPLIT: memref.store %{{.*}}, %[[Y]][%{{.*}}] : memref<?xf32>
+// SPLIT: mapping = [#gpu.loop_dim_map<processor = thread_x
+// SPLIT: mapping = [#gpu.loop_dim_map<processor = block_x
+// SPLIT: %[[BLOCKS:.*]] = arith.ceildivsi %[[M]], %c128
+// SPLIT: %[[THREADS:.*]] = arith.muli %[[BLOCKS]], %c128
+// SPLIT: %[[NNZ32:.*]] = memref.load %[[POS]][%[[M]]]
+// SPLIT: %[[NNZ:.*]] = arith.index_castui %[[NNZ32]]
+// SPLIT: %[[E:.*]] = arith.ceildivui %[[NNZ]], %[[THREADS]]
+// SPLIT: %[[BEGIN:.*]] = arith.minui %{{.*}}, %[[NNZ]]
+// SPLIT: %[[END:.*]] = arith.minui %{{.*}}, %[[NNZ]]
+// SPLIT: scf.if
+// SPLIT: %[[FIRST:.*]]:2 = scf.while
+// SPLIT: %[[LAST:.*]]:3 = scf.for %[[P:.*]] = %[[BEGIN]] to %[[END]] step %{{.*}} iter_args(%[[ROW:.*]] = %[[FIRST]]#0, %[[BOUND:.*]] = %{{.*}}, %[[ACC:.*]] = %{{.*}}) -> (index, index, f32)
+// SPLIT: %[[NEXT:.*]] = arith.cmpi uge, %[[P]], %[[BOUND]]
+// SPLIT: scf.if %[[NEXT]] -> (index, index, f32)
+// SPLIT: memref.atomic_rmw addf %[[ACC]], %[[Y]][%[[ROW]]]
+// SPLIT: scf.while
+// SPLIT: memref.load %[[CRD]][%[[P]]]
+// SPLIT: memref.load %[[VAL]][%[[P]]]
+// SPLIT: memref.atomic_rmw addf %[[LAST]]#2, %[[Y]][%[[LAST]]#0]
+func.func @csr_spmv(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %x: memref<?xf32>, %y: memref<?xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %p0 = memref.load %pos[%i] : memref<?xi32>
+    %lo = arith.index_castui %p0 : i32 to index
+    %i1 = arith.addi %i, %c1 : index
+    %p1 = memref.load %pos[%i1] : memref<?xi32>
+    %hi = arith.index_castui %p1 : i32 to index
+    %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
+      %c = memref.load %crd[%p] : memref<?xi32>
+      %j = arith.index_cast %c : i32 to index
+      %v = memref.load %val[%p] : memref<?xf32>
+      %xv = memref.load %x[%j] : memref<?xf32>
+      %t = arith.mulf %v, %xv : f32
+      %a = arith.addf %acc, %t : f32
+      scf.yield %a : f32
+    }
+    memref.store %s, %y[%i] : memref<?xf32>
     scf.reduce
   }
   return
