@@ -13,7 +13,8 @@ checked against the peer's before it is timed. Rows:
   as BSR 16x16 on tensor cores (tf32);
 * SpMV: ours (8 lanes per row) vs cuSPARSE SpMV, and ours with the entries
   shared out evenly between threads (``spmv-split``: compile option
-  ``gpu_balance="nonzeros"``) on every matrix;
+  ``gpu_balance="nonzeros"``) on every matrix, and SpMM so (``spmm-split``)
+  on the power-law graphs (R-MAT, email-Enron, wiki-Vote, ca-HepPh);
 * SDDMM, K = 32: ours vs cuSPARSE SDDMM (``torch.sparse.sampled_addmm``);
 * 2:4 f16 SpMM on square pruned weights 4096-16384: ours (``mma.sp``) vs
   cuSPARSELt (torch ``to_sparse_semi_structured``) vs dense cuBLAS fp16.
@@ -45,7 +46,9 @@ from sparsecomp.runtime import cuda
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: The executables a run needs, by name.
-KERNELS = ("spmv", "spmm", "sddmm", "bsr", "nm", "hyb", "split")
+KERNELS = ("spmv", "spmm", "sddmm", "bsr", "nm", "hyb", "split", "split_spmm")
+#: The power-law graphs of issue 41's SpMM K=128 target (SpMM split by entries runs there).
+GRAPHS = frozenset({"rmat", "rmat20", "email-Enron", "wiki-Vote", "ca-HepPh"})
 
 
 def available() -> str | None:
@@ -95,6 +98,7 @@ def build(sm: int) -> dict[str, Any]:
     exes["hyb"] = sparsecomp.compile(HYB_SPMV.format(attr=parse_layout("hyb").attr_text()), target)
     # SpMV with its entries shared out evenly between threads (power-law rows)
     exes["split"] = sparsecomp.compile(EXAMPLES / "spmv.mlir", target, gpu_balance="nonzeros")
+    exes["split_spmm"] = sparsecomp.compile(EXAMPLES / "spmm.mlir", target, gpu_balance="nonzeros")
     return exes
 
 
@@ -137,6 +141,7 @@ def run(
     exes = exes if exes is not None else build(sm)
     spmv, spmm, sddmm = exes["spmv"].spmv, exes["spmm"].spmm, exes["sddmm"].sddmm
     bsr, hyb, split = exes["bsr"].spmm, exes["hyb"].spmv, exes["split"].spmv
+    split_spmm = exes["split_spmm"].spmm
     sync = cupy.cuda.Device().synchronize
     rng = np.random.default_rng(0)
     specs = matrices.suite(quick=quick)
@@ -192,6 +197,10 @@ def run(
             case(f"spmm K={k}", name,
                  lambda: _close(spmm(ours_a, b), (theirs_a @ b).get(), f"spmm {name}"),
                  lambda: spmm(ours_a, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
+            if name in GRAPHS:
+                case(f"spmm-split K={k}", name,
+                     lambda: _close(split_spmm(ours_a, b), (theirs_a @ b).get(), "split"),
+                     lambda: split_spmm(ours_a, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
             if name.startswith("block"):
                 blocks = cuda.to_device(a, bsr.signature.args[0].layout)
                 case(f"bsr-mma K={k}", name,

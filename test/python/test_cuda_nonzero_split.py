@@ -5,6 +5,7 @@ for a fresh output and one the sum adds to; no thread's work depends on the long
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -86,17 +87,61 @@ def test_every_thread_takes_the_same_share(split) -> None:
     assert 299 + 3000 // share <= p.atomics <= 299 + 384
     assert p.races == 0
     rows = sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_90", profile=True)
-    assert rows.profile(a, x).atomics == 0  # the row schedule's lanes store their rows
+    by_rows = rows.profile(a, x)
+    assert by_rows.atomics == 0  # the row schedule's lanes store their rows
+    # the long row keeps one warp busy for 3000 / 8 steps; split, no warp does much more
+    # than the mean
+    assert by_rows.longest_warp > 10 * by_rows.mean_warp
+    assert p.longest_warp < 3 * p.mean_warp
+    assert p.longest_warp * 5 < by_rows.longest_warp
 
 
-def test_other_forms_keep_the_row_schedule() -> None:
-    """SpMM (columns on lanes) is left to its own schedule; only row sums split."""
-    exe = sparsecomp.compile(EXAMPLES / "spmm.mlir", "cuda-emu:sm_80", gpu_balance="nonzeros")
-    gpu = (exe.directory / "gpu.mlir").read_text()
-    assert "atomic_rmw" not in gpu
-    a = sp.random(50, 30, density=0.2, format="csr", dtype=np.float32, random_state=1)
-    b = np.random.default_rng(1).standard_normal((30, 7)).astype(np.float32)
-    np.testing.assert_allclose(exe(a, b), a @ b, rtol=1e-4, atol=1e-4)
+#: ``C += A B``
+SPMM_ADD = f"""
+func.func @spmm_add(%A: tensor<?x?xf32, {CSR}>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>)
+    -> tensor<?x?xf32> {{
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, {CSR}>, tensor<?x?xf32>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def spmm_split() -> tuple[sparsecomp.Executable, sparsecomp.Executable]:
+    plain = sparsecomp.compile(EXAMPLES / "spmm.mlir", "cuda-emu:sm_90", gpu_balance="nonzeros")
+    adds = sparsecomp.compile(SPMM_ADD, "cuda-emu:sm_80", gpu_balance="nonzeros")
+    return plain, adds
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    rows=st.sampled_from([0, 1, 3, 4, 5, 130]),
+    cols=st.integers(1, 200),
+    k=st.sampled_from([1, 7, 32, 33, 70]),
+    lengths=st.lists(st.sampled_from([0, 0, 1, 2, 9, 200]), min_size=1, max_size=7),
+    seed=st.integers(0, 1000),
+)
+def test_spmm_warps_share_entries(spmm_split, rows, cols, k, lengths, seed) -> None:
+    """SpMM: a warp per share of the entries, its lanes over 32 output columns."""
+    plain, adds = spmm_split
+    a = _matrix(rows, cols, lengths, seed)
+    rng = np.random.default_rng(seed)
+    b = rng.standard_normal((cols, k)).astype(np.float32)
+    c = rng.standard_normal((rows, k)).astype(np.float32)
+    np.testing.assert_allclose(plain(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(adds(a, b, c.copy()), c + a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_spmm_split_schedule(spmm_split) -> None:
+    """The SpMM split: 32 lanes x 4 warps a block, atomic adds of each row's part, the
+    warp's walk over its entries staged in shared memory (uniform across its lanes)."""
+    gpu = (spmm_split[0].directory / "gpu.mlir").read_text()
+    assert "memref.atomic_rmw addf" in gpu
+    assert "nvvm.bar.warp.sync" in gpu
+    assert re.search(r"threads\(.*\) in \(%\w+ = %c32, %\w+ = %c4, %\w+ = %c1\)", gpu)
+    sddmm = sparsecomp.compile(EXAMPLES / "sddmm.mlir", "cuda-emu:sm_80", gpu_balance="nonzeros")
+    assert "atomic_rmw" not in (sddmm.directory / "gpu.mlir").read_text()  # not a row sum
 
 
 def test_bad_balance_is_refused() -> None:

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 import sparsecomp
 from sparsecomp.errors import SparsecompError
-from sparsecomp.runtime.profile import bank_conflicts, traffic
+from sparsecomp.runtime.profile import bank_conflicts, traffic, warp_requests
 from test_cuda_emulation import _hyb_program
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -136,6 +136,16 @@ def test_spmv_lanes_read_a_rows_entries_coalesced() -> None:
         EXAMPLES / "spmv.mlir", "cuda-emu:sm_80", profile=True, gpu_columns=False
     ).profile(a, x)
     assert plain.loads.requests > p.loads.requests
+
+
+def test_busiest_warp_counted_by_hand() -> None:
+    """Warp 0 of block 0 makes one request (32 lanes, one access each); warp 1 three (one
+    lane, three accesses of one site); block 1's warp 0 in another launch, two."""
+    first = _records(range(0, 128, 4), site=1000)
+    second = _records([0, 64, 128], threads=[32, 32, 32], site=1000)
+    third = _records([0, 4], threads=[0, 0], site=2001, block=1)
+    assert warp_requests(np.concatenate([first, second, third])) == (3, 2.0)
+    assert warp_requests(np.zeros((0, 6), np.int64)) == (0, 0.0)
 
 
 def _sddmm_operands(k: int, offset: int) -> tuple:

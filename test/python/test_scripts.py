@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -123,3 +124,20 @@ def test_mkl_figure_is_fresh(repo, tmp_path):
     assert proc.returncode == 0, proc.stderr
     with Image.open(out) as image:
         assert image.info.get("Description") == drawn
+
+
+def test_gpu_session_prepares_both_benchmarks(repo, tmp_path):
+    """scripts/gpu_session: the executables of both GPU benchmarks for sm_90, each with
+    its manifest, and the device command naming them."""
+    import os
+
+    out = tmp_path / "gpu"
+    env = {**os.environ, "GPU_DIR": str(out), "PY": sys.executable}
+    done = subprocess.run(["bash", str(repo / "scripts" / "gpu_session")], env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    manifests = [json.loads(p.read_text()) for p in out.glob("*/*/manifest.json")]
+    assert {m["device"] for m in manifests} == {"cuda:sm_90"}
+    assert {p.parent.name for p in (out / "exes").glob("*/manifest.json")} >= {"split", "sddmm"}
+    assert any((out / "bert").glob("*/manifest.json"))
+    assert f"--executables {out}/exes" in done.stdout

@@ -169,9 +169,9 @@ def compile(
     output columns (SpMM) onto a warp's lanes and a row's sum (SpMV) onto
     8 lanes; False: a row per thread (the plain schedule).
     ``gpu_balance`` (GPU targets; default ``"rows"``): ``"nonzeros"`` shares a
-    row sum's entries (SpMV) evenly between threads instead of giving each row
-    its lanes, so that power-law rows do not wait for the longest
-    (``sparse-iter-gpu-map-loops{balance=nonzeros}``).
+    row sum's entries evenly between threads (SpMV) or warps (SpMM, lanes over
+    the columns) instead of giving each row its lanes, so that power-law rows
+    do not wait for the longest (``sparse-iter-gpu-map-loops{balance=nonzeros}``).
     ``verbose`` prints each stage's time to stderr.
 
     A module whose ``sparse_iter.targets`` names CUDA targets

@@ -115,6 +115,12 @@ class Profile:
     #: Global addresses two blocks of one launch write, one with a plain store
     #: (:func:`cross_block_races`): 0 for a schedule whose result is order-free.
     races: int = 0
+    #: Global-memory requests of the busiest warp of any launch, and the mean over
+    #: the warps that made any (:func:`warp_requests`): a warp issues its requests
+    #: one after the other, so where the busiest has many times the mean (a power-law
+    #: row on a warp's lanes), it, not the bytes, sets the time.
+    longest_warp: int = 0
+    mean_warp: float = 0.0
 
     @property
     def h100_bandwidth_seconds(self) -> float:
@@ -142,6 +148,9 @@ class Profile:
             )
         if self.atomics:
             lines.append(f"atomics: {self.atomics}")
+        if self.longest_warp:
+            lines.append(f"warps: the busiest made {self.longest_warp} requests, the mean "
+                         f"{self.mean_warp:.1f}")  # fmt: skip
         if self.races:
             lines.append(f"races: {self.races} addresses written by two blocks of one "
                          "launch, not both atomically")  # fmt: skip
@@ -231,6 +240,19 @@ def cross_block_races(records: np.ndarray) -> int:
     return int((counts > 1).sum())
 
 
+def warp_requests(records: np.ndarray) -> tuple[int, float]:
+    """The requests of the busiest warp (a launch's block and warp) and the mean over the
+    warps that made any."""
+    if len(records) == 0:
+        return 0, 0.0
+    request_id = _request_ids(records)
+    first = np.unique(request_id, return_index=True)[1]
+    launch = records[first, 0] // 1000
+    warps = np.stack([launch, records[first, 3], records[first, 4] // WARP], axis=1)
+    _, counts = np.unique(warps, axis=0, return_counts=True)
+    return int(counts.max()), float(counts.mean())
+
+
 def traffic(records: np.ndarray) -> Traffic:
     """Count requests and sectors of ``records`` (rows: site, address, bytes, block, thread,
     kind), grouping the ``k``-th access of a site by the threads of one warp."""
@@ -295,6 +317,7 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
             issued = traffic(mmas).requests  # one per warp: the k-th MMA of a site
             instructions[code] = issued
             flops[code] = 2 * issued * int(mmas[0, 2])
+    longest, mean = warp_requests(records)
     return Profile(
         traffic(records),
         traffic(records[~stores]),
@@ -307,4 +330,6 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
         shared_requests,
         conflicts,
         cross_block_races(records),
+        longest,
+        mean,
     )

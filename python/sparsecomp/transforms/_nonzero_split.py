@@ -17,11 +17,19 @@ add to. Every thread does the same work whatever the row lengths: the
 longest row no longer sets the time, for a binary search per thread and an
 atomic add per row segment.
 
+Where the row's body is a loop over independent output columns, each with
+such a sum (SpMM), a warp takes the share instead of a thread, its 32 lanes
+32 output columns: the lanes walk the same entries (so that
+``sparse-iter-gpu-stage-structure`` stages them), each adding its column's
+part of a row into ``C[r, j]``.
+
 The form it takes: a row loop ``scf.parallel (%i) = (0) to (%m) step (1)``
-whose body loads the row's bounds ``pos[%i]`` and ``pos[%i + 1]`` (cast to
-``index``), sums over ``[lo, hi)`` step 1 in one ``scf.for`` whose body uses
-no value of the row body but ``%i``, from ``0.0`` or from ``y[%i]``, and
-stores the sum to ``y[%i]``; anything else keeps the row schedule.
+whose body (or the body of its one column loop ``scf.for %j = 0 to %n step
+1``, ``%n`` from outside the row loop) loads the row's bounds ``pos[%i]``
+and ``pos[%i + 1]`` (cast to ``index``), sums over ``[lo, hi)`` step 1 in
+one ``scf.for`` whose body uses no value of the row body but ``%i`` (and
+``%j``), from ``0.0`` or from ``y[%i]`` (``C[%i, %j]``), and stores the sum
+there; anything else keeps the row schedule.
 """
 
 from __future__ import annotations
@@ -33,10 +41,11 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
-from sparsecomp.transforms._lane_reduction import _ops, sum_loop
+from sparsecomp.transforms._lane_reduction import _ops, _reads_only, sums
 
-#: Threads per block.
+#: Threads per block (one share each); with output columns, lanes x warps (a share each).
 THREADS = 128
+LANES, WARPS = 32, 4
 _CASTS = ("arith.index_castui", "arith.index_cast")
 
 Parallel = Callable[[list[ir.Value], tuple[str, ...]], tuple[ir.Operation, list[Any]]]
@@ -49,8 +58,9 @@ class _Form:
     loop: ir.Operation  # the row's sum
     positions: ir.Value  # pos, rank 1
     cast: str | None  # the op that makes pos[...] an index, if any
-    output: ir.Value  # y, rank 1
-    accumulates: bool  # the sum starts from y[i]
+    output: ir.Value  # y (rank 1), or C (rank 2) with a column loop
+    accumulates: bool  # the sum starts from y[i] (C[i, j])
+    column: ir.Operation | None  # the loop over output columns (SpMM), if any
 
 
 def _owner(value: ir.Value) -> ir.Operation | None:
@@ -103,27 +113,42 @@ def form(parallel: ir.Operation) -> _Form | None:
     lower, step = parallel.operands[0], parallel.operands[2]
     if _constant(lower) != 0 or _constant(step) != 1:
         return None
-    loop = sum_loop(parallel)
-    if loop is None or _constant(loop.operands[2]) != 1:
-        return None
     row = parallel.regions[0].blocks[0].arguments[0]
+    block = parallel.regions[0].blocks[0]
+    body = _ops(block)
+    column = None
+    if len(body) == 2 and body[0].name == "scf.for" and not len(body[0].results):
+        column = body[0]
+        bounds = column.operands[:3]
+        if _constant(bounds[0]) != 0 or _constant(bounds[2]) != 1:
+            return None
+        if _inside(bounds[1], parallel):
+            return None
+        block = column.regions[0].blocks[0]
+        body = _ops(block)
+    loops = [op for op in body if op.name == "scf.for"]
+    if len(loops) != 1 or not sums(loops[0]) or not _reads_only(body[: body.index(loops[0])]):
+        return None
+    loop = loops[0]
+    if _constant(loop.operands[2]) != 1:
+        return None
     first, last = _position(loop.operands[0]), _position(loop.operands[1])
     if first is None or last is None or first[:2] != last[:2] or first[2] != row:
         return None
     bump = _owner(last[2])
-    if bump is None or bump.name != "arith.addi":
-        return None
-    if set(bump.operands) != {row} | {v for v in bump.operands if _constant(v) == 1}:
+    if bump is None or bump.name != "arith.addi" or row not in list(bump.operands):
         return None
     if not any(_constant(v) == 1 for v in bump.operands):
         return None
-    body = _ops(parallel.regions[0].blocks[0])
     after = body[body.index(loop) + 1 : -1]
     if len(after) != 1 or after[0].name != "memref.store":
         return None
     store = after[0]
     stored, output, indices = store.operands[0], store.operands[1], list(store.operands[2:])
-    if stored != loop.results[0] or indices != [row] or ir.MemRefType(output.type).rank != 1:
+    place = [row] if column is None else [row, column.regions[0].blocks[0].arguments[0]]
+    if stored != loop.results[0] or indices != place:
+        return None
+    if ir.MemRefType(output.type).rank != len(place) or _inside(output, parallel):
         return None
     init = loop.operands[3]
     accumulates = False
@@ -131,16 +156,16 @@ def form(parallel: ir.Operation) -> _Form | None:
         load = _owner(init)
         if load is None or load.name != "memref.load":
             return None
-        if load.operands[0] != output or list(load.operands[1:]) != [row]:
+        if load.operands[0] != output or list(load.operands[1:]) != place:
             return None
         accumulates = True
-    # the sum's body may read the row's index, nothing else of the row body
+    # the sum's body may read the row's (and column's) index, nothing else of the row body
     for op in _ops(loop.regions[0].blocks[0]):
         for value in _all_operands(op):
-            if value == row or _inside(value, loop) or not _inside(value, parallel):
+            if value in place or _inside(value, loop) or not _inside(value, parallel):
                 continue
             return None
-    return _Form(loop, first[0], first[1], output, accumulates)
+    return _Form(loop, first[0], first[1], output, accumulates, column)
 
 
 def _all_operands(op: ir.Operation) -> list[ir.Value]:
@@ -163,11 +188,12 @@ def split(
 ) -> tuple[ir.Operation, ir.Operation | None]:
     """Replace ``parallel`` by the split launch and, unless the sum accumulates, a zero
     fill of the output before it; returns the split's block loop and the fill (a plain
-    ``scf.parallel`` row loop, for the caller to map)."""
+    ``scf.parallel`` over the output, for the caller to map)."""
     index = ir.IndexType.get()
     f32 = ir.F32Type.get()
     rows = parallel.operands[1]
     loop = found.loop
+    column = found.column
 
     def position(k: ir.Value) -> ir.Value:
         value = memref.load(found.positions, [k])
@@ -177,62 +203,97 @@ def split(
 
     with ir.InsertionPoint(parallel), parallel.location:
         zero = arith.constant(f32, 0.0)
-        fill = None
-        if not found.accumulates:
-            fill = scf.ParallelOp([], [_const(0)], [rows], [_const(1)], [])
-            fill_block = fill.region.blocks.append(index)
-            with ir.InsertionPoint(fill_block):
-                memref.store(zero, found.output, [fill_block.arguments[0]])
-                scf.ReduceOp([], 0)
-        blocks = arith.ceildivsi(rows, _const(THREADS))
-        outer, (block,) = build_parallel([blocks], ("block_x",))
+        fill = None if found.accumulates else _fill(found.output, zero)
+        if column is None:
+            blocks = arith.ceildivsi(rows, _const(THREADS))
+            shares = arith.muli(blocks, _const(THREADS))
+            outer, (block,) = build_parallel([blocks], ("block_x",))
+        else:
+            columns = column.operands[1]
+            share_blocks = arith.ceildivsi(rows, _const(WARPS))
+            tiles = arith.ceildivsi(columns, _const(LANES))
+            shares = arith.muli(share_blocks, _const(WARPS))
+            outer, (block,) = build_parallel([arith.muli(share_blocks, tiles)], ("block_x",))
     with ir.InsertionPoint.at_block_terminator(outer.regions[0].blocks[0]), parallel.location:
-        inner, (thread,) = build_parallel([_const(THREADS)], ("thread_x",))
+        if column is None:
+            inner, (thread,) = build_parallel([_const(THREADS)], ("thread_x",))
+        else:
+            inner, (lane, slot) = build_parallel(
+                [_const(LANES), _const(WARPS)], ("thread_x", "thread_y")
+            )
     with ir.InsertionPoint.at_block_terminator(inner.regions[0].blocks[0]), parallel.location:
-        threads = arith.muli(blocks, _const(THREADS))
-        me = arith.addi(arith.muli(block, _const(THREADS)), thread)
+        if column is None:
+            me = arith.addi(arith.muli(block, _const(THREADS)), thread)
+            place: list[ir.Value] = []
+            writes = None
+        else:
+            tile, share_block = arith.remui(block, tiles), arith.divui(block, tiles)
+            me = arith.addi(arith.muli(share_block, _const(WARPS)), slot)
+            j = arith.addi(arith.muli(tile, _const(LANES)), lane)
+            writes = arith.cmpi(arith.CmpIPredicate.ult, j, columns)
+            place = [arith.minui(j, arith.subi(columns, _const(1)))]
         total = position(rows)
-        share = arith.ceildivui(total, threads)
+        share = arith.ceildivui(total, shares)
         begin = arith.minui(arith.muli(me, share), total)
         end = arith.minui(arith.addi(begin, share), total)
         works = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, begin, end))
         with ir.InsertionPoint(works.then_block):
             start = _search(position, begin, rows)
-            walk = scf.ForOp(
-                begin, end, _const(1), [start, position(arith.addi(start, _const(1))), zero]
-            )
+            bound0 = position(arith.addi(start, _const(1)))
+            walk = scf.ForOp(begin, end, _const(1), [start, bound0, zero])
             with ir.InsertionPoint(walk.body):
                 here = walk.induction_variable
                 row, bound, acc = walk.inner_iter_args
-                moved = scf.IfOp(
-                    arith.cmpi(arith.CmpIPredicate.uge, here, bound),
-                    [index, index, f32],
-                    has_else=True,
-                )
+                new_row = arith.cmpi(arith.CmpIPredicate.uge, here, bound)
+                moved = scf.IfOp(new_row, [index, index, f32], has_else=True)
                 with ir.InsertionPoint(moved.then_block):
-                    memref.atomic_rmw(arith.AtomicRMWKind.addf, acc, found.output, [row])
+                    _add(acc, found.output, [row, *place], writes)
                     next_row = _advance(position, row, here)
                     scf.YieldOp([next_row, position(arith.addi(next_row, _const(1))), zero])
                 with ir.InsertionPoint(moved.else_block):
                     scf.YieldOp([row, bound, acc])
                 current, _, partial = moved.results
                 done = scf.YieldOp([current, moved.results[1], partial])
-            memref.atomic_rmw(
-                arith.AtomicRMWKind.addf, walk.results[2], found.output, [walk.results[0]]
-            )
+            last, _, rest = walk.results
+            _add(rest, found.output, [last, *place], writes)
             scf.YieldOp([])
-    # the entry's term: the old sum's body, moved, reading the walk's entry and row
+    # the entry's term: the old sum's body, moved, reading the walk's entry, row and column
     old = loop.regions[0].blocks[0]
     old_ops = [o.operation for o in old.operations]
     for op in old_ops[:-1]:
         op.move_before(done.operation)
     old.arguments[0].replace_all_uses_with(here)
     old.arguments[1].replace_all_uses_with(partial)
-    summed = old_ops[-1].operands[0]
-    done.operation.operands[2] = summed
+    done.operation.operands[2] = old_ops[-1].operands[0]
+    if column is not None:
+        column.regions[0].blocks[0].arguments[0].replace_all_uses_with(place[0])
     parallel.regions[0].blocks[0].arguments[0].replace_all_uses_with(current)
     parallel.erase()
-    return outer, fill.operation if fill is not None else None
+    return outer, fill
+
+
+def _fill(output: ir.Value, zero: ir.Value) -> ir.Operation:
+    """``scf.parallel`` storing ``zero`` to every element of ``output`` (rank 1 or 2)."""
+    index = ir.IndexType.get()
+    rank = ir.MemRefType(output.type).rank
+    sizes = [memref.dim(output, _const(d)) for d in range(rank)]
+    fill = scf.ParallelOp([], [_const(0)] * rank, sizes, [_const(1)] * rank, [])
+    block = fill.region.blocks.append(*[index] * rank)
+    with ir.InsertionPoint(block):
+        memref.store(zero, output, list(block.arguments))
+        scf.ReduceOp([], 0)
+    return fill.operation
+
+
+def _add(value: ir.Value, output: ir.Value, at: list[ir.Value], writes: ir.Value | None) -> None:
+    """``output[at] += value``, atomically; only where ``writes`` (a column inside)."""
+    if writes is None:
+        memref.atomic_rmw(arith.AtomicRMWKind.addf, value, output, at)
+        return
+    guard = scf.IfOp(writes)
+    with ir.InsertionPoint(guard.then_block):
+        memref.atomic_rmw(arith.AtomicRMWKind.addf, value, output, at)
+        scf.YieldOp([])
 
 
 def _search(position: Callable[[ir.Value], ir.Value], entry: ir.Value, rows: ir.Value) -> ir.Value:

@@ -179,7 +179,9 @@ class GpuMapLoopsPass(SparsecompPass):
       share of the entries, finds its first row by a binary search, and adds
       each row's part into the output with an atomic add (the output zeroed
       first, by a launch of its own, unless the sum starts from it), so the
-      longest row no longer sets the time (:mod:`._nonzero_split`).
+      longest row no longer sets the time; where the row's body is a loop
+      over output columns with such a sum (SpMM), a warp takes each share
+      and its lanes 32 columns (:mod:`._nonzero_split`).
 
     A nest of several dimensions (a 2-D output's fill, which stayed on the
     host before) is first a row loop over its first dimension with a loop
@@ -254,12 +256,16 @@ class GpuMapLoopsPass(SparsecompPass):
 
     def _map_one(self, loop: ir.Operation) -> ir.Operation:
         """Map one row loop by the first schedule that fits; the new block loop."""
-        summed = sum_loop(loop) if self.reduction_lanes else None
-        if summed is not None and self.balance == "nonzeros" and (found := form(loop)):
+        if self.balance == "nonzeros" and (found := form(loop)) is not None:
             outer, fill = split(loop, found, _parallel)
             if fill is not None:
-                self._map(fill, self.rows_per_block, None)
+                columns = (self.column_lanes, self.rows_per_column_block)
+                if len(fill.regions[0].blocks[0].arguments) == 1:
+                    self._map(fill, self.rows_per_block, None)
+                else:
+                    self._map(_rows(fill), self.rows_per_block, columns)
             return outer
+        summed = sum_loop(loop) if self.reduction_lanes else None
         if summed is not None:
             lanes = static_lanes(summed, _hinted_lanes(loop, self.reduction_lanes))
             return map_sum_rows(loop, summed, lanes, _parallel)

@@ -440,6 +440,52 @@ func.func @csr_spmv(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32
 
 // -----
 
+// balance=nonzeros with output columns (SpMM): a warp per share of the
+// entries (32 lanes x 4 warps a block, blocks over shares x column tiles), each
+// lane a column; the zero fill of C is a launch of its own; each row's part of
+// a column is added atomically, only by lanes whose column exists.
+// SPLIT-LABEL: func.func @csr_spmm
+// SPLIT-SAME: (%[[POS:.*]]: memref<?xi32>, %[[CRD:.*]]: memref<?xi32>, %[[VAL:.*]]: memref<?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[C:.*]]: memref<?x?xf32>, %[[M:.*]]: index, %[[N:.*]]: index)
+// SPLIT: memref.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}] : memref<?x?xf32>
+// SPLIT: %[[SHARES:.*]] = arith.ceildivsi %[[M]], %c4
+// SPLIT: %[[TILES:.*]] = arith.ceildivsi %[[N]], %c32
+// SPLIT: scf.parallel (%[[LANE:.*]], %[[SLOT:.*]]) = {{.*}} to (%c32{{[_0-9]*}}, %c4{{[_0-9]*}})
+// SPLIT: %[[COL:.*]] = arith.addi %{{.*}}, %[[LANE]]
+// SPLIT: %[[THERE:.*]] = arith.cmpi ult, %[[COL]], %[[N]]
+// SPLIT: %[[J:.*]] = arith.minui %[[COL]], %{{.*}}
+// SPLIT: scf.for %[[P:.*]] =
+// SPLIT: scf.if %[[THERE]]
+// SPLIT: memref.atomic_rmw addf %{{.*}}, %[[C]][%{{.*}}, %[[J]]]
+// SPLIT: memref.load %[[B]][%{{.*}}, %[[J]]]
+func.func @csr_spmm(%pos: memref<?xi32>, %crd: memref<?xi32>, %val: memref<?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>, %m: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    scf.for %j = %c0 to %n step %c1 {
+      %p0 = memref.load %pos[%i] : memref<?xi32>
+      %lo = arith.index_castui %p0 : i32 to index
+      %i1 = arith.addi %i, %c1 : index
+      %p1 = memref.load %pos[%i1] : memref<?xi32>
+      %hi = arith.index_castui %p1 : i32 to index
+      %s = scf.for %p = %lo to %hi step %c1 iter_args(%acc = %zero) -> (f32) {
+        %k = memref.load %crd[%p] : memref<?xi32>
+        %kk = arith.index_cast %k : i32 to index
+        %v = memref.load %val[%p] : memref<?xf32>
+        %bv = memref.load %b[%kk, %j] : memref<?x?xf32>
+        %t = arith.mulf %v, %bv : f32
+        %a = arith.addf %acc, %t : f32
+        scf.yield %a : f32
+      }
+      memref.store %s, %c[%i, %j] : memref<?x?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
 // A two-dimensional nest (a 2-D output's fill): rows over its first dimension,
 // the second a column loop inside, so the columns schedule maps it (lanes on
 // the columns, coalesced stores) instead of leaving it to the host.
