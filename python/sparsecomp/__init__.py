@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sparsecomp._version import __version__
 from sparsecomp.errors import SparsecompError
 from sparsecomp.sparsify import sparsify
 
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 
     from sparsecomp.runtime import Executable
 
-__version__ = "0.1.0"
 __all__ = ["SparsecompError", "__version__", "compile", "kernel", "load", "sparsify"]
 
 

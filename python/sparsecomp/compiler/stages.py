@@ -46,7 +46,7 @@ def write_manifest(
     ``remarks`` what the compile remarked (``file:line:col: remark: ...``: a
     product that the GPU's tensor cores do not take, and why), which
     ``sparsecomp.compile`` logs."""
-    from sparsecomp import __version__
+    from sparsecomp._version import __version__
     from sparsecomp.runtime.loader import digest
 
     manifest = {
