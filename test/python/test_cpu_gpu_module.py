@@ -215,18 +215,91 @@ def test_both_devices_equal_scipy(
 # -- what is refused, where ---------------------------------------------------------------
 
 
-def test_an_op_for_the_gpu_inside_a_cpu_function() -> None:
-    source = _transposed(("step", "cpu")).replace(
-        "linalg.matmul indexing_maps = #tr ins",
-        'linalg.matmul indexing_maps = #tr {sparse_iter.target = "gpu"} ins',
+def _step_example() -> str:
+    """docs/multi-device.md's ``@step``: one matmul on the CPU, two marked for the GPU."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "multi-device.md").read_text()
+    start = text.index("#sp = #sparse_iter.sparsity<unstructured>\n#tr")
+    return text[start : text.index("\n}\n", start) + 3]
+
+
+def test_ops_marked_for_the_gpu_in_a_cpu_function_run_there(tmp_path: Path) -> None:
+    """The documented ``@step`` compiles: cut into a CPU part (A^T read as CSC) and a GPU
+    part (CSR) called in turn; its result is scipy's."""
+    exe = sparsecomp.compile(_step_example(), "cuda-emu")
+    step = exe.step
+    assert step.parts == [("step__part0", "host"), ("step__part1", "cuda:sm_80")]
+    assert str(exe.functions["step__part0"].signature.args[0].layout) == "csc"
+    assert str(exe.functions["step__part1"].signature.args[0].layout) == "csr"
+    a = sp.random(30, 20, density=0.2, format="csr", dtype=np.float32, random_state=1)
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal((30, 6)).astype(np.float32)
+    c = rng.standard_normal((20, 6)).astype(np.float32)
+    expected = c + 3 * (a.T @ b)
+    np.testing.assert_allclose(step(a, b, c), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(exe(a, b, c), expected, rtol=1e-5, atol=1e-5)  # the only one
+    assert "'step' runs in 2 parts: 'step__part0' on host, then 'step__part1' on" in str(exe.plan())
+    loaded = sparsecomp.load(exe.save(tmp_path / "step"))
+    np.testing.assert_allclose(loaded.step(a, b, c), expected, rtol=1e-5, atol=1e-5)
+
+
+MIX = f"""
+#sp = #sparse_iter.sparsity<unstructured>
+module attributes {{sparse_iter.targets = {{cpu = {WIDE}, gpu = {SM90}}}}} {{
+  func.func @mix(%a: tensor<?x?xf32, #sp>, %b: tensor<?x?xf32>) -> tensor<?x?xf32>
+      attributes {{sparse_iter.target = "cpu"}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %m = tensor.dim %a, %c0 : tensor<?x?xf32, #sp>
+    %n = tensor.dim %b, %c1 : tensor<?x?xf32>
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty(%m, %n) : tensor<?x?xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<?x?xf32>) -> tensor<?x?xf32>
+    %0 = linalg.matmul ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>)
+                       outs(%z : tensor<?x?xf32>) -> tensor<?x?xf32>
+    %1 = linalg.matmul {{sparse_iter.target = "gpu"}}
+         ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%0 : tensor<?x?xf32>)
+         -> tensor<?x?xf32>
+    %2 = linalg.matmul ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>)
+                       outs(%1 : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %2 : tensor<?x?xf32>
+  }}
+}}
+"""
+
+
+@settings(max_examples=8, deadline=None)
+@given(rows=st.integers(1, 60), inner=st.integers(1, 40), cols=st.integers(1, 20),
+       density=st.floats(0.0, 1.0), seed=st.integers(0, 2**16))  # fmt: skip
+def test_three_parts_pass_values_on(rows, inner, cols, density, seed) -> None:
+    """CPU, GPU, CPU: each part's result is the next one's ``outs``; the constants, sizes
+    and empty tensor the first part reads are copied into it."""
+    exe = sparsecomp.compile(MIX, "cuda-emu")
+    assert [d for _, d in exe.mix.parts] == ["host", "cuda:sm_90", "host"]
+    a, b, _ = _operands(rows, inner, cols, density, seed)
+    np.testing.assert_allclose(exe.mix(a, b), 3 * (a @ b), rtol=1e-4, atol=1e-4)
+
+
+def test_an_op_for_the_gpu_in_a_loop_of_a_cpu_function() -> None:
+    """A mark inside a loop: data would cross devices inside compiled code: refused."""
+    source = MIX.replace(
+        """    %1 = linalg.matmul {sparse_iter.target = "gpu"}
+         ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%0 : tensor<?x?xf32>)
+         -> tensor<?x?xf32>""",
+        """    %1 = scf.for %i = %c0 to %c1 step %c1 iter_args(%t = %0) -> tensor<?x?xf32> {
+      %u = linalg.matmul {sparse_iter.target = "gpu"}
+           ins(%a, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>) outs(%t : tensor<?x?xf32>)
+           -> tensor<?x?xf32>
+      scf.yield %u : tensor<?x?xf32>
+    }""",
     )
+    assert "scf.for" in source
     with pytest.raises(CompileError) as info:
         sparsecomp.compile(source, "cuda-emu")
     assert (
-        "<source>:8:10: 'linalg.matmul' is marked for CUDA target 'gpu' inside 'step', "
+        "<source>:16:12: 'linalg.matmul' is marked for CUDA target 'gpu' inside 'mix', "
         "a function for the CPU"
     ) in str(info.value)
-    assert "public function of its own" in (info.value.hint or "")
+    assert "at the top level of a function's body" in (info.value.hint or "")
 
 
 def test_a_call_from_the_cpu_to_the_gpu() -> None:

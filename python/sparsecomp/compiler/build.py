@@ -150,7 +150,7 @@ def _build_parts(
 ) -> None:
     """A module naming CUDA targets, built in parts (:mod:`.parts`): the first at
     ``out``, each other in ``out/part-N``, listed in the first's manifest."""
-    found = split(module, filename)
+    found, chains = split(module, filename)
     listed: list[dict[str, Any]] = []
     for index, part in enumerate(found):
         where = out if index == 0 else out / f"part-{index}"
@@ -175,6 +175,7 @@ def _build_parts(
     path = out / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest["parts"] = listed
+    manifest["chains"] = {chain.name: chain.to_json() for chain in chains}
     path.write_text(json.dumps(manifest, indent=1))
 
 

@@ -23,10 +23,13 @@ executable's functions are the union of the parts', each called on its own
 device, and ``exe.plan()`` lists each part's conversions and the data that
 crosses to a GPU at each call (``Transfer``).
 
-Placement is by function. An op marked for a GPU inside a CPU function
-(or the reverse) and a call from a function of one device to a function of
-the other are refused, at their locations: data would cross devices inside
-compiled code, which is not built.
+Placement is by function. A public function whose top-level ops are
+marked for both devices is first cut into one public function per run of
+ops on one device (:mod:`.segments`), called in turn as the function (a
+*chain*, the manifest's ``chains``). An op marked for the other device
+inside a loop or branch and a call from a function of one device to a
+function of the other are refused, at their locations: data would cross
+devices inside compiled code, which is not built.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 
 from mlir import ir
 
+from sparsecomp.compiler.segments import Chain, cut
 from sparsecomp.errors import CompileError
 from sparsecomp.ir.parsing import location_text
 from sparsecomp.ir.targets import module_targets
@@ -95,9 +99,10 @@ def _describe(key: str) -> str:
     return "the CPU" if key == CPU else f"CUDA target '{key}'"
 
 
-def split(module: ir.Module, filename: str) -> list[Part]:
-    """The module's parts, the CPU's first; raises :class:`CompileError` for code
-    that would cross devices inside the program (see the module docstring)."""
+def split(module: ir.Module, filename: str) -> tuple[list[Part], list[Chain]]:
+    """The module's parts, the CPU's first, and the functions cut into parts
+    (:mod:`.segments`); raises :class:`CompileError` for code that would cross
+    devices inside the program (see the module docstring)."""
     named = module_targets(module.operation)
     functions = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
     owner: dict[str, str] = {}  # function -> part key
@@ -113,21 +118,55 @@ def split(module: ir.Module, filename: str) -> list[Part]:
             own = _device_of(next(iter(named)), named)
         if own is not None:
             owner[_name(func)] = own
+    chains = _cut(functions, owner, named, filename)
+    if chains:
+        functions = [o.operation for o in module.body.operations if o.operation.name == "func.func"]
     problems = _crossings(functions, owner, named, filename)
     if problems:
         raise CompileError(
             f"{filename}: an executable places whole functions on a device; data would "
             "cross between the CPU and a GPU inside this program: " + "; ".join(problems),
-            hint="give the GPU's work a public function of its own (sparse_iter.target = "
-            "the CUDA target) and call it from Python; its results are the CPU "
-            "function's arguments",
+            hint="mark ops for the other device at the top level of a function's body (not "
+            "in a loop or branch: the function then runs in parts, one per device), or give "
+            "the GPU's work a public function of its own (sparse_iter.target = the CUDA "
+            "target) and call it from Python",
         )
     keys = sorted({owner[_name(f)] for f in functions if _public(f) and _name(f) in owner})
     parts = []
     for key in keys:  # CPU ("") sorts first
         mine = [_name(f) for f in functions if _public(f) and owner.get(_name(f)) == key]
         parts.append(Part(key, _cuda(named, key), _copy(module, key, mine, named), mine))
-    return parts
+    return parts, chains
+
+
+def _cut(
+    functions: list[ir.Operation], owner: dict[str, str], named: dict[str, Target], filename: str
+) -> list[Chain]:
+    """Cut each public function whose top-level ops run on two devices (:mod:`.segments`);
+    its parts take its place in ``owner``."""
+    chains = []
+
+    def device(op: ir.Operation) -> str | None:
+        return _device_of(_target_name(op), named)
+
+    for function in functions:
+        name = _name(function)
+        if not _public(function) or name not in owner:
+            continue
+        own = owner[name]
+        target_of = {own: _target_name(function) or next(iter(named))}
+        for op in function.regions[0].blocks[0].operations:
+            key = device(op.operation)
+            if key is not None and key not in target_of:
+                target_of[key] = _target_name(op.operation)  # type: ignore[assignment]
+        chain = cut(function, own, device, target_of, filename)
+        if chain is None:
+            continue
+        del owner[name]
+        for step in chain.steps:
+            owner[step["function"]] = step["device"]
+        chains.append(chain)
+    return chains
 
 
 def _quoted(name: str) -> str:

@@ -27,6 +27,7 @@ from sparsecomp.formats.names import parse_layout
 from sparsecomp.runtime import loader, specialize
 from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
 from sparsecomp.runtime.call import Caller
+from sparsecomp.runtime.chain import ChainFunction
 from sparsecomp.runtime.destinations import Destinations, MakeVariant
 from sparsecomp.runtime.fastcall import MISS, native_router
 from sparsecomp.runtime.libs import LIBRARIES, library_path
@@ -261,6 +262,9 @@ class Executable:
         #: the target's name -> the part, whose functions are also this executable's
         self.parts: dict[str, Executable] = {}
         self._part_of: dict[str, Executable] = {}
+        #: functions cut into parts that run on different devices, called in turn
+        #: (:mod:`.chain`): name -> the function
+        self.chains: dict[str, ChainFunction] = {}
 
     def _add_part(self, target: str, part: Executable) -> None:
         """Take the functions of ``part``, the executable of another device's functions."""
@@ -272,6 +276,19 @@ class Executable:
         functions.uncallable.update(part.functions.uncallable)
         every = list(functions.values())
         self._only = every[0] if len(every) == 1 else None
+
+    def _add_chains(self, chains: dict[str, Any]) -> None:
+        """The functions cut into parts (the manifest's ``chains``)."""
+        devices = {}
+        for name in self.functions:
+            manifest = self._manifest_of(name)
+            devices[name] = manifest.get("device") or manifest.get("emulates") or "host"
+        for name, entry in chains.items():
+            self.chains[name] = ChainFunction(name, entry, self.functions, devices)
+        if len(self.chains) == 1:
+            (only,) = self.chains.values()
+            if {p for p, _ in only.parts} == set(self.functions):
+                self._only = only  # type: ignore[assignment]
 
     def _manifest_of(self, function: str) -> dict[str, Any]:
         """The manifest of the part that holds ``function``."""
@@ -299,6 +316,8 @@ class Executable:
             function.make_destinations = function._destinations = None
             if recompile is None or manifest.get("profile"):
                 continue  # a variant would run outside the library profile() counts in
+            if any(function.name == p for c in self.chains.values() for p, _ in c.parts):
+                continue  # a part of a cut function: not a function of the source
             name = function.name
 
             def variant(
@@ -335,10 +354,13 @@ class Executable:
         functions = self.__dict__.get("functions")
         if name.startswith("_") or functions is None:
             raise AttributeError(name)
+        chains = self.__dict__.get("chains") or {}
+        if name in chains:
+            return chains[name]
         return functions[name]
 
     def __dir__(self) -> list[str]:
-        return sorted({*super().__dir__(), *self.functions})
+        return sorted({*super().__dir__(), *self.functions, *self.chains})
 
     def profile(self, *args: Any) -> Profile:
         """:meth:`Function.profile` of the only public function."""
@@ -415,7 +437,8 @@ class Executable:
             device = part.manifest.get("device") or part.manifest.get("emulates", "")
             emulated = "emulates" in part.manifest
             transfers += [Transfer(name, device, emulated) for name in part.functions]
-        return Plan(tuple(Conversion.from_json(c) for c in found), tuple(transfers))
+        cut = tuple((c.name, tuple(c.parts)) for c in self.chains.values())
+        return Plan(tuple(Conversion.from_json(c) for c in found), tuple(transfers), cut)
 
     def save(self, directory: str | Path) -> Path:
         """Copy the library, manifest, runtime libraries and stage IR to ``directory``.
@@ -459,6 +482,7 @@ class Executable:
 
     def __repr__(self) -> str:
         lines = [f"  {f.signature.describe()}" for f in self.functions.values()]
+        lines += [f"  {c.describe()}" for c in self.chains.values()]
         head = f"Executable('{self.directory}', {len(lines)} function(s)"
         return "\n".join([f"{head}:", *lines]) + ")" if lines else head + ")"
 
@@ -493,6 +517,8 @@ def load(directory: str | Path) -> Executable:
     exe = Executable(path, manifest, functions, needed, uncallable)
     for entry in manifest.get("parts", []):  # a program built for several devices
         exe._add_part(entry["target"], load(path / entry["directory"]))
+    if manifest.get("chains"):
+        exe._add_chains(manifest["chains"])
     return exe
 
 

@@ -135,6 +135,8 @@ class Plan:
 
     conversions: tuple[Conversion, ...]
     transfers: tuple[Transfer, ...] = ()
+    #: functions cut into parts on different devices: (name, ((part, device), ...))
+    cut: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     def __str__(self) -> str:
         lines = [f"{len(self.conversions)} layout conversion(s):"]
@@ -144,4 +146,8 @@ class Plan:
         if self.transfers:
             lines.append(f"{len(self.transfers)} function(s) on a GPU:")
             lines += [f"  {t}" for t in self.transfers]
+        for name, parts in self.cut:
+            steps = ", then ".join(f"'{p}' on {d}" for p, d in parts)
+            lines.append(f"'{name}' runs in {len(parts)} parts: {steps}; what a part "
+                         "reads from an earlier one crosses at its call")  # fmt: skip
         return "\n".join(lines)
