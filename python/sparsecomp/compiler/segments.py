@@ -29,6 +29,7 @@ from mlir.dialects import func
 from sparsecomp.errors import CompileError
 from sparsecomp.ir.parsing import location_text
 from sparsecomp.ir.verify import TARGET_ATTR
+from sparsecomp.ir.walk import preorder
 
 #: Ops copied into every run that reads them.
 _FREE = frozenset({"arith.constant", "tensor.empty", "tensor.dim", "memref.dim"})
@@ -57,17 +58,6 @@ def _free(op: ir.Operation) -> bool:
     return op.name.startswith("arith.") and scalar
 
 
-def _nested(op: ir.Operation) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(inner: ir.Operation) -> ir.WalkResult:
-        found.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
-
-
 def cut(
     function: ir.Operation,
     own: str,
@@ -86,7 +76,7 @@ def cut(
     if all(k == own for k in keys):
         return None
     for op in top:  # a mark nested in a loop or branch: left to the caller's refusal
-        if any(device(inner) not in (None, keys[top.index(op)]) for inner in _nested(op)[1:]):
+        if any(device(inner) not in (None, keys[top.index(op)]) for inner in preorder(op)[1:]):
             return None
     runs: list[tuple[str, list[ir.Operation]]] = []
     for op, key in zip(top, keys, strict=True):
@@ -166,7 +156,7 @@ def _reads(
             read.append(value)
 
     for op in ops:
-        for inner in _nested(op):
+        for inner in preorder(op):
             for operand in inner.operands:
                 take(operand)
     return read, [op for op in free_ops if id(op) in copied]
@@ -210,7 +200,7 @@ def _build(
         done = func.ReturnOp(outputs)
     for op in ops:
         op.move_before(done.operation)
-        for inner in _nested(op):
+        for inner in preorder(op):
             for i, operand in enumerate(inner.operands):
                 if operand in mapping:
                     inner.operands[i] = mapping[operand]

@@ -1,5 +1,5 @@
-"""Collecting ops in pre-order, so passes can rewrite them after the walk; retyping a
-function; rebuilding an op with other operands or results."""
+"""Collecting ops in pre-order, so passes can rewrite them after the walk; where a value
+is defined; retyping a function; rebuilding an op with other operands or results."""
 
 from __future__ import annotations
 
@@ -22,6 +22,18 @@ def preorder(root: ir.Operation) -> list[ir.Operation]:
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def defined_within(value: ir.Value, op: ir.Operation) -> bool:
+    """Whether ``value`` is defined inside ``op``: a result of an op nested in it, or an
+    argument of a block of its regions (``op``'s own results are not)."""
+    owner = value.owner
+    at = owner.owner if isinstance(owner, ir.Block) else owner.operation.parent
+    while at is not None:
+        if at == op:
+            return True
+        at = at.parent
+    return False
 
 
 def retype_function(

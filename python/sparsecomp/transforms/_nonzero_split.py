@@ -41,6 +41,7 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
+from sparsecomp.ir.walk import defined_within, preorder
 from sparsecomp.transforms._lane_reduction import _ops, _reads_only, sums
 
 #: Threads per block (one share each); with output columns, lanes x warps (a share each).
@@ -96,16 +97,6 @@ def _position(value: ir.Value) -> tuple[ir.Value, str | None, ir.Value] | None:
     return op.operands[0], cast, op.operands[1]
 
 
-def _inside(value: ir.Value, region_op: ir.Operation) -> bool:
-    owner = value.owner
-    op = owner.owner if isinstance(owner, ir.Block) else owner.operation
-    while op is not None:
-        if op == region_op:
-            return True
-        op = op.parent
-    return False
-
-
 def form(parallel: ir.Operation) -> _Form | None:
     """The row loop's parts where it has the form of the module docstring, else None."""
     if len(parallel.regions[0].blocks[0].arguments) != 1:
@@ -122,7 +113,7 @@ def form(parallel: ir.Operation) -> _Form | None:
         bounds = column.operands[:3]
         if _constant(bounds[0]) != 0 or _constant(bounds[2]) != 1:
             return None
-        if _inside(bounds[1], parallel):
+        if defined_within(bounds[1], parallel):
             return None
         block = column.regions[0].blocks[0]
         body = _ops(block)
@@ -148,7 +139,7 @@ def form(parallel: ir.Operation) -> _Form | None:
     place = [row] if column is None else [row, column.regions[0].blocks[0].arguments[0]]
     if stored != loop.results[0] or indices != place:
         return None
-    if ir.MemRefType(output.type).rank != len(place) or _inside(output, parallel):
+    if ir.MemRefType(output.type).rank != len(place) or defined_within(output, parallel):
         return None
     init = loop.operands[3]
     accumulates = False
@@ -162,21 +153,14 @@ def form(parallel: ir.Operation) -> _Form | None:
     # the sum's body may read the row's (and column's) index, nothing else of the row body
     for op in _ops(loop.regions[0].blocks[0]):
         for value in _all_operands(op):
-            if value in place or _inside(value, loop) or not _inside(value, parallel):
+            if value in place or defined_within(value, loop) or not defined_within(value, parallel):
                 continue
             return None
     return _Form(loop, first[0], first[1], output, accumulates, column)
 
 
 def _all_operands(op: ir.Operation) -> list[ir.Value]:
-    found: list[ir.Value] = []
-
-    def visit(inner: ir.Operation) -> ir.WalkResult:
-        found.extend(inner.operands)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
+    return [value for inner in preorder(op) for value in inner.operands]
 
 
 def _const(value: int) -> ir.Value:

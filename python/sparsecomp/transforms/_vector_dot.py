@@ -26,6 +26,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
+from sparsecomp.ir.walk import defined_within
+
 #: Elements a vector load takes.
 WIDTH = 4
 _BYTES = 16
@@ -35,17 +37,6 @@ _ELEMENTWISE = ("arith.", "math.")
 
 def _const(value: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), value)
-
-
-def _inside(value: ir.Value, loop: ir.Operation) -> bool:
-    """Whether ``value`` is defined in ``loop``'s body (its block arguments included)."""
-    owner = value.owner
-    op = owner.owner if isinstance(owner, ir.Block) else owner.operation
-    while op is not None:
-        if op == loop:
-            return True
-        op = op.parent
-    return False
 
 
 def _plan(loop: ir.Operation) -> list[ir.Value] | None:
@@ -58,15 +49,15 @@ def _plan(loop: ir.Operation) -> list[ir.Value] | None:
     for op in ops[:-1]:
         if op.name == "memref.load":
             indices = list(op.operands[1:])
-            if str(op.results[0].type) != "f32" or _inside(op.operands[0], loop):
+            if str(op.results[0].type) != "f32" or defined_within(op.operands[0], loop):
                 return None
-            if not indices or any(_inside(i, loop) for i in indices[:-1]):
+            if not indices or any(defined_within(i, loop) for i in indices[:-1]):
                 return None
             last = indices[-1]
             if last == iv:
                 if op.operands[0] not in rows:
                     rows.append(op.operands[0])
-            elif _inside(last, loop):
+            elif defined_within(last, loop):
                 return None
             continue
         if not op.name.startswith(_ELEMENTWISE) or len(op.results) != 1 or op.regions:

@@ -8,6 +8,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.ir.walk import defined_within
 from sparsecomp.lowering import hints
 from sparsecomp.transforms._lane_dot import entry_sum, map_sum_entries
 from sparsecomp.transforms._lane_reduction import map_sum_rows, static_lanes, sum_loop
@@ -62,16 +63,6 @@ def _ops(root: ir.Operation) -> list[ir.Operation]:
     return found
 
 
-def _defined_outside(value: ir.Value, loop: ir.Operation) -> bool:
-    owner = value.owner
-    op = owner.owner if isinstance(owner, ir.Block) else owner.operation
-    while op is not None:
-        if op == loop:
-            return False
-        op = op.parent
-    return True
-
-
 def _independent_columns(loop: ir.Operation, parallel: ir.Operation) -> bool:
     """Whether the iterations of ``loop`` (an scf.for in a row loop) touch disjoint data.
 
@@ -80,7 +71,7 @@ def _independent_columns(loop: ir.Operation, parallel: ir.Operation) -> bool:
     induction variable with the other indices fixed in the loop, and loads of
     stored buffers only at the very indices stored.
     """
-    if len(loop.results) or not all(_defined_outside(v, parallel) for v in loop.operands[:3]):
+    if len(loop.results) or any(defined_within(v, parallel) for v in loop.operands[:3]):
         return False
     iv = loop.regions[0].blocks[0].arguments[0]
     stores: dict[ir.Value, list[list[ir.Value]]] = {}
@@ -94,7 +85,7 @@ def _independent_columns(loop: ir.Operation, parallel: ir.Operation) -> bool:
             indices = list(op.operands[2:])
             if iv not in indices:
                 return False
-            if not all(i == iv or _defined_outside(i, loop) for i in indices):
+            if not all(i == iv or not defined_within(i, loop) for i in indices):
                 return False
             stores.setdefault(op.operands[1], []).append(indices)
     for op in inner:
