@@ -328,3 +328,22 @@ def test_cuda_emu_needs_cuda_targets() -> None:
     with pytest.raises(CompileError, match="target 'cuda-emu' emulates the CUDA targets") as e:
         sparsecomp.compile(source, "cuda-emu")
     assert "cuda-emu:sm_80" in (e.value.hint or "")
+
+
+def test_the_gpu_parts_remarks_are_logged(caplog) -> None:
+    """A product in the GPU part that the tensor cores do not take is remarked (the
+    ``sparsecomp`` logger), as for a module of one GPU."""
+    import logging
+
+    source = (
+        _transposed(("f", "cpu"), ("g", "gpu"))
+        .replace(
+            "#sp = #sparse_iter.sparsity<unstructured>", "#sp = #sparse_iter.sparsity<block[4, 4]>"
+        )
+        .replace("indexing_maps = #tr ", "")
+    )
+    with caplog.at_level(logging.INFO, logger="sparsecomp"):
+        exe = sparsecomp.compile(source, "cuda-emu", cache_results=False)
+    said = [r.getMessage() for r in caplog.records if "scalar schedule" in r.getMessage()]
+    assert said, [r.getMessage() for r in caplog.records]
+    assert exe.parts["gpu"].manifest["remarks"]

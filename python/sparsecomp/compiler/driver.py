@@ -213,8 +213,9 @@ def compile(
             exe = _cached(key, verbose) or _built(key, build, cache_results, verbose)
     elif exe is None:
         exe = _built(key, build, cache_results, verbose)
-    for remark in exe.manifest.get("remarks", []):  # a product the tensor cores do not take
-        LOG.info("sparsecomp: %s", remark)
+    manifests = [exe.manifest, *(part.manifest for part in exe.parts.values())]
+    for remark in (r for m in manifests for r in m.get("remarks", [])):
+        LOG.info("sparsecomp: %s", remark)  # a product the tensor cores do not take
     return _with_variants(exe, text, target, cache_results, options)
 
 
