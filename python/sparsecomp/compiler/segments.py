@@ -108,7 +108,7 @@ def cut(
     args = list(block.arguments)
     for k, (key, ops) in enumerate(runs):
         read, copied = needs[k]
-        inputs = [v for v in read if v in args or home.get(v, (k,))[0] != k]
+        inputs = read
         sources = [["arg", args.index(v)] if v in args else ["value", *home[v]] for v in inputs]
         part = f"{name}__part{k}"
         _build(function, part, target_of[key], inputs, copied, ops, outputs[k])
@@ -133,22 +133,28 @@ def _reads(
 ) -> tuple[list[ir.Value], list[ir.Operation]]:
     """What a run reads from outside itself (in first-use order), and the free ops it
     copies (in program order)."""
-    inside = {id(op) for op in ops}
     read: list[ir.Value] = []
-    copied: set[int] = set()
+    copied: list[ir.Operation] = []
     free_of = {r: op for op in free_ops for r in op.results}
 
-    def take(value: ir.Value) -> None:
+    def inside(value: ir.Value) -> bool:
+        """Defined by a run op, in one of its regions, or as an argument of their blocks."""
         owner = value.owner
-        defining = owner if isinstance(owner, ir.Block) else owner.operation
-        if isinstance(defining, ir.Operation) and id(defining) in inside:
-            return
-        if isinstance(defining, ir.Operation) and _defined_within(defining, ops):
+        at: Any = owner.owner if isinstance(owner, ir.Block) else owner
+        while at is not None:
+            at = getattr(at, "operation", at)
+            if any(at == op for op in ops):
+                return True
+            at = at.parent
+        return False
+
+    def take(value: ir.Value) -> None:
+        if inside(value):
             return
         if value in free_of:
             op = free_of[value]
-            if id(op) not in copied:
-                copied.add(id(op))
+            if not any(op == c for c in copied):
+                copied.append(op)
                 for operand in op.operands:
                     take(operand)
             return
@@ -159,17 +165,7 @@ def _reads(
         for inner in preorder(op):
             for operand in inner.operands:
                 take(operand)
-    return read, [op for op in free_ops if id(op) in copied]
-
-
-def _defined_within(op: ir.Operation, ops: list[ir.Operation]) -> bool:
-    at = op.parent
-    roots = {id(o) for o in ops}
-    while at is not None:
-        if id(at) in roots:
-            return True
-        at = at.parent
-    return False
+    return read, [op for op in free_ops if any(op == c for c in copied)]
 
 
 def _build(
