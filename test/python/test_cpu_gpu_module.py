@@ -347,3 +347,12 @@ def test_the_gpu_parts_remarks_are_logged(caplog) -> None:
     said = [r.getMessage() for r in caplog.records if "scalar schedule" in r.getMessage()]
     assert said, [r.getMessage() for r in caplog.records]
     assert exe.parts["gpu"].manifest["remarks"]
+
+
+def test_a_gpu_part_with_no_launch_is_remarked() -> None:
+    """``@step``'s GPU part reads A^T as CSR, a scatter no launch takes: its work stays in
+    host code, and the compile says so at the product (no silent fallback)."""
+    exe = sparsecomp.compile(_step_example(), "cuda-emu")
+    (said,) = exe.parts["gpu"].manifest["remarks"]
+    assert said.startswith("<source>:10:10: remark: in 'step__part1': no loop runs on the GPU")
+    assert not exe.manifest["remarks"]  # the CPU part is no GPU build

@@ -87,6 +87,7 @@ def test_the_schedule_is_the_gpu_one(kernels) -> None:
         assert staged == (name == "spmm"), name
         if name == "sddmm":  # groups of 8 lanes: a butterfly of 3 rounds
             assert len(re.findall(r"gpu.shuffle\s+xor", gpu)) == 3, gpu
+        assert exe.manifest["remarks"] == [], name  # every loop runs as a launch
         llvm = (exe.directory / "llvm.mlir").read_text()
         assert "omp.parallel" not in llvm
         assert "gpu.launch" not in llvm

@@ -22,6 +22,7 @@ from sparsecomp.ir.conversions import find_conversions
 from sparsecomp.ir.parsing import DiagnosticLog, convert, location_text, parse_module
 from sparsecomp.ir.targets import module_targets
 from sparsecomp.ir.verify import TARGET_ATTR, TARGETS_ATTR, verify
+from sparsecomp.ir.walk import preorder
 from sparsecomp.targets import CpuTarget, CudaTarget
 from sparsecomp.tools.diagnostics import format_diagnostic
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
@@ -183,6 +184,44 @@ def _part_progress(progress: Callable[[str, float], None], part: str, stage: str
     progress(f"{part}/{stage}", t)
 
 
+def _host_only(module: ir.Module, filename: str) -> list[str]:
+    """Remarks for the public functions of a GPU build whose loops no launch runs (none
+    was parallel over independent output rows): all their work stays in host code."""
+    functions = {
+        ir.StringAttr(op.attributes["sym_name"]).value: op
+        for op in (o.operation for o in module.body.operations)
+        if op.name == "func.func"
+    }
+    ops = {name: preorder(op) for name, op in functions.items()}
+
+    def reached(name: str, seen: set[str]) -> list[ir.Operation]:
+        """The ops of ``name`` and of every function it calls."""
+        if name in seen or name not in ops:
+            return []
+        seen.add(name)
+        found = list(ops[name])
+        for op in ops[name]:
+            if op.name == "func.call":
+                found += reached(ir.FlatSymbolRefAttr(op.attributes["callee"]).value, seen)
+        return found
+
+    remarks = []
+    for name, op in functions.items():
+        if "sparse_iter.abi" not in op.attributes:
+            continue
+        every = reached(name, set())
+        loops = [o for o in every if o.name in ("scf.for", "scf.while")]
+        if not loops or any(o.name == "gpu.launch" for o in every):
+            continue
+        where = location_text(loops[0].location, filename)
+        remarks.append(
+            f"{where}: remark: in '{name}': no loop runs on the GPU: none is parallel over "
+            "independent output rows (a transposed product over CSR, which scatters into "
+            "its rows, is one such), so all of its work stays in the host code"
+        )
+    return remarks
+
+
 def _functions(module: ir.Module) -> dict[str, Any]:
     out = {}
     for op in module.body.operations:
@@ -268,6 +307,7 @@ def build(
         if device is not None:
             stages = (*EMULATION_STAGES[:-1], ("device", device_pipeline(device)))
         kernels: list[dict[str, Any]] = []
+        host_only: list[str] = []
         for stage, named in stages:
             started = time.perf_counter()
             pipeline = stage_pipeline(named, stage, options)
@@ -284,6 +324,8 @@ def build(
             (out / f"{stage}.mlir").write_text(before)
             if stage == "layouts" and gpu is not None:
                 _refuse_upstream(module, filename)
+            if stage == "gpu":
+                host_only = _host_only(module, filename)
             if stage == "device":
                 kernels = write_kernels(module, out, device)  # type: ignore[arg-type]
             if stage == "layouts":
@@ -299,6 +341,7 @@ def build(
         shim = [CUDA_SHIM] if device is not None else []
         aot.build_shared_library(module, out, common, needs, shim)
     remarks = [format_diagnostic(d) for d in log.diagnostics if d.severity == "remark"]
+    remarks += host_only
     write_manifest(out, common, functions, needs, targets, conversions, profile, remarks)
     if device is not None:
         _add_device(out, device, kernels)
