@@ -145,8 +145,7 @@ def run_linear(
     device = values.device
     dense = check_tensor(x, "the input", device, values.dtype)
     added = None if bias is None else check_tensor(bias, "the bias", device, values.dtype)
-    suffix = f"_{kernels.activation(activation)}" if activation else ""
-    name = ("linear" if added is None else "linear_bias") + suffix
+    name = kernels.linear_name(added is not None, activation)
     return _call(name, values, dense, added, perm, index, layout, shape)
 
 

@@ -275,6 +275,12 @@ def activation(name: str) -> str:
     return name
 
 
+def linear_name(bias: bool, name: str = "") -> str:
+    """The linear kernel for a layer with or without a bias and activation ``name``
+    (``""``: none): ``linear``, ``linear_bias``, ``linear_gelu``, ..."""
+    return ("linear_bias" if bias else "linear") + (f"_{activation(name)}" if name else "")
+
+
 def source(op: str, dtype: Any, threshold: float = 0.0) -> str:
     """The MLIR text of kernel ``op`` for ``dtype``: ``spmm``, ``spmm_bias``,
     ``linear``, ``linear_bias`` (each also with ``_gelu`` or ``_relu``: the

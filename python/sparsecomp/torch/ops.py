@@ -159,16 +159,13 @@ def run_linear(
         from sparsecomp.torch import device
 
         return device.run_linear(values, x, perm, index, layout, shape, bias, activation)
-    suffix = f"_{kernels.activation(activation)}" if activation else ""
+    name = kernels.linear_name(bias is not None, activation)
     vals = host_array(values, "the sparse weight's values")
     dense = host_array(x, "the input", values.dtype)
     added = None if bias is None else host_array(bias, "the bias", values.dtype)
+    fn = kernels.kernel(name, values.dtype, layout)
     with staged.operand(vals, perm, index, layout, shape) as stored:
-        if added is None:
-            result = kernels.kernel("linear" + suffix, values.dtype, layout)(stored, dense)
-        else:
-            name = "linear_bias" + suffix
-            result = kernels.kernel(name, values.dtype, layout)(stored, dense, added)
+        result = fn(stored, dense) if added is None else fn(stored, dense, added)
     # the kernel's own result (2 MiB pages: its stores walk down the rows of Y)
     return torch.from_numpy(np.require(result, requirements=["W", "C"]))
 
