@@ -17,7 +17,10 @@ stores of the launch (:mod:`sparsecomp.runtime.profile`):
   rows' entries there); atomics: atomic adds (parts sharing rows);
 
 * H100 us: the roofline, the larger of the sectors' bytes at 3.35 TB/s and
-  the tensor-core flops at the H100's dense peak.
+  the tensor-core flops at the H100's dense peak;
+* est. us: the estimate calibrated on the H100's measured times
+  (:mod:`sparsecomp.runtime.gpu_model`: a call's host time, the bytes, the
+  busiest warp's requests; ``benchmarks/cuda_calibrate.py``).
 
 Beside sparsecomp's schedule runs the plain CSR schedule, one thread per
 row (``gpu_columns=False``: for SpMM, each thread walks its row's columns;
@@ -68,6 +71,7 @@ import matrices  # noqa: E402
 from cuda_programs import BLOCKED, BSR_SPMM, HYB_SPMV, NM_SPMM, POWER_LAW, TWO_FOUR  # noqa: E402
 
 import sparsecomp  # noqa: E402
+from sparsecomp.runtime.gpu_model import estimate_seconds  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 KERNELS = ("spmv", "spmm", "sddmm")
@@ -114,7 +118,8 @@ def _row(kernel: str, matrix: str, ours: Any, plain: Any) -> str:
         f"| {kernel} | {matrix} | {t.sector_efficiency:.2f} | "
         f"{t.traffic_efficiency:.2f} | {t.lane_utilization:.2f} | {ours.bank_conflicts} | "
         f"{ours.atomics} | "
-        f"{ours.h100_seconds * 1e6:.2f} | {plain.total.sector_efficiency:.2f} | "
+        f"{ours.h100_seconds * 1e6:.2f} | {estimate_seconds(ours.model_features()) * 1e6:.1f} | "
+        f"{plain.total.sector_efficiency:.2f} | "
         f"{plain.h100_seconds * 1e6:.2f} | "
         f"{plain.total.sectors / max(1, t.sectors):.2f} |"
     )
@@ -179,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         f"CUDA schedule under emulation (sm_80), K = {args.k}; traffic counted in 32-byte sectors",
         "",
         "| kernel | matrix | coalescing | traffic | lanes | bank conflicts | atomics "
-        "| H100 us | plain coalescing | plain H100 us | plain / ours |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| H100 us | est. us | plain coalescing | plain H100 us | plain / ours |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for spec in specs:
         a = spec.build()

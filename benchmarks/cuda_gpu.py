@@ -14,7 +14,10 @@ checked against the peer's before it is timed. Rows:
 * SpMV: ours (8 lanes per row) vs cuSPARSE SpMV, and ours with the entries
   shared out evenly between threads (``spmv-split``: compile option
   ``gpu_balance="nonzeros"``) on every matrix, and SpMM so (``spmm-split``)
-  on the power-law graphs (R-MAT, email-Enron, wiki-Vote, ca-HepPh);
+  on the power-law graphs (R-MAT, email-Enron, wiki-Vote, ca-HepPh) and
+  wherever ``exe.prepare`` would split (:mod:`sparsecomp.formats.gpu_balance`);
+  a last table gives, per op, the schedule that rule chooses for each matrix
+  and its ratio, so that the rule is judged on the GPU;
 * SDDMM, K = 32: ours vs cuSPARSE SDDMM (``torch.sparse.sampled_addmm``);
 * 2:4 f16 SpMM on square pruned weights 4096-16384: ours (``mma.sp``) vs
   cuSPARSELt (torch ``to_sparse_semi_structured``) vs dense cuBLAS fp16.
@@ -42,6 +45,8 @@ import numpy as np
 from cuda_programs import BSR_SPMM, HYB_SPMV, NM_SPMM, POWER_LAW
 
 import sparsecomp
+from sparsecomp.formats.gpu_balance import choose_balance
+from sparsecomp.formats.stats import matrix_stats
 from sparsecomp.runtime import cuda
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -65,6 +70,38 @@ def available() -> str | None:
     if not torch.cuda.is_available():
         return "torch sees no CUDA device"
     return None
+
+
+#: (op, matrix) -> (our seconds, the peer's)
+Times = dict[tuple[str, str], tuple[float, float]]
+
+
+def _chosen_table(
+    times: Times, chosen: dict[tuple[str, str], str], ks: tuple[int, ...]
+) -> list[str]:
+    """Per op, the schedule ``exe.prepare`` takes for each matrix and its ratio to
+    cuSPARSE, with the geomean, beside the row schedule's."""
+    lines = ["", "| op | schedule chosen per matrix | geomean ratio | by rows | worst |",
+             "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for base in ("spmv", *(f"spmm K={k}" for k in ks)):
+        op = base.split()[0]
+        picked, rows = [], []
+        for (row_op, name), (ours, theirs) in times.items():
+            if row_op != base:
+                continue
+            split = times.get((base.replace(op, f"{op}-split"), name))
+            use = split if chosen.get((op, name)) == "nonzeros" and split else (ours, theirs)
+            picked.append((name, use[1] / use[0]))
+            rows.append(theirs / ours)
+        if not picked:
+            continue
+        geo = float(np.exp(np.mean(np.log([r for _, r in picked]))))
+        by_rows = float(np.exp(np.mean(np.log(rows))))
+        worst = min(picked, key=lambda p: p[1])
+        splits = sum(chosen.get((op, n)) == "nonzeros" for n, _ in picked)
+        lines.append(f"| {base} | split on {splits} of {len(picked)} | {geo:.2f} | "
+                     f"{by_rows:.2f} | {worst[1]:.2f} ({worst[0]}) |")  # fmt: skip
+    return lines
 
 
 def _median(call: Callable[[], Any], sync: Callable[[], None], reps: int) -> float:
@@ -156,6 +193,7 @@ def run(
         "| --- | --- | --- | --- | --- | --- |",
     ]
     failed: list[str] = []
+    times: Times = {}
 
     def case(op: str, name: str, check: Callable[[], None], ours: Callable[[], Any],
              peer: str, theirs: Callable[[], Any]) -> None:  # fmt: skip
@@ -172,12 +210,18 @@ def run(
             f"| {op} | {name} | {t_ours * 1e3:.3f} | {peer} | {t_theirs * 1e3:.3f} "
             f"| {t_theirs / t_ours:.2f} |"
         )
+        times[op, name] = (t_ours, t_theirs)
         print(lines[-1], flush=True)
+
+    chosen: dict[tuple[str, str], str] = {}
 
     for spec in specs:
         a = spec.build()
         m, n = a.shape
         name = spec.name
+        stats = matrix_stats(a)
+        for op in ("spmv", "spmm"):
+            chosen[op, name] = choose_balance(stats, op)[0]
         ours_a = cuda.to_device(a, spmm.signature.args[0].layout)
         theirs_a = csp.csr_matrix(a)
         x = cupy.asarray(rng.standard_normal(n).astype(np.float32))
@@ -197,7 +241,7 @@ def run(
             case(f"spmm K={k}", name,
                  lambda: _close(spmm(ours_a, b), (theirs_a @ b).get(), f"spmm {name}"),
                  lambda: spmm(ours_a, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
-            if name in GRAPHS:
+            if name in GRAPHS or chosen["spmm", name] == "nonzeros":
                 case(f"spmm-split K={k}", name,
                      lambda: _close(split_spmm(ours_a, b), (theirs_a @ b).get(), "split"),
                      lambda: split_spmm(ours_a, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
@@ -224,6 +268,7 @@ def run(
 
         case(f"sddmm K={k}", name, check_sddmm, lambda: sddmm(ours_a, xs, ys), "cuSPARSE",
              lambda: torch.sparse.sampled_addmm(t_a, tx, tyt, beta=0.0))  # fmt: skip
+    lines += _chosen_table(times, chosen, ks)
     try:
         lines += _two_four(exes["nm"], reps, sync, (4096,) if quick else nm_sizes)
     except Exception as exc:  # the f32 tables above still count

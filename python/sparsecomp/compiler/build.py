@@ -31,6 +31,8 @@ from sparsecomp.transforms.pipeline import build_pass_manager
 Progress = Callable[[str, float], None] | None
 #: MLIR's GPU runtime ABI over the CUDA driver, linked into CUDA builds.
 CUDA_SHIM = Path(__file__).parent.parent / "runtime" / "cuda_shim.c"
+#: The profiler's recorder, linked into ``profile=True`` builds (runtime/profile.py).
+PROFILE_RECORDER = Path(__file__).parent.parent / "runtime" / "profile_recorder.c"
 #: sparsecomp-cuda-schedule with the lane mappings chosen (compile option gpu_columns:
 #: False is the plain schedule, a row per thread; gpu_balance: "nonzeros" splits row
 #: sums by entries).
@@ -338,8 +340,9 @@ def build(
                 progress(stage, time.perf_counter() - started)
         needs = aot.runtime_needs(module)
         started = time.perf_counter()
-        shim = [CUDA_SHIM] if device is not None else []
-        aot.build_shared_library(module, out, common, needs, shim)
+        sources = [CUDA_SHIM] if device is not None else []
+        sources += [PROFILE_RECORDER] if profile else []
+        aot.build_shared_library(module, out, common, needs, sources)
     remarks = [format_diagnostic(d) for d in log.diagnostics if d.severity == "remark"]
     remarks += host_only
     write_manifest(out, common, functions, needs, targets, conversions, profile, remarks)

@@ -302,8 +302,9 @@ def _with_variants(
     exe: Executable, text: str, target: Any, cache_results: bool, options: dict[str, Any]
 ) -> Executable:
     """``exe`` able to compile its program with sparse arguments in other layouts
-    (``Executable.prepare``, and calls with other index widths) and dense sizes
-    static (calls with a new ``K``)."""
+    (``Executable.prepare``, and calls with other index widths), dense sizes
+    static (calls with a new ``K``), and other compile options (``schedule``: the
+    GPU schedule ``exe.prepare`` chooses per matrix)."""
 
     def recompile(
         function: str,
@@ -311,6 +312,7 @@ def _with_variants(
         sizes: Mapping[int, Mapping[int, int]] | None = None,
         guards: Sequence[int] = (),
         into: Mapping[int, int | None] | None = None,
+        schedule: Mapping[str, Any] | None = None,
     ) -> Executable:
         from sparsecomp.compiler.variants import (
             with_destinations,
@@ -323,9 +325,12 @@ def _with_variants(
         variant = with_layouts(variant, function, rules) if rules else variant
         variant = with_static_sizes(variant, function, sizes) if sizes else variant
         variant = with_guards(variant, function, guards) if guards else variant
-        return compile(variant, target, cache_results=cache_results, **options)
+        return compile(
+            variant, target, cache_results=cache_results, **{**options, **(schedule or {})}
+        )
 
     exe.recompile = recompile
+    exe.compile_options = dict(options)
     return exe
 
 

@@ -40,7 +40,11 @@ runs every candidate's kernel under ``cuda-emu`` with ``profile=True`` on
 small matrices and takes ``Profile.h100_seconds``, the roofline of the
 sectors it counts): no GPU is needed, and the choice follows the schedule
 the CUDA back end really emits (ELL buckets a lane per slot, BSR blocks on
-a warp, n:m where it holds). Dense is not a GPU candidate.
+a warp, n:m where it holds). Dense is not a GPU candidate. Where CSR is
+chosen for SpMV or SpMM, ``Choice.balance`` also says which schedule its
+kernel takes, by rows or with the entries split evenly
+(:mod:`sparsecomp.formats.gpu_balance`: split where the row lengths vary
+widely), and ``exe.prepare`` builds that variant.
 
 **Never worse than CSR.** The model is wrong by 10-20% on a typical case
 and more on some (``calibrate`` prints its median and worst error); a
@@ -60,6 +64,8 @@ from pathlib import Path
 from typing import Any
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.gpu_balance import OPS as BALANCED_OPS
+from sparsecomp.formats.gpu_balance import choose_balance
 from sparsecomp.formats.stats import BLOCK_SIZES, MatrixStats, matrix_stats
 
 #: A layout other than CSR must be predicted this much faster to be chosen.
@@ -96,6 +102,9 @@ class Choice:
     #: seconds per call measured on a sample of the matrix, for the layouts timed
     #: (``exe.prepare`` on a CPU: :mod:`sparsecomp.runtime.tournament`); empty: none
     measured: dict[str, float] = field(default_factory=dict)
+    #: the GPU schedule of a CSR SpMV or SpMM (``gpu_balance``: ``"rows"`` or
+    #: ``"nonzeros"``, :mod:`sparsecomp.formats.gpu_balance`); None elsewhere
+    balance: str | None = None
 
     def __str__(self) -> str:
         return f"{self.layout}: {self.why}"
@@ -355,7 +364,11 @@ def choose(
     if best != "csr" and not estimates[best] < (1 - MARGIN) * csr:
         best = "csr"
     why = _why(best, stats, estimates)
-    return Choice(best, why, time.perf_counter() - start, estimates, op, k)
+    balance = None
+    if device == "cuda" and best == "csr" and op in BALANCED_OPS:
+        balance, reason = choose_balance(stats, op)
+        why = f"{why}; on the GPU {reason}"
+    return Choice(best, why, time.perf_counter() - start, estimates, op, k, balance=balance)
 
 
 def _why(best: str, stats: MatrixStats, estimates: dict[str, float]) -> str:

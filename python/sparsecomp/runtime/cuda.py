@@ -282,7 +282,7 @@ def to_device(value: Any, layout: Any = None) -> device_arrays.DeviceTensor:
             owners.append(device_arrays.DeviceMemory(ptr, dev.free))
             dev.copy(ptr, data.ctypes.data, data.nbytes)
             pointers.append(ptr)
-    return device_arrays.DeviceTensor(host, pointers, owners)
+    return device_arrays.DeviceTensor(host, pointers, owners, to_host)
 
 
 def to_host(tensor: device_arrays.DeviceTensor) -> Any:
@@ -431,7 +431,7 @@ class CudaCaller(Caller):
                 shape = tuple(int(w) for w in values[at : at + spec.rank])
                 at += spec.rank
                 found.append(device_arrays.DeviceTensor.from_buffers(
-                    shape, spec.dtype, spec.layout, buffers, keep))  # fmt: skip
+                    shape, spec.dtype, spec.layout, buffers, keep, to_host))  # fmt: skip
                 continue
             rank, item = spec.rank, spec.dtype.itemsize
             words = values[at : at + descriptor_words(rank)]

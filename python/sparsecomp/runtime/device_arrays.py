@@ -13,6 +13,7 @@ the last array over it dies).
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -122,7 +123,11 @@ class DeviceTensor:
     tensor's; ``buffers``: ``(name, dtype, length, pointer)`` in ABI order.
     """
 
-    def __init__(self, host: Any, pointers: list[int], owner: Any) -> None:  # host: a SparseTensor
+    def __init__(
+        self, host: Any, pointers: list[int], owner: Any, fetch: Callable[[DeviceTensor], Any]
+    ) -> None:  # host: a SparseTensor
+        #: copies it back to the host (the driver's, ``sparsecomp.runtime.cuda.to_host``)
+        self.fetch = fetch
         self.shape = tuple(int(n) for n in host.shape)
         self.dtype = host.dtype
         self.layout = host.layout
@@ -140,10 +145,12 @@ class DeviceTensor:
         layout: Any,
         buffers: list[tuple[str, np.dtype[Any], int, int]],
         owner: Any,
+        fetch: Callable[[DeviceTensor], Any],
     ) -> DeviceTensor:
         """A tensor over GPU buffers a kernel produced (a call's sparse result), in the
         layout's buffer order; ``owner`` keeps their memory alive."""
         tensor = cls.__new__(cls)
+        tensor.fetch = fetch
         tensor.shape = tuple(int(n) for n in shape)
         tensor.dtype = np.dtype(dtype)
         tensor.layout = layout
@@ -153,9 +160,7 @@ class DeviceTensor:
 
     def to_host(self) -> Any:
         """A host :class:`~sparsecomp.formats.tensor.SparseTensor` copy."""
-        from sparsecomp.runtime.cuda import to_host
-
-        return to_host(self)
+        return self.fetch(self)
 
     def to_scipy(self) -> Any:
         """A scipy.sparse copy on the host (:meth:`to_host`, then its ``to_scipy``)."""

@@ -33,7 +33,7 @@ from sparsecomp.runtime.fastcall import MISS, native_router
 from sparsecomp.runtime.libs import LIBRARIES, library_path
 from sparsecomp.runtime.plan import Conversion, Plan, Transfer
 from sparsecomp.runtime.prepared import Prepared, infer_op, prepare
-from sparsecomp.runtime.profile import Profile, profile_call
+from sparsecomp.runtime.profile import MAX_RECORDS, Profile, profile_call
 from sparsecomp.runtime.specialize import SizeSpecializer, Specializer, static_candidates
 from sparsecomp.targets import CpuTarget, detect_host, target_from_attr
 
@@ -44,8 +44,8 @@ LOG = logging.getLogger("sparsecomp")
 
 
 #: ``(function, {argument: layout attribute text}[, {argument: {dimension: size}}[,
-#: guarded arguments[, {result: destination argument}]]]) -> Executable``
-#: (``Executable.recompile``)
+#: guarded arguments[, {result: destination argument}[, {compile option: value}]]]])
+#: -> Executable`` (``Executable.recompile``)
 Recompile = Callable[..., "Executable"]
 
 
@@ -193,14 +193,16 @@ class Function:
             found = arg
         return found
 
-    def profile(self, *args: Any) -> Profile:
+    def profile(self, *args: Any, max_records: int = MAX_RECORDS) -> Profile:
         """Call it and count the global-memory traffic of its emulated GPU kernels.
 
         Needs an executable compiled with ``target="cuda-emu:sm_XX",
         profile=True``; see :mod:`sparsecomp.runtime.profile`. The result of
-        the call is ``.result`` of the returned :class:`Profile`.
+        the call is ``.result`` of the returned :class:`Profile`. Past
+        ``max_records`` accesses the recorder samples blocks and scales its
+        counts (``Profile.sampled``); 0 keeps every access.
         """
-        return profile_call(self._library, lambda: self(*args))
+        return profile_call(self._library, lambda: self(*args), max_records)
 
     def __repr__(self) -> str:
         return f"<sparsecomp function {self.signature.describe()}>"
@@ -258,6 +260,9 @@ class Executable:
         self.libraries = needed
         self._only = next(iter(functions.values())) if len(functions) == 1 else None
         self._recompile: Recompile | None = None
+        #: the options it was compiled with (``sparsecomp.compile``'s keywords; empty for
+        #: a loaded executable)
+        self.compile_options: dict[str, Any] = {}
         #: the other parts of a program built for several devices (compiler/parts.py):
         #: the target's name -> the part, whose functions are also this executable's
         self.parts: dict[str, Executable] = {}
@@ -362,17 +367,23 @@ class Executable:
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *self.functions, *self.chains})
 
-    def profile(self, *args: Any) -> Profile:
+    def profile(self, *args: Any, max_records: int = MAX_RECORDS) -> Profile:
         """:meth:`Function.profile` of the only public function."""
         if self._only is None:
             raise SparsecompError(
                 f"profile() needs one public function; use exe.functions[name].profile(...) "
                 f"({_names(self.functions)})"
             )
-        return self._only.profile(*args)
+        return self._only.profile(*args, max_records=max_records)
 
     def prepare(
-        self, A: Any, layout: str | None = None, *, function: str | None = None, k: int = 64
+        self,
+        A: Any,
+        layout: str | None = None,
+        *,
+        function: str | None = None,
+        k: int = 64,
+        balance: str | None = None,
     ) -> Prepared:
         """``A`` packed once in the layout chosen for a function (see
         :mod:`sparsecomp.runtime.prepared`): ``exe(exe.prepare(A), B)`` runs the variant
@@ -386,6 +397,12 @@ class Executable:
         chose and why (``Prepared.choice``). The
         variant is compiled on first need (needs the executable's source: one from
         ``sparsecomp.compile``) and cached like any kernel.
+
+        On a GPU (``cuda:`` and ``cuda-emu:`` executables), a CSR SpMV or SpMM also
+        gets its schedule chosen for the matrix (``Prepared.balance``: by rows, or
+        its entries split evenly where the row lengths vary widely,
+        :mod:`sparsecomp.formats.gpu_balance`), unless the executable was compiled
+        with ``gpu_balance``; ``balance="rows"`` or ``"nonzeros"`` forces one.
         """
         if function is None:
             if self._only is None:
@@ -397,19 +414,28 @@ class Executable:
             target = self.functions[function]
         own = target.signature
 
-        def variant_for(name: str) -> Function:
+        own_balance = self.compile_options.get("gpu_balance", "rows")
+
+        def variant_for(name: str, schedule: str | None = None) -> Function:
             _, argument = infer_op(own)
             declared = own.args[argument].layout
-            if declared is not None and declared.attr_text() == parse_layout(name).attr_text():
+            same = schedule in (None, own_balance)
+            if (
+                same
+                and declared is not None
+                and declared.attr_text() == parse_layout(name).attr_text()
+            ):
                 return target
             if self.recompile is None:
+                what = f"layout {name}" + ("" if same else f" with gpu_balance={schedule!r}")
                 raise SparsecompError(
                     f"this executable was loaded from {self.directory}: it cannot compile "
-                    f"'{own.name}' for layout {name}",
+                    f"'{own.name}' for {what}",
                     hint="compile it with sparsecomp.compile(source) to prepare other layouts",
                 )
             attr = parse_layout(name).attr_text()
-            return self.recompile(own.name, {argument: attr}).functions[own.name]
+            options = None if same else {"gpu_balance": schedule}
+            return self.recompile(own.name, {argument: attr}, schedule=options).functions[own.name]
 
         if layout is None and self.recompile is None:  # loaded: its own layout or none
             declared = own.args[infer_op(own)[1]].layout
@@ -423,7 +449,13 @@ class Executable:
                 )
         manifest = self._manifest_of(own.name)
         device = manifest.get("device") or manifest.get("emulates") or "host"
-        return prepare(own, A, layout, k, variant_for, device)
+        if balance is not None and device == "host":
+            raise SparsecompError(
+                "prepare(balance=...) chooses a GPU schedule; this executable runs on the CPU"
+            )
+        if balance is None and ("gpu_balance" in self.compile_options or self.recompile is None):
+            balance = own_balance  # the user's choice, or all a loaded executable has
+        return prepare(own, A, layout, k, variant_for, device, balance)
 
     def plan(self) -> Plan:
         """The layout conversions the program runs, in program order, and, for a program

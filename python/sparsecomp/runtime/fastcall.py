@@ -42,8 +42,8 @@ from sparsecomp.runtime.abi import ArgSpec, Signature, packed_symbol
 from sparsecomp.runtime.fastpath import FastArgs
 from sparsecomp.runtime.memref import Malloced
 
-try:
-    from sparsecomp.runtime import _fastcall  # type: ignore[attr-defined]
+try:  # the extension itself, not through the package (whose __init__ imports this module)
+    import sparsecomp.runtime._fastcall as _fastcall  # type: ignore[import-not-found]
 except ImportError:  # not built: every call takes the Python path
     _fastcall = None
 

@@ -20,7 +20,10 @@ from typing import Any
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.choice import Choice, choose
 from sparsecomp.formats.composable import Composable
+from sparsecomp.formats.gpu_balance import OPS as BALANCED_OPS
+from sparsecomp.formats.gpu_balance import choose_balance
 from sparsecomp.formats.names import parse_layout
+from sparsecomp.formats.stats import matrix_stats
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import Signature
 from sparsecomp.runtime.marshal import check_dtype
@@ -45,6 +48,9 @@ class Prepared:
     variant: Any
     #: the argument it stands for
     argument: int
+    #: on a GPU, the variant's schedule for a CSR SpMV or SpMM (``"rows"`` or
+    #: ``"nonzeros"``, :mod:`sparsecomp.formats.gpu_balance`); None elsewhere
+    balance: str | None = None
 
     def call(self, args: tuple[Any, ...], out: Any = None) -> Any:
         """Call the variant with ``args``, this operand in its place (``out``: the
@@ -54,7 +60,8 @@ class Prepared:
 
     def __repr__(self) -> str:
         why = f" ({self.choice.why})" if self.choice is not None else " (forced)"
-        return f"Prepared({self.function}, {self.tensor.shape}, {self.layout}{why})"
+        schedule = f", gpu_balance={self.balance}" if self.balance is not None else ""
+        return f"Prepared({self.function}, {self.tensor.shape}, {self.layout}{schedule}{why})"
 
 
 def infer_op(signature: Signature) -> tuple[str, int]:
@@ -78,11 +85,14 @@ def prepare(
     A: Any,
     layout: str | None,
     k: int,
-    variant_for: Callable[[str], Any],
+    variant_for: Callable[[str, str | None], Any],
     target: str = "host",
+    balance: str | None = None,
 ) -> Prepared:
     """:class:`Prepared` for ``signature``'s sparse argument (see the module); ``variant_for``
-    returns the function compiled for a layout name."""
+    returns the function compiled for a layout name and a GPU schedule (``balance``;
+    None: the executable's own). ``balance`` forces the schedule; else a GPU's CSR
+    SpMV or SpMM takes the one the choice gives."""
     import scipy.sparse as sp  # type: ignore[import-untyped]
 
     op, argument = infer_op(signature)
@@ -106,7 +116,7 @@ def prepare(
     if layout is None:
         choice = choose(A, op=op, k=k, target=target)
         if target == "host":
-            choice = tournament(signature, argument, A, choice, k, variant_for)
+            choice = tournament(signature, argument, A, choice, k, lambda n: variant_for(n, None))
         layout = choice.layout
         LOG.info("sparsecomp: %s(%s): %s", signature.name, op, choice)
     parsed = parse_layout(layout)
@@ -117,6 +127,21 @@ def prepare(
             hint="prepare it as csr, ell or bsr:RxC",
         )
     name = str(parsed)
+    if balance not in (None, "rows", "nonzeros"):
+        raise SparsecompError(f"prepare(): balance is 'rows' or 'nonzeros', not {balance!r}")
+    if target != "host" and op in BALANCED_OPS and name == "csr":
+        if balance is None:
+            balance = choice.balance if choice is not None and choice.balance else None
+            if balance is None:  # a forced CSR: the rule alone
+                balance, why = choose_balance(matrix_stats(A), op)
+                LOG.info("sparsecomp: %s(%s): csr on the GPU: %s", signature.name, op, why)
+    elif balance == "nonzeros":
+        raise SparsecompError(
+            f"prepare(): balance='nonzeros' splits a CSR SpMV's or SpMM's entries on a GPU, "
+            f"not {op} over {name}"
+        )
+    else:
+        balance = None
     tensor = given.to(name) if given is not None else SparseTensor.from_scipy(A, name)
-    variant = variant_for(name)
-    return Prepared(tensor, name, choice, signature.name, variant, argument)
+    variant = variant_for(name, balance)
+    return Prepared(tensor, name, choice, signature.name, variant, argument, balance)

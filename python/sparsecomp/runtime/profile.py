@@ -58,6 +58,12 @@ LOAD, STORE, MMA_TF32, MMA_F16, MMA_SP_F16, ATOMIC, SHARED_LOAD, SHARED_STORE = 
 #: Shared memory: 32 banks of 4 bytes.
 BANKS, BANK_WIDTH = 32, 4
 HOOK = "sparsecomp_emu_hook"
+#: The recorder a build links in (``profile_recorder.c``), and how many records it
+#: keeps before it samples blocks (48 bytes each).
+RECORDER = "sparsecomp_profile_record"
+MAX_RECORDS = 4_000_000
+#: Its records: site, address, bytes, block, thread, kind, and the request's key.
+FIELDS = 7
 #: One reported access: site, address, bytes, block, thread, is_store.
 _Hook = ctypes.CFUNCTYPE(None, *[ctypes.c_int64] * 6)
 
@@ -121,6 +127,12 @@ class Profile:
     #: row on a warp's lanes), it, not the bytes, sets the time.
     longest_warp: int = 0
     mean_warp: float = 0.0
+    #: The warps that made any global request (all launches).
+    warps: int = 0
+    #: The fraction of global accesses whose records were counted (1.0: all; less
+    #: where the recorder sampled blocks of a large call, and the counts above are
+    #: scaled up from them; races are then among the sampled blocks only).
+    sampled: float = 1.0
 
     @property
     def h100_bandwidth_seconds(self) -> float:
@@ -134,6 +146,15 @@ class Profile:
     def h100_seconds(self) -> float:
         """The roofline: memory or tensor cores, whichever takes longer."""
         return max(self.h100_bandwidth_seconds, self.h100_tensor_seconds)
+
+    def model_features(self) -> dict[str, float]:
+        """The counts :func:`sparsecomp.runtime.gpu_model.estimate_seconds` takes."""
+        return {
+            "launches": len({site // 1000 for site in self.sites}),
+            "bytes": self.total.sectors * SECTOR,
+            "requests": self.total.requests + self.shared_requests,
+            "busiest": self.longest_warp,
+        }
 
     def __str__(self) -> str:
         rows = [("all", self.total), ("loads", self.loads), ("stores", self.stores)]
@@ -151,6 +172,9 @@ class Profile:
         if self.longest_warp:
             lines.append(f"warps: the busiest made {self.longest_warp} requests, the mean "
                          f"{self.mean_warp:.1f}")  # fmt: skip
+        if self.sampled < 1.0:
+            lines.append(f"sampled: counts scaled from {self.sampled:.1%} of the global "
+                         "accesses (every block's warps counted)")  # fmt: skip
         if self.races:
             lines.append(f"races: {self.races} addresses written by two blocks of one "
                          "launch, not both atomically")  # fmt: skip
@@ -169,8 +193,27 @@ class Profile:
         return "\n".join(lines)
 
 
+def _ids(*columns: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per row of ``columns`` (equal-length int64 arrays), a dense id of its distinct
+    tuple, and how many there are; each column is made dense first, so that the
+    tuple packs into one int64 (addresses are up to 2^56, no two fit as they are)."""
+    key = np.zeros(len(columns[0]), np.int64)
+    for column in columns:
+        values, dense = np.unique(column, return_inverse=True)
+        key = key * len(values) + dense.reshape(-1)
+    values, dense = np.unique(key, return_inverse=True)
+    return dense.reshape(-1), len(values)
+
+
 def _request_ids(records: np.ndarray) -> np.ndarray:
-    """Per record, its warp request: the ``k``-th access of a site by a warp's threads."""
+    """Per record, its warp request: the ``k``-th access of a site by a warp's threads.
+
+    Records of the recorder carry their request's key in a seventh column
+    (``profile_recorder.c``); for others (or where a key did not fit), ``k``
+    is found by sorting.
+    """
+    if records.shape[1] > 6 and (records[:, 6] >= 0).all():
+        return np.unique(records[:, 6], return_inverse=True)[1].reshape(-1)
     site, block, thread = records[:, 0], records[:, 3], records[:, 4]
     # k: how many earlier accesses the same thread made at the same site.
     order = np.lexsort((np.arange(len(records)), site, thread, block))
@@ -181,10 +224,15 @@ def _request_ids(records: np.ndarray) -> np.ndarray:
     first = np.flatnonzero(starts)
     occurrence = np.empty(len(order), dtype=np.int64)
     occurrence[order] = np.arange(len(order)) - first[run]
-    warp = thread // WARP
-    request = np.stack([block, warp, site, occurrence], axis=1)
-    _, request_id = np.unique(request, axis=0, return_inverse=True)
-    return request_id.reshape(-1)
+    return _ids(block, thread // WARP, site, occurrence)[0]
+
+
+def _spans(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's units ``first .. last`` (sectors, words) expanded: (record, unit)."""
+    spans = last - first + 1
+    repeat = np.repeat(np.arange(len(first)), spans)
+    unit = first[repeat] + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
+    return repeat, unit
 
 
 def bank_conflicts(records: np.ndarray) -> tuple[int, int]:
@@ -198,18 +246,19 @@ def bank_conflicts(records: np.ndarray) -> tuple[int, int]:
     if len(records) == 0:
         return 0, 0
     request_id = _request_ids(records)
-    first = records[:, 1] // BANK_WIDTH
-    last = (records[:, 1] + records[:, 2] - 1) // BANK_WIDTH
-    spans = last - first + 1
-    repeat = np.repeat(np.arange(len(records)), spans)
-    word = first[repeat] + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
-    words = np.unique(np.stack([request_id[repeat], word], axis=1), axis=0)
-    per_bank = np.unique(np.stack([words[:, 0], words[:, 1] % BANKS], axis=1), axis=0,
-                         return_counts=True)  # fmt: skip
-    (pairs, counts) = per_bank
+    repeat, word = _spans(records[:, 1] // BANK_WIDTH,
+                          (records[:, 1] + records[:, 2] - 1) // BANK_WIDTH)  # fmt: skip
+    # Distinct words per request, then how many fall in each (request, bank).
+    words_id, _ = _ids(request_id[repeat], word)
+    first = np.unique(words_id, return_index=True)[1]
+    request, bank = request_id[repeat][first], word[first] % BANKS
+    pair, _ = _ids(request, bank)
+    counts = np.bincount(pair)
+    pair_request = np.zeros(len(counts), np.int64)
+    pair_request[pair] = request
     requests = int(request_id.max()) + 1
     passes = np.zeros(requests, dtype=np.int64)
-    np.maximum.at(passes, pairs[:, 0], counts)
+    np.maximum.at(passes, pair_request, counts)
     return requests, int((passes - 1).clip(min=0).sum())
 
 
@@ -224,20 +273,18 @@ def cross_block_races(records: np.ndarray) -> int:
     """
     if len(records) == 0:
         return 0
-    launch = records[:, 0] // 1000
-    run = np.concatenate([[0], np.cumsum(launch[1:] != launch[:-1])])
-    address, block, kind = records[:, 1], records[:, 3], records[:, 5]
-    writes = kind != LOAD
-    # Per (run, address): the blocks that write it, and whether one stores plainly.
-    touches = np.unique(np.stack([run, address, block], axis=1)[writes], axis=0)
-    places, blocks = np.unique(touches[:, :2], axis=0, return_counts=True)
-    stored = np.unique(np.stack([run, address], axis=1)[kind == STORE], axis=0)
-    shared = places[blocks > 1]
-    if len(shared) == 0 or len(stored) == 0:
+    writes = records[records[:, 5] != LOAD]
+    if len(writes) == 0:
         return 0
-    both = np.concatenate([shared, stored])
-    _, counts = np.unique(both, axis=0, return_counts=True)
-    return int((counts > 1).sum())
+    launch = records[:, 0] // 1000
+    run = np.concatenate([[0], np.cumsum(launch[1:] != launch[:-1])])[records[:, 5] != LOAD]
+    place, _ = _ids(run, writes[:, 1])
+    # Per place: the blocks that write it, and whether one stores plainly.
+    touch, _ = _ids(place, writes[:, 3])
+    first = np.unique(touch, return_index=True)[1]
+    blocks = np.bincount(place[first])
+    stored = np.bincount(place, weights=writes[:, 5] == STORE, minlength=len(blocks))
+    return int(((blocks > 1) & (stored > 0)).sum())
 
 
 def warp_requests(records: np.ndarray) -> tuple[int, float]:
@@ -247,9 +294,8 @@ def warp_requests(records: np.ndarray) -> tuple[int, float]:
         return 0, 0.0
     request_id = _request_ids(records)
     first = np.unique(request_id, return_index=True)[1]
-    launch = records[first, 0] // 1000
-    warps = np.stack([launch, records[first, 3], records[first, 4] // WARP], axis=1)
-    _, counts = np.unique(warps, axis=0, return_counts=True)
+    warp, _ = _ids(records[first, 0] // 1000, records[first, 3], records[first, 4] // WARP)
+    counts = np.bincount(warp)
     return int(counts.max()), float(counts.mean())
 
 
@@ -261,30 +307,53 @@ def traffic(records: np.ndarray) -> Traffic:
     address, size, thread = records[:, 1], records[:, 2], records[:, 4]
     request_id = _request_ids(records)
     # Sectors: every sector a lane's bytes touch, unique per request.
-    low, high = address // SECTOR, (address + size - 1) // SECTOR
-    spans = high - low + 1
-    repeat = np.repeat(np.arange(len(records)), spans)
-    sector = low[repeat] + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
-    pairs = np.unique(np.stack([request_id[repeat], sector], axis=1), axis=0)
+    repeat, sector = _spans(address // SECTOR, (address + size - 1) // SECTOR)
+    sectors = _ids(request_id[repeat], sector)[1]
     requests = int(request_id.max()) + 1
-    # The ideal: every distinct byte the accesses touch, moved once; per
-    # request, the distinct bytes of its lanes.
-    distinct = np.unique(np.stack([address, size], axis=1), axis=0)
-    asked = np.unique(np.stack([request_id, address, size], axis=1), axis=0)
-    per_request = np.bincount(asked[:, 0], weights=asked[:, 2], minlength=requests)
-    lanes = np.unique(np.stack([request_id, thread % WARP], axis=1), axis=0)
+    # Per request, the distinct bytes of its lanes.
+    access, _ = _ids(address, size)
+    asked, _ = _ids(request_id, access)
+    once = np.unique(asked, return_index=True)[1]
+    per_request = np.bincount(request_id[once], weights=size[once], minlength=requests)
+    lanes = _ids(request_id, thread % WARP)[1]
     return Traffic(
         accesses=len(records),
         requests=requests,
-        sectors=len(pairs),
+        sectors=sectors,
         coalesced_sectors=int(np.ceil(per_request / SECTOR).sum()),
-        ideal_sectors=-(-int(distinct[:, 1].sum()) // SECTOR),
-        active_lanes=len(lanes),
+        ideal_sectors=_ideal_sectors(records),
+        active_lanes=lanes,
     )
 
 
-def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
-    """Run ``call`` with the library's access hook recording; count what it recorded."""
+def _ideal_sectors(records: np.ndarray) -> int:
+    """Every distinct byte the accesses touch, moved once, in sectors."""
+    if len(records) == 0:
+        return 0
+    access, _ = _ids(records[:, 1], records[:, 2])
+    first = np.unique(access, return_index=True)[1]
+    return -(-int(records[first, 2].sum()) // SECTOR)
+
+
+def _summed(parts: list[Traffic], records: np.ndarray) -> Traffic:
+    """The traffic of ``records`` from that of its sites (requests never span sites)."""
+    fields = [sum(getattr(t, f.name) for t in parts) for f in dataclasses.fields(Traffic)]
+    return dataclasses.replace(Traffic(*fields), ideal_sectors=_ideal_sectors(records))
+
+
+def profile_call(
+    library: ctypes.CDLL, call: Callable[[], Any], max_records: int = MAX_RECORDS
+) -> Profile:
+    """Run ``call`` with the library's access hook recording; count what it recorded.
+
+    A build carries its own recorder in C (``profile_recorder.c``): it counts
+    every warp's requests exactly, and keeps the accesses themselves for the
+    sector counts, sampling blocks (every 2nd, 4th, ... block of a launch)
+    once ``max_records`` are kept, so that a large matrix profiles in bounded
+    memory; the counts are then scaled by the global accesses seen over those
+    kept (``Profile.sampled``). Executables built before it existed record
+    through a Python callback, every access.
+    """
     try:
         hook = ctypes.c_void_p.in_dll(library, HOOK)
     except ValueError:
@@ -292,6 +361,39 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
             "this executable was not compiled for profiling",
             hint="sparsecomp.compile(source, 'cuda-emu:sm_80', profile=True)",
         ) from None
+    try:
+        record = getattr(library, RECORDER)
+    except AttributeError:
+        return _profile_in_python(hook, call)
+    begin, end, kept = (
+        getattr(library, f"sparsecomp_profile_{n}") for n in ("begin", "end", "records")
+    )
+    begin.argtypes, kept.restype = [ctypes.c_int64], ctypes.c_void_p
+    if not begin(max_records):
+        raise SparsecompError("the profiler could not allocate its counters")
+    stats = (ctypes.c_int64 * 8)()
+    hook.value = ctypes.cast(record, ctypes.c_void_p).value
+    try:
+        result = call()
+    finally:
+        hook.value = None
+        end(stats)
+    n, _stride, seen, kept_globals, busiest, warps, requests, failed = stats
+    if failed:
+        raise SparsecompError(
+            "the profiler ran out of memory for its records",
+            hint=f"profile with fewer records kept (max_records, now {max_records})",
+        )
+    everything = np.zeros((0, FIELDS), np.int64)
+    if n:
+        pointer = ctypes.cast(kept(), ctypes.POINTER(ctypes.c_int64))
+        everything = np.ctypeslib.as_array(pointer, shape=(n, FIELDS)).copy()
+    sampled = kept_globals / seen if seen else 1.0
+    mean = requests / warps if warps else 0.0
+    return _count(everything, result, busiest, mean, warps, sampled)
+
+
+def _profile_in_python(hook: ctypes.c_void_p, call: Callable[[], Any]) -> Profile:
     recorded: list[tuple[int, int, int, int, int, int]] = []
 
     def record(site: int, address: int, size: int, block: int, thread: int, store: int) -> None:
@@ -305,31 +407,59 @@ def profile_call(library: ctypes.CDLL, call: Callable[[], Any]) -> Profile:
         hook.value = None
     everything = np.array(recorded, dtype=np.int64).reshape(-1, 6)
     kind = everything[:, 5]
+    globals_ = everything[(kind <= STORE) | (kind == ATOMIC)]
+    longest, mean = warp_requests(globals_)
+    warps = round(len(np.unique(_request_ids(globals_))) / mean) if mean else 0
+    return _count(everything, result, longest, mean, warps, 1.0)
+
+
+def _scaled(t: Traffic, factor: float) -> Traffic:
+    if factor == 1.0:
+        return t
+    return Traffic(*(round(v * factor) for v in dataclasses.astuple(t)))
+
+
+def _count(everything: np.ndarray, result: Any, longest: int, mean: float, warps: int,
+           sampled: float) -> Profile:  # fmt: skip
+    """The profile of the recorded rows; counts scaled by ``1 / sampled``."""
+    factor = 1.0 / sampled if sampled else 1.0
+    kind = everything[:, 5]
     records = everything[(kind <= STORE) | (kind == ATOMIC)]
     stores = records[:, 5] != LOAD  # an atomic add writes (in L2) like a store
-    sites = {int(k): traffic(records[records[:, 0] == k]) for k in np.unique(records[:, 0])}
+    # Each site's accesses, in their order, counted once; loads, stores and the
+    # total are sums of sites (an op's accesses are all loads or all writes).
+    by_site = records[np.argsort(records[:, 0], kind="stable")]
+    names, starts = np.unique(by_site[:, 0], return_index=True)
+    groups = np.split(by_site, starts[1:])
+    raw = {int(k): traffic(g) for k, g in zip(names, groups)}
+    writes = {int(k) for k, g in zip(names, groups) if g[0, 5] != LOAD}
+    total = _summed(list(raw.values()), records)
+    loaded = _summed([t for k, t in raw.items() if k not in writes], records[~stores])
+    stored = _summed([t for k, t in raw.items() if k in writes], records[stores])
+    sites = {k: _scaled(t, factor) for k, t in raw.items()}
     shared = everything[(kind == SHARED_LOAD) | (kind == SHARED_STORE)]
     shared_requests, conflicts = bank_conflicts(shared)
     instructions, flops = {}, {}
     for code in (MMA_TF32, MMA_F16, MMA_SP_F16):
         mmas = everything[kind == code]
         if len(mmas):
-            issued = traffic(mmas).requests  # one per warp: the k-th MMA of a site
+            issued = round(traffic(mmas).requests * factor)  # one per warp: a site's k-th MMA
             instructions[code] = issued
             flops[code] = 2 * issued * int(mmas[0, 2])
-    longest, mean = warp_requests(records)
     return Profile(
-        traffic(records),
-        traffic(records[~stores]),
-        traffic(records[stores]),
+        _scaled(total, factor),
+        _scaled(loaded, factor),
+        _scaled(stored, factor),
         sites,
         result,
         instructions,
         flops,
-        int((kind == ATOMIC).sum()),
-        shared_requests,
-        conflicts,
+        round(int((kind == ATOMIC).sum()) * factor),
+        round(shared_requests * factor),
+        round(conflicts * factor),
         cross_block_races(records),
         longest,
         mean,
+        warps,
+        sampled,
     )

@@ -85,6 +85,7 @@ class _DeviceStage:
     def operand(self, values: Tensor) -> Any:
         """The weight as a ``DeviceTensor`` over ``values`` (CSR order) in storage order.
         Call with :attr:`lock` held: the buffer is refilled by the next call."""
+        from sparsecomp.runtime.cuda import to_host
         from sparsecomp.runtime.device_arrays import DeviceTensor
 
         vals = values.detach().contiguous()
@@ -105,7 +106,7 @@ class _DeviceStage:
         dtype = _numpy(vals.dtype)
         if self.host is None or self.host.dtype != dtype:
             self.host = self.packed.with_values(np.zeros(self.packed.nse, dtype))
-        return DeviceTensor(self.host, pointers, (vals, self.index))
+        return DeviceTensor(self.host, pointers, (vals, self.index), to_host)
 
 
 def _numpy(dtype: torch.dtype) -> np.dtype[Any]:
