@@ -17,8 +17,9 @@ commit the GPU ran) and the fit run from this one:
     of the code the H100 run timed) fits the coefficients of
     :func:`sparsecomp.runtime.gpu_model.estimate_seconds` to the measured
     times (``--measured``, default ``benchmarks/data/h100-2026-11-27.csv``:
-    the H100 table of docs/benchmarks.md, our kernels' medians of 20 calls),
-    and reports per op
+    the H100 table of docs/benchmarks.md, our kernels' medians of 20 calls;
+    or a later run's ``cuda.md``, as ``benchmarks/cuda.py --markdown`` wrote
+    it), and reports per op
     Spearman's rank correlation across the matrices of the estimate with the
     measured times: with the coefficients fitted to all cases, with each
     matrix's cases left out of the fit that predicts them (the honest figure),
@@ -143,7 +144,21 @@ def profile(argv: argparse.Namespace) -> int:
 
 
 def measured(path: Path) -> dict[tuple[str, int | None, str], float]:
-    """``(op, K, matrix) -> seconds`` of our kernels in a GPU run's CSV."""
+    """``(op, K, matrix) -> seconds`` of our kernels in a GPU run: its CSV (``op,k,matrix,
+    ours_ms,...``), or the markdown table ``benchmarks/cuda.py --markdown`` wrote
+    (``| op | matrix | ours ms | peer | peer ms | ratio |``, ``spmm K=32`` ops)."""
+    if path.suffix == ".md":
+        found = {}
+        for line in path.read_text().splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) != 6 or not line.startswith(("| sp", "| sd")):
+                continue
+            op, _, k = cells[0].partition(" K=")
+            try:
+                found[op, int(k) if k else None, cells[1]] = float(cells[2]) * 1e-3
+            except ValueError:  # a failed case's row
+                continue
+        return found
     with path.open() as f:
         return {
             (r["op"], int(r["k"]) if r["k"] else None, r["matrix"]): float(r["ours_ms"]) * 1e-3

@@ -87,3 +87,19 @@ def test_shipped_model_is_the_fit_of_the_shipped_profiles(repo, tmp_path) -> Non
     left_out = {op: float(cells[2]) for op, cells in table.items()}
     assert left_out == {"spmv": 0.76, "spmm K=32": 0.93, "spmm K=128": 0.92, "sddmm K=32": 0.94}
     assert float(table["spmv"][3]) < 0.3  # the roofline's
+
+
+def test_fit_reads_a_gpu_runs_markdown(repo, tmp_path) -> None:
+    """A later GPU run's cuda.md (benchmarks/cuda.py --markdown) calibrates as the CSV
+    does: the H100 table of docs/benchmarks.md, taken as such a file, fits the same."""
+    lines = (repo / "docs" / "benchmarks.md").read_text().splitlines()
+    start = lines.index("| op | matrix | ours ms | peer | peer ms | ratio |")
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    table = tmp_path / "cuda.md"
+    table.write_text("\n".join(["a GPU run", "", *lines[start:end]]) + "\n")
+    by_csv, by_md = tmp_path / "a.md", tmp_path / "b.md"
+    for measured, out in ((None, by_csv), (table, by_md)):
+        extra = ["--measured", str(measured)] if measured else []
+        done = _run(repo, "fit", "--markdown", str(out), *extra)
+        assert done.returncode == 0, done.stderr
+    assert by_csv.read_text().splitlines()[1:] == by_md.read_text().splitlines()[1:]
