@@ -145,6 +145,10 @@ def _by_worker(job: dict[str, Any], filename: str, progress: Progress) -> dict[s
 
 
 def main() -> int:
+    from sparsecomp.ir import light_dialects
+
+    light_dialects.prefer()
+
     def emit(message: dict[str, Any]) -> None:
         print(json.dumps(message), flush=True)
 

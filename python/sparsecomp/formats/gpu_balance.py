@@ -13,8 +13,9 @@ estimate calibrated on the H100 (:mod:`sparsecomp.runtime.gpu_model`) over
 the 19 matrices of the GPU benchmark, both schedules profiled: every matrix
 with a spread of 2 or more (R-MAT 2^16 and 2^20, email-Enron, ca-HepPh,
 wiki-Vote, memplus, rajat01: 2.4-9.2) was estimated faster split (SpMV
-1.1-6.3x, SpMM 1.3-7.0x), every other (0-1.9, p2p-Gnutella31 the highest)
-as fast or faster by rows (split 0.2-1.0x). These are estimates, not GPU
+1.1-6.2x, SpMM 1.3-6.8x), every other (0-1.9, p2p-Gnutella31 the highest)
+faster by rows or within 1.0-1.14x of the split (split 0.2-1.14x; the one
+above 1.01, block16's SpMM at K=32). These are estimates, not GPU
 times (the profile counts no cache, which may make the split look worse on
 even rows than it is); ``benchmarks/cuda.py`` on a GPU times both
 schedules on every matrix (``spmv-split``, ``spmm-split``) to check it.

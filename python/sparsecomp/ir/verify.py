@@ -119,8 +119,11 @@ def _dialect_attrs(attr: ir.Attribute) -> Iterator[ir.Attribute]:
     if mnemonic(attr) is not None:
         yield attr
     elif isinstance(attr, ir.ArrayAttr):
-        for a in attr:
-            yield from _dialect_attrs(a)
+        # Only arrays that hold one: iterating makes a Python object of each element,
+        # and a `#linalg.iterator_type` one imports the OpDSL (ir/linalg_ops.py).
+        if "#sparse_iter." in str(attr):
+            for a in attr:
+                yield from _dialect_attrs(a)
     elif isinstance(attr, ir.DictAttr):
         for i in range(len(attr)):
             yield from _dialect_attrs(attr[i].attr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from sparsecomp.ir.linalg_ops import iterator_types
 from sparsecomp.lowering.plan import Access, Plan, Step, Unsupported, _dims_of, accesses
 from sparsecomp.lowering.zeros import Zero, classify
 
@@ -139,7 +140,7 @@ def make_plan(op: ir.Operation, vectorize: bool) -> Plan:
     _check_driver(ins[driver])
     shared = _shared_inputs(ins, driver)
     _check_output(out, ins[driver], op)
-    iterators = tuple(str(t).split("<")[-1].rstrip(">") for t in op.attributes["iterator_types"])
+    iterators = tuple(iterator_types(op))
     block = op.regions[0].blocks[0]
     zero = classify(block, [driver, *shared], len(ins))
     if zero == Zero.OTHER:

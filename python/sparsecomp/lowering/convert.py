@@ -43,12 +43,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mlir import ir
-from mlir.dialects import arith, linalg, tensor
+from mlir.dialects import arith, tensor
 
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.validate import index_max
 from sparsecomp.ir import fatal
 from sparsecomp.ir.attrs import encoding_of, layout_of
+from sparsecomp.ir.linalg_ops import linalg_fill
 from sparsecomp.lowering.assemble import assemble_csr, cast, prefix_positions
 from sparsecomp.lowering.levels import emit_level
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index, load_index
@@ -195,7 +196,7 @@ def _to_dense(reader: Reader, ty: ir.RankedTensorType) -> ir.Value:
     """Zeros, then every stored entry of ``reader``'s tensor at its coordinates."""
     elt = ty.element_type
     empty = tensor.empty(reader.dim_sizes, elt)
-    out = linalg.fill(zero_of(elt), outs=[empty])
+    out = linalg_fill(zero_of(elt), outs=[empty])
     duplicates = not reader.layout.levels[-1].is_unique  # the same coordinates again
 
     def visit(coords: dict[int, ir.Value], value: ir.Value, vals: Carried) -> Carried:
@@ -258,7 +259,7 @@ def _to_csr(
             return _walk(reader, carried, visit)
 
     rows = dims[outer]
-    counts = linalg.fill(index(0), outs=[tensor.empty([rows], ir.IndexType.get())])
+    counts = linalg_fill(index(0), outs=[tensor.empty([rows], ir.IndexType.get())])
 
     def count(coords: dict[int, ir.Value], value: ir.Value, vals: Carried) -> Carried:
         r = coords[outer]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from mlir import ir
 
 from sparsecomp.ir.attrs import encoding_of
+from sparsecomp.ir.linalg_ops import iterator_types
 from sparsecomp.lowering import body as bodies
 
 #: integer ops that trap on a zero divisor (a masked-off lane may hold one)
@@ -93,7 +94,7 @@ def consumer(op: ir.Operation) -> ir.Operation | None:
         return None
     if encoding_of(result.type) is not None or encoding_of(user.operands[1].type) is not None:
         return None
-    if any("parallel" not in str(t) for t in user.attributes["iterator_types"]):
+    if any(t != "parallel" for t in iterator_types(user)):
         return None
     if not all(_identity(m) for m in user.attributes["indexing_maps"]):
         return None

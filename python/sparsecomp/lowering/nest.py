@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import arith, linalg, tensor, vector
+from mlir.dialects import arith, tensor, vector
 
 from sparsecomp.dialects import sparse_iter
 from sparsecomp.ir.destinations import is_destination
+from sparsecomp.ir.linalg_ops import iterator_types, linalg_fill
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering import epilogue
 from sparsecomp.lowering.jam import Group, Jam, find_group, find_jam
@@ -97,7 +98,7 @@ def _broadcast_fill(value: ir.Value) -> tuple[ir.Value, Broadcast] | None:
     if not isinstance(source.type, ir.RankedTensorType) or source.type.encoding is not None:
         return None
     maps = [ir.AffineMapAttr(m).value for m in owner.attributes["indexing_maps"]]
-    iterators = [str(t) for t in owner.attributes["iterator_types"]]
+    iterators = iterator_types(owner)
     if maps[1] != ir.AffineMap.get_identity(maps[1].n_dims):
         return None
     if any("parallel" not in t for t in iterators):
@@ -248,7 +249,7 @@ class NestEmitter(OperandAccess):
             else:
                 init = out
         elif plan.zero == Zero.ZERO:
-            init = linalg.fill(zero_of(elt), outs=[out])
+            init = linalg_fill(zero_of(elt), outs=[out])
             if reads:  # the body reads the output's value from before the fill
                 self.source = out
         else:
@@ -483,7 +484,7 @@ class NestEmitter(OperandAccess):
         if fresh and slots <= {"dense_fixed", "compressed_varied", "singleton"}:
             self.start = zero_of(elt)
             return empty
-        return linalg.fill(zero_of(elt), outs=[empty])
+        return linalg_fill(zero_of(elt), outs=[empty])
 
     # -- steps -------------------------------------------------------------------
     def step(self, k: int, pos: ir.Value, carried: Carried) -> Carried:

@@ -22,6 +22,7 @@ from mlir import ir
 from sparsecomp.dialects import sparse_iter
 from sparsecomp.formats.composable import Composable
 from sparsecomp.ir.attrs import layout_of
+from sparsecomp.ir.linalg_ops import input_count
 from sparsecomp.lowering.hints import DISJOINT_ROWS, MIN_ROW_ENTRIES, PARTS_GROUP
 from sparsecomp.lowering.plan import Unsupported
 from sparsecomp.lowering.zeros import Zero, classify
@@ -32,7 +33,7 @@ _groups = itertools.count()  # parts_group ids: distinct within a process
 
 def composable_input(op: ir.Operation) -> int | None:
     """The number of the op's composable input, if it has one."""
-    n_in = len(op.opview.inputs)
+    n_in = input_count(op)
     found = [i for i in range(n_in) if isinstance(layout_of(op.operands[i].type), Composable)]
     if len(found) > 1:
         raise Unsupported("ops over two composable operands are not supported")
@@ -43,7 +44,7 @@ def composable_input(op: ir.Operation) -> int | None:
 
 def check_split(op: ir.Operation, number: int) -> None:
     """Raise :class:`Unsupported` unless ``op`` accumulates where input ``number`` is zero."""
-    n_in = len(op.opview.inputs)
+    n_in = input_count(op)
     block = op.regions[0].blocks[0]
     if len(op.results) != 1 or classify(block, [number], n_in) != Zero.OUT:
         raise Unsupported(
@@ -55,7 +56,7 @@ def check_split(op: ir.Operation, number: int) -> None:
 def split_parts(op: ir.Operation, number: int) -> list[ir.Operation]:
     """Replace ``op`` by one clone per part of input ``number``; returns the clones."""
     check_split(op, number)
-    n_in = len(op.opview.inputs)
+    n_in = input_count(op)
     value = op.operands[number]
     ty = ir.RankedTensorType(value.type)
     layout = layout_of(ty)

@@ -34,6 +34,7 @@ from mlir import ir
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
 from sparsecomp.ir.attrs import layout_of
+from sparsecomp.ir.linalg_ops import input_count
 from sparsecomp.lowering.zeros import Zero
 
 
@@ -125,7 +126,7 @@ def _access(number: int, value: ir.Value, attr: ir.Attribute) -> Access:
 
 def accesses(op: ir.Operation) -> tuple[list[Access], list[Access]]:
     maps = list(op.attributes["indexing_maps"])
-    n_in = len(op.opview.inputs)
+    n_in = input_count(op)
     values = list(op.operands)
     ins = [_access(i, values[i], maps[i]) for i in range(n_in)]
     outs = [_access(i, values[i], maps[i]) for i in range(n_in, len(values))]

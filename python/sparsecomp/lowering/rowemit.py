@@ -47,9 +47,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mlir import ir
-from mlir.dialects import arith, linalg, tensor
+from mlir.dialects import arith, tensor
 
 from sparsecomp.formats.layout import Layout
+from sparsecomp.ir.linalg_ops import linalg_fill
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.assemble import assemble_csr, cast, prefix_positions
 from sparsecomp.lowering.levels import emit_level, position_range
@@ -125,7 +126,7 @@ class RowEmitter(OperandAccess):
             if self.plan.zero == Zero.ZERO:
                 if reads_output(self.block, len(self.plan.inputs)):
                     self.source = out  # the body reads the output's value from before the fill
-                out = linalg.fill(zero_of(self.elt), outs=[out])
+                out = linalg_fill(zero_of(self.elt), outs=[out])
             return self._blocks({"out": out})["out"]
         return self._sparse()
 
@@ -217,7 +218,7 @@ class RowEmitter(OperandAccess):
 
         empty = tensor.empty([nblocks], idx_t)
         # distinct initial values: bufferization would give equal empties one buffer
-        spans = linalg.fill(index(0), outs=[tensor.empty([nblocks], idx_t)])
+        spans = linalg_fill(index(0), outs=[tensor.empty([nblocks], idx_t)])
         found = for_state(index(0), nblocks, {"bounds": empty, "spanned": spans}, block,
                           parallel=True)  # fmt: skip
         first = tensor.insert(index(0), tensor.empty([add(nblocks, index(1))], idx_t), [index(0)])
@@ -303,7 +304,7 @@ class RowEmitter(OperandAccess):
             # cleared again after each row, and distinct initial values keep
             # bufferization from giving two workspaces one buffer (CSE merges
             # equal tensor.empty ops, whose contents bufferization ignores).
-            return linalg.fill(zero_of(element), outs=[tensor.empty([self.ncols], element)])
+            return linalg_fill(zero_of(element), outs=[tensor.empty([self.ncols], element)])
 
         idx_t = ir.IndexType.get()
         if plan.intersect:
@@ -321,9 +322,9 @@ class RowEmitter(OperandAccess):
             # one bit per column: orders a long row without sorting it (.sort.order_marked)
             words = arith.ceildivui(self.ncols, index(64))
             i64 = ir.IntegerType.get_signless(64)
-            ws["bits"] = linalg.fill(zero_of(i64), outs=[tensor.empty([words], i64)])
+            ws["bits"] = linalg_fill(zero_of(i64), outs=[tensor.empty([words], i64)])
             above = summary_words(self.ncols)
-            ws["summary"] = linalg.fill(zero_of(i64), outs=[tensor.empty([above], i64)])
+            ws["summary"] = linalg_fill(zero_of(i64), outs=[tensor.empty([above], i64)])
         return ws
 
     def _ordered(self) -> bool:

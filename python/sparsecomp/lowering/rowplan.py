@@ -32,6 +32,7 @@ from typing import Literal
 
 from mlir import ir
 
+from sparsecomp.ir.linalg_ops import iterator_types
 from sparsecomp.lowering.plan import Access, Unsupported, accesses
 from sparsecomp.lowering.zeros import Zero, classify
 
@@ -114,7 +115,7 @@ def make_row_plan(op: ir.Operation) -> RowPlan:
         raise Unsupported(f"ops with {len(outs)} outputs are not supported (one output)")
     out = outs[0]
     row, col = _check_output(out)
-    iterators = [str(t).split("<")[-1].rstrip(">") for t in op.attributes["iterator_types"]]
+    iterators = iterator_types(op)
     if iterators[row] != "parallel" or iterators[col] != "parallel":
         raise Unsupported("the output's rows and columns must be parallel loop dimensions")
     sparse = tuple(_row_operand(a) for a in ins if a.layout is not None)

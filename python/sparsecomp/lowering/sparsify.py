@@ -26,6 +26,7 @@ from mlir.dialects import arith, math, tensor
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.sparsifiers import Sparsifier
 from sparsecomp.ir.attrs import encoding_of, layout_of
+from sparsecomp.ir.linalg_ops import iterator_types
 from sparsecomp.lowering import body as bodies
 from sparsecomp.lowering.assemble import assemble_csr, cast, prefix_positions
 from sparsecomp.lowering.loops import State, add, for_state, if_state, index, to_index
@@ -59,7 +60,7 @@ def _producer(source: ir.Value) -> ir.Operation | None:
     if len(list(source.uses)) != 1:
         return None
     ins, outs = accesses(op)
-    iterators = [str(t).split("<")[-1].rstrip(">") for t in op.attributes["iterator_types"]]
+    iterators = iterator_types(op)
     block = op.regions[0].blocks[0]
     if (
         any(t != "parallel" for t in iterators)

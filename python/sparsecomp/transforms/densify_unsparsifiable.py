@@ -10,6 +10,7 @@ from mlir.dialects import arith, bufferization, tensor
 from mlir.dialects import sparse_tensor as st
 from mlir.passmanager import ExternalPass
 
+from sparsecomp.ir.linalg_ops import iterator_types
 from sparsecomp.ir.upstream import is_sparse_tensor_encoding
 from sparsecomp.ir.walk import preorder
 from sparsecomp.transforms.base import SparsecompPass
@@ -55,7 +56,7 @@ def _dense_reason(op: ir.Operation) -> str | None:
     for inner in body.operations:
         if inner.name not in _MERGER_OPS:
             return f"'{inner.name}'"
-    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    iterators = iterator_types(op)
     reduces = any("reduction" in it for it in iterators)
     outs = list(body.arguments)[n_in:]
     yielded = body.operations[len(body.operations) - 1].operands
