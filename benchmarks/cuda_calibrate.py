@@ -107,8 +107,9 @@ def profile(argv: argparse.Namespace) -> int:
     import sparsecomp
 
     chosen = set(filter(None, argv.matrices.split(",")))
-    split = argv.balance == "nonzeros"  # SDDMM has no such schedule
-    cases = [(op, k) for op, k in CASES if not (split and op == "sddmm")]
+    split = argv.balance == "nonzeros"
+    ops = set(filter(None, argv.ops.split(","))) or {op for op, _ in CASES}
+    cases = [(op, k) for op, k in CASES if op in ops]
     options = {"gpu_balance": "nonzeros"} if split else {}
     exes = {
         op: sparsecomp.compile(EXAMPLES / f"{op}.mlir", argv.target, profile=True, **options)
@@ -270,8 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--target", default="cuda-emu:sm_90")
     a.add_argument("--max-records", type=int, default=1_000_000,
                    help="accesses kept before the recorder samples blocks")  # fmt: skip
+    a.add_argument("--ops", default="", help="comma-separated subset of spmv, spmm, sddmm")
     a.add_argument("--balance", choices=("rows", "nonzeros"), default="rows",
-                   help="nonzeros: SpMV and SpMM split by entries")  # fmt: skip
+                   help="nonzeros: the entries split evenly")  # fmt: skip
     b = sub.add_parser("fit", help="fit the estimate to measured times")
     b.add_argument("--profiles", type=Path, default=PROFILES)
     b.add_argument("--measured", type=Path, default=MEASURED)

@@ -18,7 +18,8 @@ checked against the peer's before it is timed. Rows:
   wherever ``exe.prepare`` would split (:mod:`sparsecomp.formats.gpu_balance`);
   a last table gives, per op, the schedule that rule chooses for each matrix
   and its ratio, so that the rule is judged on the GPU;
-* SDDMM, K = 32: ours vs cuSPARSE SDDMM (``torch.sparse.sampled_addmm``);
+* SDDMM, K = 32: ours vs cuSPARSE SDDMM (``torch.sparse.sampled_addmm``), and
+  split by entries (``sddmm-split``) where SpMM is, and where the rule splits;
 * 2:4 f16 SpMM on square pruned weights 4096-16384: ours (``mma.sp``) vs
   cuSPARSELt (torch ``to_sparse_semi_structured``) vs dense cuBLAS fp16.
 
@@ -51,7 +52,7 @@ from sparsecomp.runtime import cuda
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: The executables a run needs, by name.
-KERNELS = ("spmv", "spmm", "sddmm", "bsr", "nm", "hyb", "split", "split_spmm")
+KERNELS = ("spmv", "spmm", "sddmm", "bsr", "nm", "hyb", "split", "split_spmm", "split_sddmm")
 #: The power-law graphs of issue 41's SpMM K=128 target (SpMM split by entries runs there).
 GRAPHS = frozenset({"rmat", "rmat20", "email-Enron", "wiki-Vote", "ca-HepPh"})
 
@@ -83,7 +84,7 @@ def _chosen_table(
     cuSPARSE, with the geomean, beside the row schedule's."""
     lines = ["", "| op | schedule chosen per matrix | geomean ratio | by rows | worst |",
              "| --- | --- | --- | --- | --- |"]  # fmt: skip
-    for base in ("spmv", *(f"spmm K={k}" for k in ks)):
+    for base in ("spmv", *(f"spmm K={k}" for k in ks), f"sddmm K={ks[0]}"):
         op = base.split()[0]
         picked, rows = [], []
         for (row_op, name), (ours, theirs) in times.items():
@@ -136,6 +137,9 @@ def build(sm: int) -> dict[str, Any]:
     # SpMV with its entries shared out evenly between threads (power-law rows)
     exes["split"] = sparsecomp.compile(EXAMPLES / "spmv.mlir", target, gpu_balance="nonzeros")
     exes["split_spmm"] = sparsecomp.compile(EXAMPLES / "spmm.mlir", target, gpu_balance="nonzeros")
+    exes["split_sddmm"] = sparsecomp.compile(
+        EXAMPLES / "sddmm.mlir", target, gpu_balance="nonzeros"
+    )
     return exes
 
 
@@ -179,6 +183,7 @@ def run(
     spmv, spmm, sddmm = exes["spmv"].spmv, exes["spmm"].spmm, exes["sddmm"].sddmm
     bsr, hyb, split = exes["bsr"].spmm, exes["hyb"].spmv, exes["split"].spmv
     split_spmm = exes["split_spmm"].spmm
+    split_sddmm = exes["split_sddmm"].sddmm
     sync = cupy.cuda.Device().synchronize
     rng = np.random.default_rng(0)
     specs = matrices.suite(quick=quick)
@@ -220,7 +225,7 @@ def run(
         m, n = a.shape
         name = spec.name
         stats = matrix_stats(a)
-        for op in ("spmv", "spmm"):
+        for op in ("spmv", "spmm", "sddmm"):
             chosen[op, name] = choose_balance(stats, op)[0]
         ours_a = cuda.to_device(a, spmm.signature.args[0].layout)
         theirs_a = csp.csr_matrix(a)
@@ -268,6 +273,17 @@ def run(
 
         case(f"sddmm K={k}", name, check_sddmm, lambda: sddmm(ours_a, xs, ys), "cuSPARSE",
              lambda: torch.sparse.sampled_addmm(t_a, tx, tyt, beta=0.0))  # fmt: skip
+        if name in GRAPHS or chosen["sddmm", name] == "nonzeros":
+
+            def check_split() -> None:
+                sampled = torch.sparse.sampled_addmm(t_a, tx, tyt, beta=0.0).values()
+                got = split_sddmm(ours_a, xs, ys)
+                _close(got.to_scipy().data if hasattr(got, "to_scipy") else got,
+                       a.data * sampled.cpu().numpy(), f"sddmm-split {name}")  # fmt: skip
+
+            case(f"sddmm-split K={k}", name, check_split,
+                 lambda: split_sddmm(ours_a, xs, ys), "cuSPARSE",
+                 lambda: torch.sparse.sampled_addmm(t_a, tx, tyt, beta=0.0))  # fmt: skip
     lines += _chosen_table(times, chosen, ks)
     try:
         lines += _two_four(exes["nm"], reps, sync, (4096,) if quick else nm_sizes)

@@ -1,5 +1,5 @@
-"""The GPU schedule chosen per matrix: CSR SpMV and SpMM by rows, or entries split evenly
-where the row lengths vary widely (formats/gpu_balance.py, exe.prepare on a GPU)."""
+"""The GPU schedule chosen per matrix: CSR SpMV, SpMM and SDDMM by rows, or entries split
+evenly where the row lengths vary widely (formats/gpu_balance.py, exe.prepare on a GPU)."""
 
 from __future__ import annotations
 
@@ -35,14 +35,16 @@ def _even(n: int, seed: int) -> sp.csr_matrix:
 
 
 def _split(function) -> bool:
-    """Whether a compiled function's GPU schedule adds rows' parts atomically (the split)."""
-    return "memref.atomic_rmw" in (function.directory / "gpu.mlir").read_text()
+    """Whether a compiled function's GPU schedule is split by entries: SpMV and SpMM add
+    rows' parts atomically, SDDMM's warps search for their entries' rows."""
+    text = (function.directory / "gpu.mlir").read_text()
+    return "memref.atomic_rmw" in text or "scf.while" in text
 
 
 @pytest.fixture(scope="module")
 def exes() -> dict[str, sparsecomp.Executable]:
     return {op: sparsecomp.compile(EXAMPLES / f"{op}.mlir", "cuda-emu:sm_90")
-            for op in ("spmv", "spmm")}  # fmt: skip
+            for op in ("spmv", "spmm", "sddmm")}  # fmt: skip
 
 
 def test_spread_by_hand() -> None:
@@ -59,9 +61,10 @@ def test_spread_by_hand() -> None:
 def test_rule_by_spread_and_op() -> None:
     uneven, even = matrix_stats(_power_law(2000, 1)), matrix_stats(_even(2000, 2))
     assert row_length_spread(uneven) >= SPLIT_FROM_CV > row_length_spread(even)
-    assert choose_balance(uneven, "spmv")[0] == choose_balance(uneven, "spmm")[0] == "nonzeros"
-    assert choose_balance(even, "spmv")[0] == "rows"
-    balance, why = choose_balance(uneven, "sddmm")
+    for op in ("spmv", "spmm", "sddmm"):
+        assert choose_balance(uneven, op)[0] == "nonzeros"
+        assert choose_balance(even, op)[0] == "rows"
+    balance, why = choose_balance(uneven, "spgemm")
     assert balance == "rows"
     assert "no schedule split" in why
 
@@ -73,11 +76,11 @@ def test_choose_says_the_schedule_on_a_gpu_only() -> None:
     assert gpu.balance == "nonzeros"
     assert "split evenly between threads" in gpu.why
     assert choose(a, op="spmv", target="host").balance is None
-    assert choose(a, op="sddmm", k=8, target="cuda:sm_90").balance is None
+    assert choose(a, op="sddmm", k=8, target="cuda:sm_90").balance == "nonzeros"
 
 
-@settings(max_examples=6, deadline=None)
-@given(st.sampled_from(["spmv", "spmm"]), st.booleans(), st.integers(0, 2**16))
+@settings(max_examples=8, deadline=None)
+@given(st.sampled_from(["spmv", "spmm", "sddmm"]), st.booleans(), st.integers(0, 2**16))
 def test_prepare_takes_the_schedule_for_the_matrix(exes, op: str, uneven: bool, seed: int) -> None:
     """Power-law rows get the split variant, even rows the executable's own function;
     either way the product equals scipy's."""
@@ -91,7 +94,11 @@ def test_prepare_takes_the_schedule_for_the_matrix(exes, op: str, uneven: bool, 
     assert f"gpu_balance={want}" in repr(prepared)
     rng = np.random.default_rng(seed)
     b = rng.standard_normal(1500 if op == "spmv" else (1500, 8)).astype(np.float32)
-    np.testing.assert_allclose(exe(prepared, b), a @ b, rtol=1e-4, atol=1e-3)
+    if op == "sddmm":
+        got = exe(prepared, b, b).to_scipy().toarray()
+        np.testing.assert_allclose(got, a.multiply(b @ b.T).toarray(), rtol=1e-4, atol=1e-3)
+    else:
+        np.testing.assert_allclose(exe(prepared, b), a @ b, rtol=1e-4, atol=1e-3)
 
 
 def test_forced_and_compiled_schedules_are_kept(exes) -> None:

@@ -155,3 +155,60 @@ def test_ptx_adds_atomically() -> None:
     ptx = "".join(p.read_text() for p in exe.directory.glob("*.ptx"))
     assert "atom.global.add.f32" in ptx or "red.global.add.f32" in ptx
     assert exe.manifest["device"] == "cuda:sm_90"
+
+
+@pytest.fixture(scope="module")
+def sddmm_split() -> sparsecomp.Executable:
+    return sparsecomp.compile(
+        EXAMPLES / "sddmm.mlir", "cuda-emu:sm_90", gpu_balance="nonzeros", profile=True
+    )
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    st.integers(0, 70),
+    st.integers(1, 50),
+    st.integers(1, 40),
+    st.lists(st.sampled_from([0, 0, 1, 2, 5, 9, 40, 200]), min_size=1, max_size=6),
+    st.integers(0, 2**16),
+)
+def test_sddmm_warps_share_entries(sddmm_split, rows, cols, k, lengths, seed) -> None:
+    """SDDMM split by entries equals scipy for any row lengths (empty rows, rows over
+    many warps, K not a multiple of the group's 8 lanes), with no atomics and no
+    address written by two blocks."""
+    a = _matrix(rows, cols, lengths, seed)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    y = rng.standard_normal((cols, k)).astype(np.float32)
+    prof = sddmm_split.profile(a, x, y)
+    got = prof.result.to_scipy().tocsr()
+    want = a.multiply(x @ y.T).tocsr()
+    np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=1e-4, atol=1e-4)
+    assert prof.atomics == 0
+    assert prof.races == 0
+
+
+def test_sddmm_split_evens_out_the_warps(sddmm_split) -> None:
+    """One row of 600 entries among rows of 3: by rows one warp walks it all; split,
+    the busiest warp does about what the others do."""
+    a = _matrix(200, 700, [600] + [3] * 199, 7)
+    rows = sparsecomp.compile(EXAMPLES / "sddmm.mlir", "cuda-emu:sm_90", profile=True)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((200, 16)).astype(np.float32)
+    y = rng.standard_normal((700, 16)).astype(np.float32)
+    by_rows, split = rows.profile(a, x, y), sddmm_split.profile(a, x, y)
+    assert by_rows.longest_warp > 20 * by_rows.mean_warp
+    assert split.longest_warp < 3 * split.mean_warp
+    assert split.longest_warp * 10 < by_rows.longest_warp
+
+
+@pytest.mark.skipif(ptxas() is None, reason="ptxas is not installed")
+def test_sddmm_split_ptx_has_no_atomics() -> None:
+    """SDDMM's split writes each entry once: shuffles for the dot products, no atomics,
+    and ptxas assembles it (a cubin beside the PTX)."""
+    exe = sparsecomp.compile(EXAMPLES / "sddmm.mlir", "cuda:sm_90", gpu_balance="nonzeros")
+    ptx = "".join(p.read_text() for p in exe.directory.glob("*.ptx"))
+    assert "shfl.sync.bfly" in ptx
+    assert "atom." not in ptx
+    assert "red." not in ptx
+    assert list(exe.directory.glob("*.cubin"))

@@ -41,7 +41,7 @@ small matrices and takes ``Profile.h100_seconds``, the roofline of the
 sectors it counts): no GPU is needed, and the choice follows the schedule
 the CUDA back end really emits (ELL buckets a lane per slot, BSR blocks on
 a warp, n:m where it holds). Dense is not a GPU candidate. Where CSR is
-chosen for SpMV or SpMM, ``Choice.balance`` also says which schedule its
+chosen for SpMV, SpMM or SDDMM, ``Choice.balance`` also says which schedule its
 kernel takes, by rows or with the entries split evenly
 (:mod:`sparsecomp.formats.gpu_balance`: split where the row lengths vary
 widely), and ``exe.prepare`` builds that variant.
@@ -102,7 +102,7 @@ class Choice:
     #: seconds per call measured on a sample of the matrix, for the layouts timed
     #: (``exe.prepare`` on a CPU: :mod:`sparsecomp.runtime.tournament`); empty: none
     measured: dict[str, float] = field(default_factory=dict)
-    #: the GPU schedule of a CSR SpMV or SpMM (``gpu_balance``: ``"rows"`` or
+    #: the GPU schedule of a CSR SpMV, SpMM or SDDMM (``gpu_balance``: ``"rows"`` or
     #: ``"nonzeros"``, :mod:`sparsecomp.formats.gpu_balance`); None elsewhere
     balance: str | None = None
 

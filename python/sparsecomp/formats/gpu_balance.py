@@ -1,11 +1,13 @@
-"""Which GPU schedule a CSR row sum takes on a matrix: its rows, or its entries split evenly.
+"""Which GPU schedule a CSR kernel takes on a matrix: by its rows, or its entries split evenly.
 
-The CUDA schedule gives each row of SpMV 8 lanes and each row of SpMM a
-warp (``balance="rows"``), or gives every thread (SpMV) or warp (SpMM) an
-equal share of the entries, with atomic adds where a row spans shares
-(``balance="nonzeros"``, :mod:`sparsecomp.transforms._nonzero_split`). By
-rows, the warp with the longest row finishes last; split, every call pays
-a binary search per share, a zero fill and the atomics.
+The CUDA schedule gives each row of SpMV 8 lanes and each row of SpMM and
+SDDMM a warp (``balance="rows"``), or gives every thread (SpMV) or warp
+(SpMM, SDDMM) an equal share of the entries (``balance="nonzeros"``:
+:mod:`sparsecomp.transforms._nonzero_split`, with atomic adds where a row
+spans shares; :mod:`sparsecomp.transforms._entry_split` for SDDMM, whose
+entries are written once each). By rows, the warp with the longest row
+finishes last; split, every call pays binary searches per share, and SpMV
+and SpMM a zero fill and the atomics.
 
 The rule: split where the row lengths' coefficient of variation (standard
 deviation over mean) is at least :data:`SPLIT_FROM_CV`. It comes from the
@@ -13,12 +15,13 @@ estimate calibrated on the H100 (:mod:`sparsecomp.runtime.gpu_model`) over
 the 19 matrices of the GPU benchmark, both schedules profiled: every matrix
 with a spread of 2 or more (R-MAT 2^16 and 2^20, email-Enron, ca-HepPh,
 wiki-Vote, memplus, rajat01: 2.4-9.2) was estimated faster split (SpMV
-1.1-6.2x, SpMM 1.3-6.8x), every other (0-1.9, p2p-Gnutella31 the highest)
-faster by rows or within 1.0-1.14x of the split (split 0.2-1.14x; the one
-above 1.01, block16's SpMM at K=32). These are estimates, not GPU
+1.1-6.2x, SpMM 1.3-6.8x, SDDMM 1.7-7.9x), every other (0-1.9,
+p2p-Gnutella31 the highest) faster by rows or within 1.0-1.14x of the split
+(split 0.2-1.14x; the one above 1.02, block16's SpMM at K=32). These are
+estimates, not GPU
 times (the profile counts no cache, which may make the split look worse on
 even rows than it is); ``benchmarks/cuda.py`` on a GPU times both
-schedules on every matrix (``spmv-split``, ``spmm-split``) to check it.
+schedules (``spmv-split``, ``spmm-split``, ``sddmm-split``) to check it.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from sparsecomp.formats.stats import MatrixStats
 
 #: Split by entries from this coefficient of variation of the row lengths.
 SPLIT_FROM_CV = 2.0
-#: The ops whose CSR kernel the split applies to (a row sum stored to its row).
-OPS = ("spmv", "spmm")
+#: The ops whose CSR kernel has the split (a row sum stored to its row, a dot product
+#: per entry).
+OPS = ("spmv", "spmm", "sddmm")
 
 
 def row_length_spread(stats: MatrixStats) -> float:

@@ -398,7 +398,7 @@ class Executable:
         variant is compiled on first need (needs the executable's source: one from
         ``sparsecomp.compile``) and cached like any kernel.
 
-        On a GPU (``cuda:`` and ``cuda-emu:`` executables), a CSR SpMV or SpMM also
+        On a GPU (``cuda:`` and ``cuda-emu:`` executables), a CSR SpMV, SpMM or SDDMM also
         gets its schedule chosen for the matrix (``Prepared.balance``: by rows, or
         its entries split evenly where the row lengths vary widely,
         :mod:`sparsecomp.formats.gpu_balance`), unless the executable was compiled

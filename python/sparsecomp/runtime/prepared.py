@@ -48,7 +48,7 @@ class Prepared:
     variant: Any
     #: the argument it stands for
     argument: int
-    #: on a GPU, the variant's schedule for a CSR SpMV or SpMM (``"rows"`` or
+    #: on a GPU, the variant's schedule for a CSR SpMV, SpMM or SDDMM (``"rows"`` or
     #: ``"nonzeros"``, :mod:`sparsecomp.formats.gpu_balance`); None elsewhere
     balance: str | None = None
 
@@ -137,8 +137,8 @@ def prepare(
                 LOG.info("sparsecomp: %s(%s): csr on the GPU: %s", signature.name, op, why)
     elif balance == "nonzeros":
         raise SparsecompError(
-            f"prepare(): balance='nonzeros' splits a CSR SpMV's or SpMM's entries on a GPU, "
-            f"not {op} over {name}"
+            "prepare(): balance='nonzeros' splits a CSR SpMV's, SpMM's or SDDMM's entries on "
+            f"a GPU, not {op} over {name}"
         )
     else:
         balance = None

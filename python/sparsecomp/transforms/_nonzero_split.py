@@ -280,11 +280,16 @@ def _add(value: ir.Value, output: ir.Value, at: list[ir.Value], writes: ir.Value
         scf.YieldOp([])
 
 
-def _search(position: Callable[[ir.Value], ir.Value], entry: ir.Value, rows: ir.Value) -> ir.Value:
+def _search(
+    position: Callable[[ir.Value], ir.Value],
+    entry: ir.Value,
+    rows: ir.Value,
+    start: ir.Value | None = None,
+) -> ir.Value:
     """The row holding ``entry``: the largest ``r < rows`` with ``pos[r] <= entry``
-    (``pos[0] = 0 <= entry < pos[rows]``), by halving ``[0, rows)``."""
+    (``pos[start] <= entry < pos[rows]``), by halving ``[start, rows)`` (``start``: 0)."""
     index = ir.IndexType.get()
-    search = scf.WhileOp([index, index], [_const(0), rows])
+    search = scf.WhileOp([index, index], [start if start is not None else _const(0), rows])
     before = search.before.blocks.append(index, index)
     with ir.InsertionPoint(before):
         lo, hi = before.arguments

@@ -10,6 +10,7 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.ir.walk import defined_within
 from sparsecomp.lowering import hints
+from sparsecomp.transforms._entry_split import balanced_form, map_entries_balanced
 from sparsecomp.transforms._lane_dot import entry_sum, map_sum_entries
 from sparsecomp.transforms._lane_reduction import map_sum_rows, static_lanes, sum_loop
 from sparsecomp.transforms._nonzero_split import form, split
@@ -172,7 +173,11 @@ class GpuMapLoopsPass(SparsecompPass):
       first, by a launch of its own, unless the sum starts from it), so the
       longest row no longer sets the time; where the row's body is a loop
       over output columns with such a sum (SpMM), a warp takes each share
-      and its lanes 32 columns (:mod:`._nonzero_split`).
+      and its lanes 32 columns (:mod:`._nonzero_split`); where it is SDDMM's
+      (a dot product per entry, stored at the entry), a warp takes each
+      share, 4 entries at a time on groups of 8 lanes as by rows, each
+      group finding its entry's row by a binary search (:mod:`._entry_split`:
+      no atomics, each entry written once).
 
     A nest of several dimensions (a 2-D output's fill, which stayed on the
     host before) is first a row loop over its first dimension with a loop
@@ -263,6 +268,9 @@ class GpuMapLoopsPass(SparsecompPass):
         blocks = (self.column_lanes, self.rows_per_column_block) if self.columns else None
         if blocks is None or _column_loop(loop) is None:
             dots = entry_sum(loop) if self.reduction_lanes else None
+            if dots is not None and self.balance == "nonzeros":
+                if (bounds := balanced_form(loop, dots[0])) is not None:
+                    return map_entries_balanced(loop, *dots, *bounds, _parallel)
             if dots is not None:
                 return map_sum_entries(loop, *dots, _parallel)
         return self._map(loop, self.rows_per_block, blocks)

@@ -385,6 +385,59 @@ func.func @entry_dots_shifted(%pos: memref<?xindex>, %crd: memref<?xindex>, %x: 
 
 // -----
 
+// balance=nonzeros on SDDMM's form: warp w (4 a block, as many as rows) takes
+// entries [w E, w E + E), E = ceil(pos[m] / warps), finds the rows of its
+// first and last entries by halving, and walks its entries 4 at a time as by
+// rows, each group of 8 lanes finding its entry's row by halving between
+// those two and reading x at that row; each entry is stored once (no atomics).
+// SPLIT-LABEL: func.func @entry_dots_balanced
+// SPLIT-SAME: (%[[POS:.*]]: memref<?xindex>, %[[CRD:.*]]: memref<?xindex>, %[[X:.*]]: memref<?x?xf32>, %[[Y:.*]]: memref<?x?xf32>, %[[OUT:.*]]: memref<?xf32>, %[[M:.*]]: index, %[[K:.*]]: index)
+// SPLIT: %[[BLOCKS:.*]] = arith.ceildivsi %[[M]], %c4
+// SPLIT: %[[WARPS:.*]] = arith.muli %[[BLOCKS]], %c4
+// SPLIT: scf.parallel (%[[L:.*]], %{{.*}}) = (%{{.*}}, %{{.*}}) to (%c32{{[_0-9]*}}, %c4{{[_0-9]*}})
+// SPLIT: %[[NNZ:.*]] = memref.load %[[POS]][%[[M]]]
+// SPLIT: %[[E:.*]] = arith.ceildivui %[[NNZ]], %[[WARPS]]
+// SPLIT: %[[BEGIN:.*]] = arith.minui %{{.*}}, %[[NNZ]]
+// SPLIT: %[[END:.*]] = arith.minui %{{.*}}, %[[NNZ]]
+// SPLIT: %[[LOW:.*]]:2 = scf.while
+// SPLIT: %[[HIGH:.*]]:2 = scf.while
+// SPLIT: %[[TOP:.*]] = arith.addi %[[HIGH]]#0, %c1
+// SPLIT: scf.for %[[P:.*]] = %[[BEGIN]] to %[[END]] step %c4
+// SPLIT: %[[OWN:.*]] = arith.addi %[[P]], %{{.*}}
+// SPLIT: %[[THERE:.*]] = arith.cmpi ult, %[[OWN]], %[[END]]
+// SPLIT: %[[ENTRY:.*]] = arith.select %[[THERE]], %[[OWN]], %[[P]]
+// SPLIT: %[[ROW:.*]]:2 = scf.while (%{{.*}} = %[[LOW]]#0, %{{.*}} = %[[TOP]])
+// SPLIT: memref.load %[[CRD]][%[[ENTRY]]]
+// SPLIT: vector.load %[[X]][%[[ROW]]#0, %{{.*}}]
+// SPLIT: gpu.shuffle  xor
+// SPLIT-NOT: memref.atomic_rmw
+// SPLIT: memref.store %{{.*}}, %[[OUT]][%[[ENTRY]]]
+func.func @entry_dots_balanced(%pos: memref<?xindex>, %crd: memref<?xindex>, %x: memref<?x?xf32>, %y: memref<?x?xf32>, %out: memref<?xf32>, %m: index, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %lo = memref.load %pos[%i] : memref<?xindex>
+    %i1 = arith.addi %i, %c1 : index
+    %hi = memref.load %pos[%i1] : memref<?xindex>
+    scf.for %p = %lo to %hi step %c1 {
+      %j = memref.load %crd[%p] : memref<?xindex>
+      %init = memref.load %out[%p] : memref<?xf32>
+      %s = scf.for %kk = %c0 to %k step %c1 iter_args(%acc = %init) -> (f32) {
+        %xv = memref.load %x[%i, %kk] : memref<?x?xf32>
+        %yv = memref.load %y[%j, %kk] : memref<?x?xf32>
+        %t = arith.mulf %xv, %yv : f32
+        %a = arith.addf %acc, %t : f32
+        scf.yield %a : f32
+      }
+      memref.store %s, %out[%p] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
 // balance=nonzeros: SpMV's entries shared out evenly. A zero fill of y first
 // (its own launch), then 128 threads a block, ceil(m / 128) blocks: thread t
 // takes entries [t E, t E + E), E = ceil(pos[m] / threads), finds its first
