@@ -68,24 +68,21 @@ except ImportError:  # the cuda extra is not installed: the GPU mode says so
 sys.path.insert(0, str(HERE))
 
 import matrices  # noqa: E402
-from cuda_programs import BLOCKED, BSR_SPMM, HYB_SPMV, NM_SPMM, POWER_LAW, TWO_FOUR  # noqa: E402
+from cuda_programs import (  # noqa: E402
+    BLOCKED,
+    BSR_SPMM,
+    HYB_SPMV,
+    NM_SPMM,
+    POWER_LAW,
+    TWO_FOUR,
+    operands,
+)
 
 import sparsecomp  # noqa: E402
 from sparsecomp.runtime.gpu_model import estimate_seconds  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 KERNELS = ("spmv", "spmm", "sddmm")
-
-
-def _operands(name: str, a: sp.csr_matrix, k: int, rng: np.random.Generator) -> tuple:
-    m, n = a.shape
-    if name == "spmv":
-        return (a, rng.standard_normal(n).astype(np.float32))
-    if name == "spmm":
-        return (a, rng.standard_normal((n, k)).astype(np.float32))
-    x = rng.standard_normal((m, k)).astype(np.float32)
-    y = rng.standard_normal((n, k)).astype(np.float32)
-    return (a, x, y)
 
 
 def _reference(name: str, args: tuple) -> np.ndarray:
@@ -190,23 +187,23 @@ def main(argv: list[str] | None = None) -> int:
     for spec in specs:
         a = spec.build()
         for kernel in KERNELS:
-            operands = _operands(kernel, a, args.k, rng)
-            want = _reference(kernel, operands)
+            inputs = operands(kernel, a, args.k, rng)
+            want = _reference(kernel, inputs)
             profiles = {}
             for columns in (True, False):
-                prof = exes[(kernel, columns)].profile(*operands)
+                prof = exes[(kernel, columns)].profile(*inputs)
                 np.testing.assert_allclose(_dense(prof.result), want, rtol=1e-3, atol=1e-3)
                 profiles[columns] = prof
             lines.append(_row(kernel, spec.name, profiles[True], profiles[False]))
             if kernel == "spmv" and spec.name in POWER_LAW:
                 assert hyb is not None
-                a_op, x_op = operands
+                a_op, x_op = inputs
                 prof = hyb.profile(a_op, x_op, np.zeros(a_op.shape[0], np.float32))
                 np.testing.assert_allclose(prof.result, want, rtol=1e-3, atol=1e-3)
                 lines.append(_row("spmv-hyb", spec.name, prof, profiles[False]))
             if kernel == "spmm" and spec.name in BLOCKED:
                 assert bsr is not None
-                prof = bsr.profile(*operands)
+                prof = bsr.profile(*inputs)
                 # tf32 inputs: within tf32's precision of the exact product.
                 scale = 1 + np.abs(want).max()
                 np.testing.assert_allclose(prof.result, want, rtol=0, atol=4e-3 * scale)

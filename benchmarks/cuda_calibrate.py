@@ -65,16 +65,6 @@ def _specs(chosen: set[str]) -> list[Any]:
     return [s for s in specs if not chosen or s.name in chosen]
 
 
-def _operands(op: str, a: Any, k: int | None, rng: np.random.Generator) -> tuple:
-    m, n = a.shape
-    if op == "spmv":
-        return (a, rng.standard_normal(n).astype(np.float32))
-    if op == "spmm":
-        return (a, rng.standard_normal((n, k)).astype(np.float32))
-    return (a, rng.standard_normal((m, k)).astype(np.float32),
-            rng.standard_normal((n, k)).astype(np.float32))  # fmt: skip
-
-
 def _check(op: str, args: tuple, result: Any) -> None:
     if op == "sddmm":  # at the stored entries only (x @ y.T is too large to form)
         a, x, y = args
@@ -104,6 +94,8 @@ def _profile(exe: Any, args: tuple, max_records: int) -> Any:
 
 
 def profile(argv: argparse.Namespace) -> int:
+    from cuda_programs import operands
+
     import sparsecomp
 
     chosen = set(filter(None, argv.matrices.split(",")))
@@ -120,7 +112,7 @@ def profile(argv: argparse.Namespace) -> int:
     for spec in _specs(chosen):
         a = spec.build()
         for op, k in cases:
-            args = _operands(op, a, k, rng)
+            args = operands(op, a, k, rng)
             started = time.perf_counter()
             prof = _profile(exes[op], args, argv.max_records)
             _check(op, args, prof.result)

@@ -1,6 +1,24 @@
-"""The programs of benchmarks/cuda.py beyond the examples: BSR on tensor cores, 2:4 f16."""
+"""The programs of benchmarks/cuda.py beyond the examples (BSR on tensor cores, 2:4 f16),
+and the examples' operands."""
 
 from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def operands(op: str, a: Any, k: int | None, rng: np.random.Generator) -> tuple:
+    """``examples/<op>.mlir``'s arguments for the matrix ``a``: SpMV ``(a, x)``, SpMM ``(a,
+    B)`` with ``k`` columns, SDDMM ``(a, X, Y)`` with ``k``; float32, standard normal."""
+    m, n = a.shape
+    if op == "spmv":
+        return (a, rng.standard_normal(n).astype(np.float32))
+    if op == "spmm":
+        return (a, rng.standard_normal((n, k)).astype(np.float32))
+    return (a, rng.standard_normal((m, k)).astype(np.float32),
+            rng.standard_normal((n, k)).astype(np.float32))  # fmt: skip
+
 
 #: SpMM with the matrix as 16x16 blocks: tensor cores on a CUDA target.
 BSR_SPMM = """

@@ -40,14 +40,11 @@ def _matrix(m: int, n: int, seed: int) -> sp.csr_matrix:
 
 
 def _args(op: str, a: sp.csr_matrix, k: int, seed: int) -> tuple:
+    """The example's arguments: ``a`` and its dense operands, standard normal."""
     rng = np.random.default_rng(seed)
     m, n = a.shape
-    if op == "spmv":
-        return (a, rng.standard_normal(n).astype(np.float32))
-    if op == "spmm":
-        return (a, rng.standard_normal((n, k)).astype(np.float32))
-    return (a, rng.standard_normal((m, k)).astype(np.float32),
-            rng.standard_normal((n, k)).astype(np.float32))  # fmt: skip
+    shapes = {"spmv": [(n,)], "spmm": [(n, k)], "sddmm": [(m, k), (n, k)]}[op]
+    return (a, *(rng.standard_normal(shape).astype(np.float32) for shape in shapes))
 
 
 @pytest.mark.parametrize("op", ["spmv", "spmm", "sddmm"])
