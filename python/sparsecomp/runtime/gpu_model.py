@@ -75,7 +75,8 @@ def fit(features: Sequence[Mapping[str, float]], seconds: Sequence[float]) -> di
     fitted = [name for name in _PARAMETERS if name != "launch"]
 
     def model_of(logs: np.ndarray) -> dict[str, float]:
-        return {"launch": LAUNCH, **dict(zip(fitted, np.exp(logs)))}
+        # clipped: a trial step may go far (seconds per unit between e^-100 and e^10)
+        return {"launch": LAUNCH, **dict(zip(fitted, np.exp(np.clip(logs, -100.0, 10.0))))}
 
     def residuals(logs: np.ndarray) -> np.ndarray:
         model = model_of(logs)

@@ -197,10 +197,13 @@ def _ids(*columns: np.ndarray) -> tuple[np.ndarray, int]:
     """Per row of ``columns`` (equal-length int64 arrays), a dense id of its distinct
     tuple, and how many there are; each column is made dense first, so that the
     tuple packs into one int64 (addresses are up to 2^56, no two fit as they are)."""
-    key = np.zeros(len(columns[0]), np.int64)
+    key, size = np.zeros(len(columns[0]), np.int64), 1
     for column in columns:
         values, dense = np.unique(column, return_inverse=True)
-        key = key * len(values) + dense.reshape(-1)
+        if size * len(values) >= 1 << 62:  # the key would overflow: make it dense first
+            found, key = np.unique(key, return_inverse=True)
+            key, size = key.reshape(-1), len(found)
+        key, size = key * len(values) + dense.reshape(-1), size * len(values)
     values, dense = np.unique(key, return_inverse=True)
     return dense.reshape(-1), len(values)
 
