@@ -92,7 +92,7 @@ def prepare(
     """:class:`Prepared` for ``signature``'s sparse argument (see the module); ``variant_for``
     returns the function compiled for a layout name and a GPU schedule (``balance``;
     None: the executable's own). ``balance`` forces the schedule; else a GPU's CSR
-    SpMV or SpMM takes the one the choice gives."""
+    SpMV, SpMM or SDDMM takes the one the choice gives."""
     import scipy.sparse as sp  # type: ignore[import-untyped]
 
     op, argument = infer_op(signature)
