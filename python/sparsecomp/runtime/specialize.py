@@ -181,7 +181,11 @@ class Specializer:
 
     def pick(self, args: tuple[Any, ...]) -> Any:
         """The variant function for ``args``' index widths, or None (call this one)."""
-        if not self.sparse or len(args) < len(self.sparse) or not knobs.specialize():
+        if not self.sparse or len(args) < len(self.sparse):
+            return None
+        if not any(_host_sparse(args[i]) for i, _ in self.sparse if i < len(args)):
+            return None  # device tensors, prepared operands: nothing to specialize for
+        if not knobs.specialize():
             return None
         rules = {}
         guards = []
@@ -382,3 +386,10 @@ class SizeSpecializer:
         if variant is not None:
             variant.sizes = None  # sized already: its calls go straight to it
         return variant
+
+
+def _host_sparse(value: Any) -> bool:
+    """Whether ``value`` is a sparse operand whose index widths can call for a variant:
+    a SparseTensor or a scipy matrix (not a GPU's DeviceTensor, whose layout is the
+    argument's already)."""
+    return type(value) is SparseTensor or hasattr(value, "indptr") or hasattr(value, "row")
