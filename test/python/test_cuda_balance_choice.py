@@ -124,3 +124,22 @@ def test_bad_balances_are_refused(exes) -> None:
     host = sparsecomp.compile(EXAMPLES / "spmv.mlir")
     with pytest.raises(SparsecompError, match="chooses a GPU schedule"):
         host.prepare(a, balance="nonzeros")
+
+
+def test_a_loaded_executable_reports_its_own_schedule(tmp_path) -> None:
+    """A saved GPU executable keeps its schedule in the manifest; loaded (no variants to
+    compile), prepare reports that one whatever the matrix."""
+    uneven, even = _power_law(800, 8), _even(800, 9)
+    for balance in ("rows", "nonzeros"):
+        exe = sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_90", gpu_balance=balance)
+        exe.save(tmp_path / balance)
+        loaded = sparsecomp.load(tmp_path / balance)
+        assert loaded.manifest["gpu_balance"] == balance
+        for a in (uneven, even):
+            prepared = loaded.prepare(a)
+            assert prepared.balance == balance
+            assert prepared.variant is loaded.functions["spmv"]
+            x = np.ones(800, np.float32)
+            np.testing.assert_allclose(loaded(prepared, x), a @ x, rtol=1e-4, atol=1e-3)
+    plain = sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_90")
+    assert "gpu_balance" not in plain.manifest

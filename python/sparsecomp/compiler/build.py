@@ -73,6 +73,15 @@ def _add_device(out: Path, device: CudaTarget, kernels: list[dict[str, Any]]) ->
     path.write_text(json.dumps(manifest, indent=1))
 
 
+def _add_balance(out: Path, balance: str) -> None:
+    """The manifest's ``gpu_balance``: the schedule a GPU build's row loops took (what
+    ``exe.prepare`` reports for a loaded executable, which compiles no other)."""
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(gpu_balance=balance)
+    path.write_text(json.dumps(manifest, indent=1))
+
+
 def _add_emulated(out: Path, device: CudaTarget) -> None:
     """The manifest's ``emulates`` (``cuda:sm_80``): the GPU whose schedule a
     ``cuda-emu`` build runs, whose cost model ``exe.prepare`` then uses."""
@@ -350,5 +359,7 @@ def build(
         _add_device(out, device, kernels)
     if emulate is not None:
         _add_emulated(out, emulate)
+    if (device is not None or emulate is not None) and "gpu_balance" in options:
+        _add_balance(out, options["gpu_balance"])
     if progress:
         progress("so", time.perf_counter() - started)

@@ -414,7 +414,8 @@ class Executable:
             target = self.functions[function]
         own = target.signature
 
-        own_balance = self.compile_options.get("gpu_balance", "rows")
+        manifest = self._manifest_of(own.name)
+        own_balance = manifest.get("gpu_balance") or self.compile_options.get("gpu_balance", "rows")
 
         def variant_for(name: str, schedule: str | None = None) -> Function:
             _, argument = infer_op(own)
@@ -447,7 +448,6 @@ class Executable:
                     own.name,
                     declared,
                 )
-        manifest = self._manifest_of(own.name)
         device = manifest.get("device") or manifest.get("emulates") or "host"
         if balance is not None and device == "host":
             raise SparsecompError(
