@@ -24,10 +24,9 @@ from typing import Any
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from sparsecomp.ir.walk import defined_within, preorder
 from sparsecomp.transforms._lane_dot import ENTRIES, GROUP, LANES, ROWS_PER_BLOCK, _split
 from sparsecomp.transforms._lane_reduction import _const, _ops
-from sparsecomp.transforms._nonzero_split import _constant, _position, _search
+from sparsecomp.transforms._nonzero_split import _constant, _search, reads_only, row_bounds
 
 Parallel = Callable[[list[ir.Value], tuple[str, ...]], tuple[ir.Operation, list[Any]]]
 
@@ -43,23 +42,10 @@ def balanced_form(
     if _constant(parallel.operands[0]) != 0 or _constant(parallel.operands[2]) != 1:
         return None
     row = parallel.regions[0].blocks[0].arguments[0]
-    first, last = _position(entries.operands[0]), _position(entries.operands[1])
-    if first is None or last is None or first[:2] != last[:2] or first[2] != row:
+    bounds = row_bounds(entries, row)
+    if bounds is None or not reads_only(entries, [row], parallel):
         return None
-    if _constant(entries.operands[2]) != 1:
-        return None
-    bump = last[2].owner
-    if isinstance(bump, ir.Block) or bump.name != "arith.addi" or row not in list(bump.operands):
-        return None
-    if not any(_constant(v) == 1 for v in bump.operands):
-        return None
-    for op in _ops(entries.regions[0].blocks[0]):
-        for value in (v for inner in preorder(op) for v in inner.operands):
-            if value == row or defined_within(value, entries):
-                continue
-            if defined_within(value, parallel):
-                return None
-    return first[0], first[1]
+    return bounds
 
 
 def map_entries_balanced(

@@ -121,15 +121,8 @@ def form(parallel: ir.Operation) -> _Form | None:
     if len(loops) != 1 or not sums(loops[0]) or not _reads_only(body[: body.index(loops[0])]):
         return None
     loop = loops[0]
-    if _constant(loop.operands[2]) != 1:
-        return None
-    first, last = _position(loop.operands[0]), _position(loop.operands[1])
-    if first is None or last is None or first[:2] != last[:2] or first[2] != row:
-        return None
-    bump = _owner(last[2])
-    if bump is None or bump.name != "arith.addi" or row not in list(bump.operands):
-        return None
-    if not any(_constant(v) == 1 for v in bump.operands):
+    span = row_bounds(loop, row)
+    if span is None:
         return None
     after = body[body.index(loop) + 1 : -1]
     if len(after) != 1 or after[0].name != "memref.store":
@@ -151,16 +144,37 @@ def form(parallel: ir.Operation) -> _Form | None:
             return None
         accumulates = True
     # the sum's body may read the row's (and column's) index, nothing else of the row body
+    if not reads_only(loop, place, parallel):
+        return None
+    return _Form(loop, *span, output, accumulates, column)
+
+
+def row_bounds(loop: ir.Operation, row: ir.Value) -> tuple[ir.Value, str | None] | None:
+    """``(positions, cast)`` where ``loop`` runs from ``pos[row]`` to ``pos[row + 1]``
+    step 1 (each bound cast to ``index`` by ``cast``, if any); else None."""
+    if _constant(loop.operands[2]) != 1:
+        return None
+    first, last = _position(loop.operands[0]), _position(loop.operands[1])
+    if first is None or last is None or first[:2] != last[:2] or first[2] != row:
+        return None
+    bump = _owner(last[2])
+    if bump is None or bump.name != "arith.addi" or row not in list(bump.operands):
+        return None
+    if not any(_constant(v) == 1 for v in bump.operands):
+        return None
+    return first[0], first[1]
+
+
+def reads_only(loop: ir.Operation, allowed: list[ir.Value], parallel: ir.Operation) -> bool:
+    """Whether ``loop``'s body reads no value defined in ``parallel`` (the row loop) but
+    ``allowed`` and its own."""
     for op in _ops(loop.regions[0].blocks[0]):
-        for value in _all_operands(op):
-            if value in place or defined_within(value, loop) or not defined_within(value, parallel):
+        for value in (v for inner in preorder(op) for v in inner.operands):
+            if value in allowed or defined_within(value, loop):
                 continue
-            return None
-    return _Form(loop, first[0], first[1], output, accumulates, column)
-
-
-def _all_operands(op: ir.Operation) -> list[ir.Value]:
-    return [value for inner in preorder(op) for value in inner.operands]
+            if defined_within(value, parallel):
+                return False
+    return True
 
 
 def _const(value: int) -> ir.Value:
