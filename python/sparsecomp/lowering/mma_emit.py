@@ -3,25 +3,31 @@
 Used by :mod:`.mma_kernels` (BSR) and :mod:`.mma_sp_kernels` (2:4).
 
 :class:`Emitter` numbers SSA values and caches index constants; the
-functions read and write the f32 accumulator fragment of an ``m16n8``
-MMA (``c0, c1`` at row ``group``, columns ``2 thread`` and ``2 thread +
-1``; ``c2, c3`` eight rows below: the PTX ISA's layout, the same for every
-``m16n8kK`` shape), two adjacent columns per lane with a mask at the
-matrix edge, and load dense operands with a guard.
+functions read and write the accumulator fragment of an ``m16n8`` MMA
+(``c0, c1`` at row ``group``, columns ``2 thread`` and ``2 thread + 1``;
+``c2, c3`` eight rows below: the PTX ISA's layout, the same for every
+``m16n8kK`` shape and for f32 and f16 accumulators), two adjacent columns
+per lane with a mask at the matrix edge, and load dense operands with a
+guard.
 """
 
 from __future__ import annotations
 
 from sparsecomp.targets.fragments import Fragment
 
-ACC = "vector<2x2xf32>"
-
 
 class Emitter:
-    """SSA-numbered MLIR lines, with cached index constants."""
+    """SSA-numbered MLIR lines, with cached index constants.
 
-    def __init__(self, element: str) -> None:
+    ``element`` is the inputs' element type, ``acc`` the accumulator's
+    (f32, or f16 where the product's result is f16).
+    """
+
+    def __init__(self, element: str, acc: str = "f32") -> None:
         self.el = element
+        self.acc = acc
+        #: The type of one MMA tile's accumulator fragment.
+        self.acc_vector = f"vector<2x2x{acc}>"
         self.lines: list[str] = []
         #: Index constants, emitted at the top of the function (so every region sees them).
         self.prologue: list[str] = []
@@ -88,32 +94,33 @@ def pair_mask(e: Emitter, col: str, n: str) -> str:
 def accumulator(e: Emitter, first_row: str, col0: str, m: str, n: str) -> str:
     """This lane's C fragment of the 16 x 8 tile at (first_row, col0), read from cin."""
     col = e.add(col0, e.mul(e.thread, 2))
-    zero2 = e("arith.constant dense<0.0> : vector<2xf32>")
+    pair = f"vector<2x{e.acc}>"
+    zero2 = e(f"arith.constant dense<0.0> : {pair}")
     halves = []
     for half in (0, 8):
         row = e.add(e.add(first_row, e.group), half)
         mask = pair_mask(e, col, n)
-        name = e(f"scf.if {e.below(row, m)} -> (vector<2xf32>) {{")
+        name = e(f"scf.if {e.below(row, m)} -> ({pair}) {{")
         e.indent += 2
-        loaded = e(f"vector.maskedload %cin[{row}, {col}], {mask}, {zero2} : memref<?x?xf32>, "
-                   "vector<2xi1>, vector<2xf32> into vector<2xf32>")  # fmt: skip
-        e.raw(f"scf.yield {loaded} : vector<2xf32>")
-        e.end(f"}} else {{\n  scf.yield {zero2} : vector<2xf32>\n}}")
+        loaded = e(f"vector.maskedload %cin[{row}, {col}], {mask}, {zero2} : "
+                   f"memref<?x?x{e.acc}>, vector<2xi1>, {pair} into {pair}")  # fmt: skip
+        e.raw(f"scf.yield {loaded} : {pair}")
+        e.end(f"}} else {{\n  scf.yield {zero2} : {pair}\n}}")
         halves.append(name)
-    parts = [e(f"vector.extract {h}[{i}]", "f32 from vector<2xf32>") for h in halves
+    parts = [e(f"vector.extract {h}[{i}]", f"{e.acc} from {pair}") for h in halves
              for i in (0, 1)]  # fmt: skip
-    return e(f"vector.from_elements {', '.join(parts)}", ACC)
+    return e(f"vector.from_elements {', '.join(parts)}", e.acc_vector)
 
 
 def store(e: Emitter, acc: str, first_row: str, col0: str, m: str, n: str) -> None:
     col = e.add(col0, e.mul(e.thread, 2))
     for register, half in ((0, 0), (1, 8)):
         row = e.add(e.add(first_row, e.group), half)
-        pair = e(f"vector.extract {acc}[{register}]", f"vector<2xf32> from {ACC}")
+        pair = e(f"vector.extract {acc}[{register}]", f"vector<2x{e.acc}> from {e.acc_vector}")
         mask = pair_mask(e, col, n)
         e.begin(f"scf.if {e.below(row, m)} {{")
-        e.raw(f"vector.maskedstore %out[{row}, {col}], {mask}, {pair} : memref<?x?xf32>, "
-              "vector<2xi1>, vector<2xf32>")  # fmt: skip
+        e.raw(f"vector.maskedstore %out[{row}, {col}], {mask}, {pair} : memref<?x?x{e.acc}>, "
+              f"vector<2xi1>, vector<2x{e.acc}>")  # fmt: skip
         e.end()
 
 

@@ -23,7 +23,8 @@ MMA's ``k``) with one ``gpu.launch`` whose warps issue ``nvgpu.mma.sync``:
 f32 operands run as tf32 (``m16n8k8``): each lane rounds its A and B
 elements to tf32 (to nearest, ties away: what ``cvt.rna.tf32.f32`` does)
 before the MMA, which accumulates in f32. f16 operands use ``m16n8k16``
-with f32 accumulation.
+and accumulate in f32, or in f16 where the product's result is f16 (the
+MMA's f16 accumulator: ``cin`` and ``out`` are then f16).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 
 from sparsecomp.lowering.mma_emit import (
-    ACC,
     Emitter,
     accumulator,
     guarded_load,
@@ -54,6 +54,8 @@ class BsrMma:
     crd: str
     warps: int = 4
     tiles: int = 4
+    #: The accumulator's (and ``cin``'s, ``out``'s) element type: f32, or f16 for f16 inputs.
+    acc: str = "f32"
 
     @property
     def shape(self) -> MmaShape:
@@ -61,6 +63,8 @@ class BsrMma:
 
     def supported(self) -> str | None:
         """None, or why this block shape does not map onto the MMA."""
+        if self.acc != "f32" and (self.acc, self.element) != ("f16", "f16"):
+            return f"{self.element} products accumulate in f32 on the tensor cores, not {self.acc}"
         k = self.shape.k
         if self.rows % 16 or self.cols % k:
             return f"{self.rows}x{self.cols} blocks are not multiples of the 16x{k} MMA tile"
@@ -68,8 +72,9 @@ class BsrMma:
 
     @property
     def name(self) -> str:
+        acc = "" if self.acc == "f32" else f"_acc{self.acc}"
         return (
-            f"__sparse_iter_bsr_mma_{self.rows}x{self.cols}_{self.element}_"
+            f"__sparse_iter_bsr_mma_{self.rows}x{self.cols}_{self.element}{acc}_"
             f"{self.pos}_{self.crd}_w{self.warps}t{self.tiles}"
         )
 
@@ -91,12 +96,12 @@ def k_slots(shape: MmaShape) -> dict[int, int]:
 
 def bsr_spmm(spec: BsrMma) -> str:
     """The private function ``@spec.name(pos, crd, values, b, cin, out)``."""
-    e = Emitter(spec.element)
+    e = Emitter(spec.element, spec.acc)
     for v in (0, 1, 2, 3, 8, 16, 32):
         e.c(v)
     e.zero = e(f"arith.constant 0.0 : {spec.element}")
-    m = e(f"memref.dim %out, {e.c(0)}", "memref<?x?xf32>")
-    n = e(f"memref.dim %out, {e.c(1)}", "memref<?x?xf32>")
+    m = e(f"memref.dim %out, {e.c(0)}", f"memref<?x?x{spec.acc}>")
+    n = e(f"memref.dim %out, {e.c(1)}", f"memref<?x?x{spec.acc}>")
     k = e(f"memref.dim %b, {e.c(0)}", f"memref<?x?x{spec.element}>")
     mtiles = e.mul(e(f"arith.ceildivsi {m}, {e.c(spec.rows)}", "index"), spec.rows // 16)
     mtile = warp_launch(e, mtiles, n, spec.warps, spec.tiles)
@@ -113,9 +118,9 @@ def bsr_spmm(spec: BsrMma) -> str:
     e.count += 1
     carried = ", ".join(f"%acc{j} = {a}" for j, a in enumerate(accs))
     e.begin(f"{results}:{spec.tiles} = scf.for %p = {bounds[0]} to {bounds[1]} step {e.c(1)} "
-            f"iter_args({carried}) -> ({', '.join([ACC] * spec.tiles)}) {{")  # fmt: skip
+            f"iter_args({carried}) -> ({', '.join([e.acc_vector] * spec.tiles)}) {{")  # fmt: skip
     current = _block_product(e, spec, columns, row_in_block, k, n)
-    e.raw(f"scf.yield {', '.join(current)} : {', '.join([ACC] * spec.tiles)}")
+    e.raw(f"scf.yield {', '.join(current)} : {', '.join([e.acc_vector] * spec.tiles)}")
     e.end()
     for j, col0 in enumerate(columns):
         store(e, f"{results}#{j}", first_row, col0, m, n)
@@ -126,7 +131,7 @@ def bsr_spmm(spec: BsrMma) -> str:
     head = (
         f"func.func private @{spec.name}(%pos: memref<?x{spec.pos}>, %crd: memref<?x{spec.crd}>, "
         f"%values: memref<?x{spec.element}>, %b: memref<?x?x{spec.element}>, "
-        f"%cin: memref<?x?xf32>, %out: memref<?x?xf32>) {{"
+        f"%cin: memref<?x?x{spec.acc}>, %out: memref<?x?x{spec.acc}>) {{"
     )
     return e.function(head)
 
@@ -173,5 +178,6 @@ def _block_product(
             b = e(f"vector.from_elements {', '.join(b_elements)}", btype)
             tf32 = ", tf32Enabled" if el == "f32" else ""
             current[j] = e(f"nvgpu.mma.sync ({a}, {b}, {current[j]}) {{mmaShape = [16, 8, "
-                           f"{shape.k}]{tf32}}} : ({atype}, {btype}, {ACC}) -> {ACC}")  # fmt: skip
+                           f"{shape.k}]{tf32}}} : ({atype}, {btype}, {e.acc_vector}) -> "
+                           f"{e.acc_vector}")  # fmt: skip
     return current

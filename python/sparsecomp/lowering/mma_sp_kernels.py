@@ -25,7 +25,8 @@ things keep its global loads in whole 32-byte sectors:
   second tile).
 
 Per k tile the warp then issues ``nvgpu.mma.sp.sync`` (m16n8k16, sparsity
-selector 0, f32 accumulation) with the lanes' metadata word. Rows, groups
+selector 0, f32 accumulation, or f16 where the product's result is f16)
+with the lanes' metadata word. Rows, groups
 and columns past the matrix read zero (masked loads; the metadata is padded
 to whole tiles, and a k tile past the end gets padding indices) and stores
 past it are masked.
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sparsecomp.lowering.mma_emit import ACC, Emitter, warp_launch
+from sparsecomp.lowering.mma_emit import Emitter, warp_launch
 
 #: Groups of 4 columns per k tile of ``m16n8k16``, metadata words per tile.
 GROUPS_PER_TILE, WORDS_PER_TILE = 4, 8
@@ -50,19 +51,22 @@ class NmMma:
     meta: str = "i32"
     warps: int = 4
     tiles: int = 4
+    #: The accumulator's (and ``cin``'s, ``out``'s) element type: f32 or f16.
+    acc: str = "f32"
 
     @property
     def name(self) -> str:
-        return f"__sparse_iter_nm_mma_sp_2x4_f16_{self.meta}_w{self.warps}t{self.tiles}"
+        acc = "" if self.acc == "f32" else f"_acc{self.acc}"
+        return f"__sparse_iter_nm_mma_sp_2x4_f16{acc}_{self.meta}_w{self.warps}t{self.tiles}"
 
 
 def nm_spmm(spec: NmMma) -> str:
     """The private function ``@spec.name(values, meta, b, cin, out)``."""
-    e = Emitter("f16")
+    e = Emitter("f16", spec.acc)
     tiles = spec.tiles
     e.zero = e("arith.constant 0.0 : f16")
-    m = e(f"memref.dim %out, {e.c(0)}", "memref<?x?xf32>")
-    n = e(f"memref.dim %out, {e.c(1)}", "memref<?x?xf32>")
+    m = e(f"memref.dim %out, {e.c(0)}", f"memref<?x?x{spec.acc}>")
+    n = e(f"memref.dim %out, {e.c(1)}", f"memref<?x?x{spec.acc}>")
     k = e(f"memref.dim %b, {e.c(0)}", "memref<?x?xf16>")
     groups = e(f"arith.ceildivsi {k}, {e.c(4)}", "index")
     k_tiles = e(f"arith.ceildivsi {groups}, {e.c(GROUPS_PER_TILE)}", "index")
@@ -76,12 +80,12 @@ def nm_spmm(spec: NmMma) -> str:
     e.count += 1
     carried = ", ".join(f"%acc{j} = {a}" for j, a in enumerate(accs))
     e.begin(f"{results}:{tiles} = scf.for %s = {e.c(0)} to {steps} step {e.c(1)} "
-            f"iter_args({carried}) -> ({', '.join([ACC] * tiles)}) {{")  # fmt: skip
+            f"iter_args({carried}) -> ({', '.join([e.acc_vector] * tiles)}) {{")  # fmt: skip
     shape = _Shape(m, k, n, groups, k_tiles, mtile, first_row, first_col)
     current = [f"%acc{j}" for j in range(tiles)]
     for half in (0, 1):
         current = _k_tile(e, spec, shape, half, current)
-    e.raw(f"scf.yield {', '.join(current)} : {', '.join([ACC] * tiles)}")
+    e.raw(f"scf.yield {', '.join(current)} : {', '.join([e.acc_vector] * tiles)}")
     e.end()
     _store(e, [f"{results}#{j}" for j in range(tiles)], first_row, first_col, m, n)
     e.end()
@@ -90,7 +94,7 @@ def nm_spmm(spec: NmMma) -> str:
     e.raw("return")
     return e.function(
         f"func.func private @{spec.name}(%values: memref<?xf16>, %meta: memref<?x{spec.meta}>, "
-        "%b: memref<?x?xf16>, %cin: memref<?x?xf32>, %out: memref<?x?xf32>) {"
+        f"%b: memref<?x?xf16>, %cin: memref<?x?x{spec.acc}>, %out: memref<?x?x{spec.acc}>) {{"
     )
 
 
@@ -146,13 +150,13 @@ def _accumulators(e: Emitter, first_row: str, first_col: str, m: str, n: str,
     for half in (0, 8):
         row = e.add(e.add(first_row, e.group), half)
         mask = _mask(e, col, 2 * tiles, n)
-        rows.append(_masked_load(e, "%cin", "memref<?x?xf32>", f"{row}, {col}", mask,
-                                 e.below(row, m), f"vector<{2 * tiles}xf32>"))  # fmt: skip
+        rows.append(_masked_load(e, "%cin", f"memref<?x?x{e.acc}>", f"{row}, {col}", mask,
+                                 e.below(row, m), f"vector<{2 * tiles}x{e.acc}>"))  # fmt: skip
     accs = []
     for j in range(tiles):
-        parts = [e(f"vector.extract {r}[{i}]", f"f32 from vector<{2 * tiles}xf32>")
+        parts = [e(f"vector.extract {r}[{i}]", f"{e.acc} from vector<{2 * tiles}x{e.acc}>")
                  for r in rows for i in (j, tiles + j)]  # fmt: skip
-        accs.append(e(f"vector.from_elements {', '.join(parts)}", ACC))
+        accs.append(e(f"vector.from_elements {', '.join(parts)}", e.acc_vector))
     return accs
 
 
@@ -161,13 +165,13 @@ def _store(e: Emitter, accs: list[str], first_row: str, first_col: str, m: str, 
     col = _lane_columns(e, first_col, tiles)
     for register, half in ((0, 0), (1, 8)):
         row = e.add(e.add(first_row, e.group), half)
-        parts = [e(f"vector.extract {acc}[{register}, {i}]", f"f32 from {ACC}")
+        parts = [e(f"vector.extract {acc}[{register}, {i}]", f"{e.acc} from {e.acc_vector}")
                  for i in (0, 1) for acc in accs]  # fmt: skip
-        value = e(f"vector.from_elements {', '.join(parts)}", f"vector<{2 * tiles}xf32>")
+        value = e(f"vector.from_elements {', '.join(parts)}", f"vector<{2 * tiles}x{e.acc}>")
         mask = _mask(e, col, 2 * tiles, n)
         e.begin(f"scf.if {e.below(row, m)} {{")
-        e.raw(f"vector.maskedstore %out[{row}, {col}], {mask}, {value} : memref<?x?xf32>, "
-              f"vector<{2 * tiles}xi1>, vector<{2 * tiles}xf32>")  # fmt: skip
+        e.raw(f"vector.maskedstore %out[{row}, {col}], {mask}, {value} : memref<?x?x{e.acc}>, "
+              f"vector<{2 * tiles}xi1>, vector<{2 * tiles}x{e.acc}>")  # fmt: skip
         e.end()
 
 
@@ -248,5 +252,5 @@ def _k_tile(e: Emitter, spec: NmMma, shape: _Shape, half: int, accs: list[str]) 
         b = e(f"vector.from_elements {', '.join(elems)}", "vector<2x2xf16>")
         current.append(e(
             f"nvgpu.mma.sp.sync ({a}, {b}, {accs[j]}) metadata ({meta}) {{mmaShape = [16, 8, 16]}} "
-            f": (vector<2x2xf16>, vector<2x2xf16>, {ACC}) -> {ACC}"))  # fmt: skip
+            f": (vector<2x2xf16>, vector<2x2xf16>, {e.acc_vector}) -> {e.acc_vector}"))  # fmt: skip
     return current

@@ -5,7 +5,8 @@ operand kept per thread. For each warp of the group: every lane's A, B and
 C registers are scattered into ``m x k``, ``k x n`` and ``m x n`` tiles at
 the positions the PTX ISA defines (:mod:`sparsecomp.targets.fragments`),
 the tiles are multiplied (``C += A B`` in f32), and every lane's D
-registers are gathered back from the tile. tf32 inputs are truncated to
+registers are gathered back from the tile (rounded to f16 once per MMA
+where the accumulator is f16). tf32 inputs are truncated to
 tf32 (the low 13 bits ignored, as the tensor cores do), f16 ones widened.
 ``nvgpu.mma.sp.sync`` (2:4 A, ``m16n8k16`` f16) first places each lane's
 kept A values in a zeroed dense tile by the 2-bit indices of the metadata
@@ -60,7 +61,7 @@ def _per_warp(state: Lockstep, op: ir.Operation, shape: MmaShape,
         first = arith.muli(warps.induction_variable, index(32))
         scatter_a(tiles[0], first)
         _scatter(b[0], shape.b, tiles[1], first, b[1])
-        _scatter(c, shape.c, tiles[2], first, "f32")
+        _scatter(c, shape.c, tiles[2], first, str(ir.VectorType(op.operands[2].type).element_type))
         _multiply(tiles[0], tiles[1], tiles[2], m, n, k)
         _gather(d, shape.c, tiles[2], first, ir.VectorType(op.results[0].type))
         scf.YieldOp([])
@@ -134,6 +135,8 @@ def _gather(array: ir.Value, fragment: Fragment, tile: ir.Value, first: ir.Value
         lane = lanes.induction_variable
         values = [memref.load(tile, list(_position(fragment, lane, i)))
                   for i in range(fragment.count)]  # fmt: skip
+        if ty.element_type != ir.F32Type.get():
+            values = [arith.truncf(ty.element_type, v) for v in values]
         flat = ir.VectorType.get([fragment.count], ty.element_type)
         memref.store(vector.from_elements(flat, values), array, [arith.addi(first, lane)])
         scf.YieldOp([])

@@ -35,8 +35,8 @@ _MATMUL_MAPS = (
 )
 
 
-def _is_matmul(op: ir.Operation) -> bool:
-    """``linalg.matmul`` (default maps), or a generic with its maps and a mul-add body."""
+def _matmul_maps(op: ir.Operation) -> bool:
+    """``linalg.matmul`` (default maps), or a generic with its maps and three operands."""
     if op.name == "linalg.matmul":
         if "indexing_maps" not in op.attributes:
             return True
@@ -45,9 +45,14 @@ def _is_matmul(op: ir.Operation) -> bool:
     if op.name != "linalg.generic":
         return False
     maps = tuple(str(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"]))
-    if maps != _MATMUL_MAPS or len(op.operands) != 3:
-        return False
-    return _multiply_adds(op.regions[0].blocks[0])
+    return maps == _MATMUL_MAPS and len(op.operands) == 3
+
+
+def is_matmul(op: ir.Operation) -> bool:
+    """``linalg.matmul`` (default maps), or a generic with its maps and a mul-add body."""
+    return _matmul_maps(op) and (
+        op.name == "linalg.matmul" or _multiply_adds(op.regions[0].blocks[0])
+    )
 
 
 def _multiply_adds(body: ir.Block) -> bool:
@@ -104,7 +109,9 @@ class GpuTensorizePass(SparsecompPass):
     Matches ``linalg.matmul`` (or a ``linalg.generic`` with its maps and a
     multiply-add body) whose first operand is BSR with ``R x C`` blocks, ``R``
     a multiple of 16 and ``C`` of the MMA's ``k`` (8 for f32, run as tf32;
-    16 for f16), the second a dense matrix and the output a dense f32 matrix,
+    16 for f16), the second a dense matrix and the output a dense f32 matrix
+    (or f16 for f16 inputs: the MMA then accumulates in f16, the type the
+    program's ``outs`` gives its sums),
     in a function whose target is CUDA with that MMA shape
     (``m16n8k8``/``m16n8k16``). The product becomes a call of a private
     function whose ``gpu.launch`` has each warp own a 16-row slice of a block
@@ -117,8 +124,8 @@ class GpuTensorizePass(SparsecompPass):
 
     A first operand that is 2:4 along rows with ``mma.sp`` metadata
     (``nmMetadata = mma_sp_m16n8k16``, what a CUDA target with sparse MMAs
-    resolves 2:4 to) in f16, on a target with the sparse ``m16n8k16``
-    shape, goes to a kernel on ``nvgpu.mma.sp.sync``
+    resolves 2:4 to) in f16, with an f32 or f16 result, on a target with the
+    sparse ``m16n8k16`` shape, goes to a kernel on ``nvgpu.mma.sp.sync``
     (:mod:`sparsecomp.lowering.mma_sp_kernels`) that reads the values and
     the metadata words. Anything else is left to the scalar schedule.
 
@@ -175,7 +182,7 @@ class GpuTensorizePass(SparsecompPass):
     def _spec(self, op: ir.Operation, device: CudaTarget) -> BsrMma | NmMma | str | None:
         """The kernel for ``op``; None where it is not a product of a BSR or 2:4 matrix
         and dense ones; or, where it is one the tensor cores do not take, why not."""
-        if not _is_matmul(op) or len(op.results) != 1:
+        if not _matmul_maps(op) or len(op.results) != 1:
             return None
         a, b, out = (v.type for v in op.operands)
         layout = layout_of(a)
@@ -186,11 +193,20 @@ class GpuTensorizePass(SparsecompPass):
         if not two_four and blocks is None:
             return None
         assert isinstance(layout, Layout)
+        if op.name == "linalg.generic" and not _multiply_adds(op.regions[0].blocks[0]):
+            body = sorted({o.operation.name for o in op.regions[0].blocks[0].operations}
+                          - {"arith.mulf", "arith.addf", "arith.extf", "linalg.yield"})  # fmt: skip
+            return ("its body is not out + a * b of its operands (each maybe widened)"
+                    + (f": it has {', '.join(body)}" if body else ""))  # fmt: skip
         elements = [str(ir.RankedTensorType(t).element_type) for t in (a, b, out)]
         if elements[0] != elements[1]:
             return f"A holds {elements[0]} and B {elements[1]}; an MMA takes one type"
-        if elements[2] != "f32":
-            return f"the tensor cores accumulate in f32, and the result is {elements[2]}"
+        acc = elements[2]
+        if acc not in ("f32", "f16"):
+            return f"the tensor cores accumulate in f32 or f16, and the result is {acc}"
+        if acc == "f16" and elements[0] != "f16":
+            return (f"{elements[0]} products accumulate in f32 on the tensor cores, and the "
+                    "result is f16")  # fmt: skip
         if two_four:
             if elements[0] != "f16":
                 return f"2:4 products on the sparse tensor cores take f16 values, not {elements[0]}"
@@ -199,7 +215,7 @@ class GpuTensorizePass(SparsecompPass):
             if not _is_mma_sp_2_4(layout):
                 return (f"A's 2:4 metadata is '{layout.nm_metadata or 'indices'}', not the "
                         "mma_sp_m16n8k16 words the sparse tensor cores read")  # fmt: skip
-            return NmMma(_width_type(layout.crd_width), self.warps, self.tiles)
+            return NmMma(_width_type(layout.crd_width), self.warps, self.tiles, acc)
         assert blocks is not None
         if elements[0] not in _NEEDS:
             return f"no tensor-core MMA takes {elements[0]} values (f16, or f32 as tf32)"
@@ -207,7 +223,7 @@ class GpuTensorizePass(SparsecompPass):
         if need not in device.mma_shapes or device.sm < _FIRST_SM[elements[0]]:
             return f"{device.chip} has no {need} MMA for {elements[0]}"
         spec = BsrMma(*blocks, elements[0], _width_type(layout.pos_width),
-                      _width_type(layout.crd_width), self.warps, self.tiles)  # fmt: skip
+                      _width_type(layout.crd_width), self.warps, self.tiles, acc)  # fmt: skip
         why = spec.supported()
         return spec if why is None else why
 
@@ -252,12 +268,12 @@ def _rewrite(op: ir.Operation, spec: BsrMma | NmMma) -> None:
         operands = [_buffer(v, 1) for v in _sparse_buffers(a, spec)]
         operands += [_buffer(b, 2), _buffer(out, 2)]
         sizes = [tensor.dim(out, index(k)) for k in range(2)]
-        f32 = ir.F32Type.get()
-        dynamic = ir.ShapedType.get_dynamic_size()
-        result = memref.alloc(ir.MemRefType.get([dynamic, dynamic], f32), sizes, [])
-        func.call([], spec.name, [*operands, result])
         out_type = ir.RankedTensorType(op.results[0].type)
-        exact = ir.MemRefType.get(out_type.shape, f32)
+        acc = out_type.element_type
+        dynamic = ir.ShapedType.get_dynamic_size()
+        result = memref.alloc(ir.MemRefType.get([dynamic, dynamic], acc), sizes, [])
+        func.call([], spec.name, [*operands, result])
+        exact = ir.MemRefType.get(out_type.shape, acc)
         if exact != result.type:
             result = memref.cast(exact, result)
         done = bufferization.to_tensor(out_type, result, restrict=True)

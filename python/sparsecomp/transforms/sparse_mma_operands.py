@@ -14,7 +14,7 @@ from sparsecomp.ir.calls import functions
 from sparsecomp.ir.targets import function_target
 from sparsecomp.targets import CudaTarget
 from sparsecomp.transforms.base import SparsecompPass
-from sparsecomp.transforms.gpu_tensorize import _is_2_4, _is_matmul
+from sparsecomp.transforms.gpu_tensorize import _is_2_4, is_matmul
 
 #: the element types of the products sparse tensor cores take (A, B) -> C
 _TYPES = ("f16", "f16", "f32")
@@ -100,7 +100,7 @@ def _sparse_mma_layout(arg: ir.Value, metadata: str) -> Layout | None:
         return None
     for use in uses:
         user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-        if use.operand_number != 0 or not _is_matmul(user) or len(user.results) != 1:
+        if use.operand_number != 0 or not is_matmul(user) or len(user.results) != 1:
             return None
         types = [ir.RankedTensorType(v.type).element_type for v in user.operands]
         if tuple(str(t) for t in types) != _TYPES:

@@ -41,15 +41,27 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_sha
     } -> tensor<?x?xf32>
     return %d : tensor<?x?xf32>
   }
-  func.func @two_four_f16_result(%a: tensor<?x?xf16, #nm_mma>, %b: tensor<?x?xf16>, %c: tensor<?x?xf16>) -> tensor<?x?xf16> {
-    // expected-remark @+1 {{this product takes the scalar schedule: the tensor cores accumulate in f32, and the result is f16}}
-    %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf16, #nm_mma>, tensor<?x?xf16>) outs(%c : tensor<?x?xf16>) {
-    ^bb0(%x: f16, %y: f16, %o: f16):
-      %p = arith.mulf %x, %y : f16
+  func.func @tf32_f16_result(%a: tensor<?x?xf32, #bsr16>, %b: tensor<?x?xf32>, %c: tensor<?x?xf16>) -> tensor<?x?xf16> {
+    // expected-remark @+1 {{this product takes the scalar schedule: f32 products accumulate in f32 on the tensor cores, and the result is f16}}
+    %d = linalg.matmul ins(%a, %b : tensor<?x?xf32, #bsr16>, tensor<?x?xf32>) outs(%c : tensor<?x?xf16>) -> tensor<?x?xf16>
+    return %d : tensor<?x?xf16>
+  }
+  func.func @converting_body(%a: tensor<?x?xf32, #bsr16>, %b: tensor<?x?xf32>, %c: tensor<?x?xf16>) -> tensor<?x?xf16> {
+    // expected-remark @+1 {{this product takes the scalar schedule: its body is not out + a * b of its operands (each maybe widened): it has arith.truncf}}
+    %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf32, #bsr16>, tensor<?x?xf32>) outs(%c : tensor<?x?xf16>) {
+    ^bb0(%x: f32, %y: f32, %o: f16):
+      %xt = arith.truncf %x : f32 to f16
+      %yt = arith.truncf %y : f32 to f16
+      %p = arith.mulf %xt, %yt : f16
       %s = arith.addf %o, %p : f16
       linalg.yield %s : f16
     } -> tensor<?x?xf16>
     return %d : tensor<?x?xf16>
+  }
+  func.func @two_four_f64_result(%a: tensor<?x?xf16, #nm_mma>, %b: tensor<?x?xf16>, %c: tensor<?x?xf64>) -> tensor<?x?xf64> {
+    // expected-remark @+1 {{this product takes the scalar schedule: the tensor cores accumulate in f32 or f16, and the result is f64}}
+    %d = linalg.matmul ins(%a, %b : tensor<?x?xf16, #nm_mma>, tensor<?x?xf16>) outs(%c : tensor<?x?xf64>) -> tensor<?x?xf64>
+    return %d : tensor<?x?xf64>
   }
   func.func @plain_metadata(%a: tensor<?x?xf16, #nm>, %b: tensor<?x?xf16>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
     // expected-remark @+1 {{this product takes the scalar schedule: A's 2:4 metadata is 'indices', not the mma_sp_m16n8k16 words the sparse tensor cores read}}

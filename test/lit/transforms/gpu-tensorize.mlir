@@ -139,3 +139,33 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_80, mma_sha
     return %r : tensor<?x?xf32>
   }
 }
+
+// -----
+
+// f16 inputs with an f16 result: the MMAs accumulate in f16, the type the
+// product's outs gives its sums (BSR on mma.sync, 2:4 on mma.sp); cin and the
+// new output buffer are f16.
+// CHECK-LABEL: func.func @bsr_f16_acc
+// CHECK: %[[OUT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?xf16>
+// CHECK: call @__sparse_iter_bsr_mma_16x16_f16_accf16_i32_i32_w4t4(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OUT]])
+// CHECK: bufferization.to_tensor %[[OUT]] restrict : memref<?x?xf16> to tensor<?x?xf16>
+// CHECK-LABEL: func.func @nm_f16_acc
+// CHECK: call @__sparse_iter_nm_mma_sp_2x4_f16_accf16_i32_w4t4(
+// CHECK: func.func private @__sparse_iter_bsr_mma_16x16_f16_accf16_i32_i32_w4t4(%{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>)
+// CHECK: vector.maskedload %{{.*}} : memref<?x?xf16>, vector<2xi1>, vector<2xf16> into vector<2xf16>
+// CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf16>) -> vector<2x2xf16>
+// CHECK: vector.maskedstore %{{.*}} : memref<?x?xf16>, vector<2xi1>, vector<2xf16>
+// CHECK: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_accf16_i32_w4t4(%{{.*}}: memref<?xf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>)
+// CHECK: nvgpu.mma.sp.sync({{.*}}) metadata({{.*}}) {mmaShape = [16, 8, 16]} : (vector<2x2xf16>, vector<2x2xf16>, vector<2x2xf16>) -> vector<2x2xf16>
+#bsr16 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 16 : compressed, i mod 16 : dense, j mod 16 : dense), posWidth = 32, crdWidth = 32}>
+#nm = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
+module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k8, m16n8k16], sparse_mma_shapes = [m16n8k16]>}} {
+  func.func @bsr_f16_acc(%A: tensor<?x?xf16, #bsr16>, %B: tensor<?x?xf16>, %C: tensor<?x?xf16>) -> tensor<?x?xf16> {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #bsr16>, tensor<?x?xf16>) outs(%C : tensor<?x?xf16>) -> tensor<?x?xf16>
+    return %r : tensor<?x?xf16>
+  }
+  func.func @nm_f16_acc(%A: tensor<?x?xf16, #nm>, %B: tensor<?x?xf16>, %C: tensor<?x?xf16>) -> tensor<?x?xf16> {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #nm>, tensor<?x?xf16>) outs(%C : tensor<?x?xf16>) -> tensor<?x?xf16>
+    return %r : tensor<?x?xf16>
+  }
+}
