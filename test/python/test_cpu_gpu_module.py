@@ -338,7 +338,7 @@ def test_the_gpu_parts_remarks_are_logged(caplog) -> None:
     source = (
         _transposed(("f", "cpu"), ("g", "gpu"))
         .replace(
-            "#sp = #sparse_iter.sparsity<unstructured>", "#sp = #sparse_iter.sparsity<block[4, 4]>"
+            "#sp = #sparse_iter.sparsity<unstructured>", "#sp = #sparse_iter.sparsity<block[4, 12]>"
         )
         .replace("indexing_maps = #tr ", "")
     )

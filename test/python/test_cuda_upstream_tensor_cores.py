@@ -100,7 +100,7 @@ def test_mma_sp_metadata_needs_32_bit_words() -> None:
 
 
 SMALL_BLOCKS = """
-#b = #sparse_iter.sparsity<block[4, 4]>
+#b = #sparse_iter.sparsity<block[4, 12]>
 func.func @spmm(%A: tensor<?x?xf32, #b>, %B: tensor<?x?xf32>,
                 %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #b>, tensor<?x?xf32>)
@@ -111,8 +111,9 @@ func.func @spmm(%A: tensor<?x?xf32, #b>, %B: tensor<?x?xf32>,
 
 
 def test_a_product_the_tensor_cores_do_not_take_says_why(caplog, tmp_path) -> None:
-    """Issue 41: BSR 4x4 took the scalar schedule silently. The compile now logs the
-    remark (``sparsecomp`` logger, INFO), located, and the manifest keeps it."""
+    """Issue 41: BSR 4x4 took the scalar schedule silently (it now packs onto the tensor
+    cores). A block that neither tiles nor packs (4x12 f32) is logged as a remark
+    (``sparsecomp`` logger, INFO), located, and the manifest keeps it."""
     import logging
 
     with caplog.at_level(logging.INFO, logger="sparsecomp"):
@@ -120,7 +121,7 @@ def test_a_product_the_tensor_cores_do_not_take_says_why(caplog, tmp_path) -> No
     said = [r.getMessage() for r in caplog.records if "scalar schedule" in r.getMessage()]
     assert said, [r.getMessage() for r in caplog.records]
     assert "<source>:5:" in said[0]
-    assert "4x4 blocks are not multiples of the 16x8 MMA tile" in said[0]
+    assert "4x12 blocks are not multiples of the 16x8 MMA tile, nor do they pack" in said[0]
     assert exe.manifest["remarks"] == [s.removeprefix("sparsecomp: ") for s in said]
     rng = np.random.default_rng(1)
     a = _blocks(rng, 32, 32).astype(np.float32)

@@ -72,6 +72,32 @@ def test_gpu_spmm_kernels_equal_dense_under_emulation(layout: str) -> None:
                                rtol=1e-4, atol=1e-4)  # fmt: skip
 
 
+def test_gpu_kernels_follow_torchs_tf32_setting() -> None:
+    """torch runs f32 matmuls exactly unless told to use tf32; a sparse layer's GPU kernel
+    does the same: its blocks take the tf32 tensor cores only where
+    ``torch.backends.cuda.matmul.allow_tf32`` is set (and then within tf32's error)."""
+    layer = _layer("bsr:1x4")
+    perm, index, lay = _placement(layer)
+    x = torch.randn(7, 32)
+    want = _dense(layer, x).detach()
+    before = torch.backends.cuda.matmul.allow_tf32
+    got = {}
+    try:
+        for allow in (False, True):
+            torch.backends.cuda.matmul.allow_tf32 = allow
+            fn = kernels.kernel("spmm_bias", torch.float32, lay, EMU)
+            with staged.operand(layer.values.detach().numpy(), perm, index, lay, [24, 32]) as a:
+                yt = np.asarray(fn(a, x.t().contiguous().numpy(), layer.bias.detach().numpy()))
+            got[allow] = torch.from_numpy(yt).t()
+            exe = kernels.program("spmm_bias", torch.float32, target=EMU)
+            assert exe.compile_options.get("gpu_tf32") is allow
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+    torch.testing.assert_close(got[False], want, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(got[True], want, rtol=1e-2, atol=1e-2)
+    assert not torch.allclose(got[True], want, rtol=1e-5, atol=1e-5)  # tf32 did run
+
+
 @pytest.mark.skipif(ptxas() is None, reason="ptxas is not installed")
 @pytest.mark.parametrize("layout", ["csr", "bsr:8x1"])
 def test_gpu_linear_kernels_build_for_a_real_gpu(layout: str) -> None:

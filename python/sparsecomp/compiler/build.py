@@ -52,6 +52,9 @@ def stage_pipeline(pipeline: str, stage: str, options: dict[str, Any]) -> str:
     options = dict(options)
     columns = options.pop("gpu_columns", None)
     balance = options.pop("gpu_balance", None)
+    tf32 = options.pop("gpu_tf32", None)
+    if stage == "tensorize" and tf32 is not None:
+        return f"sparse-iter-gpu-tensorize{{tf32={str(bool(tf32)).lower()}}}"
     if stage == "gpu" and (columns is not None or balance is not None):
         columns = True if columns is None else bool(columns)
         return GPU_SCHEDULE.format(

@@ -45,7 +45,15 @@ from sparsecomp.targets import CpuTarget, CudaTarget, detect_host
 from sparsecomp.targets.cuda import SM_VERSIONS
 
 Progress = Callable[[str, float], None]
-_OPTIONS = {"vector_bits", "unroll", "panel_bytes", "slice_bytes", "gpu_columns", "gpu_balance"}
+_OPTIONS = {
+    "vector_bits",
+    "unroll",
+    "panel_bytes",
+    "slice_bytes",
+    "gpu_columns",
+    "gpu_balance",
+    "gpu_tf32",
+}
 EMULATION_PREFIX = "cuda-emu:"
 CUDA_PREFIX = "cuda:"
 
@@ -172,6 +180,10 @@ def compile(
     row sum's entries evenly between threads (SpMV) or warps (SpMM, lanes over
     the columns) instead of giving each row its lanes, so that power-law rows
     do not wait for the longest (``sparse-iter-gpu-map-loops{balance=nonzeros}``).
+    ``gpu_tf32`` (GPU targets; default True): f32 block products run on the
+    tensor cores as tf32 (inputs rounded to 10 mantissa bits, sums in f32);
+    False keeps them on f32 FMAs (``sparse-iter-gpu-tensorize{tf32=false}``),
+    with a remark.
     ``verbose`` prints each stage's time to stderr.
 
     A module whose ``sparse_iter.targets`` names CUDA targets

@@ -67,7 +67,9 @@ class BsrMma:
             return f"{self.element} products accumulate in f32 on the tensor cores, not {self.acc}"
         k = self.shape.k
         if self.rows % 16 or self.cols % k:
-            return f"{self.rows}x{self.cols} blocks are not multiples of the 16x{k} MMA tile"
+            return (f"{self.rows}x{self.cols} blocks are not multiples of the 16x{k} MMA tile, "
+                    f"nor do they pack into one (at most {k} columns, or a multiple of "
+                    f"{k})")  # fmt: skip
         return None
 
     @property

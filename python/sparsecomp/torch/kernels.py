@@ -305,15 +305,17 @@ def program(
     """The compiled ``op`` program for ``dtype`` (an ``Executable``; compiled once),
     with ``B`` in packed column panels if ``panels`` (see the module); for
     ``target`` (``"host"``, or a GPU's ``cuda:sm_XX`` / ``cuda-emu:sm_XX``: its own
-    schedule, no CPU options, see :mod:`.device`)."""
-    key = (op, element(dtype), float(threshold), panels, target)
+    schedule, no CPU options, see :mod:`.device`; f32 products on tf32 tensor cores
+    only where torch allows tf32 for its own matmuls, :func:`allow_tf32`)."""
+    tf32 = target != "host" and allow_tf32()
+    key = (op, element(dtype), float(threshold), panels, target, tf32)
     with _lock:
         if key not in _programs:
             from sparsecomp.compiler.driver import compile as compile_mlir
 
             text = source(op, dtype, threshold)
             if target != "host":
-                _programs[key] = compile_mlir(text, target)
+                _programs[key] = compile_mlir(text, target, gpu_tf32=tf32)
             else:
                 bits, unroll = options()
                 panel_bytes = PANEL_BYTES if panels else 0
@@ -323,15 +325,26 @@ def program(
         return _programs[key]
 
 
+def allow_tf32() -> bool:
+    """Whether torch lets f32 matmuls on CUDA run as tf32
+    (``torch.backends.cuda.matmul.allow_tf32``, off by default, set by
+    ``torch.set_float32_matmul_precision("high")``): GPU kernels follow it, so a
+    sparse layer keeps the precision its dense twin has."""
+    import torch
+
+    return bool(torch.backends.cuda.matmul.allow_tf32)
+
+
 def kernel(op: str, dtype: Any, layout: str, target: str = "host") -> Any:
     """The ``Function`` computing ``op`` for ``dtype`` with its sparse operand in ``layout``,
     compiled for ``target`` (see :func:`program`)."""
-    found = _variants.get((op, str(dtype), layout, target))  # the call path: no parsing
+    tf32 = target != "host" and allow_tf32()
+    found = _variants.get((op, str(dtype), layout, target, tf32))  # the call path: no parsing
     if found is not None:
         return found
     parsed = parse_layout(layout)
     attr = parsed.attr_text()
-    key = (op, element(dtype), attr, target)
+    key = (op, element(dtype), attr, target, tf32)
     panels = target == "host" and (
         op.startswith("linear") or (op.startswith("spmm") and block_rows(parsed) >= 2)
     )
@@ -343,7 +356,7 @@ def kernel(op: str, dtype: Any, layout: str, target: str = "host") -> Any:
             else:
                 assert exe.recompile is not None
                 _variants[key] = exe.recompile(op, {0: attr}).functions[op]
-        _variants[(op, str(dtype), layout, target)] = _variants[key]
+        _variants[(op, str(dtype), layout, target, tf32)] = _variants[key]
         return _variants[key]
 
 

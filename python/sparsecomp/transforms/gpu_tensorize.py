@@ -17,6 +17,7 @@ from sparsecomp.ir.context import emit_remark
 from sparsecomp.ir.targets import function_target
 from sparsecomp.lowering.loops import index
 from sparsecomp.lowering.mma_kernels import BsrMma, bsr_spmm
+from sparsecomp.lowering.mma_packed_kernels import PackedBsrMma, packed_bsr_spmm
 from sparsecomp.lowering.mma_sp_kernels import NmMma, nm_spmm
 from sparsecomp.lowering.reader import int_type, rank1
 from sparsecomp.targets import CudaTarget
@@ -118,7 +119,11 @@ class GpuTensorizePass(SparsecompPass):
     row and ``tiles`` groups of 8 output columns, and issue
     ``nvgpu.mma.sync`` per stored block and ``k`` slice, with every lane
     loading its fragment elements where the PTX ISA puts them
-    (:mod:`sparsecomp.lowering.mma_kernels`). The operand buffers come from
+    (:mod:`sparsecomp.lowering.mma_kernels`). Smaller blocks (any ``R``;
+    ``C`` at most ``k`` or a multiple of it: 3x3, 4x4, 8x8, 16x4 ...) pack
+    several to an MMA: the kernel computes ``out^T = B^T A^T`` with 8 rows
+    of a block row on the MMA's ``n`` and ``k // C`` blocks on its ``k``
+    (:mod:`sparsecomp.lowering.mma_packed_kernels`). The operand buffers come from
     ``sparse_iter.positions``/``coordinates``/``values``; the result is a new
     buffer (``bufferization.to_tensor``).
 
@@ -151,6 +156,8 @@ class GpuTensorizePass(SparsecompPass):
     NAME = "sparse-iter-gpu-tensorize"
     warps: int = 4
     tiles: int = 4
+    #: f32 products on tf32 MMAs; false: they keep the scalar schedule (f32 FMAs).
+    tf32: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.warps <= 32 or not 1 <= self.tiles <= 16:
@@ -172,14 +179,14 @@ class GpuTensorizePass(SparsecompPass):
                                 f"this product takes the scalar schedule: {spec}")  # fmt: skip
                 elif spec is not None:
                     _rewrite(candidate, spec)
-                    made[spec.name] = bsr_spmm(spec) if isinstance(spec, BsrMma) else nm_spmm(spec)
+                    made[spec.name] = _kernel(spec)
         if made:
             body = op.regions[0].blocks[0]
             kernels = ir.Module.parse("\n".join(made.values()), context=op.context)
             for kernel in list(kernels.body.operations):
                 body.append(kernel.operation.detach_from_parent())
 
-    def _spec(self, op: ir.Operation, device: CudaTarget) -> BsrMma | NmMma | str | None:
+    def _spec(self, op: ir.Operation, device: CudaTarget) -> _Spec | str | None:
         """The kernel for ``op``; None where it is not a product of a BSR or 2:4 matrix
         and dense ones; or, where it is one the tensor cores do not take, why not."""
         if not _matmul_maps(op) or len(op.results) != 1:
@@ -219,13 +226,32 @@ class GpuTensorizePass(SparsecompPass):
         assert blocks is not None
         if elements[0] not in _NEEDS:
             return f"no tensor-core MMA takes {elements[0]} values (f16, or f32 as tf32)"
+        if elements[0] == "f32" and not self.tf32:
+            return "f32 products stay off the tensor cores' tf32 (tf32=false)"
         need = _NEEDS[elements[0]]
         if need not in device.mma_shapes or device.sm < _FIRST_SM[elements[0]]:
             return f"{device.chip} has no {need} MMA for {elements[0]}"
-        spec = BsrMma(*blocks, elements[0], _width_type(layout.pos_width),
-                      _width_type(layout.crd_width), self.warps, self.tiles, acc)  # fmt: skip
+        widths = _width_type(layout.pos_width), _width_type(layout.crd_width)
+        spec = BsrMma(*blocks, elements[0], *widths, self.warps, self.tiles, acc)
         why = spec.supported()
-        return spec if why is None else why
+        if why is None:
+            return spec
+        if PackedBsrMma.fits(*blocks, spec.shape.k) and spec.acc in ("f32", elements[0]):
+            return PackedBsrMma(*blocks, elements[0], *widths, self.warps,
+                                max(1, self.tiles // 2), acc)  # fmt: skip
+        return why
+
+
+_Spec = BsrMma | PackedBsrMma | NmMma
+
+
+def _kernel(spec: _Spec) -> str:
+    """The kernel's function, as MLIR text."""
+    if isinstance(spec, BsrMma):
+        return bsr_spmm(spec)
+    if isinstance(spec, PackedBsrMma):
+        return packed_bsr_spmm(spec)
+    return nm_spmm(spec)
 
 
 def _walk(function: ir.Operation) -> list[ir.Operation]:
@@ -249,7 +275,7 @@ def _buffer(value: ir.Value, dims: int) -> ir.Value:
     return buffer if exact == dynamic else memref.cast(dynamic, buffer)
 
 
-def _sparse_buffers(a: ir.Value, spec: BsrMma | NmMma) -> list[ir.Value]:
+def _sparse_buffers(a: ir.Value, spec: _Spec) -> list[ir.Value]:
     """The buffers of ``a`` the kernel reads: BSR (pos, crd, values); 2:4 (values, metadata)."""
     layout = layout_of(a.type)
     assert isinstance(layout, Layout)
@@ -262,7 +288,7 @@ def _sparse_buffers(a: ir.Value, spec: BsrMma | NmMma) -> list[ir.Value]:
     return [pos, crd, si.values(rank1(element), a)]
 
 
-def _rewrite(op: ir.Operation, spec: BsrMma | NmMma) -> None:
+def _rewrite(op: ir.Operation, spec: _Spec) -> None:
     a, b, out = op.operands
     with ir.InsertionPoint(op), op.location:
         operands = [_buffer(v, 1) for v in _sparse_buffers(a, spec)]

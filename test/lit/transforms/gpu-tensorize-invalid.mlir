@@ -14,16 +14,16 @@ func.func @empty() {
 
 // A product the tensor cores could run but do not is a remark that says why
 // (issue 41: these fell back silently). The products stay as they are.
-#bsr4 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 4 : dense, j floordiv 4 : compressed, i mod 4 : dense, j mod 4 : dense), posWidth = 32, crdWidth = 32}>
+#bsr4x12 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 4 : dense, j floordiv 12 : compressed, i mod 4 : dense, j mod 12 : dense), posWidth = 32, crdWidth = 32}>
 #nm = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32}>
 #nm_mma = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
 #bsr16 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 16 : compressed, i mod 16 : dense, j mod 16 : dense), posWidth = 32, crdWidth = 32}>
 #mm = {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
        iterator_types = ["parallel", "parallel", "reduction"]}
 module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k8, m16n8k16], sparse_mma_shapes = [m16n8k16]>}} {
-  func.func @small_blocks(%a: tensor<?x?xf32, #bsr4>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
-    // expected-remark @+1 {{this product takes the scalar schedule: 4x4 blocks are not multiples of the 16x8 MMA tile}}
-    %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf32, #bsr4>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) {
+  func.func @small_blocks(%a: tensor<?x?xf32, #bsr4x12>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    // expected-remark @+1 {{this product takes the scalar schedule: 4x12 blocks are not multiples of the 16x8 MMA tile, nor do they pack into one (at most 8 columns, or a multiple of 8)}}
+    %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf32, #bsr4x12>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) {
     ^bb0(%x: f32, %y: f32, %o: f32):
       %p = arith.mulf %x, %y : f32
       %s = arith.addf %o, %p : f32

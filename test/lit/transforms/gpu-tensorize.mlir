@@ -1,5 +1,6 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize | FileCheck %s --enable-var-scope
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='warps=2 tiles=1' | FileCheck %s --check-prefix=SMALL
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='tf32=false' 2>/dev/null | FileCheck %s --check-prefix=NOTF32
 
 // A BSR 16x8 x dense product of a CUDA function becomes a call of a private
 // tensor-core kernel: the operand's buffers, read-only buffers of the dense
@@ -69,8 +70,8 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_sha
 
 // -----
 
-// Left to the scalar schedule: a CPU function, blocks that are not MMA
-// tiles, CSR, f64, a target without the tf32 shape.
+// Left to the scalar schedule: a CPU function, blocks that neither tile
+// nor pack into MMAs (4x12 f32), CSR, f64, a target without the tf32 shape.
 // CHECK-LABEL: func.func @negative_cpu
 // CHECK: linalg.matmul
 // CHECK-LABEL: func.func @negative_small_blocks
@@ -81,15 +82,15 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_sha
 // CHECK: linalg.matmul
 // CHECK-NOT: func.func private
 #bsr = #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 8 : compressed, i mod 16 : dense, j mod 8 : dense), posWidth = 32, crdWidth = 32}>
-#bsr8 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 8 : dense, j floordiv 8 : compressed, i mod 8 : dense, j mod 8 : dense), posWidth = 32, crdWidth = 32}>
+#bsr4x12 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 4 : dense, j floordiv 12 : compressed, i mod 4 : dense, j mod 12 : dense), posWidth = 32, crdWidth = 32}>
 #csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
 module attributes {sparse_iter.targets = {cpu = #sparse_iter.cpu<x86_64, features = [avx2], vector_bits = 256, threads = 2>, gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k8], sparse_mma_shapes = []>}} {
   func.func @negative_cpu(%A: tensor<?x?xf32, #bsr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "cpu"} {
     %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #bsr>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
     return %r : tensor<?x?xf32>
   }
-  func.func @negative_small_blocks(%A: tensor<?x?xf32, #bsr8>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "gpu"} {
-    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #bsr8>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  func.func @negative_small_blocks(%A: tensor<?x?xf32, #bsr4x12>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "gpu"} {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #bsr4x12>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
     return %r : tensor<?x?xf32>
   }
   func.func @negative_csr(%A: tensor<?x?xf32, #csr>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "gpu"} {
@@ -167,5 +168,32 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_sha
   func.func @nm_f16_acc(%A: tensor<?x?xf16, #nm>, %B: tensor<?x?xf16>, %C: tensor<?x?xf16>) -> tensor<?x?xf16> {
     %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #nm>, tensor<?x?xf16>) outs(%C : tensor<?x?xf16>) -> tensor<?x?xf16>
     return %r : tensor<?x?xf16>
+  }
+}
+
+// -----
+
+// Blocks smaller than an MMA tile pack several to an MMA: the kernel computes
+// out^T = B^T A^T, 8 rows of a block row on the MMA's n, k / C blocks on its
+// k (4x4 f32: two blocks a tf32 m16n8k8), 16 output columns on its m; each
+// lane gathers B's rows by the blocks' coordinates.
+// CHECK-LABEL: func.func @packed_4x4
+// CHECK: call @[[KERNEL:__sparse_iter_bsr_mma_packed_4x4_f32_i32_i32_w4t2]](
+// CHECK: func.func private @[[KERNEL]](%{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>)
+// CHECK: gpu.launch
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c2{{.*}} iter_args
+// CHECK: memref.load %{{.*}} : memref<?xi32>
+// CHECK-COUNT-2: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: memref.store
+// With tf32=false f32 products keep the scalar schedule (f16 ones still go).
+// NOTF32-LABEL: func.func @packed_4x4
+// NOTF32: linalg.matmul
+// NOTF32-NOT: nvgpu.mma.sync
+#bsr4 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 4 : dense, j floordiv 4 : compressed, i mod 4 : dense, j mod 4 : dense), posWidth = 32, crdWidth = 32}>
+module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k8, m16n8k16], sparse_mma_shapes = [m16n8k16]>}} {
+  func.func @packed_4x4(%A: tensor<?x?xf32, #bsr4>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #bsr4>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
   }
 }
