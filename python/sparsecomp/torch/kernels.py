@@ -250,8 +250,8 @@ _SOURCES = {
 PANEL_BYTES = 1024 * 1024
 
 _lock = threading.Lock()
-_programs: dict[tuple[str, str, float, bool, str], Any] = {}
-_variants: dict[tuple[str, str, str, str], Any] = {}
+_programs: dict[tuple[str, str, float, bool, str, bool], Any] = {}
+_variants: dict[tuple[str, str, str, str, bool], Any] = {}
 
 
 def element(dtype: Any) -> str:
