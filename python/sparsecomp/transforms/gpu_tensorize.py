@@ -17,6 +17,7 @@ from sparsecomp.ir.context import emit_remark
 from sparsecomp.ir.targets import function_target
 from sparsecomp.lowering.loops import index
 from sparsecomp.lowering.mma_kernels import BsrMma, bsr_spmm
+from sparsecomp.lowering.mma_nm_dense_kernels import NmDenseMma, nm_dense_spmm
 from sparsecomp.lowering.mma_packed_kernels import PackedBsrMma, packed_bsr_spmm
 from sparsecomp.lowering.mma_sp_kernels import NmMma, nm_spmm
 from sparsecomp.lowering.reader import int_type, rank1
@@ -24,8 +25,9 @@ from sparsecomp.targets import CudaTarget
 from sparsecomp.transforms.base import SparsecompPass
 
 si: Any = sparse_iter
-#: The MMA shape each input element type needs on the target.
+#: The MMA shape each input element type needs on the target, and its k.
 _NEEDS = {"f32": "m16n8k8", "f16": "m16n8k16"}
+_SHAPE_K = {"m16n8k8": 8, "m16n8k16": 16}
 #: The first sm with each input type's MMA: f32 runs as tf32, which sm_75's
 #: m16n8k8 (f16 only) lacks (ptxas: "Feature '.tf32' requires .target sm_80").
 _FIRST_SM = {"f32": 80, "f16": 80}
@@ -95,8 +97,17 @@ def _is_mma_sp_2_4(layout: Any) -> bool:
 
 def _is_2_4(layout: Layout) -> bool:
     """Whether ``layout`` is 2:4 along rows, whatever its metadata and index widths."""
+    return _nm_ratio(layout) == (2, 4)
+
+
+def _nm_ratio(layout: Any) -> tuple[int, int] | None:
+    """``(N, M)`` if ``layout`` is N:M along rows (``nm:N:M``, whatever its metadata and
+    index widths), else None."""
+    if not isinstance(layout, Layout) or layout.rank != 2 or not layout.is_structured:
+        return None
+    level = layout.levels[-1]
     plain = replace(layout, pos_width=32, crd_width=32, index_group="", nm_metadata="")
-    return plain == standard_layout("nm:2:4")
+    return (level.n, level.m) if plain == standard_layout(f"nm:{level.n}:{level.m}") else None
 
 
 def _width_type(width: int) -> str:
@@ -132,7 +143,14 @@ class GpuTensorizePass(SparsecompPass):
     resolves 2:4 to) in f16, with an f32 or f16 result, on a target with the
     sparse ``m16n8k16`` shape, goes to a kernel on ``nvgpu.mma.sp.sync``
     (:mod:`sparsecomp.lowering.mma_sp_kernels`) that reads the values and
-    the metadata words. Anything else is left to the scalar schedule.
+    the metadata words. Other n:m layouts along rows with indices as
+    metadata, whose ``M`` divides the MMA's ``k`` (2:4 in f32, which
+    ``mma.sp`` cannot take: its tf32 form is 1:2; 1:2, 1:4, 2:8 ...), go to
+    dense ``mma.sync`` with each lane expanding its A elements from the
+    group's values and indices
+    (:mod:`sparsecomp.lowering.mma_nm_dense_kernels`); a 2:4 product placed
+    there is a remark that says why not on the sparse tensor cores. Anything
+    else is left to the scalar schedule, with a remark.
 
     Before (a CUDA function):
 
@@ -178,6 +196,9 @@ class GpuTensorizePass(SparsecompPass):
                     emit_remark(candidate.location,
                                 f"this product takes the scalar schedule: {spec}")  # fmt: skip
                 elif spec is not None:
+                    if isinstance(spec, NmDenseMma) and spec.why:
+                        emit_remark(candidate.location, "this 2:4 product runs on the dense "
+                                    f"tensor cores, not the sparse ones: {spec.why}")  # fmt: skip
                     _rewrite(candidate, spec)
                     made[spec.name] = _kernel(spec)
         if made:
@@ -195,9 +216,9 @@ class GpuTensorizePass(SparsecompPass):
         layout = layout_of(a)
         if layout_of(b) is not None or layout_of(out) is not None:
             return None
-        two_four = isinstance(layout, Layout) and _is_2_4(layout)
+        ratio = _nm_ratio(layout)
         blocks = _bsr_blocks(layout)
-        if not two_four and blocks is None:
+        if ratio is None and blocks is None:
             return None
         assert isinstance(layout, Layout)
         if op.name == "linalg.generic" and not _multiply_adds(op.regions[0].blocks[0]):
@@ -214,23 +235,12 @@ class GpuTensorizePass(SparsecompPass):
         if acc == "f16" and elements[0] != "f16":
             return (f"{elements[0]} products accumulate in f32 on the tensor cores, and the "
                     "result is f16")  # fmt: skip
-        if two_four:
-            if elements[0] != "f16":
-                return f"2:4 products on the sparse tensor cores take f16 values, not {elements[0]}"
-            if "m16n8k16" not in device.sparse_mma_shapes:
-                return f"{device.chip} has no m16n8k16 sparse MMA (mma.sp)"
-            if not _is_mma_sp_2_4(layout):
-                return (f"A's 2:4 metadata is '{layout.nm_metadata or 'indices'}', not the "
-                        "mma_sp_m16n8k16 words the sparse tensor cores read")  # fmt: skip
-            return NmMma(_width_type(layout.crd_width), self.warps, self.tiles, acc)
+        if ratio is not None:
+            return self._nm_spec(layout, ratio, elements[0], acc, device)
         assert blocks is not None
-        if elements[0] not in _NEEDS:
-            return f"no tensor-core MMA takes {elements[0]} values (f16, or f32 as tf32)"
-        if elements[0] == "f32" and not self.tf32:
-            return "f32 products stay off the tensor cores' tf32 (tf32=false)"
-        need = _NEEDS[elements[0]]
-        if need not in device.mma_shapes or device.sm < _FIRST_SM[elements[0]]:
-            return f"{device.chip} has no {need} MMA for {elements[0]}"
+        why = self._dense_mma(elements[0], device)
+        if why is not None:
+            return why
         widths = _width_type(layout.pos_width), _width_type(layout.crd_width)
         spec = BsrMma(*blocks, elements[0], *widths, self.warps, self.tiles, acc)
         why = spec.supported()
@@ -241,8 +251,48 @@ class GpuTensorizePass(SparsecompPass):
                                 max(1, self.tiles // 2), acc)  # fmt: skip
         return why
 
+    def _nm_spec(self, layout: Layout, ratio: tuple[int, int], element: str, acc: str,
+                 device: CudaTarget) -> _Spec | str:  # fmt: skip
+        """2:4 f16 with mma.sp metadata on the sparse tensor cores; other n:m layouts with
+        indices whose M divides the MMA's k on the dense ones (rows expanded per lane)."""
+        sparse_why = None
+        if ratio != (2, 4):
+            sparse_why = "the sparse tensor cores take 2:4"
+        elif element != "f16":
+            sparse_why = f"the sparse tensor cores take 2:4 in f16 (tf32 only 1:2), not {element}"
+        elif "m16n8k16" not in device.sparse_mma_shapes:
+            sparse_why = f"{device.chip} has no m16n8k16 sparse MMA (mma.sp)"
+        elif not _is_mma_sp_2_4(layout):
+            sparse_why = (f"A's 2:4 metadata is '{layout.nm_metadata or 'indices'}', not the "
+                          "mma_sp_m16n8k16 words the sparse tensor cores read")  # fmt: skip
+        if sparse_why is None:
+            return NmMma(_width_type(layout.crd_width), self.warps, self.tiles, acc)
+        if layout.nm_metadata not in ("", "indices"):
+            return f"{sparse_why}, and A's metadata ('{layout.nm_metadata}') holds no indices"
+        why = self._dense_mma(element, device)
+        if why is not None:
+            return f"{sparse_why}; {why}"
+        n, m = ratio
+        k = _SHAPE_K[_NEEDS[element]]
+        if not NmDenseMma.fits(n, m, k):
+            return f"{sparse_why}, and {n}:{m} groups do not tile the {k}-wide k of an MMA"
+        return NmDenseMma(n, m, element, _width_type(layout.crd_width), self.warps, self.tiles,
+                          acc, why=sparse_why if ratio == (2, 4) else "")  # fmt: skip
 
-_Spec = BsrMma | PackedBsrMma | NmMma
+    def _dense_mma(self, element: str, device: CudaTarget) -> str | None:
+        """None where ``device`` has the dense MMA for ``element`` inputs (and tf32 is on
+        for f32), else why not."""
+        if element not in _NEEDS:
+            return f"no tensor-core MMA takes {element} values (f16, or f32 as tf32)"
+        if element == "f32" and not self.tf32:
+            return "f32 products stay off the tensor cores' tf32 (tf32=false)"
+        need = _NEEDS[element]
+        if need not in device.mma_shapes or device.sm < _FIRST_SM[element]:
+            return f"{device.chip} has no {need} MMA for {element}"
+        return None
+
+
+_Spec = BsrMma | PackedBsrMma | NmMma | NmDenseMma
 
 
 def _kernel(spec: _Spec) -> str:
@@ -251,6 +301,8 @@ def _kernel(spec: _Spec) -> str:
         return bsr_spmm(spec)
     if isinstance(spec, PackedBsrMma):
         return packed_bsr_spmm(spec)
+    if isinstance(spec, NmDenseMma):
+        return nm_dense_spmm(spec)
     return nm_spmm(spec)
 
 
@@ -280,7 +332,7 @@ def _sparse_buffers(a: ir.Value, spec: _Spec) -> list[ir.Value]:
     layout = layout_of(a.type)
     assert isinstance(layout, Layout)
     element = ir.RankedTensorType(a.type).element_type
-    if isinstance(spec, NmMma):
+    if isinstance(spec, NmMma | NmDenseMma):
         values = si.values(rank1(element), a)
         return [values, si.coordinates(rank1(int_type(layout.crd_width)), a, 2)]
     pos = si.positions(rank1(int_type(layout.pos_width)), a, 1)

@@ -13,10 +13,12 @@ func.func @empty() {
 // -----
 
 // A product the tensor cores could run but do not is a remark that says why
-// (issue 41: these fell back silently). The products stay as they are.
+// (issue 41: these fell back silently); so is a 2:4 product that runs on the
+// dense tensor cores where the sparse ones cannot take it.
 #bsr4x12 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 4 : dense, j floordiv 12 : compressed, i mod 4 : dense, j mod 12 : dense), posWidth = 32, crdWidth = 32}>
 #nm = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32}>
 #nm_mma = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
+#nm3x10 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 10 : dense, j mod 10 : structured[3, 10]), posWidth = 32, crdWidth = 8}>
 #bsr16 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 16 : compressed, i mod 16 : dense, j mod 16 : dense), posWidth = 32, crdWidth = 32}>
 #mm = {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
        iterator_types = ["parallel", "parallel", "reduction"]}
@@ -32,7 +34,7 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_sha
     return %d : tensor<?x?xf32>
   }
   func.func @two_four_f32(%a: tensor<?x?xf32, #nm>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
-    // expected-remark @+1 {{this product takes the scalar schedule: 2:4 products on the sparse tensor cores take f16 values, not f32}}
+    // expected-remark @+1 {{this 2:4 product runs on the dense tensor cores, not the sparse ones: the sparse tensor cores take 2:4 in f16 (tf32 only 1:2), not f32}}
     %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf32, #nm>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) {
     ^bb0(%x: f32, %y: f32, %o: f32):
       %p = arith.mulf %x, %y : f32
@@ -64,7 +66,7 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_sha
     return %d : tensor<?x?xf64>
   }
   func.func @plain_metadata(%a: tensor<?x?xf16, #nm>, %b: tensor<?x?xf16>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
-    // expected-remark @+1 {{this product takes the scalar schedule: A's 2:4 metadata is 'indices', not the mma_sp_m16n8k16 words the sparse tensor cores read}}
+    // expected-remark @+1 {{this 2:4 product runs on the dense tensor cores, not the sparse ones: A's 2:4 metadata is 'indices', not the mma_sp_m16n8k16 words the sparse tensor cores read}}
     %d = linalg.generic #mm ins(%a, %b : tensor<?x?xf16, #nm>, tensor<?x?xf16>) outs(%c : tensor<?x?xf32>) {
     ^bb0(%x: f16, %y: f16, %o: f32):
       %xe = arith.extf %x : f16 to f32
@@ -73,6 +75,11 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_sha
       %s = arith.addf %o, %p : f32
       linalg.yield %s : f32
     } -> tensor<?x?xf32>
+    return %d : tensor<?x?xf32>
+  }
+  func.func @groups_wider_than_k(%a: tensor<?x?xf32, #nm3x10>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    // expected-remark @+1 {{this product takes the scalar schedule: the sparse tensor cores take 2:4, and 3:10 groups do not tile the 8-wide k of an MMA}}
+    %d = linalg.matmul ins(%a, %b : tensor<?x?xf32, #nm3x10>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
     return %d : tensor<?x?xf32>
   }
   func.func @bf16_blocks(%a: tensor<?x?xbf16, #bsr16>, %b: tensor<?x?xbf16>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {

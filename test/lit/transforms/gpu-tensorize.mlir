@@ -114,8 +114,9 @@ module attributes {sparse_iter.targets = {cpu = #sparse_iter.cpu<x86_64, feature
 // CHECK: %[[VALB:.*]] = bufferization.to_buffer %[[VAL]] read_only
 // CHECK: %[[METAB:.*]] = bufferization.to_buffer %[[META]] read_only
 // CHECK: call @[[KERNEL:__sparse_iter_nm_mma_sp_2x4_f16_i32_w4t4]](%[[VALB]], %[[METAB]],
-// The same 2:4 tensor in f32 (mma.sp for f16 only) or on a target without sparse
-// MMAs stays with the scalar schedule.
+// The same 2:4 layout in f32 (mma.sp takes f16 2:4, and its metadata words
+// hold no indices for the dense MMAs) or on a target without sparse MMAs stays
+// with the scalar schedule.
 // CHECK-LABEL: func.func @negative_nm_f32
 // CHECK: linalg.matmul
 // CHECK-LABEL: func.func @negative_no_sparse_mma
@@ -194,6 +195,27 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_sha
 module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k8, m16n8k16], sparse_mma_shapes = [m16n8k16]>}} {
   func.func @packed_4x4(%A: tensor<?x?xf32, #bsr4>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
     %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #bsr4>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+}
+
+// -----
+
+// n:m with indices (here 2:4 in f32, which mma.sp cannot take: tf32 is 1:2
+// there) runs on the dense tensor cores: each lane expands its A elements
+// from the group's kept values and indices, then a tf32 mma.sync.
+// CHECK-LABEL: func.func @nm_dense
+// CHECK: %[[VAL:.*]] = sparse_iter.values %{{.*}} -> tensor<?xf32>
+// CHECK: %[[IDX:.*]] = sparse_iter.coordinates %{{.*}}[2] {{.*}} -> tensor<?xi8>
+// CHECK: call @[[KERNEL:__sparse_iter_nm_mma_dense_2x4_f32_i8_w4t4]](
+// CHECK: func.func private @[[KERNEL]](%{{.*}}: memref<?xf32>, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>)
+// CHECK: arith.index_castui %{{.*}} : i8 to index
+// CHECK: arith.select
+// CHECK-COUNT-4: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+#nm24 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 8}>
+module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k8, m16n8k16], sparse_mma_shapes = [m16n8k16]>}} {
+  func.func @nm_dense(%A: tensor<?x?xf32, #nm24>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #nm24>, tensor<?x?xf32>) outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
     return %r : tensor<?x?xf32>
   }
 }
