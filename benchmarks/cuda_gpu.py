@@ -10,7 +10,8 @@ checked against the peer's before it is timed. Rows:
 
 * SpMM, K = 32 and 128: ours (CSR, columns on lanes) vs cuSPARSE SpMM
   (``cupyx.scipy.sparse.csr_matrix @ B``); on the blocked matrices also ours
-  as BSR 16x16 on tensor cores (tf32);
+  as BSR 16x16 on tensor cores (tf32), and on the FEM matrix with 3x3 node
+  blocks as BSR 3x3, two blocks to a tf32 MMA (``bsr3-mma``);
 * SpMV: ours (8 lanes per row) vs cuSPARSE SpMV, and ours with the entries
   shared out evenly between threads (``spmv-split``: compile option
   ``gpu_balance="nonzeros"``) on every matrix, and SpMM so (``spmm-split``)
@@ -43,7 +44,7 @@ from typing import Any
 
 import matrices
 import numpy as np
-from cuda_programs import BSR_SPMM, HYB_SPMV, NM_SPMM, POWER_LAW
+from cuda_programs import BSR3_SPMM, BSR_SPMM, HYB_SPMV, NM_SPMM, NODE_BLOCKED, POWER_LAW
 
 import sparsecomp
 from sparsecomp.formats.gpu_balance import choose_balance
@@ -52,7 +53,18 @@ from sparsecomp.runtime import cuda
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: The executables a run needs, by name.
-KERNELS = ("spmv", "spmm", "sddmm", "bsr", "nm", "hyb", "split", "split_spmm", "split_sddmm")
+KERNELS = (
+    "spmv",
+    "spmm",
+    "sddmm",
+    "bsr",
+    "nm",
+    "hyb",
+    "split",
+    "split_spmm",
+    "split_sddmm",
+    "bsr3",
+)
 #: The power-law graphs of issue 41's SpMM K=128 target (SpMM split by entries runs there).
 GRAPHS = frozenset({"rmat", "rmat20", "email-Enron", "wiki-Vote", "ca-HepPh"})
 
@@ -132,6 +144,7 @@ def build(sm: int) -> dict[str, Any]:
     target = f"cuda:sm_{sm}"
     exes = {k: sparsecomp.compile(EXAMPLES / f"{k}.mlir", target) for k in KERNELS[:3]}
     exes["bsr"] = sparsecomp.compile(BSR_SPMM, target)
+    exes["bsr3"] = sparsecomp.compile(BSR3_SPMM, target)
     exes["nm"] = sparsecomp.compile(NM_SPMM, target)
     exes["hyb"] = sparsecomp.compile(HYB_SPMV.format(attr=parse_layout("hyb").attr_text()), target)
     # SpMV with its entries shared out evenly between threads (power-law rows)
@@ -182,6 +195,7 @@ def run(
     exes = exes if exes is not None else build(sm)
     spmv, spmm, sddmm = exes["spmv"].spmv, exes["spmm"].spmm, exes["sddmm"].sddmm
     bsr, hyb, split = exes["bsr"].spmm, exes["hyb"].spmv, exes["split"].spmv
+    bsr3 = exes["bsr3"].spmm if "bsr3" in exes else None
     split_spmm = exes["split_spmm"].spmm
     split_sddmm = exes["split_sddmm"].sddmm
     sync = cupy.cuda.Device().synchronize
@@ -255,6 +269,11 @@ def run(
                 case(f"bsr-mma K={k}", name,
                      lambda: _close(bsr(blocks, b), (theirs_a @ b).get(), "bsr", rtol=5e-3),
                      lambda: bsr(blocks, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
+            if name in NODE_BLOCKED and bsr3 is not None:
+                nodes = cuda.to_device(a, bsr3.signature.args[0].layout)
+                case(f"bsr3-mma K={k}", name,
+                     lambda: _close(bsr3(nodes, b), (theirs_a @ b).get(), "bsr3", rtol=5e-3),
+                     lambda: bsr3(nodes, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
         k = ks[0]
         xs = cupy.asarray(rng.standard_normal((m, k)).astype(np.float32))
         ys = cupy.asarray(rng.standard_normal((n, k)).astype(np.float32))

@@ -38,6 +38,10 @@ func.func @spmm(%A: tensor<?x?xf32, #blocks>, %B: tensor<?x?xf32>) -> tensor<?x?
 """
 #: Matrices the tensor-core BSR kernel runs on.
 BLOCKED = ("block16",)
+#: SpMM with the matrix as 3x3 blocks (FEM node blocks): several to an MMA on a CUDA target.
+BSR3_SPMM = BSR_SPMM.replace("block[16, 16], density = 0.1", "block[3, 3]")
+#: Matrices with 3x3 node blocks (three unknowns per mesh node).
+NODE_BLOCKED = ("bcsstk16",)
 #: 2:4 f16 SpMM with an outs operand: sparse tensor cores on a CUDA target.
 NM_SPMM = """
 #s = #sparse_iter.sparsity<nm[2, 4]>
