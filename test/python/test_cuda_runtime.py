@@ -53,6 +53,9 @@ class FakeDriver:
         self.function_params: list[list[int]] = []  # per function handle, its params' bytes
         self.fail_launch = fail_launch
         self.output_dtype: np.dtype[Any] = np.dtype(np.float32)
+        #: (call, pointer, bytes, advice or device) of cuMemAdvise / cuMemPrefetchAsync
+        self.advice: list[tuple[str, int, int, int]] = []
+        self.read_mostly: set[int] = set()
         table = DriverTable()
         callbacks = {
             "load_module": self._load_module,
@@ -65,6 +68,10 @@ class FakeDriver:
             "memcpy": lambda dst, src, n: ctypes.memmove(dst, src, n) and 0,
             "memset_d32": lambda dst, value, n: 0,
             "memset_d16": lambda dst, value, n: 0,
+            "mem_advise": self._advise,
+            "mem_prefetch_async": lambda ptr, n, device, stream: (
+                self.advice.append(("prefetch", ptr, n, device)) or 0
+            ),
         }
         self.keep: list[Any] = []
         for name, fn in callbacks.items():
@@ -77,6 +84,11 @@ class FakeDriver:
         buf = ctypes.create_string_buffer(size)
         self.live[ctypes.addressof(buf)] = buf
         out[0] = ctypes.addressof(buf)
+        return 0
+
+    def _advise(self, ptr: int, nbytes: int, advice: int, device: int) -> int:
+        self.advice.append(("advise", ptr, nbytes, advice))
+        (self.read_mostly.add if advice == 1 else self.read_mostly.discard)(ptr)
         return 0
 
     def _free(self, ptr: int) -> int:
@@ -445,6 +457,53 @@ def test_device_tensor_is_copied_once(spmm_cuda: sparsecomp.Executable, fake: Fa
         spmm_cuda(cuda.to_device(A, "csc"), np.ones((12, 4), np.float32))
     del on_gpu
     assert not fake.live
+
+
+def test_device_tensors_are_read_mostly_on_the_gpu(spmm_cuda: sparsecomp.Executable) -> None:
+    """A DeviceTensor's buffers are advised read-mostly and prefetched to the GPU (host
+    reads of a grid size then copy a page instead of moving it), and the advice is taken
+    back before the pool hands a block to anything else (a result the GPU writes)."""
+    driver = FakeDriver()
+    pool, hooks = cuda.device_pool.pooled(driver.driver.table)
+    driver.driver = cuda.Driver(driver.driver.table, sm=80, name="fake",
+                                keep=driver.keep + hooks, pool=pool)  # fmt: skip
+    old = cuda.use_driver(driver.driver)
+    try:
+        A = sp.random(30, 12, density=0.3, format="csr", dtype=np.float32, random_state=9)
+        on_gpu = cuda.to_device(A, spmm_cuda.spmm.signature.args[0].layout)
+        buffers = {ptr: length * dtype.itemsize for _, dtype, length, ptr in on_gpu.buffers}
+        advised = {(p, n) for call, p, n, a in driver.advice if call == "advise" and a == 1}
+        fetched = {(p, n) for call, p, n, d in driver.advice if call == "prefetch" and d == 0}
+        assert advised == fetched == set(buffers.items())
+        assert driver.read_mostly == set(buffers)
+        spmm_cuda(on_gpu, np.ones((12, 4), np.float32))
+        result_blocks = {launch_ptr for launch_ptr in driver.launches[-1]["buffers"]}
+        assert not (result_blocks - set(buffers)) & driver.read_mostly
+        del on_gpu
+        assert not driver.read_mostly  # unset before the blocks went back to the pool
+        # the pool reuses them for the next call's copies and result, plain managed
+        spmm_cuda(A, np.ones((12, 4), np.float32))
+        assert not driver.read_mostly
+    finally:
+        cuda.use_driver(old)
+        pool.release()
+
+
+def test_a_table_without_advice_entries_still_runs(spmm_cuda: sparsecomp.Executable) -> None:
+    """Tables filled by an older build (no cuMemAdvise entry) skip the advice."""
+    driver = FakeDriver()
+    driver.driver.table.mem_advise = cuda.MemAdvise()
+    driver.driver.table.mem_prefetch_async = cuda.MemPrefetchAsync()
+    old = cuda.use_driver(driver.driver)
+    try:
+        A = sp.random(30, 12, density=0.3, format="csr", dtype=np.float32, random_state=9)
+        on_gpu = cuda.to_device(A, spmm_cuda.spmm.signature.args[0].layout)
+        spmm_cuda(on_gpu, np.ones((12, 4), np.float32))
+        assert not driver.advice
+        del on_gpu
+        assert not driver.live
+    finally:
+        cuda.use_driver(old)
 
 
 def test_gpu_arrays_must_be_dense_and_contiguous(
