@@ -400,6 +400,40 @@ def test_sparse_results_stay_on_the_gpu_where_a_gpu_array_came_in() -> None:
         use_driver(old)
 
 
+def test_sddmm_shares_its_device_tensors_structure() -> None:
+    """SDDMM's result has the structure of its sampling matrix: on a GPU it returns that
+    DeviceTensor's positions and coordinates (``sparse-iter-forward-returned-arguments``)
+    instead of copying them each call (a cuMemcpy that waits for the device, each); the
+    result keeps them alive after the input is gone, and nothing is freed twice."""
+    exe = sparsecomp.compile(ROOT / "examples" / "sddmm.mlir", target="cuda:sm_80")
+    assert "mgpuMemcpy" not in (exe.directory / "device.mlir").read_text()  # was 2 a call
+    fake = FakeDriver()
+    old = use_driver(fake.driver)
+    try:
+        m, n, k = 12, 9, 4
+        A = sp.random(m, n, density=0.4, format="csr", dtype=np.float32, random_state=2)
+        rng = np.random.default_rng(3)
+        X, Y = GpuArray(rng.random((m, k), np.float32)), GpuArray(rng.random((n, k), np.float32))
+        on_gpu = cuda.to_device(A, exe.sddmm.signature.args[0].layout)
+        before = set(fake.live)
+        S = exe(on_gpu, X, Y)
+        (values,) = set(fake.live) - before  # only the values are new
+        mine = {name: ptr for name, _, _, ptr in on_gpu.buffers}
+        theirs = {name: ptr for name, _, _, ptr in S.buffers}
+        assert theirs["pos1"] == mine["pos1"]
+        assert theirs["crd1"] == mine["crd1"]
+        assert theirs["values"] == values
+        del on_gpu
+        host = S.to_scipy()  # A's memory outlives the input: S holds it
+        np.testing.assert_array_equal(host.indptr, A.indptr)
+        np.testing.assert_array_equal(host.indices, A.indices)
+        del S, host
+        assert not fake.live
+        assert len(fake.freed) == len(set(fake.freed))  # none twice
+    finally:
+        use_driver(old)
+
+
 class DlpackArray:
     """A stand-in for a JAX array: DLPack only, on device type 2 (CUDA)."""
 

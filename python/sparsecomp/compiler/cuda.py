@@ -69,7 +69,9 @@ def pipeline(device: CudaTarget) -> str:
 def device_pipeline(device: CudaTarget) -> str:
     """GPU-scheduled buffers to LLVM host code with the kernels' PTX in ``gpu.binary`` ops.
 
-    Host code's remaining linalg ops (the schedule has put one-dimensional
+    Results that are copies of arguments return the arguments
+    (``sparse-iter-forward-returned-arguments``), host code's remaining
+    linalg ops (the schedule has put one-dimensional
     fills on the GPU already) become loops, host allocations become managed
     memory (``sparse-iter-gpu-host-alloc``), launches are outlined into
     kernels, and MLIR's
@@ -77,7 +79,8 @@ def device_pipeline(device: CudaTarget) -> str:
     ``mgpu*`` runtime calls, which ``runtime/cuda_shim.c`` implements).
     """
     return (
-        "func.func(convert-linalg-to-loops), sparse-iter-gpu-host-alloc, gpu-kernel-outlining, "
+        "sparse-iter-forward-returned-arguments, func.func(convert-linalg-to-loops), "
+        "sparse-iter-gpu-host-alloc, gpu-kernel-outlining, "
         "gpu-lower-to-nvvm-pipeline{"
         f"cubin-chip={device.chip} cubin-features={PTX_FEATURES} cubin-format=isa}}"
     )

@@ -441,7 +441,10 @@ class CudaCaller(Caller):
             returned = self.cfunc(*call.params)
             values = self.unpack(out) if self.unpack is not None and out is not None else ()
             results = self._result_buffers(values)
-            owned += results  # freed also when the call failed
+            # freed also when the call failed; not a buffer of the caller's (a result
+            # may be an argument: sparse-iter-forward-returned-arguments)
+            theirs = set(on_gpu.values())
+            owned += [p for p in results if p not in theirs]
             self._raise_failure(dev)
             if out is None:
                 return scalar(self.sig.results[0], returned) if self.sig.results else None

@@ -30,6 +30,9 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-drop-destination-results": "drop_destination_results:DropDestinationResultsPass",
     "sparse-iter-emulate-gpu": "emulate_gpu:EmulateGpuPass",
     "sparse-iter-fold-encodings": "fold_encodings:FoldEncodingsPass",
+    "sparse-iter-forward-returned-arguments": (
+        "forward_returned_arguments:ForwardReturnedArgumentsPass"
+    ),
     "sparse-iter-gpu-host-alloc": "gpu_host_alloc:GpuHostAllocPass",
     "sparse-iter-gpu-map-loops": "gpu_map_loops:GpuMapLoopsPass",
     "sparse-iter-gpu-stage-structure": "gpu_stage_structure:GpuStageStructurePass",
