@@ -281,6 +281,19 @@ def _tensor_core_case(kind: str, m: int, k: int, n: int) -> tuple[str, tuple, np
         a = _blocks(rng, m, k).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
         return cuda_programs.BSR_SPMM, (sp.csr_matrix(a), b), a @ b
+    if kind in _NEW_KERNELS:  # the packed, n:m-on-dense-MMA and f16-accumulator kernels
+        sparsity, el, acc = _NEW_KERNELS[kind]
+        dtype, out = np.dtype(el.replace("f", "float")), np.dtype(acc.replace("f", "float"))
+        program = _PRODUCT.format(sparsity=sparsity, el=el, acc=acc)
+        a = _blocks(rng, m, k) if sparsity.startswith("block") else _two_of_four(rng, m, k)
+        if sparsity.startswith("nm[1"):
+            a = a * (np.arange(k) % 4 == np.arange(m)[:, None] % 4)  # 1 of every 4
+        a = a.astype(dtype)
+        b = rng.standard_normal((k, n)).astype(dtype)
+        ref = a.astype(np.float32) @ b.astype(np.float32)
+        layout = sparsecomp.compile(program, "cuda-emu:sm_80").functions["matmul"]
+        packed = SparseTensor.from_dense(a, layout.signature.args[0].layout)
+        return program, (packed, b, np.zeros((m, n), out)), ref
     program = {"bsr f16": BSR, "2:4 f16": NV_24}[kind]
     a = _blocks(rng, m, k) if kind == "bsr f16" else _two_of_four(rng, m, k)
     b = rng.standard_normal((k, n)).astype(np.float16)
@@ -290,7 +303,26 @@ def _tensor_core_case(kind: str, m: int, k: int, n: int) -> tuple[str, tuple, np
     return program, (packed, b, np.zeros((m, n), np.float32)), ref
 
 
-@pytest.mark.parametrize("kind", ["bsr f32", "bsr f16", "2:4 f16"])
+#: kind -> (sparsity, inputs, accumulator) of the kernels session 40 added
+_NEW_KERNELS = {
+    "bsr 4x4 f32 packed": ("block[4, 4]", "f32", "f32"),
+    "bsr 3x3 f16 packed": ("block[3, 3]", "f16", "f32"),
+    "bsr 16x16 f16 acc": ("block[16, 16]", "f16", "f16"),
+    "2:4 f32 dense mma": ("nm[2, 4]", "f32", "f32"),
+    "1:4 f16 dense mma": ("nm[1, 4]", "f16", "f16"),
+}
+_PRODUCT = """
+#s = #sparse_iter.sparsity<{sparsity}>
+func.func @matmul(%A: tensor<?x?x{el}, #s>, %B: tensor<?x?x{el}>,
+                  %C: tensor<?x?x{acc}>) -> tensor<?x?x{acc}> {{
+  %r = linalg.matmul ins(%A, %B : tensor<?x?x{el}, #s>, tensor<?x?x{el}>)
+                     outs(%C : tensor<?x?x{acc}>) -> tensor<?x?x{acc}>
+  return %r : tensor<?x?x{acc}>
+}}
+"""
+
+
+@pytest.mark.parametrize("kind", ["bsr f32", "bsr f16", "2:4 f16", *_NEW_KERNELS])
 @pytest.mark.parametrize("n", [40, 72])
 def test_tensor_core_kernels_do_not_race_at_edges(kind: str, n: int) -> None:
     """Issue 41: at sizes the tiles do not divide, no address is written by two blocks of a
@@ -299,6 +331,7 @@ def test_tensor_core_kernels_do_not_race_at_edges(kind: str, n: int) -> None:
     its first lane's address, the next row's first columns."""
     program, args, ref = _tensor_core_case(kind, 48, 64, n)
     exe = sparsecomp.compile(program, "cuda-emu:sm_80", profile=True)
+    assert "nvgpu.mma" in (exe.directory / "gpu.mlir").read_text()
     prof = exe.profile(*args)
-    np.testing.assert_allclose(prof.result, ref, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(prof.result, ref, rtol=2e-2, atol=5e-2)
     assert prof.races == 0, str(prof)
