@@ -175,7 +175,7 @@ def load(directory: Path) -> None:
         for op in OPS:
             exe = load_exe(directory / f"{op}-{layout.replace(':', '_')}")
             fn = exe.functions[op]
-            kernels._variants[(op, str(torch.float32), attr(layout), target)] = fn
+            kernels.install(op, torch.float32, attr(layout), target, fn)
 
 
 def timed(fn: Any, reps: int) -> float:

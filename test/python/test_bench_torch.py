@@ -70,6 +70,10 @@ import pathlib, torch, torch_bert_gpu as gpu
 from sparsecomp.torch import device, kernels
 device.target = lambda d: "cuda:sm_90"
 gpu.load(pathlib.Path({str(tmp_path)!r}))
+for _, _, layout in gpu.CONFIGS:  # found where a compile would run (MLIR is blocked)
+    for op in gpu.OPS:
+        fn = kernels.kernel(op, torch.float32, gpu.attr(layout), "cuda:sm_90")
+        assert fn.name == op, fn
 print(sorted((k[0], k[2].split("map = ")[1][:40]) for k in kernels._variants))
 """
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

@@ -360,6 +360,16 @@ def kernel(op: str, dtype: Any, layout: str, target: str = "host") -> Any:
         return _variants[key]
 
 
+def install(op: str, dtype: Any, layout: str, target: str, function: Any) -> None:
+    """Make ``function`` (a loaded executable's, :func:`sparsecomp.load`) what
+    :func:`kernel` returns for these arguments, in place of a compile: how a machine
+    without MLIR runs kernels compiled elsewhere (``benchmarks/torch_bert_gpu.py``).
+    Keyed as :func:`kernel` looks it up, torch's tf32 setting included."""
+    tf32 = target != "host" and allow_tf32()
+    with _lock:
+        _variants[(op, str(dtype), layout, target, tf32)] = function
+
+
 def block_rows(layout: Any) -> int:
     """Rows per block of a parsed layout (1: rows one by one, a composable one too)."""
     return 1 if isinstance(layout, Composable) else layout.dim_to_lvl.block_sizes()[0]
