@@ -434,6 +434,53 @@ def test_sddmm_shares_its_device_tensors_structure() -> None:
         use_driver(old)
 
 
+@pytest.mark.parametrize("name", ["spmv", "spmm", "sddmm"])
+def test_the_gpu_fast_path_passes_what_the_careful_path_passes(name: str) -> None:
+    """A call whose operands are all on the GPU skips flatten (runtime/gpu_fastpath.py):
+    the kernel gets the very parameters the careful path gives it, and the results are
+    the same; an operand the fast path does not take goes the careful way."""
+    exe = sparsecomp.compile(ROOT / "examples" / f"{name}.mlir", target="cuda:sm_80")
+    fn = getattr(exe, name)
+    fake = FakeDriver()
+    old = use_driver(fake.driver)
+    try:
+        m, n, k = 14, 11, 5
+        rng = np.random.default_rng(5)
+        A = sp.random(m, n, density=0.4, format="csr", dtype=np.float32, random_state=6)
+        on_gpu = cuda.to_device(A, fn.signature.args[0].layout)
+        dense = {
+            "spmv": [GpuArray(rng.random(n, np.float32))],
+            "spmm": [GpuArray(rng.random((n, k), np.float32))],
+            "sddmm": [GpuArray(rng.random((m, k), np.float32)),
+                      GpuArray(rng.random((n, k), np.float32))],
+        }[name]  # fmt: skip
+        caller = fn._get_caller()
+        taken = []
+        emit = caller.gpu_fast.emit
+        caller.gpu_fast.emit = lambda *a: taken.append(emit(*a)) or taken[-1]
+        fast = fn(on_gpu, *dense)
+        assert taken[-1] is dense[0]  # the fast path took it
+        caller.gpu_fast.emit = lambda *a: taken.append(None)  # the careful path only
+        careful = fn(on_gpu, *dense)
+        first, second = fake.launches[-2:]
+
+        def params(launch: dict[str, Any]) -> list[Any]:  # the new result's buffer: "out"
+            newest = list(launch["buffers"])[-1]
+            return ["out" if p == newest else p for p in launch["params"]]
+
+        assert params(first) == params(second)
+        assert "out" in params(first)
+        assert first["grid"] == second["grid"]
+        got = [r.to_scipy().toarray() if hasattr(r, "to_scipy") else r.get()
+               for r in (fast, careful)]  # fmt: skip
+        np.testing.assert_array_equal(got[0], got[1])
+        caller.gpu_fast.emit = emit
+        with pytest.raises(sparsecomp.SparsecompError, match="expected a float32 array"):
+            fn(on_gpu, *[GpuArray(np.ones(d.array.shape, np.float64)) for d in dense])
+    finally:
+        use_driver(old)
+
+
 class DlpackArray:
     """A stand-in for a JAX array: DLPack only, on device type 2 (CUDA)."""
 

@@ -46,6 +46,7 @@ from sparsecomp.runtime import device_arrays, device_pool
 from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.call import Caller, _item_specs, item_ranks
 from sparsecomp.runtime.fastpath import Out
+from sparsecomp.runtime.gpu_fastpath import GpuFastArgs
 from sparsecomp.runtime.marshal import flatten
 from sparsecomp.runtime.memref import descriptor_words
 from sparsecomp.runtime.results import result_array, scalar, unflatten
@@ -380,6 +381,7 @@ class CudaCaller(Caller):
         self.manifest = manifest
         self.bound_to: DriverTable | None = None
         self.result_dtypes = _item_dtypes(sig)
+        self.gpu_fast = GpuFastArgs(sig)
         error = library["sparsecomp_cuda_error"]
         error.argtypes = [ctypes.POINTER(ctypes.c_char_p)]
         error.restype = ctypes.c_int
@@ -401,6 +403,15 @@ class CudaCaller(Caller):
             return self._run(dev, args)
 
     def _run(self, dev: Driver, args: tuple[Any, ...]) -> Any:
+        out = self.result_struct() if self.result_struct is not None else None
+        buf = self.words_type() if self.words_type is not None else None
+        call = Out(ctypes.addressof(buf) if buf is not None else 0, [])
+        if out is not None:
+            call.params.append(ctypes.addressof(out))
+        theirs: set[int] = set()  # the caller's GPU buffers
+        first_gpu = self.gpu_fast.emit(args, call, theirs)
+        if first_gpu is not None:  # every argument on the GPU already: no copy
+            return self._complete(dev, call, buf, out, [], theirs, first_gpu, args)
         on_gpu: dict[int, int] = {}  # id of a placeholder item -> its GPU pointer
         first: list[Any] = []  # the first argument in GPU memory
 
@@ -417,9 +428,6 @@ class CudaCaller(Caller):
             return holder.shape, [holder]
 
         items = flatten(self.sig, args, elsewhere, self.conversions.convert)
-        first_gpu = first[0] if first else None
-        out = self.result_struct() if self.result_struct is not None else None
-        buf = self.words_type() if self.words_type is not None else None
         call = Out(ctypes.addressof(buf) if buf is not None else 0, [])
         if out is not None:
             call.params.append(ctypes.addressof(out))
@@ -436,6 +444,19 @@ class CudaCaller(Caller):
                     owned.append(ptr)
                     dev.copy(ptr, host.ctypes.data, host.nbytes)
                     call.array(host, ptr)
+        except BaseException:
+            for ptr in owned:
+                dev.free(ptr)
+            raise
+        first_gpu = first[0] if first else None
+        return self._complete(dev, call, buf, out, owned, set(on_gpu.values()), first_gpu, args)
+
+    def _complete(self, dev: Driver, call: Out, buf: Any, out: Any, owned: list[int],
+                theirs: set[int], first_gpu: Any, args: tuple[Any, ...]) -> Any:  # fmt: skip
+        """Run the host code on ``call``'s parameters; the results, on the GPU where a GPU
+        array came in (``first_gpu``), else on the host; ``owned`` (copies of host
+        arguments) and the results' buffers nobody keeps are freed."""
+        try:
             if buf is not None:
                 buf[:] = call.words
             returned = self.cfunc(*call.params)
@@ -443,13 +464,12 @@ class CudaCaller(Caller):
             results = self._result_buffers(values)
             # freed also when the call failed; not a buffer of the caller's (a result
             # may be an argument: sparse-iter-forward-returned-arguments)
-            theirs = set(on_gpu.values())
             owned += [p for p in results if p not in theirs]
             self._raise_failure(dev)
             if out is None:
                 return scalar(self.sig.results[0], returned) if self.sig.results else None
             if first_gpu is not None and all(s.declared_layout is None for s in self.sig.results):
-                kept = set(results) - set(on_gpu.values())  # not the caller's arrays
+                kept = set(results) - theirs  # not the caller's arrays
                 owned = [p for p in owned if p not in kept]  # the results own them now
                 return self._on_gpu(dev, values, kept, first_gpu, args)
             values = self._to_host(dev, values)
