@@ -147,6 +147,11 @@ class Caller:
             return got
         return self._ctypes_call(args, careful=False)
 
+    def call_diverted(self, args: tuple[Any, ...]) -> Any:
+        """The call, where the caller's ``divert`` was asked already (the CUDA caller
+        skips asking again)."""
+        return self(args)
+
     def _ctypes_call(self, args: tuple[Any, ...], careful: bool) -> Any:
         """One call through ctypes: the fast path unless ``careful``, else (or where it
         declines) the careful path. A guarded kernel that reports a coordinate out of

@@ -382,6 +382,7 @@ class CudaCaller(Caller):
         self.bound_to: DriverTable | None = None
         self.result_dtypes = _item_dtypes(sig)
         self.gpu_fast = GpuFastArgs(sig)
+        self._result_layout: list[tuple[int, int, np.dtype[Any]]] | None = None
         error = library["sparsecomp_cuda_error"]
         error.argtypes = [ctypes.POINTER(ctypes.c_char_p)]
         error.restype = ctypes.c_int
@@ -396,6 +397,11 @@ class CudaCaller(Caller):
     def __call__(self, args: tuple[Any, ...]) -> Any:
         if self.divert is not None and (other := self.divert(args)) is not None:
             return other(*args)
+        return self.call_diverted(args)
+
+    def call_diverted(self, args: tuple[Any, ...]) -> Any:
+        """The call, ``args`` known not to need a variant or a prepared operand's path
+        (``Executable`` asked ``divert`` already)."""
         dev = driver()
         with _lock:  # one call at a time: the shim keeps one error slot
             self._bind(dev)
@@ -526,13 +532,18 @@ class CudaCaller(Caller):
             raise CudaError(f"{self.sig.name}: {call} failed: {dev.error_name(code)}")
 
     def _descriptors(self, values: tuple[Any, ...]) -> list[tuple[int, int, np.dtype[Any]]]:
-        """(first word, rank, dtype) of every result descriptor in ``values``."""
-        found = []
-        at = 0
-        for dtype, rank in zip(self.result_dtypes, item_ranks(self.sig.results), strict=True):
-            if rank is not None:
-                found.append((at, rank, dtype))
-            at += 1 if rank is None else descriptor_words(rank)
+        """(first word, rank, dtype) of every result descriptor in ``values`` (the same
+        for every call: computed once)."""
+        found = self._result_layout
+        if found is None:
+            found = []
+            at = 0
+            ranks = item_ranks(self.sig.results)
+            for dtype, rank in zip(self.result_dtypes, ranks, strict=True):
+                if rank is not None:
+                    found.append((at, rank, dtype))
+                at += 1 if rank is None else descriptor_words(rank)
+            self._result_layout = found
         return found
 
     def _result_buffers(self, values: tuple[Any, ...]) -> list[int]:

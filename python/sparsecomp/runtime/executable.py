@@ -118,7 +118,7 @@ class Function:
                 self._learn(args, other, True)
             return other(*args)
         self._learn(args, self, False)
-        return caller(args)
+        return caller.call_diverted(args)
 
     def _into(self, args: tuple[Any, ...], out: Any) -> Any:
         prepared = self._prepared(args)
