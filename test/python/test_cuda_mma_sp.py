@@ -73,9 +73,10 @@ def test_sparse_tensor_core_spmm_matches_numpy(exe, m, k, n, seed) -> None:
 
 def test_the_product_runs_on_sparse_tensor_cores(exe) -> None:
     gpu = (exe.directory / "gpu.mlir").read_text()
-    # Per step of two k tiles: 4 MMA tiles of 8 columns each; 2 shuffles per A row and tile.
-    assert gpu.count("nvgpu.mma.sp.sync") == 8
-    assert gpu.count("gpu.shuffle  idx") == 8  # (the printer puts two spaces)
+    # Per step of two k tiles, for each of a warp's 2 row tiles: 4 MMA tiles of 8 columns
+    # (on the same B fragments); 2 shuffles per A row and k tile.
+    assert gpu.count("nvgpu.mma.sp.sync") == 16
+    assert gpu.count("gpu.shuffle  idx") == 16  # (the printer puts two spaces)
     assert "mma_sp_m16n8k16" in (exe.directory / "layouts.mlir").read_text()
 
 

@@ -176,11 +176,15 @@ class GpuTensorizePass(SparsecompPass):
     tiles: int = 4
     #: f32 products on tf32 MMAs; false: they keep the scalar schedule (f32 FMAs).
     tf32: bool = True
+    #: 16-row tiles a warp of the 2:4 kernel computes (each B fragment serves them all).
+    row_tiles: int = 2
 
     def __post_init__(self) -> None:
         if not 1 <= self.warps <= 32 or not 1 <= self.tiles <= 16:
             raise ValueError(f"warps must be in 1..32 and tiles in 1..16, got "
                              f"{self.warps} and {self.tiles}")  # fmt: skip
+        if not 1 <= self.row_tiles <= 4:
+            raise ValueError(f"row-tiles must be in 1..4, got {self.row_tiles}")
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         made: dict[str, str] = {}
@@ -266,7 +270,8 @@ class GpuTensorizePass(SparsecompPass):
             sparse_why = (f"A's 2:4 metadata is '{layout.nm_metadata or 'indices'}', not the "
                           "mma_sp_m16n8k16 words the sparse tensor cores read")  # fmt: skip
         if sparse_why is None:
-            return NmMma(_width_type(layout.crd_width), self.warps, self.tiles, acc)
+            return NmMma(_width_type(layout.crd_width), self.warps, self.tiles, acc,
+                         self.row_tiles)  # fmt: skip
         if layout.nm_metadata not in ("", "indices"):
             return f"{sparse_why}, and A's metadata ('{layout.nm_metadata}') holds no indices"
         why = self._dense_mma(element, device)
