@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import sparsecomp
 from gpu_rebuild import rebuild
 from long_runs import strength
+from mma_reference import tf32 as _tf32
 from sparsecomp.compiler import cuda
 from sparsecomp.formats import SparseTensor
 from sparsecomp.formats.layout import standard_layout
@@ -60,12 +61,6 @@ func.func @spmm(%A: tensor<?x?xf32, #BSR>, %B: tensor<?x?xf32>,
   return %r : tensor<?x?xf32>
 }
 """
-
-
-def _tf32(x: np.ndarray) -> np.ndarray:
-    """``x`` rounded to tf32 (nearest, ties away), as float64."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return (((bits + 0x1000) & 0xFFFFE000).astype(np.uint32)).view(np.float32).astype(np.float64)
 
 
 def _block_matrix(m: int, k: int, r: int, c: int, fill: float, seed: int) -> sp.csr_matrix:

@@ -18,19 +18,11 @@ from hypothesis import strategies as st
 
 import sparsecomp
 from long_runs import strength
+from mma_reference import PRODUCT
 from sparsecomp.compiler import cuda
 from sparsecomp.formats import SparseTensor
 from sparsecomp.sparsify import sparsify
 
-PROGRAM = """
-#s = #sparse_iter.sparsity<{sparsity}>
-func.func @spmm(%A: tensor<?x?xf16, #s>, %B: tensor<?x?xf16>,
-                %C: tensor<?x?xf16>) -> tensor<?x?xf16> {{
-  %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #s>, tensor<?x?xf16>)
-                     outs(%C : tensor<?x?xf16>) -> tensor<?x?xf16>
-  return %r : tensor<?x?xf16>
-}}
-"""
 #: sparsity -> (layout of the operand, the instruction the PTX must hold)
 FORMS = {
     "block[16, 16]": ("bsr:16x16", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"),
@@ -40,7 +32,10 @@ FORMS = {
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[str, sparsecomp.Executable]:
-    return {s: sparsecomp.compile(PROGRAM.format(sparsity=s), "cuda-emu:sm_90") for s in FORMS}
+    return {
+        s: sparsecomp.compile(PRODUCT.format(sparsity=s, el="f16", acc="f16"), "cuda-emu:sm_90")
+        for s in FORMS
+    }
 
 
 def _operand(sparsity: str, m: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -91,7 +86,7 @@ def test_f16_results_run_on_tensor_cores_and_assemble(kernels, sparsity) -> None
     gpu = (kernels[sparsity].directory / "gpu.mlir").read_text()
     assert "-> vector<2x2xf16>" in gpu
     assert not any("scalar schedule" in r for r in kernels[sparsity].manifest.get("remarks", []))
-    program = PROGRAM.format(sparsity=sparsity)
+    program = PRODUCT.format(sparsity=sparsity, el="f16", acc="f16")
     for chip in ("sm_80", "sm_90"):
         (text,) = [t for t in cuda.ptx(program, f"cuda:{chip}").values() if "mma" in t]
         assert FORMS[sparsity][1] in text

@@ -24,19 +24,13 @@ from hypothesis import strategies as st
 import sparsecomp
 from gpu_rebuild import rebuild
 from long_runs import strength
+from mma_reference import DTYPES as _DTYPES
+from mma_reference import PRODUCT as PROGRAM
+from mma_reference import reference as _want
 from sparsecomp.compiler import cuda
 from sparsecomp.formats import SparseTensor
 from sparsecomp.sparsify import sparsify
 
-PROGRAM = """
-#s = #sparse_iter.sparsity<nm[{n}, {m}]>
-func.func @spmm(%A: tensor<?x?x{el}, #s>, %B: tensor<?x?x{el}>,
-                %C: tensor<?x?x{acc}>) -> tensor<?x?x{acc}> {{
-  %r = linalg.matmul ins(%A, %B : tensor<?x?x{el}, #s>, tensor<?x?x{el}>)
-                     outs(%C : tensor<?x?x{acc}>) -> tensor<?x?x{acc}>
-  return %r : tensor<?x?x{acc}>
-}}
-"""
 #: (N, M, inputs, accumulator)
 CASES = [
     (2, 4, "f32", "f32"),
@@ -46,22 +40,17 @@ CASES = [
     (4, 8, "f16", "f16"),
     (4, 16, "f16", "f32"),
 ]
-_DTYPES = {"f32": np.float32, "f16": np.float16}
 
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[tuple[int, int, str, str], sparsecomp.Executable]:
     return {
         case: sparsecomp.compile(
-            PROGRAM.format(n=case[0], m=case[1], el=case[2], acc=case[3]), "cuda-emu:sm_90"
+            PROGRAM.format(sparsity=f"nm[{case[0]}, {case[1]}]", el=case[2], acc=case[3]),
+            "cuda-emu:sm_90",
         )
         for case in CASES
     }
-
-
-def _tf32(x: np.ndarray) -> np.ndarray:
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return (((bits + 0x1000) & 0xFFFFE000).astype(np.uint32)).view(np.float32).astype(np.float64)
 
 
 def _operands(case, rows: int, k: int, n: int, seed: int):
@@ -71,11 +60,6 @@ def _operands(case, rows: int, k: int, n: int, seed: int):
     b = rng.standard_normal((k, n)).astype(_DTYPES[el])
     cin = rng.standard_normal((rows, n)).astype(_DTYPES[acc])
     return SparseTensor.from_dense(a, f"nm:{nn}:{m}"), a, b, cin
-
-
-def _want(el: str, a: np.ndarray, b: np.ndarray, cin: np.ndarray) -> np.ndarray:
-    rounded = _tf32 if el == "f32" else (lambda x: x.astype(np.float64))
-    return rounded(a) @ rounded(b) + cin.astype(np.float64)
 
 
 @settings(deadline=None, max_examples=strength(20, 60))
@@ -109,7 +93,7 @@ def test_nm_products_run_on_mma_sync_and_assemble(kernels) -> None:
             ((2, 4, "f32", "f32"), "m16n8k8.row.col.f32.tf32.tf32.f32"),
             ((4, 8, "f16", "f16"), "m16n8k16.row.col.f16.f16.f16.f16"),
         ):
-            program = PROGRAM.format(n=case[0], m=case[1], el=case[2], acc=case[3])
+            program = PROGRAM.format(sparsity=f"nm[{case[0]}, {case[1]}]", el=case[2], acc=case[3])
             (text,) = [t for t in cuda.ptx(program, f"cuda:{chip}").values() if "mma" in t]
             assert f"mma.sync.aligned.{instruction}" in text
             assert cuda.assemble(text, chip)

@@ -24,18 +24,12 @@ from hypothesis import strategies as st
 import sparsecomp
 from gpu_rebuild import rebuild
 from long_runs import strength
+from mma_reference import DTYPES as _DTYPES
+from mma_reference import PRODUCT as PROGRAM
+from mma_reference import reference as _want
 from sparsecomp.compiler import cuda
 from sparsecomp.formats import SparseTensor
 
-PROGRAM = """
-#s = #sparse_iter.sparsity<block[{r}, {c}]>
-func.func @spmm(%A: tensor<?x?x{el}, #s>, %B: tensor<?x?x{el}>,
-                %C: tensor<?x?x{acc}>) -> tensor<?x?x{acc}> {{
-  %r = linalg.matmul ins(%A, %B : tensor<?x?x{el}, #s>, tensor<?x?x{el}>)
-                     outs(%C : tensor<?x?x{acc}>) -> tensor<?x?x{acc}>
-  return %r : tensor<?x?x{acc}>
-}}
-"""
 #: (R, C, inputs, accumulator): blocks of 8, fewer or more rows (a partial last slice),
 #: narrower than k (several per MMA, k // C of them: the rest of k unused) or wider.
 CASES = [
@@ -50,23 +44,16 @@ CASES = [
     (8, 8, "f16", "f16"),
     (4, 32, "f16", "f16"),
 ]
-_DTYPES = {"f32": np.float32, "f16": np.float16}
 
 
 @pytest.fixture(scope="module")
 def kernels() -> dict[tuple[int, int, str, str], sparsecomp.Executable]:
     return {
         (r, c, el, acc): sparsecomp.compile(
-            PROGRAM.format(r=r, c=c, el=el, acc=acc), "cuda-emu:sm_90"
+            PROGRAM.format(sparsity=f"block[{r}, {c}]", el=el, acc=acc), "cuda-emu:sm_90"
         )
         for r, c, el, acc in CASES
     }
-
-
-def _tf32(x: np.ndarray) -> np.ndarray:
-    """``x`` rounded to tf32 (nearest, ties away), as float64."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return (((bits + 0x1000) & 0xFFFFE000).astype(np.uint32)).view(np.float32).astype(np.float64)
 
 
 def _operands(case, m: int, k: int, n: int, fill: float, seed: int):
@@ -77,11 +64,6 @@ def _operands(case, m: int, k: int, n: int, fill: float, seed: int):
     b = rng.standard_normal((k, n)).astype(_DTYPES[el])
     cin = rng.standard_normal((m, n)).astype(_DTYPES[acc])
     return SparseTensor.from_dense(a, f"bsr:{r}x{c}"), a, b, cin
-
-
-def _want(el: str, a: np.ndarray, b: np.ndarray, cin: np.ndarray) -> np.ndarray:
-    rounded = _tf32 if el == "f32" else (lambda x: x.astype(np.float64))
-    return rounded(a) @ rounded(b) + cin.astype(np.float64)
 
 
 @settings(deadline=None, max_examples=strength(20, 60))
@@ -113,7 +95,9 @@ def test_small_blocks_run_on_tensor_cores_and_assemble(kernels) -> None:
             ((4, 4, "f32", "f32"), "m16n8k8.row.col.f32.tf32.tf32.f32"),
             ((8, 8, "f16", "f16"), "m16n8k16.row.col.f16.f16.f16.f16"),
         ):
-            program = PROGRAM.format(r=case[0], c=case[1], el=case[2], acc=case[3])
+            program = PROGRAM.format(
+                sparsity=f"block[{case[0]}, {case[1]}]", el=case[2], acc=case[3]
+            )
             (text,) = [t for t in cuda.ptx(program, f"cuda:{chip}").values() if "mma" in t]
             assert f"mma.sync.aligned.{instruction}" in text
             assert cuda.assemble(text, chip)
@@ -142,7 +126,7 @@ def test_swapped_fragment_registers_give_a_wrong_answer(kernels, tmp_path: Path,
 def test_gpu_tf32_false_keeps_f32_blocks_on_f32_fmas() -> None:
     """``gpu_tf32=False``: an f32 block product keeps f32's precision (the scalar
     schedule, with a remark that says why); f16 products still take the tensor cores."""
-    program = PROGRAM.format(r=4, c=4, el="f32", acc="f32")
+    program = PROGRAM.format(sparsity="block[4, 4]", el="f32", acc="f32")
     exe = sparsecomp.compile(program, "cuda-emu:sm_90", gpu_tf32=False)
     assert "nvgpu.mma" not in (exe.directory / "gpu.mlir").read_text()
     (said,) = exe.manifest["remarks"]
@@ -151,6 +135,6 @@ def test_gpu_tf32_false_keeps_f32_blocks_on_f32_fmas() -> None:
     want = a.astype(np.float64) @ b.astype(np.float64) + cin
     np.testing.assert_allclose(exe(tensor, b, cin), want, rtol=1e-5, atol=1e-5)
     assert not np.allclose(_want("f32", a, b, cin), want, rtol=1e-5, atol=1e-5)  # tf32 differs
-    half = sparsecomp.compile(PROGRAM.format(r=4, c=4, el="f16", acc="f32"), "cuda-emu:sm_90",
-                              gpu_tf32=False)  # fmt: skip
+    half_program = PROGRAM.format(sparsity="block[4, 4]", el="f16", acc="f32")
+    half = sparsecomp.compile(half_program, "cuda-emu:sm_90", gpu_tf32=False)
     assert "nvgpu.mma.sync" in (half.directory / "gpu.mlir").read_text()

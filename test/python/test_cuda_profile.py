@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import sparsecomp
+from mma_reference import PRODUCT
 from sparsecomp.errors import SparsecompError
 from sparsecomp.runtime.profile import bank_conflicts, traffic, warp_requests
 from test_cuda_emulation import _hyb_program
@@ -284,7 +285,7 @@ def _tensor_core_case(kind: str, m: int, k: int, n: int) -> tuple[str, tuple, np
     if kind in _NEW_KERNELS:  # the packed, n:m-on-dense-MMA and f16-accumulator kernels
         sparsity, el, acc = _NEW_KERNELS[kind]
         dtype, out = np.dtype(el.replace("f", "float")), np.dtype(acc.replace("f", "float"))
-        program = _PRODUCT.format(sparsity=sparsity, el=el, acc=acc)
+        program = PRODUCT.format(sparsity=sparsity, el=el, acc=acc)
         a = _blocks(rng, m, k) if sparsity.startswith("block") else _two_of_four(rng, m, k)
         if sparsity.startswith("nm[1"):
             a = a * (np.arange(k) % 4 == np.arange(m)[:, None] % 4)  # 1 of every 4
@@ -311,15 +312,6 @@ _NEW_KERNELS = {
     "2:4 f32 dense mma": ("nm[2, 4]", "f32", "f32"),
     "1:4 f16 dense mma": ("nm[1, 4]", "f16", "f16"),
 }
-_PRODUCT = """
-#s = #sparse_iter.sparsity<{sparsity}>
-func.func @matmul(%A: tensor<?x?x{el}, #s>, %B: tensor<?x?x{el}>,
-                  %C: tensor<?x?x{acc}>) -> tensor<?x?x{acc}> {{
-  %r = linalg.matmul ins(%A, %B : tensor<?x?x{el}, #s>, tensor<?x?x{el}>)
-                     outs(%C : tensor<?x?x{acc}>) -> tensor<?x?x{acc}>
-  return %r : tensor<?x?x{acc}>
-}}
-"""
 
 
 @pytest.mark.parametrize("kind", ["bsr f32", "bsr f16", "2:4 f16", *_NEW_KERNELS])

@@ -120,9 +120,9 @@ def native_kernel(
         if entry is None:
             return None
         plan.append(entry)
-    if any(size > _MAX_SIZE for _, _, size in fast.static):
+    if any(size > _MAX_SIZE for _, _, size in fast.sizes.static):
         return None
-    symbols = tuple((*first, *other) for first, others in fast.symbols for other in others)
+    symbols = tuple((*first, *other) for first, others in fast.sizes.symbols for other in others)
     result = _result_plan(sig, result_struct)
     if result is None:
         return None
@@ -131,7 +131,7 @@ def native_kernel(
             address,
             library,
             tuple(plan),
-            fast.static,
+            fast.sizes.static,
             symbols,
             result,
             finish,

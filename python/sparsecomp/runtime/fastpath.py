@@ -88,6 +88,26 @@ class FastArgs:
         self.steps = tuple(
             _step(spec, checked) for spec, checked in zip(sig.args, self.checked, strict=True)
         )
+        self.sizes = SizeChecks(sig)
+
+    def emit(self, args: tuple[Any, ...], out: Out) -> bool:
+        """Write the parameters of ``args`` into ``out``; False (``out`` spoiled) if not fast."""
+        if len(args) != self.n_args:
+            return False
+        shapes = []
+        for step, value in zip(self.steps, args, strict=True):
+            shape = step(value, out)
+            if shape is None:
+                return False
+            shapes.append(shape)
+        return self.sizes.agree(shapes)
+
+
+class SizeChecks:
+    """A signature's static sizes and the sizes its symbols tie together, as the fast
+    paths check them (:class:`FastArgs`, :mod:`.gpu_fastpath`)."""
+
+    def __init__(self, sig: Signature) -> None:
         static: list[tuple[int, int, int]] = []
         symbols: dict[str, list[tuple[int, int]]] = {}
         for i, spec in enumerate(sig.args):
@@ -100,16 +120,8 @@ class FastArgs:
         groups = [uses for uses in symbols.values() if len(uses) > 1]
         self.symbols = tuple((uses[0], tuple(uses[1:])) for uses in groups)
 
-    def emit(self, args: tuple[Any, ...], out: Out) -> bool:
-        """Write the parameters of ``args`` into ``out``; False (``out`` spoiled) if not fast."""
-        if len(args) != self.n_args:
-            return False
-        shapes = []
-        for step, value in zip(self.steps, args, strict=True):
-            shape = step(value, out)
-            if shape is None:
-                return False
-            shapes.append(shape)
+    def agree(self, shapes: list[tuple[int, ...]]) -> bool:
+        """Whether the arguments' ``shapes`` have the static sizes and agree per symbol."""
         for i, axis, want in self.static:
             if shapes[i][axis] != want:
                 return False

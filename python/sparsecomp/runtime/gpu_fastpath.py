@@ -23,7 +23,7 @@ import numpy as np
 
 from sparsecomp.runtime.abi import ArgSpec, Signature
 from sparsecomp.runtime.device_arrays import DeviceTensor
-from sparsecomp.runtime.fastpath import Out
+from sparsecomp.runtime.fastpath import Out, SizeChecks
 
 
 class GpuFastArgs:
@@ -35,16 +35,7 @@ class GpuFastArgs:
         #: per sparse argument: DeviceTensors that passed, id -> (ref, words, pointers)
         self._tensors: tuple[dict[int, Any], ...] = tuple({} for _ in sig.args)
         self._dense = tuple((s.dtype.str, s.rank) for s in sig.args)
-        static: list[tuple[int, int, int]] = []
-        symbols: dict[str, list[tuple[int, int]]] = {}
-        for i, spec in enumerate(sig.args):
-            for axis, want in enumerate(spec.shape):
-                if isinstance(want, int):
-                    static.append((i, axis, want))
-                elif isinstance(want, str):
-                    symbols.setdefault(want, []).append((i, axis))
-        self.static = tuple(static)
-        self.symbols = tuple((u[0], tuple(u[1:])) for u in symbols.values() if len(u) > 1)
+        self.sizes = SizeChecks(sig)
 
     def emit(self, args: tuple[Any, ...], out: Out, theirs: set[int]) -> Any:
         """Write ``args``' parameters into ``out`` and the caller's GPU pointers into
@@ -72,15 +63,7 @@ class GpuFastArgs:
             if shape is None:
                 return None
             shapes.append(shape)
-        for i, axis, want in self.static:
-            if shapes[i][axis] != want:
-                return None
-        for (i0, axis0), others in self.symbols:
-            size = shapes[i0][axis0]
-            for i, axis in others:
-                if shapes[i][axis] != size:
-                    return None
-        return first
+        return first if self.sizes.agree(shapes) else None
 
     def _sparse(self, i: int, spec: ArgSpec, value: DeviceTensor, out: Out,
                 theirs: set[int]) -> tuple[int, ...] | None:  # fmt: skip
