@@ -570,6 +570,41 @@ def test_device_tensors_are_read_mostly_on_the_gpu(spmm_cuda: sparsecomp.Executa
         pool.release()
 
 
+def test_a_refused_advice_leaves_plain_managed_memory(
+    spmm_cuda: sparsecomp.Executable, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The read-mostly advice is a hint: a driver that refuses it (CUresult 1) gets no
+    more of it, says so once at INFO, and every call still runs."""
+    import logging
+
+    driver = FakeDriver()
+    refused = []
+
+    def refuse(ptr: int, nbytes: int, advice: int, device: int) -> int:
+        refused.append(advice)
+        return 1
+
+    hook = cuda.MemAdvise(refuse)
+    driver.keep.append(hook)
+    driver.driver.table.mem_advise = hook
+    old = cuda.use_driver(driver.driver)
+    try:
+        A = sp.random(30, 12, density=0.3, format="csr", dtype=np.float32, random_state=9)
+        with caplog.at_level(logging.INFO, logger="sparsecomp"):
+            first = cuda.to_device(A, spmm_cuda.spmm.signature.args[0].layout)
+            second = cuda.to_device(A, spmm_cuda.spmm.signature.args[0].layout)
+        assert refused == [1]  # asked once, for the first buffer; never again
+        assert not driver.driver.advise
+        assert any("device tensors stay plain managed memory" in r.getMessage()
+                   for r in caplog.records)  # fmt: skip
+        got = spmm_cuda(second, np.ones((12, 4), np.float32))
+        assert got.shape == (30, 4)
+        del first, second
+        assert not driver.live
+    finally:
+        cuda.use_driver(old)
+
+
 def test_a_table_without_advice_entries_still_runs(spmm_cuda: sparsecomp.Executable) -> None:
     """Tables filled by an older build (no cuMemAdvise entry) skip the advice."""
     driver = FakeDriver()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -138,6 +139,12 @@ class Driver:
     keep: list[Any] = field(default_factory=list)  # callbacks and modules the C side holds
     #: The caching pool in front of the allocation entries (:mod:`.device_pool`), if any.
     pool: device_pool.Pool | None = None
+    #: Whether buffers are advised read-mostly (the table has the entry and the driver
+    #: took the hint so far).
+    advise: bool = True
+
+    def __post_init__(self) -> None:
+        self.advise = self.advise and bool(self.table.mem_advise)
 
     def alloc(self, nbytes: int) -> int:
         """Managed memory for ``nbytes`` (at least 1 byte)."""
@@ -154,21 +161,24 @@ class Driver:
         """Advise the driver that only reads follow at ``ptr`` and move its pages to the
         GPU now: the GPU keeps them, and a host read (a grid size the host code takes
         from the buffer) gets a copy instead of pulling the page back (on an H100, hyb's
-        bucket launch took 398-466 us with its buffers plain managed, 7 us so)."""
-        if not nbytes or not self.table.mem_advise:
+        bucket launch took 398-466 us with its buffers plain managed, 7 us so).
+        A hint only: where the driver refuses it (a GPU without the attribute), the
+        buffers stay plain managed memory and later tensors are not advised either."""
+        if not nbytes or not self.advise or not self.table.mem_advise:
             return
         code = self.table.mem_advise(ptr, nbytes, ADVISE_READ_MOSTLY, 0)
         if code == 0 and self.table.mem_prefetch_async:
             code = self.table.mem_prefetch_async(ptr, nbytes, 0, None)
         if code != 0:
-            raise CudaError(f"cuMemAdvise/cuMemPrefetchAsync({nbytes}) failed: "
-                            f"{self.error_name(code)}")  # fmt: skip
+            self.advise = False
+            _log.info("cuMemAdvise/cuMemPrefetchAsync(%d) failed (%s): device tensors stay "
+                      "plain managed memory", nbytes, self.error_name(code))  # fmt: skip
 
     def free_read_mostly(self, ptr: int, nbytes: int) -> None:
         """Free a block :meth:`read_mostly` advised, the advice taken back first: the pool
         may hand it to a result the GPU writes, where read-mostly pages would be copied
         back and forth (two SpMM cases took 65 and 85 ms so on an H100)."""
-        if nbytes and self.table.mem_advise:
+        if nbytes and self.table.mem_advise:  # also after a refusal: harmless
             self.table.mem_advise(ptr, nbytes, ADVISE_UNSET_READ_MOSTLY, 0)
         self.free(ptr)
 
@@ -182,6 +192,7 @@ class Driver:
 
 
 _lock = threading.Lock()
+_log = logging.getLogger("sparsecomp")
 _driver: Driver | None = None
 
 
