@@ -85,6 +85,14 @@ def lane_offset(e: Emitter, frag: Fragment, which: int) -> str:
     return total
 
 
+def sizes(e: Emitter) -> tuple[str, str, str]:
+    """The product's ``m``, ``n`` (``%out``'s dimensions) and ``k`` (``%b``'s rows)."""
+    out = f"memref<?x?x{e.acc}>"
+    m = e(f"memref.dim %out, {e.c(0)}", out)
+    n = e(f"memref.dim %out, {e.c(1)}", out)
+    return m, n, e(f"memref.dim %b, {e.c(0)}", f"memref<?x?x{e.el}>")
+
+
 def pair_mask(e: Emitter, col: str, n: str) -> str:
     """``vector<2xi1>``: which of columns ``col``, ``col + 1`` are inside ``n``."""
     inside = [e.below(col, n), e.below(e.add(col, 1), n)]

@@ -36,11 +36,12 @@ from sparsecomp.lowering.mma_emit import (
     accumulator,
     guarded_load,
     lane_offset,
+    sizes,
     store,
     tf32_round,
     warp_launch,
 )
-from sparsecomp.targets.fragments import M16N8K8_TF32, M16N8K16_F16, MmaShape
+from sparsecomp.targets.fragments import MmaShape, for_inputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +60,7 @@ class BsrMma:
 
     @property
     def shape(self) -> MmaShape:
-        return M16N8K8_TF32 if self.element == "f32" else M16N8K16_F16
+        return for_inputs(self.element)
 
     def supported(self) -> str | None:
         """None, or why this block shape does not map onto the MMA."""
@@ -102,9 +103,7 @@ def bsr_spmm(spec: BsrMma) -> str:
     for v in (0, 1, 2, 3, 8, 16, 32):
         e.c(v)
     e.zero = e(f"arith.constant 0.0 : {spec.element}")
-    m = e(f"memref.dim %out, {e.c(0)}", f"memref<?x?x{spec.acc}>")
-    n = e(f"memref.dim %out, {e.c(1)}", f"memref<?x?x{spec.acc}>")
-    k = e(f"memref.dim %b, {e.c(0)}", f"memref<?x?x{spec.element}>")
+    m, n, k = sizes(e)
     mtiles = e.mul(e(f"arith.ceildivsi {m}, {e.c(spec.rows)}", "index"), spec.rows // 16)
     mtile = warp_launch(e, mtiles, n, spec.warps, spec.tiles)
     block_row = e(f"arith.divui {mtile}, {e.c(spec.rows // 16)}", "index")

@@ -30,11 +30,12 @@ from sparsecomp.lowering.mma_emit import (
     accumulator,
     guarded_load,
     lane_offset,
+    sizes,
     store,
     tf32_round,
     warp_launch,
 )
-from sparsecomp.targets.fragments import M16N8K8_TF32, M16N8K16_F16, MmaShape
+from sparsecomp.targets.fragments import MmaShape, for_inputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +54,7 @@ class NmDenseMma:
 
     @property
     def shape(self) -> MmaShape:
-        return M16N8K8_TF32 if self.element == "f32" else M16N8K16_F16
+        return for_inputs(self.element)
 
     @staticmethod
     def fits(n: int, m: int, k: int) -> bool:
@@ -74,9 +75,7 @@ def nm_dense_spmm(spec: NmDenseMma) -> str:
     e = Emitter(spec.element, spec.acc)
     shape, el = spec.shape, spec.element
     e.zero = e(f"arith.constant 0.0 : {el}")
-    rows = e(f"memref.dim %out, {e.c(0)}", f"memref<?x?x{spec.acc}>")
-    cols = e(f"memref.dim %out, {e.c(1)}", f"memref<?x?x{spec.acc}>")
-    k = e(f"memref.dim %b, {e.c(0)}", f"memref<?x?x{el}>")
+    rows, cols, k = sizes(e)
     groups = e(f"arith.ceildivsi {k}, {e.c(spec.m)}", "index")
     k_tiles = e(f"arith.ceildivsi {k}, {e.c(shape.k)}", "index")
     mtiles = e(f"arith.ceildivsi {rows}, {e.c(16)}", "index")

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from sparsecomp.lowering.mma_emit import Emitter, lane_offset, tf32_round, warp_launch
-from sparsecomp.targets.fragments import M16N8K8_TF32, M16N8K16_F16, Fragment, MmaShape
+from sparsecomp.lowering.mma_emit import Emitter, lane_offset, sizes, tf32_round, warp_launch
+from sparsecomp.targets.fragments import Fragment, MmaShape, for_inputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +52,7 @@ class PackedBsrMma:
 
     @property
     def shape(self) -> MmaShape:
-        return M16N8K8_TF32 if self.element == "f32" else M16N8K16_F16
+        return for_inputs(self.element)
 
     @property
     def slices(self) -> int:
@@ -90,9 +90,7 @@ def packed_bsr_spmm(spec: PackedBsrMma) -> str:
     e = Emitter(spec.element, spec.acc)
     shape = spec.shape
     e.zero = e(f"arith.constant 0.0 : {spec.element}")
-    m = e(f"memref.dim %out, {e.c(0)}", f"memref<?x?x{spec.acc}>")
-    n = e(f"memref.dim %out, {e.c(1)}", f"memref<?x?x{spec.acc}>")
-    k = e(f"memref.dim %b, {e.c(0)}", f"memref<?x?x{spec.element}>")
+    m, n, k = sizes(e)
     block_rows = e(f"arith.ceildivsi {m}, {e.c(spec.rows)}", "index")
     slices = e.mul(block_rows, spec.slices)
     # warp_launch tiles grid y by 8 * its ``tiles`` columns: 16 per group here.

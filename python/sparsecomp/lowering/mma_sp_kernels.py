@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sparsecomp.lowering.mma_emit import Emitter, warp_launch
+from sparsecomp.lowering.mma_emit import Emitter, sizes, warp_launch
 
 #: Groups of 4 columns per k tile of ``m16n8k16``, metadata words per tile.
 GROUPS_PER_TILE, WORDS_PER_TILE = 4, 8
@@ -72,9 +72,7 @@ def nm_spmm(spec: NmMma) -> str:
     e = Emitter("f16", spec.acc)
     tiles = spec.tiles
     e.zero = e("arith.constant 0.0 : f16")
-    m = e(f"memref.dim %out, {e.c(0)}", f"memref<?x?x{spec.acc}>")
-    n = e(f"memref.dim %out, {e.c(1)}", f"memref<?x?x{spec.acc}>")
-    k = e(f"memref.dim %b, {e.c(0)}", "memref<?x?xf16>")
+    m, n, k = sizes(e)
     groups = e(f"arith.ceildivsi {k}, {e.c(4)}", "index")
     k_tiles = e(f"arith.ceildivsi {groups}, {e.c(GROUPS_PER_TILE)}", "index")
     steps = e(f"arith.ceildivsi {k_tiles}, {e.c(2)}", "index")

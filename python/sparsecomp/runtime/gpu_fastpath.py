@@ -34,7 +34,7 @@ class GpuFastArgs:
         self.n_args = len(sig.args)
         #: per sparse argument: DeviceTensors that passed, id -> (ref, words, pointers)
         self._tensors: tuple[dict[int, Any], ...] = tuple({} for _ in sig.args)
-        self._dense = tuple((s.dtype.str, s.rank) for s in sig.args)
+        self._dense = tuple((s.dtype.str, s.rank, s.dtype.itemsize) for s in sig.args)
         self.sizes = SizeChecks(sig)
 
     def emit(self, args: tuple[Any, ...], out: Out, theirs: set[int]) -> Any:
@@ -87,7 +87,7 @@ class GpuFastArgs:
 
     def _array(self, i: int, iface: dict[str, Any], out: Out,
                theirs: set[int]) -> tuple[int, ...] | None:  # fmt: skip
-        typestr, rank = self._dense[i]
+        typestr, rank, itemsize = self._dense[i]
         if iface.get("typestr") != typestr:
             return None
         shape = tuple(iface["shape"])
@@ -95,7 +95,6 @@ class GpuFastArgs:
             return None
         strides = _contiguous(shape)
         given = iface.get("strides")
-        itemsize = np.dtype(typestr).itemsize
         if given is not None and tuple(given) != tuple(s * itemsize for s in strides):
             return None
         ptr = int(iface["data"][0] or 0)

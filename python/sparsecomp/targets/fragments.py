@@ -82,3 +82,9 @@ M16N8K16_F16 = MmaShape(
 )  # fmt: skip
 
 SHAPES = {(s.m, s.n, s.k, s.element): s for s in (M16N8K8_TF32, M16N8K16_F16)}
+
+
+def for_inputs(element: str) -> MmaShape:
+    """The dense MMA shape a kernel with ``element`` inputs issues: tf32 ``m16n8k8`` for
+    f32, ``m16n8k16`` for f16."""
+    return M16N8K8_TF32 if element == "f32" else M16N8K16_F16

@@ -22,12 +22,12 @@ from sparsecomp.lowering.mma_packed_kernels import PackedBsrMma, packed_bsr_spmm
 from sparsecomp.lowering.mma_sp_kernels import NmMma, nm_spmm
 from sparsecomp.lowering.reader import int_type, rank1
 from sparsecomp.targets import CudaTarget
+from sparsecomp.targets.fragments import for_inputs
 from sparsecomp.transforms.base import SparsecompPass
 
 si: Any = sparse_iter
-#: The MMA shape each input element type needs on the target, and its k.
+#: The MMA shape each input element type needs on the target.
 _NEEDS = {"f32": "m16n8k8", "f16": "m16n8k16"}
-_SHAPE_K = {"m16n8k8": 8, "m16n8k16": 16}
 #: The first sm with each input type's MMA: f32 runs as tf32, which sm_75's
 #: m16n8k8 (f16 only) lacks (ptxas: "Feature '.tf32' requires .target sm_80").
 _FIRST_SM = {"f32": 80, "f16": 80}
@@ -278,7 +278,7 @@ class GpuTensorizePass(SparsecompPass):
         if why is not None:
             return f"{sparse_why}; {why}"
         n, m = ratio
-        k = _SHAPE_K[_NEEDS[element]]
+        k = for_inputs(element).k
         if not NmDenseMma.fits(n, m, k):
             return f"{sparse_why}, and {n}:{m} groups do not tile the {k}-wide k of an MMA"
         return NmDenseMma(n, m, element, _width_type(layout.crd_width), self.warps, self.tiles,
