@@ -282,3 +282,71 @@ def test_daemons_leave_no_files_behind(tmp_path: Path, monkeypatch: pytest.Monke
     finally:
         _stop(str(path))
     assert sorted(p.name for p in tmp_path.iterdir()) == [daemon.START_LOCK]
+
+
+def test_an_early_connection_is_the_next_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``connect_early`` connects in the background (once, however often asked); the next
+    ``connect`` takes that connection, later ones make their own; ``forget_early``
+    closes one that nobody took, made or still being made."""
+    made: list[socket.socket] = []
+    release = threading.Event()
+
+    def fake() -> socket.socket:
+        release.wait(10)
+        mine, theirs = socket.socketpair()
+        made.extend([mine, theirs])
+        return mine
+
+    monkeypatch.setattr(daemon, "_connect_or_start", fake)
+    try:
+        release.set()
+        daemon.connect_early()
+        daemon.connect_early()
+        taken = daemon.connect()
+        assert len(made) == 2
+        assert taken is made[0]
+        assert daemon.connect() is made[2]
+        daemon.connect_early()
+        daemon.connect()  # takes it
+        daemon.connect_early()
+        time.sleep(0.05)
+        daemon.forget_early()  # made: closed at once
+        assert made[6].fileno() == -1
+        release.clear()
+        daemon.connect_early()
+        daemon.forget_early()  # still being made: closed when it is
+        release.set()
+        deadline = time.monotonic() + 10
+        while len(made) < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05)
+        assert made[8].fileno() == -1
+        assert made[9].recv(1) == b""  # the other end sees the connection end
+        assert daemon.connect() is made[10]
+    finally:
+        for sock in made:
+            sock.close()
+
+
+def test_the_daemon_listens_before_importing_what_gpu_builds_need(repo: Path) -> None:
+    """The daemon imports what CPU builds use before it listens (``_warm``) and the GPU
+    builds' passes and dialects after (``_later``): the examples and benchmark kernels
+    compile for the CPU after ``_warm`` without importing any of the latter."""
+    probe = textwrap.dedent(
+        """
+        import glob, sys
+        import sparsecomp
+        from sparsecomp.compiler import zygote
+        zygote._warm()
+        later = [m for m in zygote._later() if m not in sys.modules]
+        assert {'mlir.dialects.gpu', 'mlir.dialects.nvvm'} <= set(later), later
+        for f in sorted(glob.glob('examples/*.mlir') + glob.glob('benchmarks/kernels/*.mlir')):
+            sparsecomp.compile(f, cache_results=False)
+        print(sorted(m for m in later if m in sys.modules))
+        """
+    )
+    env = {**os.environ, "SPARSECOMP_COMPILE_IN_PROCESS": "1"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=repo, env=env, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"

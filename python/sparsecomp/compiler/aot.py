@@ -205,7 +205,9 @@ def translate(llvm_module: ir.Module | str) -> str:
     """LLVM IR text of an LLVM-dialect module (object or MLIR text)."""
     if isinstance(llvm_module, str):
         return _run([tool("mlir-translate"), "--mlir-to-llvmir"], stdin=llvm_module)
-    from mlir.dialects.llvm import translate_module_to_llvmir
+    # The function itself, not ``mlir.dialects.llvm``, whose op classes a build never uses
+    # (:mod:`sparsecomp.ir.light_dialects.llvm`).
+    from mlir._mlir_libs._mlirDialectsLLVM import translate_module_to_llvmir
 
     leftover = untranslatable(llvm_module.operation)
     if leftover:

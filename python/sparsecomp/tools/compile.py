@@ -26,6 +26,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from sparsecomp import knobs
+from sparsecomp.compiler import daemon
 from sparsecomp.errors import SparsecompError
 from sparsecomp.tools.pipes import run_tool
 
@@ -73,6 +75,15 @@ def _main(argv: Sequence[str] | None) -> int:
     names = ("vector_bits", "unroll", "panel_bytes", "slice_bytes")
     given = {name: getattr(args, name) for name in names}
     options = {k: v for k, v in given.items() if v is not None}
+    if knobs.compile_daemon() and not knobs.compile_in_process():
+        daemon.connect_early()  # it starts while the driver imports (a cold compile)
+    try:
+        return _compiled(args, options)
+    finally:
+        daemon.forget_early()
+
+
+def _compiled(args: argparse.Namespace, options: dict[str, Any]) -> int:
     try:
         from sparsecomp.compiler.driver import compile as compile_mlir
 
