@@ -99,7 +99,7 @@ class _Early(threading.Thread):
     """:func:`connect` run in the background; ``sock`` its connection once joined."""
 
     def __init__(self) -> None:
-        super().__init__(name="sparsecomp-daemon-connect", daemon=True)
+        super().__init__(name="sparsecomp daemon connection", daemon=True)
         self.sock: socket.socket | None = None
         self._lock = threading.Lock()
         self._dropped = False
