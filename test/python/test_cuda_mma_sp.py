@@ -73,11 +73,24 @@ def test_sparse_tensor_core_spmm_matches_numpy(exe, m, k, n, seed) -> None:
 
 def test_the_product_runs_on_sparse_tensor_cores(exe) -> None:
     gpu = (exe.directory / "gpu.mlir").read_text()
-    # Per step of two k tiles, for each of a warp's 2 row tiles: 4 MMA tiles of 8 columns
-    # (on the same B fragments); 2 shuffles per A row and k tile.
-    assert gpu.count("nvgpu.mma.sp.sync") == 16
-    assert gpu.count("gpu.shuffle  idx") == 16  # (the printer puts two spaces)
+    # The block-tiled kernel: per step of two k tiles, each warp's 4 row tiles times 4
+    # MMA tiles of 8 columns (on the same B fragments), A and B staged in shared memory
+    # between two barriers.
+    assert gpu.count("nvgpu.mma.sp.sync") == 32
+    assert gpu.count("gpu.barrier") == 2
+    assert gpu.count("#gpu.address_space<workgroup>>") >= 2
+    assert "gpu.shuffle" not in gpu
     assert "mma_sp_m16n8k16" in (exe.directory / "layouts.mlir").read_text()
+
+
+@settings(deadline=None, max_examples=strength(3, 10))
+@given(m=st.integers(129, 300), k=st.integers(33, 100), n=st.integers(129, 200),
+       seed=st.integers(0, 1000))  # fmt: skip
+def test_several_blocks_and_steps_match_numpy(exe, m, k, n, seed) -> None:
+    """Shapes past one 128 x 128 block tile each way and one 32-column step of k."""
+    a, b, c = _operands(m, k, n, seed)
+    got = exe(SparseTensor.from_dense(a, "nm:2:4"), b, c)
+    np.testing.assert_allclose(got, _want(a, b, c), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("chip", ["sm_80", "sm_90"])
@@ -146,12 +159,27 @@ def test_swapped_a_registers_give_a_wrong_answer(exe, tmp_path: Path) -> None:
 
 
 def test_profile_counts_sparse_mmas() -> None:
-    """32 rows (2 tiles) x 32 columns (2 k tiles), 8 output columns: 2 x 2 x 4 = 16 warp
-    MMAs of 16 * 8 * 16, counted at the 2:4 peak."""
+    """32 columns of k (2 k tiles) in one 128 x 128 block tile: each of 8 warps issues
+    4 row tiles x 4 column tiles x 2 = 32 MMAs of 16 * 8 * 16 (past the matrix too),
+    counted at the 2:4 peak."""
     exe = sparsecomp.compile(PROGRAM, "cuda-emu:sm_80", profile=True)
     a, b, c = _operands(32, 32, 8, 1)
     p = exe.profile(SparseTensor.from_dense(a, "nm:2:4"), b, c)
     np.testing.assert_allclose(p.result, _want(a, b, c), rtol=1e-5, atol=1e-4)
-    assert p.mma_instructions == {4: 16}
-    assert p.h100_tensor_seconds == pytest.approx(16 * 2 * 16 * 8 * 16 / 1978.9e12)
-    assert "MMA 2:4 f16: 16 warp instructions" in str(p)
+    assert p.mma_instructions == {4: 256}
+    assert p.h100_tensor_seconds == pytest.approx(256 * 2 * 16 * 8 * 16 / 1978.9e12)
+    assert "MMA 2:4 f16: 256 warp instructions" in str(p)
+
+
+def test_operands_off_16_bytes_take_the_masked_loads(exe) -> None:
+    """Sizes whose rows all start on 16 bytes (k a multiple of 16, n of 8), with B a view
+    starting one element into its buffer: the kernel must not issue its aligned 16-byte
+    loads (a misaligned one faults on a GPU and may on the host) and still gives the
+    product."""
+    a, b, c = _operands(40, 64, 16, 3)
+    storage = np.zeros(b.size + 1, np.float16)
+    shifted = storage[1:].reshape(b.shape)
+    shifted[...] = b
+    assert shifted.ctypes.data % 16 != 0
+    got = exe(SparseTensor.from_dense(a, "nm:2:4"), shifted, c)
+    np.testing.assert_allclose(got, _want(a, b, c), rtol=1e-5, atol=1e-4)

@@ -83,7 +83,7 @@ def nm_spmm(spec: NmMma) -> str:
     own = [e.add(e.mul(group, rows), r) for r in range(rows)]  # the warp's 16-row tiles
     first_rows = [e.mul(tile, 16) for tile in own]
     first_col = e.mul("%by", 8 * tiles)
-    accs = [a for first in first_rows for a in _accumulators(e, first, first_col, m, n, tiles)]
+    accs = [a for first in first_rows for a in accumulators(e, first, first_col, m, n, tiles)]
     count = len(accs)
     results = f"%v{e.count}"
     e.count += 1
@@ -97,7 +97,8 @@ def nm_spmm(spec: NmMma) -> str:
     e.raw(f"scf.yield {', '.join(current)} : {', '.join([e.acc_vector] * count)}")
     e.end()
     for r, first in enumerate(first_rows):
-        _store(e, [f"{results}#{r * tiles + j}" for j in range(tiles)], first, first_col, m, n)
+        tile_accs = [f"{results}#{r * tiles + j}" for j in range(tiles)]
+        store_accumulators(e, tile_accs, first, first_col, m, n)
     e.end()
     e.raw("gpu.terminator")
     e.end()
@@ -123,14 +124,14 @@ class _Shape:
     first_col: str
 
 
-def _mask(e: Emitter, first: str, count: int, bound: str, repeat: int = 1) -> str:
+def lane_mask(e: Emitter, first: str, count: int, bound: str, repeat: int = 1) -> str:
     """``vector<count*repeat xi1>``: ``first + i < bound``, each repeated ``repeat`` times."""
     inside = [e.below(e.add(first, i), bound) for i in range(count)]
     bits = [b for b in inside for _ in range(repeat)]
     return e(f"vector.from_elements {', '.join(bits)}", f"vector<{len(bits)}xi1>")
 
 
-def _masked_load(e: Emitter, memref: str, ty: str, at: str, mask: str, guard: str,
+def masked_load(e: Emitter, memref: str, ty: str, at: str, mask: str, guard: str,
                  vector: str) -> str:  # fmt: skip
     """``vector.maskedload`` of ``vector`` at ``memref[at]`` where ``guard``, else zeros."""
     name = e(f"scf.if {guard} -> ({vector}) {{")
@@ -153,15 +154,15 @@ def _lane_columns(e: Emitter, first_col: str, tiles: int) -> str:
     return e.add(first_col, e.mul(e.thread, 2 * tiles))
 
 
-def _accumulators(e: Emitter, first_row: str, first_col: str, m: str, n: str,
+def accumulators(e: Emitter, first_row: str, first_col: str, m: str, n: str,
                   tiles: int) -> list[str]:  # fmt: skip
     """Each MMA tile's C fragment, read from cin: one ``vector<2T>`` per row of the lane."""
     col = _lane_columns(e, first_col, tiles)
     rows = []
     for half in (0, 8):
         row = e.add(e.add(first_row, e.group), half)
-        mask = _mask(e, col, 2 * tiles, n)
-        rows.append(_masked_load(e, "%cin", f"memref<?x?x{e.acc}>", f"{row}, {col}", mask,
+        mask = lane_mask(e, col, 2 * tiles, n)
+        rows.append(masked_load(e, "%cin", f"memref<?x?x{e.acc}>", f"{row}, {col}", mask,
                                  e.below(row, m), f"vector<{2 * tiles}x{e.acc}>"))  # fmt: skip
     accs = []
     for j in range(tiles):
@@ -171,7 +172,8 @@ def _accumulators(e: Emitter, first_row: str, first_col: str, m: str, n: str,
     return accs
 
 
-def _store(e: Emitter, accs: list[str], first_row: str, first_col: str, m: str, n: str) -> None:
+def store_accumulators(e: Emitter, accs: list[str], first_row: str, first_col: str, m: str,
+                       n: str) -> None:  # fmt: skip
     tiles = len(accs)
     col = _lane_columns(e, first_col, tiles)
     for register, half in ((0, 0), (1, 8)):
@@ -179,7 +181,7 @@ def _store(e: Emitter, accs: list[str], first_row: str, first_col: str, m: str, 
         parts = [e(f"vector.extract {acc}[{register}, {i}]", f"{e.acc} from {e.acc_vector}")
                  for i in (0, 1) for acc in accs]  # fmt: skip
         value = e(f"vector.from_elements {', '.join(parts)}", f"vector<{2 * tiles}x{e.acc}>")
-        mask = _mask(e, col, 2 * tiles, n)
+        mask = lane_mask(e, col, 2 * tiles, n)
         e.begin(f"scf.if {e.below(row, m)} {{")
         e.raw(f"vector.maskedstore %out[{row}, {col}], {mask}, {value} : memref<?x?x{e.acc}>, "
               f"vector<{2 * tiles}xi1>, vector<{2 * tiles}x{e.acc}>")  # fmt: skip
@@ -201,9 +203,9 @@ def _as_pair(e: Emitter, word: str) -> list[str]:
 def _a_pairs(e: Emitter, shape: _Shape, row: str) -> tuple[str, str]:
     """This lane's groups 2t, 2t+1 of the step's 8 (one 8-byte load), as two i32 pairs."""
     first_group = e.add(e.mul("%s", 2 * GROUPS_PER_TILE), e.mul(e.thread, 2))
-    mask = _mask(e, first_group, 2, shape.groups, repeat=2)
+    mask = lane_mask(e, first_group, 2, shape.groups, repeat=2)
     at = e.mul(e.add(e(f"arith.muli {row}, {shape.groups}", "index"), first_group), 2)
-    quad = _masked_load(e, "%values", "memref<?xf16>", at, mask, e.below(row, shape.m),
+    quad = masked_load(e, "%values", "memref<?xf16>", at, mask, e.below(row, shape.m),
                         "vector<4xf16>")  # fmt: skip
     halves = [e(f"vector.extract {quad}[{i}]", "f16 from vector<4xf16>") for i in range(4)]
     return _as_i32(e, halves[:2]), _as_i32(e, halves[2:])
@@ -233,7 +235,7 @@ def _k_tile(e: Emitter, spec: NmMma, shape: _Shape, half: int, accs: list[str]) 
     bs = _b_fragments(e, spec, shape, tile)
     current = []
     for r, (own, first_row) in enumerate(zip(shape.own, shape.first_rows, strict=True)):
-        meta = _meta(e, spec, shape, own, tile)
+        meta = meta_word(e, spec.meta, shape.k_tiles, shape.mtiles, own, tile)
         registers = []
         for row_half in (0, 8):
             row = e.add(e.add(first_row, e.group), row_half)
@@ -241,32 +243,37 @@ def _k_tile(e: Emitter, spec: NmMma, shape: _Shape, half: int, accs: list[str]) 
         a = e(f"vector.from_elements {', '.join(registers)}", "vector<2x2xf16>")
         for j, b in enumerate(bs):
             acc = accs[r * spec.tiles + j]
-            current.append(e(
-                f"nvgpu.mma.sp.sync ({a}, {b}, {acc}) metadata ({meta}) "
-                f"{{mmaShape = [16, 8, 16]}} : (vector<2x2xf16>, vector<2x2xf16>, "
-                f"{e.acc_vector}) -> {e.acc_vector}"))  # fmt: skip
+            current.append(mma_sp(e, a, b, acc, meta))
     return current
 
 
-def _meta(e: Emitter, spec: NmMma, shape: _Shape, own: str, tile: str) -> str:
+def meta_word(e: Emitter, meta: str, k_tiles: str, mtiles: str, own: str, tile: str) -> str:
     """The lanes' metadata word of row tile ``own`` and k tile ``tile`` (padding indices past
     the matrix), as the ``vector<2xi16>`` the MMA takes."""
-    word_at = e.add(e.mul(e.add(e(f"arith.muli {own}, {shape.k_tiles}", "index"), tile),
+    word_at = e.add(e.mul(e.add(e(f"arith.muli {own}, {k_tiles}", "index"), tile),
                           WORDS_PER_TILE), e.group)  # fmt: skip
-    inside = e(f"arith.andi {e.below(tile, shape.k_tiles)}, {e.below(own, shape.mtiles)}", "i1")
-    word = e(f"scf.if {inside} -> ({spec.meta}) {{")
+    inside = e(f"arith.andi {e.below(tile, k_tiles)}, {e.below(own, mtiles)}", "i1")
+    word = e(f"scf.if {inside} -> ({meta}) {{")
     e.indent += 2
-    loaded = e(f"memref.load %meta[{word_at}]", f"memref<?x{spec.meta}>")
-    e.raw(f"scf.yield {loaded} : {spec.meta}")
+    loaded = e(f"memref.load %meta[{word_at}]", f"memref<?x{meta}>")
+    e.raw(f"scf.yield {loaded} : {meta}")
     e.end("} else {")
     e.indent += 2
-    pad = e(f"arith.constant {PAD_WORD} : {spec.meta}")
-    e.raw(f"scf.yield {pad} : {spec.meta}")
+    pad = e(f"arith.constant {PAD_WORD} : {meta}")
+    e.raw(f"scf.yield {pad} : {meta}")
     e.end()
-    if spec.meta != "i32":
-        word = e(f"arith.trunci {word} : {spec.meta} to i32")
+    if meta != "i32":
+        word = e(f"arith.trunci {word} : {meta} to i32")
     return e(f"vector.bitcast {e(f'vector.broadcast {word}', 'i32 to vector<1xi32>')}",
              "vector<1xi32> to vector<2xi16>")  # fmt: skip
+
+
+def mma_sp(e: Emitter, a: str, b: str, acc: str, meta: str) -> str:
+    """One ``m16n8k16`` 2:4 MMA: ``acc + a b`` with the lanes' metadata word ``meta``."""
+    return e(
+        f"nvgpu.mma.sp.sync ({a}, {b}, {acc}) metadata ({meta}) {{mmaShape = [16, 8, 16]}} "
+        f": (vector<2x2xf16>, vector<2x2xf16>, {e.acc_vector}) -> {e.acc_vector}"
+    )
 
 
 def _b_fragments(e: Emitter, spec: NmMma, shape: _Shape, tile: str) -> list[str]:
@@ -277,8 +284,8 @@ def _b_fragments(e: Emitter, spec: NmMma, shape: _Shape, tile: str) -> list[str]
     b_rows = []
     for i in range(4):  # b_i: k = 2t + (i % 2) + 8 (i // 2), n = g (the ISA's m16n8k16 B)
         krow = e.add(e.add(e.mul(tile, 16), e.mul(e.thread, 2)), (i % 2) + 8 * (i // 2))
-        mask = _mask(e, b_col, tiles, shape.n)
-        b_rows.append(_masked_load(e, "%b", "memref<?x?xf16>", f"{krow}, {b_col}", mask,
+        mask = lane_mask(e, b_col, tiles, shape.n)
+        b_rows.append(masked_load(e, "%b", "memref<?x?xf16>", f"{krow}, {b_col}", mask,
                                    e.below(krow, shape.k), f"vector<{tiles}xf16>"))  # fmt: skip
     fragments = []
     for j in range(tiles):

@@ -34,6 +34,7 @@ _REGISTRY: dict[str, str] = {
         "forward_returned_arguments:ForwardReturnedArgumentsPass"
     ),
     "sparse-iter-gpu-host-alloc": "gpu_host_alloc:GpuHostAllocPass",
+    "sparse-iter-gpu-kernel-bodies": "gpu_kernel_bodies:GpuKernelBodiesPass",
     "sparse-iter-gpu-map-loops": "gpu_map_loops:GpuMapLoopsPass",
     "sparse-iter-gpu-stage-structure": "gpu_stage_structure:GpuStageStructurePass",
     "sparse-iter-gpu-tensorize": "gpu_tensorize:GpuTensorizePass",

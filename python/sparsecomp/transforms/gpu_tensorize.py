@@ -20,6 +20,7 @@ from sparsecomp.lowering.mma_kernels import BsrMma, bsr_spmm
 from sparsecomp.lowering.mma_nm_dense_kernels import NmDenseMma, nm_dense_spmm
 from sparsecomp.lowering.mma_packed_kernels import PackedBsrMma, packed_bsr_spmm
 from sparsecomp.lowering.mma_sp_kernels import NmMma, nm_spmm
+from sparsecomp.lowering.mma_sp_staged_kernels import NmMmaStaged, staged_declaration
 from sparsecomp.lowering.reader import int_type, rank1
 from sparsecomp.targets import CudaTarget
 from sparsecomp.targets.fragments import for_inputs
@@ -142,8 +143,12 @@ class GpuTensorizePass(SparsecompPass):
     (``nmMetadata = mma_sp_m16n8k16``, what a CUDA target with sparse MMAs
     resolves 2:4 to) in f16, with an f32 or f16 result, on a target with the
     sparse ``m16n8k16`` shape, goes to a kernel on ``nvgpu.mma.sp.sync``
-    (:mod:`sparsecomp.lowering.mma_sp_kernels`) that reads the values and
-    the metadata words. Other n:m layouts along rows with indices as
+    that reads the values and the metadata words: block-tiled, with A and B
+    staged in shared memory (:mod:`sparsecomp.lowering.mma_sp_staged_kernels`;
+    the call's callee is only declared here, and
+    ``sparse-iter-gpu-kernel-bodies`` defines it after bufferization), or
+    with ``staged=false`` warp-tiled from global memory
+    (:mod:`sparsecomp.lowering.mma_sp_kernels`). Other n:m layouts along rows with indices as
     metadata, whose ``M`` divides the MMA's ``k`` (2:4 in f32, which
     ``mma.sp`` cannot take: its tf32 form is 1:2; 1:2, 1:4, 2:8 ...), go to
     dense ``mma.sync`` with each lane expanding its A elements from the
@@ -178,6 +183,10 @@ class GpuTensorizePass(SparsecompPass):
     tf32: bool = True
     #: 16-row tiles a warp of the 2:4 kernel computes (each B fragment serves them all).
     row_tiles: int = 2
+    #: 2:4 on the block-tiled kernel that stages A and B in shared memory
+    #: (:mod:`sparsecomp.lowering.mma_sp_staged_kernels`); false: the warp-tiled one that
+    #: reads global memory (``warps``, ``tiles``, ``row-tiles``), kept to compare them.
+    staged: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.warps <= 32 or not 1 <= self.tiles <= 16:
@@ -270,6 +279,8 @@ class GpuTensorizePass(SparsecompPass):
             sparse_why = (f"A's 2:4 metadata is '{layout.nm_metadata or 'indices'}', not the "
                           "mma_sp_m16n8k16 words the sparse tensor cores read")  # fmt: skip
         if sparse_why is None:
+            if self.staged:
+                return NmMmaStaged(_width_type(layout.crd_width), acc=acc)
             return NmMma(_width_type(layout.crd_width), self.warps, self.tiles, acc,
                          self.row_tiles)  # fmt: skip
         if layout.nm_metadata not in ("", "indices"):
@@ -297,7 +308,7 @@ class GpuTensorizePass(SparsecompPass):
         return None
 
 
-_Spec = BsrMma | PackedBsrMma | NmMma | NmDenseMma
+_Spec = BsrMma | PackedBsrMma | NmMma | NmMmaStaged | NmDenseMma
 
 
 def _kernel(spec: _Spec) -> str:
@@ -308,6 +319,8 @@ def _kernel(spec: _Spec) -> str:
         return packed_bsr_spmm(spec)
     if isinstance(spec, NmDenseMma):
         return nm_dense_spmm(spec)
+    if isinstance(spec, NmMmaStaged):  # defined after bufferization (its module doc)
+        return staged_declaration(spec)
     return nm_spmm(spec)
 
 
@@ -337,7 +350,7 @@ def _sparse_buffers(a: ir.Value, spec: _Spec) -> list[ir.Value]:
     layout = layout_of(a.type)
     assert isinstance(layout, Layout)
     element = ir.RankedTensorType(a.type).element_type
-    if isinstance(spec, NmMma | NmDenseMma):
+    if isinstance(spec, NmMma | NmMmaStaged | NmDenseMma):
         values = si.values(rank1(element), a)
         return [values, si.coordinates(rank1(int_type(layout.crd_width)), a, 2)]
     pos = si.positions(rank1(int_type(layout.pos_width)), a, 1)

@@ -1,7 +1,8 @@
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize | FileCheck %s --enable-var-scope
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='warps=2 tiles=1' | FileCheck %s --check-prefix=SMALL
 // RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='tf32=false' 2>/dev/null | FileCheck %s --check-prefix=NOTF32
-// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='row-tiles=1' | FileCheck %s --check-prefix=ONEROW
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='staged=false row-tiles=1' | FileCheck %s --check-prefix=ONEROW
+// RUN: sparsecomp-opt %s --split-input-file --sparse-iter-gpu-tensorize='staged=false' | FileCheck %s --check-prefix=WARP
 
 // A BSR 16x8 x dense product of a CUDA function becomes a call of a private
 // tensor-core kernel: the operand's buffers, read-only buffers of the dense
@@ -107,14 +108,16 @@ module attributes {sparse_iter.targets = {cpu = #sparse_iter.cpu<x86_64, feature
 // -----
 
 // 2:4 f16 with mma.sp metadata: the values and the metadata words (level 2's
-// coordinates) go to a kernel on nvgpu.mma.sp.sync, f32 accumulation.
+// coordinates) go to a kernel on nvgpu.mma.sp.sync, f32 accumulation: by
+// default the block-tiled one that stages A and B in shared memory, declared
+// here and defined after bufferization (sparse-iter-gpu-kernel-bodies).
 // CHECK-LABEL: func.func @nm_spmm
 // CHECK-SAME: (%[[A:.*]]: tensor<?x?xf16, #sparse_iter.layout{{.*}}>
 // CHECK: %[[VAL:.*]] = sparse_iter.values %[[A]] {{.*}} -> tensor<?xf16>
 // CHECK: %[[META:.*]] = sparse_iter.coordinates %[[A]][2] {{.*}} -> tensor<?xi32>
 // CHECK: %[[VALB:.*]] = bufferization.to_buffer %[[VAL]] read_only
 // CHECK: %[[METAB:.*]] = bufferization.to_buffer %[[META]] read_only
-// CHECK: call @[[KERNEL:__sparse_iter_nm_mma_sp_2x4_f16_i32_w4t4r2]](%[[VALB]], %[[METAB]],
+// CHECK: call @[[KERNEL:__sparse_iter_nm_mma_sp_2x4_f16_i32_staged_m2x4n4x4]](%[[VALB]], %[[METAB]],
 // The same 2:4 layout in f32 (mma.sp takes f16 2:4, and its metadata words
 // hold no indices for the dense MMAs) or on a target without sparse MMAs stays
 // with the scalar schedule.
@@ -122,15 +125,19 @@ module attributes {sparse_iter.targets = {cpu = #sparse_iter.cpu<x86_64, feature
 // CHECK: linalg.matmul
 // CHECK-LABEL: func.func @negative_no_sparse_mma
 // CHECK: linalg.matmul
-// CHECK: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_i32_w4t4r2(%{{.*}}: memref<?xf16>, %{{.*}}: memref<?xi32>
-// CHECK: vector.bitcast %{{.*}} : vector<1xi32> to vector<2xi16>
-// CHECK: vector.maskedload %{{.*}} : memref<?xf16>, vector<4xi1>, vector<4xf16> into vector<4xf16>
-// CHECK: gpu.shuffle  idx
-// A warp's two 16-row tiles share each k tile's B fragments: 16 MMAs a step of two k
-// tiles (8 with row-tiles=1).
-// CHECK-COUNT-16: nvgpu.mma.sp.sync({{.*}}) metadata({{.*}}) {mmaShape = [16, 8, 16]}
-// CHECK-NOT: nvgpu.mma.sp.sync
-// CHECK: scf.yield
+// CHECK: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_i32_staged_m2x4n4x4(memref<?xf16>, memref<?xi32>, memref<?x?xf16>, memref<?x?xf32>, memref<?x?xf32>)
+// CHECK-NOT: gpu.launch
+// With staged=false, the warp-tiled kernel that reads global memory: a
+// warp's two 16-row tiles share each k tile's B fragments, 16 MMAs a step of
+// two k tiles (8 with row-tiles=1).
+// WARP: call @__sparse_iter_nm_mma_sp_2x4_f16_i32_w4t4r2(
+// WARP: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_i32_w4t4r2(%{{.*}}: memref<?xf16>, %{{.*}}: memref<?xi32>
+// WARP: vector.bitcast %{{.*}} : vector<1xi32> to vector<2xi16>
+// WARP: vector.maskedload %{{.*}} : memref<?xf16>, vector<4xi1>, vector<4xf16> into vector<4xf16>
+// WARP: gpu.shuffle  idx
+// WARP-COUNT-16: nvgpu.mma.sp.sync({{.*}}) metadata({{.*}}) {mmaShape = [16, 8, 16]}
+// WARP-NOT: nvgpu.mma.sp.sync
+// WARP: scf.yield
 // ONEROW: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_i32_w4t4(
 // ONEROW-COUNT-8: nvgpu.mma.sp.sync
 // ONEROW-NOT: nvgpu.mma.sp.sync
@@ -161,13 +168,12 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_80, mma_sha
 // CHECK: call @__sparse_iter_bsr_mma_16x16_f16_accf16_i32_i32_w4t4(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OUT]])
 // CHECK: bufferization.to_tensor %[[OUT]] restrict : memref<?x?xf16> to tensor<?x?xf16>
 // CHECK-LABEL: func.func @nm_f16_acc
-// CHECK: call @__sparse_iter_nm_mma_sp_2x4_f16_accf16_i32_w4t4r2(
+// CHECK: call @__sparse_iter_nm_mma_sp_2x4_f16_accf16_i32_staged_m2x4n4x4(
 // CHECK: func.func private @__sparse_iter_bsr_mma_16x16_f16_accf16_i32_i32_w4t4(%{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>)
 // CHECK: vector.maskedload %{{.*}} : memref<?x?xf16>, vector<2xi1>, vector<2xf16> into vector<2xf16>
 // CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf16>) -> vector<2x2xf16>
 // CHECK: vector.maskedstore %{{.*}} : memref<?x?xf16>, vector<2xi1>, vector<2xf16>
-// CHECK: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_accf16_i32_w4t4r2(%{{.*}}: memref<?xf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf16>)
-// CHECK: nvgpu.mma.sp.sync({{.*}}) metadata({{.*}}) {mmaShape = [16, 8, 16]} : (vector<2x2xf16>, vector<2x2xf16>, vector<2x2xf16>) -> vector<2x2xf16>
+// CHECK: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_accf16_i32_staged_m2x4n4x4(memref<?xf16>, memref<?xi32>, memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>)
 #bsr16 = #sparse_iter.layout<{map = (i, j) -> (i floordiv 16 : dense, j floordiv 16 : compressed, i mod 16 : dense, j mod 16 : dense), posWidth = 32, crdWidth = 32}>
 #nm = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]), posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
 module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k8, m16n8k16], sparse_mma_shapes = [m16n8k16]>}} {

@@ -1,0 +1,311 @@
+"""A 2:4 x dense product on sparse tensor cores, block-tiled through shared memory.
+
+:func:`nm_spmm_staged` writes the same private function as
+:func:`.mma_sp_kernels.nm_spmm` (``out = A B + cin``, ``A`` 2:4 f16 in the
+``mma_sp_m16n8k16`` layout: ``values`` each row's kept pairs, ``meta`` 8
+words per 16-row tile and k tile of 16 columns), structured as a GEMM is on
+tensor cores (CUTLASS's threadblock / warp / instruction tiles):
+
+- **A block tile of the output** (``BM x BN``, 128 x 128 by default) per
+  block of ``WM x WN`` warps (2 x 4), each warp ``RT`` 16-row MMA tiles by
+  ``T`` 8-column ones (4 x 4: 64 x 32, 16 MMAs per k tile; 64 accumulators
+  a lane, 172 registers and no spills on sm_90, where 4 x 8 tiles a warp
+  took 255 and spilled 152 bytes).
+- **Per step of 32 columns of k**, the block's threads copy A's stored
+  values for its rows (``BM x 16`` f16) and B's ``32 x BN`` slice into
+  shared memory in 16-byte chunks, meet at a barrier, and every warp reads
+  its fragments from there: each B value read from global memory once per
+  block instead of once per warp, and each A value once per column block.
+  Where ``k`` is a multiple of 16 and ``n`` of 8 (every row then starts on
+  16 bytes) a chunk is one aligned 16-byte load; otherwise per-element
+  masked loads (zeros past the matrix) fill the same tiles.
+- **Fragments without conflicts.** B's MMA tile ``j`` holds the warp's
+  columns ``T c + j`` (``c = 0..7``), as in :mod:`.mma_sp_kernels`, so a
+  lane's elements of one k row for all ``T`` tiles are adjacent: one 16-byte
+  shared load per k row. The shared rows are padded (B by 8 halves, A to 24
+  halves) so that the lanes of a quarter warp touch 32 distinct banks.
+- The metadata word of each row tile and k tile is a 4-byte global load per
+  lane (8 words a tile: small, and read once per column block).
+
+Without ``cp.async`` or double buffering yet: a step's copies and its MMAs
+do not overlap within a block (other blocks on the SM hide some of it).
+
+The kernel is defined after bufferization: ``sparse-iter-gpu-tensorize``
+(on tensors) calls a declaration (:func:`staged_declaration`), and
+``sparse-iter-gpu-kernel-bodies`` gives it this body (its name says its
+tiling: :meth:`NmMmaStaged.from_name`). Bufferization's deallocation
+refuses ``gpu.barrier`` (MLIR declares no memory effects for it) and would
+give the launch's workgroup buffers ownership arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from sparsecomp.lowering.mma_emit import Emitter, sizes
+from sparsecomp.lowering.mma_sp_kernels import (
+    accumulators,
+    lane_mask,
+    masked_load,
+    meta_word,
+    mma_sp,
+    store_accumulators,
+)
+
+#: Columns of k a block stages per step (two k tiles of ``m16n8k16``), and the A values
+#: (2 of every 4) a row keeps of them.
+STEP_K, STEP_VALUES = 32, 16
+#: Halves per shared-memory row of A (16 values, padded), and B's row padding.
+A_ROW, B_PAD = 24, 8
+#: Halves per staged chunk (16 bytes).
+CHUNK = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class NmMmaStaged:
+    """One block-tiled 2:4 x dense kernel: metadata word type, warps and their tiles."""
+
+    meta: str = "i32"
+    warps_m: int = 2
+    warps_n: int = 4
+    #: 16-row MMA tiles per warp.
+    row_tiles: int = 4
+    #: 8-column MMA tiles per warp (a lane's B elements of a k row: 2, 4 or 8 halves).
+    tiles: int = 4
+    acc: str = "f32"
+
+    def __post_init__(self) -> None:
+        if self.tiles not in (2, 4, 8):
+            raise ValueError(f"a staged 2:4 warp takes 2, 4 or 8 column tiles, not {self.tiles}")
+        if self.row_tiles % self.warps_n or self.tiles % self.warps_m:
+            raise ValueError(
+                f"the block's {self.threads} threads copy whole chunks: warps_n "
+                f"({self.warps_n}) must divide row_tiles ({self.row_tiles}) and warps_m "
+                f"({self.warps_m}) tiles ({self.tiles})"
+            )
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def block_rows(self) -> int:
+        return 16 * self.row_tiles * self.warps_m
+
+    @property
+    def block_cols(self) -> int:
+        return 8 * self.tiles * self.warps_n
+
+    @property
+    def name(self) -> str:
+        acc = "" if self.acc == "f32" else f"_acc{self.acc}"
+        return (f"__sparse_iter_nm_mma_sp_2x4_f16{acc}_{self.meta}_staged_"
+                f"m{self.warps_m}x{self.row_tiles}n{self.warps_n}x{self.tiles}")  # fmt: skip
+
+    @classmethod
+    def from_name(cls, name: str) -> NmMmaStaged | None:
+        """The kernel called ``name`` (:attr:`name`), or None for another name."""
+        found = _NAME.fullmatch(name)
+        if found is None:
+            return None
+        acc, meta, wm, rt, wn, tiles = found.groups()
+        try:
+            return cls(meta, int(wm), int(wn), int(rt), int(tiles), acc or "f32")
+        except ValueError:
+            return None
+
+
+_NAME = re.compile(r"__sparse_iter_nm_mma_sp_2x4_f16(?:_acc(f16))?_(i32|i64)_staged_"
+                   r"m(\d+)x(\d+)n(\d+)x(\d+)")  # fmt: skip
+
+
+def _signature(spec: NmMmaStaged) -> str:
+    return (f"func.func private @{spec.name}(%values: memref<?xf16>, "
+            f"%meta: memref<?x{spec.meta}>, %b: memref<?x?xf16>, "
+            f"%cin: memref<?x?x{spec.acc}>, %out: memref<?x?x{spec.acc}>)")  # fmt: skip
+
+
+def staged_declaration(spec: NmMmaStaged) -> str:
+    """The kernel's declaration, which the module holds until bufferization is done."""
+    return _signature(spec)
+
+
+def nm_spmm_staged(spec: NmMmaStaged) -> str:
+    """The private function ``@spec.name(values, meta, b, cin, out)``."""
+    e = Emitter("f16", spec.acc)
+    e.zero = e("arith.constant 0.0 : f16")
+    m, n, k = sizes(e)
+    groups = e(f"arith.ceildivsi {k}, {e.c(4)}", "index")
+    k_tiles = e(f"arith.ceildivsi {groups}, {e.c(4)}", "index")
+    steps = e(f"arith.ceildivsi {k}, {e.c(STEP_K)}", "index")
+    mtiles = e(f"arith.ceildivsi {m}, {e.c(16)}", "index")
+    aligned = _aligned(e, groups, n)
+    gx = e(f"arith.ceildivsi {m}, {e.c(spec.block_rows)}", "index")
+    gy = e(f"arith.ceildivsi {n}, {e.c(spec.block_cols)}", "index")
+    a_tile = f"memref<{spec.block_rows}x{A_ROW}xf16, #gpu.address_space<workgroup>>"
+    b_tile = f"memref<{STEP_K}x{spec.block_cols + B_PAD}xf16, #gpu.address_space<workgroup>>"
+    e.begin(
+        f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
+        f"threads(%tx, %ty, %tz) in (%sx = {e.c(spec.threads)}, %sy = {e.c(1)}, "
+        f"%sz = {e.c(1)}) workgroup(%sa : {a_tile}, %sb : {b_tile}) {{"
+    )
+    lane = e(f"arith.remui %tx, {e.c(32)}", "index")
+    e.group = e(f"arith.shrui {lane}, {e.c(2)}", "index")
+    e.thread = e(f"arith.andi {lane}, {e.c(3)}", "index")
+    warp = e(f"arith.divui %tx, {e.c(32)}", "index")
+    wm = e(f"arith.divui {warp}, {e.c(spec.warps_n)}", "index")
+    wn = e(f"arith.remui {warp}, {e.c(spec.warps_n)}", "index")
+    block_row = e.mul("%bx", spec.block_rows)
+    block_col = e.mul("%by", spec.block_cols)
+    local_row = e.mul(wm, 16 * spec.row_tiles)  # the warp's first row in the block
+    local_col = e.mul(wn, 8 * spec.tiles)
+    first_col = e(f"arith.addi {block_col}, {local_col}", "index")
+    first_tile = e.add(e.mul("%bx", spec.block_rows // 16), e.mul(wm, spec.row_tiles))
+    own = [e.add(first_tile, r) for r in range(spec.row_tiles)]
+    first_rows = [e.mul(tile, 16) for tile in own]
+    accs = [a for first in first_rows
+            for a in accumulators(e, first, first_col, m, n, spec.tiles)]  # fmt: skip
+    count = len(accs)
+    results = f"%v{e.count}"
+    e.count += 1
+    carried = ", ".join(f"%acc{j} = {a}" for j, a in enumerate(accs))
+    e.begin(f"{results}:{count} = scf.for %s = {e.c(0)} to {steps} step {e.c(1)} "
+            f"iter_args({carried}) -> ({', '.join([e.acc_vector] * count)}) {{")  # fmt: skip
+    _stage_a(e, spec, block_row, m, groups, aligned, a_tile)
+    _stage_b(e, spec, block_col, k, n, aligned, b_tile)
+    e.raw("gpu.barrier")
+    current = [f"%acc{j}" for j in range(count)]
+    for half in (0, 1):
+        tile = e.add(e.mul("%s", 2), half)
+        bs = _b_fragments(e, spec, local_col, half, b_tile)
+        step = []
+        for r, row_tile in enumerate(own):
+            meta = meta_word(e, spec.meta, k_tiles, mtiles, row_tile, tile)
+            a = _a_fragment(e, e.add(local_row, 16 * r), half, a_tile)
+            step += [mma_sp(e, a, b, current[r * spec.tiles + j], meta)
+                     for j, b in enumerate(bs)]  # fmt: skip
+        current = step
+    e.raw("gpu.barrier")  # the next step's copies overwrite the tiles
+    e.raw(f"scf.yield {', '.join(current)} : {', '.join([e.acc_vector] * count)}")
+    e.end()
+    for r, first in enumerate(first_rows):
+        tiles = [f"{results}#{r * spec.tiles + j}" for j in range(spec.tiles)]
+        store_accumulators(e, tiles, first, first_col, m, n)
+    e.raw("gpu.terminator")
+    e.end()
+    e.raw("return")
+    return e.function(_signature(spec) + " {")
+
+
+def _aligned(e: Emitter, groups: str, n: str) -> str:
+    """Whether every row of A's values (2 ``groups`` halves) and of B (``n``) starts on
+    16 bytes, so that whole chunks are single aligned loads: both strides multiples of 8
+    halves and both first elements on 16 bytes (a caller's view may start anywhere)."""
+    a_rows = e(f"arith.remui {groups}, {e.c(4)}", "index")
+    b_rows = e(f"arith.remui {n}, {e.c(CHUNK)}", "index")
+    misaligned = e(f"arith.ori {a_rows}, {b_rows}", "index")
+    for memref, ty in (("%values", "memref<?xf16>"), ("%b", "memref<?x?xf16>")):
+        rank = ty.count("?")
+        base = f"%v{e.count}"
+        e.count += 1
+        strided = ", ".join(["index"] * (1 + 2 * rank))
+        e.raw(f"{base}:{2 + 2 * rank} = memref.extract_strided_metadata {memref} : {ty} -> "
+              f"memref<f16>, {strided}")  # fmt: skip
+        pointer = e(f"memref.extract_aligned_pointer_as_index {memref} : {ty} -> index")
+        start = e(f"arith.addi {pointer}, {e.mul(f'{base}#1', 2)}", "index")
+        offset = e(f"arith.remui {start}, {e.c(16)}", "index")
+        misaligned = e(f"arith.ori {misaligned}, {offset}", "index")
+    return e(f"arith.cmpi eq, {misaligned}, {e.c(0)}", "index")
+
+
+def _chunk(e: Emitter, memref: str, ty: str, at: str, inside: str, mask: str, guard: str,
+           aligned: str) -> str:  # fmt: skip
+    """A 16-byte chunk of ``memref`` at ``at``: one aligned load where ``aligned`` and the
+    whole chunk is ``inside``, else per-element ``mask`` loads under ``guard``; zeros
+    outside."""
+    vector = f"vector<{CHUNK}xf16>"
+    whole = e(f"arith.andi {aligned}, {inside}", "i1")
+    name = e(f"scf.if {whole} -> ({vector}) {{")
+    e.indent += 2
+    loaded = e(f"vector.load {memref}[{at}] {{alignment = 16 : i64}} : {ty}, {vector}")
+    e.raw(f"scf.yield {loaded} : {vector}")
+    e.end("} else {")
+    e.indent += 2
+    masked = masked_load(e, memref, ty, at, mask, guard, vector)
+    e.raw(f"scf.yield {masked} : {vector}")
+    e.end()
+    return name
+
+
+def _stage_a(e: Emitter, spec: NmMmaStaged, block_row: str, m: str, groups: str, aligned: str,
+             a_tile: str) -> None:  # fmt: skip
+    """Copy the step's 16 stored values of each of the block's rows into ``%sa``: chunk
+    ``c`` is row ``c / 2``'s values ``8 (c % 2) ..``, 4 groups of k."""
+    per_thread = 2 * spec.block_rows // spec.threads
+    for i in range(per_thread):
+        chunk = e.add("%tx", spec.threads * i)
+        local = e(f"arith.shrui {chunk}, {e.c(1)}", "index")
+        part = e(f"arith.andi {chunk}, {e.c(1)}", "index")
+        row = e(f"arith.addi {block_row}, {local}", "index")
+        first_group = e.add(e.mul("%s", STEP_VALUES // 2), e.mul(part, 4))
+        at = e.mul(e.add(e(f"arith.muli {row}, {groups}", "index"), first_group), 2)
+        row_inside = e.below(row, m)
+        inside = e(f"arith.andi {row_inside}, {e.below(first_group, groups)}", "i1")
+        mask = lane_mask(e, first_group, 4, groups, repeat=2)
+        value = _chunk(e, "%values", "memref<?xf16>", at, inside, mask, row_inside, aligned)
+        column = e.mul(part, CHUNK)
+        e.raw(f"vector.store {value}, %sa[{local}, {column}] {{alignment = 16 : i64}} : "
+              f"{a_tile}, vector<{CHUNK}xf16>")  # fmt: skip
+
+
+def _stage_b(e: Emitter, spec: NmMmaStaged, block_col: str, k: str, n: str, aligned: str,
+             b_tile: str) -> None:  # fmt: skip
+    """Copy B's rows ``32 s ..`` and the block's columns into ``%sb``: chunk ``c`` is k row
+    ``c / (BN / 8)``'s columns ``8 (c % (BN / 8)) ..``."""
+    per_row = spec.block_cols // CHUNK
+    per_thread = STEP_K * per_row // spec.threads
+    for i in range(per_thread):
+        chunk = e.add("%tx", spec.threads * i)
+        local = e(f"arith.divui {chunk}, {e.c(per_row)}", "index")
+        column = e.mul(e(f"arith.remui {chunk}, {e.c(per_row)}", "index"), CHUNK)
+        krow = e(f"arith.addi {e.mul('%s', STEP_K)}, {local}", "index")
+        col = e(f"arith.addi {block_col}, {column}", "index")
+        krow_inside = e.below(krow, k)
+        inside = e(f"arith.andi {krow_inside}, {e.below(col, n)}", "i1")
+        mask = lane_mask(e, col, CHUNK, n)
+        value = _chunk(e, "%b", "memref<?x?xf16>", f"{krow}, {col}", inside, mask, krow_inside,
+                       aligned)  # fmt: skip
+        e.raw(f"vector.store {value}, %sb[{local}, {column}] {{alignment = 16 : i64}} : "
+              f"{b_tile}, vector<{CHUNK}xf16>")  # fmt: skip
+
+
+def _b_fragments(e: Emitter, spec: NmMmaStaged, local_col: str, half: int,
+                 b_tile: str) -> list[str]:  # fmt: skip
+    """Each column tile's B fragment of the step's k tile ``half``: the ISA's ``b_i`` at k
+    ``2t + (i % 2) + 8 (i // 2)``, column ``g`` of the tile (``T g + j`` of the warp)."""
+    tiles = spec.tiles
+    col = e(f"arith.addi {local_col}, {e.mul(e.group, tiles)}", "index")
+    rows = []
+    for i in range(4):
+        krow = e.add(e.mul(e.thread, 2), 16 * half + (i % 2) + 8 * (i // 2))
+        rows.append(e(f"vector.load %sb[{krow}, {col}] {{alignment = {2 * tiles} : i64}} : "
+                      f"{b_tile}, vector<{tiles}xf16>"))  # fmt: skip
+    fragments = []
+    for j in range(tiles):
+        elems = [e(f"vector.extract {r}[{j}]", f"f16 from vector<{tiles}xf16>") for r in rows]
+        fragments.append(e(f"vector.from_elements {', '.join(elems)}", "vector<2x2xf16>"))
+    return fragments
+
+
+def _a_fragment(e: Emitter, local_row: str, half: int, a_tile: str) -> str:
+    """The A fragment of the 16-row tile at block row ``local_row``, k tile ``half`` of the
+    step: stored values ``8 half + 2t, + 1`` of rows ``g`` and ``g + 8``."""
+    col = e.add(e.mul(e.thread, 2), 8 * half)
+    parts = []
+    for offset in (0, 8):
+        row = e.add(e(f"arith.addi {local_row}, {e.group}", "index"), offset)
+        pair = e(f"vector.load %sa[{row}, {col}] {{alignment = 4 : i64}} : {a_tile}, "
+                 "vector<2xf16>")  # fmt: skip
+        parts += [e(f"vector.extract {pair}[{i}]", "f16 from vector<2xf16>") for i in (0, 1)]
+    return e(f"vector.from_elements {', '.join(parts)}", "vector<2x2xf16>")
