@@ -183,3 +183,21 @@ def test_operands_off_16_bytes_take_the_masked_loads(exe) -> None:
     assert shifted.ctypes.data % 16 != 0
     got = exe(SparseTensor.from_dense(a, "nm:2:4"), shifted, c)
     np.testing.assert_allclose(got, _want(a, b, c), rtol=1e-5, atol=1e-4)
+
+
+def test_metadata_off_16_bytes_is_read_word_by_word(exe) -> None:
+    """The metadata words in a buffer that starts 4 bytes past 16: the staged copy of
+    each row tile's words must not take its aligned 16-byte loads, and the product is
+    right."""
+    a, b, c = _operands(48, 64, 16, 5)
+    packed = SparseTensor.from_dense(a, MMA_SP)
+    buffers = dict(packed.buffers())
+    meta = buffers["crd2"]
+    storage = np.zeros(meta.size + 4, meta.dtype)
+    start = next(i for i in range(4) if (storage[i:].ctypes.data % 16) == 4)
+    shifted = storage[start : start + meta.size]
+    shifted[...] = meta
+    moved = SparseTensor.from_buffers(a.shape, MMA_SP, [None] * 3, [None, None, shifted],
+                                      buffers["values"])  # fmt: skip
+    got = exe(moved, b, c)
+    np.testing.assert_allclose(got, _want(a, b, c), rtol=1e-5, atol=1e-4)

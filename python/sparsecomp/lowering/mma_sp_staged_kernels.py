@@ -24,8 +24,11 @@ tensor cores (CUTLASS's threadblock / warp / instruction tiles):
   lane's elements of one k row for all ``T`` tiles are adjacent: one 16-byte
   shared load per k row. The shared rows are padded (B by 8 halves, A to 24
   halves) so that the lanes of a quarter warp touch 32 distinct banks.
-- The metadata word of each row tile and k tile is a 4-byte global load per
-  lane (8 words a tile: small, and read once per column block).
+- **Metadata staged too** (32-bit words, the layout ``mma.sp`` needs): per
+  step the block's row tiles' words of both k tiles (16 words a row tile,
+  64 contiguous bytes) come in as 16-byte chunks from its first threads,
+  where every lane loaded a word per row tile and k tile before (4 x 2 a
+  step); each lane reads its word from shared memory.
 
 Without ``cp.async`` or double buffering yet: a step's copies and its MMAs
 do not overlap within a block (other blocks on the SM hide some of it).
@@ -45,6 +48,8 @@ import re
 
 from sparsecomp.lowering.mma_emit import Emitter, sizes
 from sparsecomp.lowering.mma_sp_kernels import (
+    PAD_WORD,
+    WORDS_PER_TILE,
     accumulators,
     lane_mask,
     masked_load,
@@ -141,14 +146,19 @@ def nm_spmm_staged(spec: NmMmaStaged) -> str:
     steps = e(f"arith.ceildivsi {k}, {e.c(STEP_K)}", "index")
     mtiles = e(f"arith.ceildivsi {m}, {e.c(16)}", "index")
     aligned = _aligned(e, groups, n)
+    staged_meta = spec.meta == "i32"
+    meta_aligned = _starts_on_16_bytes(e, "%meta", f"memref<?x{spec.meta}>", 4)
     gx = e(f"arith.ceildivsi {m}, {e.c(spec.block_rows)}", "index")
     gy = e(f"arith.ceildivsi {n}, {e.c(spec.block_cols)}", "index")
     a_tile = f"memref<{spec.block_rows}x{A_ROW}xf16, #gpu.address_space<workgroup>>"
     b_tile = f"memref<{STEP_K}x{spec.block_cols + B_PAD}xf16, #gpu.address_space<workgroup>>"
+    m_tile = (f"memref<{spec.block_rows // 16}x{2 * WORDS_PER_TILE}xi32, "
+              "#gpu.address_space<workgroup>>")  # fmt: skip
+    buffers = f"%sa : {a_tile}, %sb : {b_tile}" + (f", %sm : {m_tile}" if staged_meta else "")
     e.begin(
         f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
         f"threads(%tx, %ty, %tz) in (%sx = {e.c(spec.threads)}, %sy = {e.c(1)}, "
-        f"%sz = {e.c(1)}) workgroup(%sa : {a_tile}, %sb : {b_tile}) {{"
+        f"%sz = {e.c(1)}) workgroup({buffers}) {{"
     )
     lane = e(f"arith.remui %tx, {e.c(32)}", "index")
     e.group = e(f"arith.shrui {lane}, {e.c(2)}", "index")
@@ -174,6 +184,9 @@ def nm_spmm_staged(spec: NmMmaStaged) -> str:
             f"iter_args({carried}) -> ({', '.join([e.acc_vector] * count)}) {{")  # fmt: skip
     _stage_a(e, spec, block_row, m, groups, aligned, a_tile)
     _stage_b(e, spec, block_col, k, n, aligned, b_tile)
+    if staged_meta:
+        block_tile = e.mul("%bx", spec.block_rows // 16)
+        _stage_meta(e, spec, block_tile, mtiles, k_tiles, meta_aligned, m_tile)
     e.raw("gpu.barrier")
     current = [f"%acc{j}" for j in range(count)]
     for half in (0, 1):
@@ -181,7 +194,10 @@ def nm_spmm_staged(spec: NmMmaStaged) -> str:
         bs = _b_fragments(e, spec, local_col, half, b_tile)
         step = []
         for r, row_tile in enumerate(own):
-            meta = meta_word(e, spec.meta, k_tiles, mtiles, row_tile, tile)
+            if staged_meta:
+                meta = _staged_word(e, e.add(e.mul(wm, spec.row_tiles), r), half, m_tile)
+            else:
+                meta = meta_word(e, spec.meta, k_tiles, mtiles, row_tile, tile)
             a = _a_fragment(e, e.add(local_row, 16 * r), half, a_tile)
             step += [mma_sp(e, a, b, current[r * spec.tiles + j], meta)
                      for j, b in enumerate(bs)]  # fmt: skip
@@ -204,19 +220,26 @@ def _aligned(e: Emitter, groups: str, n: str) -> str:
     halves and both first elements on 16 bytes (a caller's view may start anywhere)."""
     a_rows = e(f"arith.remui {groups}, {e.c(4)}", "index")
     b_rows = e(f"arith.remui {n}, {e.c(CHUNK)}", "index")
-    misaligned = e(f"arith.ori {a_rows}, {b_rows}", "index")
-    for memref, ty in (("%values", "memref<?xf16>"), ("%b", "memref<?x?xf16>")):
-        rank = ty.count("?")
-        base = f"%v{e.count}"
-        e.count += 1
-        strided = ", ".join(["index"] * (1 + 2 * rank))
-        e.raw(f"{base}:{2 + 2 * rank} = memref.extract_strided_metadata {memref} : {ty} -> "
-              f"memref<f16>, {strided}")  # fmt: skip
-        pointer = e(f"memref.extract_aligned_pointer_as_index {memref} : {ty} -> index")
-        start = e(f"arith.addi {pointer}, {e.mul(f'{base}#1', 2)}", "index")
-        offset = e(f"arith.remui {start}, {e.c(16)}", "index")
-        misaligned = e(f"arith.ori {misaligned}, {offset}", "index")
-    return e(f"arith.cmpi eq, {misaligned}, {e.c(0)}", "index")
+    rows = e(f"arith.cmpi eq, {e(f'arith.ori {a_rows}, {b_rows}', 'index')}, {e.c(0)}", "index")
+    starts = [_starts_on_16_bytes(e, "%values", "memref<?xf16>", 2),
+              _starts_on_16_bytes(e, "%b", "memref<?x?xf16>", 2)]  # fmt: skip
+    both = e(f"arith.andi {starts[0]}, {starts[1]}", "i1")
+    return e(f"arith.andi {rows}, {both}", "i1")
+
+
+def _starts_on_16_bytes(e: Emitter, memref: str, ty: str, itemsize: int) -> str:
+    """Whether ``memref``'s first element lies on 16 bytes."""
+    rank = ty.count("?")
+    base = f"%v{e.count}"
+    e.count += 1
+    element = ty.rsplit("x", 1)[1].rstrip(">")
+    strided = ", ".join(["index"] * (1 + 2 * rank))
+    e.raw(f"{base}:{2 + 2 * rank} = memref.extract_strided_metadata {memref} : {ty} -> "
+          f"memref<{element}>, {strided}")  # fmt: skip
+    pointer = e(f"memref.extract_aligned_pointer_as_index {memref} : {ty} -> index")
+    start = e(f"arith.addi {pointer}, {e.mul(f'{base}#1', itemsize)}", "index")
+    offset = e(f"arith.remui {start}, {e.c(16)}", "index")
+    return e(f"arith.cmpi eq, {offset}, {e.c(0)}", "index")
 
 
 def _chunk(e: Emitter, memref: str, ty: str, at: str, inside: str, mask: str, guard: str,
@@ -309,3 +332,53 @@ def _a_fragment(e: Emitter, local_row: str, half: int, a_tile: str) -> str:
                  "vector<2xf16>")  # fmt: skip
         parts += [e(f"vector.extract {pair}[{i}]", "f16 from vector<2xf16>") for i in (0, 1)]
     return e(f"vector.from_elements {', '.join(parts)}", "vector<2x2xf16>")
+
+
+def _stage_meta(e: Emitter, spec: NmMmaStaged, block_tile: str, mtiles: str, k_tiles: str,
+                aligned: str, m_tile: str) -> None:  # fmt: skip
+    """Copy the words of the step's two k tiles for each of the block's row tiles into
+    ``%sm`` (row tile major, 16 words a row): chunk ``c`` is row tile ``c / 4``'s words
+    ``4 (c % 4) ..``, contiguous in ``%meta`` (padding indices past the matrix)."""
+    chunks = spec.block_rows // 16 * 4
+    vector = "vector<4xi32>"
+    for i in range(-(-chunks // spec.threads)):
+        chunk = e.add("%tx", spec.threads * i)
+        e.begin(f"scf.if {e.below(chunk, e.c(chunks))} {{")
+        local = e(f"arith.shrui {chunk}, {e.c(2)}", "index")
+        part = e(f"arith.andi {chunk}, {e.c(3)}", "index")
+        row_tile = e(f"arith.addi {block_tile}, {local}", "index")
+        tile = e.add(e.mul("%s", 2), e(f"arith.shrui {part}, {e.c(1)}", "index"))
+        first = e(f"arith.muli {row_tile}, {k_tiles}", "index")
+        at = e.add(e.mul(e(f"arith.addi {first}, {tile}", "index"), WORDS_PER_TILE),
+                   e.mul(e(f"arith.andi {part}, {e.c(1)}", "index"), 4))  # fmt: skip
+        inside = e(f"arith.andi {e.below(row_tile, mtiles)}, {e.below(tile, k_tiles)}", "i1")
+        words = e(f"scf.if {inside} -> ({vector}) {{")
+        e.indent += 2
+        loaded = e(f"scf.if {aligned} -> ({vector}) {{")
+        e.indent += 2
+        fast = e(f"vector.load %meta[{at}] {{alignment = 16 : i64}} : memref<?xi32>, {vector}")
+        e.raw(f"scf.yield {fast} : {vector}")
+        e.end("} else {")
+        e.indent += 2
+        slow = e(f"vector.load %meta[{at}] : memref<?xi32>, {vector}")
+        e.raw(f"scf.yield {slow} : {vector}")
+        e.end()
+        e.raw(f"scf.yield {loaded} : {vector}")
+        e.end("} else {")
+        e.indent += 2
+        pad = e(f"arith.constant dense<{PAD_WORD}> : {vector}")
+        e.raw(f"scf.yield {pad} : {vector}")
+        e.end()
+        column = e.mul(part, 4)
+        e.raw(f"vector.store {words}, %sm[{local}, {column}] {{alignment = 16 : i64}} : "
+              f"{m_tile}, {vector}")  # fmt: skip
+        e.end()
+
+
+def _staged_word(e: Emitter, local_tile: str, half: int, m_tile: str) -> str:
+    """The lanes' metadata word of the block's row tile ``local_tile`` and the step's k
+    tile ``half`` (word ``g`` of its 8), as the ``vector<2xi16>`` the MMA takes."""
+    column = e.add(e.group, WORDS_PER_TILE * half)
+    word = e(f"memref.load %sm[{local_tile}, {column}] : {m_tile}")
+    wide = e(f"vector.broadcast {word}", "i32 to vector<1xi32>")
+    return e(f"vector.bitcast {wide}", "vector<1xi32> to vector<2xi16>")

@@ -7,24 +7,30 @@
 // CHECK-LABEL: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_i32_staged_m2x4n2x8
 // CHECK-SAME: (%{{.*}}: memref<?xf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>)
 // CHECK: gpu.launch
-// CHECK-SAME: workgroup(%[[SA:.*]] : memref<128x24xf16, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<32x136xf16, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[SA:.*]] : memref<128x24xf16, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<32x136xf16, #gpu.address_space<workgroup>>, %[[SM:.*]] : memref<8x16xi32, #gpu.address_space<workgroup>>)
 // CHECK: scf.for
 // Aligned rows: one 16-byte load a chunk; otherwise masked loads.
 // CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
 // CHECK: vector.maskedload
 // CHECK: vector.store %{{.*}}, %[[SA]]
 // CHECK: vector.store %{{.*}}, %[[SB]]
+// The metadata words of the block's 8 row tiles: 32 chunks of 4 words.
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<?xi32>, vector<4xi32>
+// CHECK: vector.store %{{.*}}, %[[SM]]
 // CHECK: gpu.barrier
 // CHECK: vector.load %[[SB]]{{.*}} vector<8xf16>
+// CHECK: memref.load %[[SM]]
 // CHECK: vector.load %[[SA]]{{.*}} vector<2xf16>
 // CHECK-COUNT-64: nvgpu.mma.sp.sync({{.*}}) metadata({{.*}}) {mmaShape = [16, 8, 16]}
 // CHECK: gpu.barrier
 // CHECK: scf.yield
 // CHECK: vector.maskedstore
-// f16 accumulators and 64-bit metadata words, 1 x 2 warps of 2 x 4 tiles.
+// f16 accumulators and 64-bit metadata words (read from global memory, a
+// word per lane), 1 x 2 warps of 2 x 4 tiles.
 // CHECK-LABEL: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_accf16_i64_staged_m1x2n2x4
 // CHECK-SAME: memref<?xi64>
-// CHECK: workgroup(%{{.*}} : memref<32x24xf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x72xf16, #gpu.address_space<workgroup>>)
+// CHECK: workgroup(%{{.*}} : memref<32x24xf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x72xf16, #gpu.address_space<workgroup>>) {
+// CHECK: memref.load %{{.*}} : memref<?xi64>
 // CHECK-COUNT-16: nvgpu.mma.sp.sync({{.*}}) -> vector<2x2xf16>
 // Other declarations stay.
 // CHECK: func.func private @elsewhere(memref<?xf16>)
