@@ -12,6 +12,7 @@ two metadata nibbles or two A registers swapped must give a wrong answer.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -79,6 +80,10 @@ def test_the_product_runs_on_sparse_tensor_cores(exe) -> None:
     assert gpu.count("nvgpu.mma.sp.sync") == 32
     assert gpu.count("gpu.barrier") == 2
     assert gpu.count("#gpu.address_space<workgroup>>") >= 2
+    # Two stages: each thread's copies of A, B (two chunks) and the metadata, for the
+    # first step before the loop and for the next one inside it.
+    assert gpu.count("nvgpu.device_async_copy") == 8
+    assert gpu.count("nvvm.cp.async.wait.group 1") == 1
     assert "gpu.shuffle" not in gpu
     assert "mma_sp_m16n8k16" in (exe.directory / "layouts.mlir").read_text()
 
@@ -97,6 +102,8 @@ def test_several_blocks_and_steps_match_numpy(exe, m, k, n, seed) -> None:
 def test_ptx_holds_mma_sp_and_assembles(chip) -> None:
     (text,) = cuda.ptx(PROGRAM, f"cuda:{chip}").values()
     assert "mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in text
+    assert "cp.async.cg.shared.global" in text
+    assert re.search(r"cp\.async\.wait_group\s+1;", text)
     assert cuda.assemble(text, chip)
 
 

@@ -16,9 +16,14 @@ tensor cores (CUTLASS's threadblock / warp / instruction tiles):
   shared memory in 16-byte chunks, meet at a barrier, and every warp reads
   its fragments from there: each B value read from global memory once per
   block instead of once per warp, and each A value once per column block.
-  Where ``k`` is a multiple of 16 and ``n`` of 8 (every row then starts on
-  16 bytes) a chunk is one aligned 16-byte load; otherwise per-element
-  masked loads (zeros past the matrix) fill the same tiles.
+- **Two stages, copies in flight** (CUTLASS's multistage mainloop with two
+  stages): where ``k`` is a multiple of 16, ``n`` of 8 and both operands
+  start on 16 bytes (every row then does), each chunk is a ``cp.async`` of
+  16 bytes (``nvgpu.device_async_copy``, L1 bypassed, zeros filled past the
+  matrix), and the copies of step ``s + 1`` go into the other stage's
+  buffers before step ``s``'s MMAs, waited for (``cp.async.wait_group 1``)
+  only at the next step. Otherwise a chunk is per-element masked loads
+  stored by the thread, in the same two-stage loop.
 - **Fragments without conflicts.** B's MMA tile ``j`` holds the warp's
   columns ``T c + j`` (``c = 0..7``), as in :mod:`.mma_sp_kernels`, so a
   lane's elements of one k row for all ``T`` tiles are adjacent: one 16-byte
@@ -30,8 +35,8 @@ tensor cores (CUTLASS's threadblock / warp / instruction tiles):
   where every lane loaded a word per row tile and k tile before (4 x 2 a
   step); each lane reads its word from shared memory.
 
-Without ``cp.async`` or double buffering yet: a step's copies and its MMAs
-do not overlap within a block (other blocks on the SM hide some of it).
+Not yet: ``ldmatrix`` (a lane's B elements already come as one shared
+load a k row), more than two stages, tile shapes per problem size.
 
 The kernel is defined after bufferization: ``sparse-iter-gpu-tensorize``
 (on tensors) calls a declaration (:func:`staged_declaration`), and
@@ -145,16 +150,20 @@ def nm_spmm_staged(spec: NmMmaStaged) -> str:
     k_tiles = e(f"arith.ceildivsi {groups}, {e.c(4)}", "index")
     steps = e(f"arith.ceildivsi {k}, {e.c(STEP_K)}", "index")
     mtiles = e(f"arith.ceildivsi {m}, {e.c(16)}", "index")
-    aligned = _aligned(e, groups, n)
     staged_meta = spec.meta == "i32"
-    meta_aligned = _starts_on_16_bytes(e, "%meta", f"memref<?x{spec.meta}>", 4)
+    space = "#gpu.address_space<workgroup>"
+    shape = _Shape(
+        m, n, k, groups, k_tiles, mtiles, _aligned(e, groups, n),
+        _starts_on_16_bytes(e, "%meta", f"memref<?x{spec.meta}>", 4),
+        f"memref<2x{spec.block_rows}x{A_ROW}xf16, {space}>",
+        f"memref<2x{STEP_K}x{spec.block_cols + B_PAD}xf16, {space}>",
+        f"memref<2x{spec.block_rows // 16}x{2 * WORDS_PER_TILE}xi32, {space}>",
+        staged_meta,
+    )  # fmt: skip
     gx = e(f"arith.ceildivsi {m}, {e.c(spec.block_rows)}", "index")
     gy = e(f"arith.ceildivsi {n}, {e.c(spec.block_cols)}", "index")
-    a_tile = f"memref<{spec.block_rows}x{A_ROW}xf16, #gpu.address_space<workgroup>>"
-    b_tile = f"memref<{STEP_K}x{spec.block_cols + B_PAD}xf16, #gpu.address_space<workgroup>>"
-    m_tile = (f"memref<{spec.block_rows // 16}x{2 * WORDS_PER_TILE}xi32, "
-              "#gpu.address_space<workgroup>>")  # fmt: skip
-    buffers = f"%sa : {a_tile}, %sb : {b_tile}" + (f", %sm : {m_tile}" if staged_meta else "")
+    buffers = f"%sa : {shape.a_tile}, %sb : {shape.b_tile}"
+    buffers += f", %sm : {shape.m_tile}" if staged_meta else ""
     e.begin(
         f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
         f"threads(%tx, %ty, %tz) in (%sx = {e.c(spec.threads)}, %sy = {e.c(1)}, "
@@ -166,43 +175,51 @@ def nm_spmm_staged(spec: NmMmaStaged) -> str:
     warp = e(f"arith.divui %tx, {e.c(32)}", "index")
     wm = e(f"arith.divui {warp}, {e.c(spec.warps_n)}", "index")
     wn = e(f"arith.remui {warp}, {e.c(spec.warps_n)}", "index")
-    block_row = e.mul("%bx", spec.block_rows)
-    block_col = e.mul("%by", spec.block_cols)
+    block = _Block(e.mul("%bx", spec.block_rows), e.mul("%by", spec.block_cols),
+                   e.mul("%bx", spec.block_rows // 16))  # fmt: skip
     local_row = e.mul(wm, 16 * spec.row_tiles)  # the warp's first row in the block
     local_col = e.mul(wn, 8 * spec.tiles)
-    first_col = e(f"arith.addi {block_col}, {local_col}", "index")
-    first_tile = e.add(e.mul("%bx", spec.block_rows // 16), e.mul(wm, spec.row_tiles))
+    first_col = e(f"arith.addi {block.col}, {local_col}", "index")
+    first_tile = e.add(block.tile, e.mul(wm, spec.row_tiles))
     own = [e.add(first_tile, r) for r in range(spec.row_tiles)]
     first_rows = [e.mul(tile, 16) for tile in own]
     accs = [a for first in first_rows
             for a in accumulators(e, first, first_col, m, n, spec.tiles)]  # fmt: skip
+    _stage(e, spec, shape, block, e.c(0), e.c(0))  # the first step's copies
+    e.raw("nvvm.cp.async.commit.group")
     count = len(accs)
     results = f"%v{e.count}"
     e.count += 1
     carried = ", ".join(f"%acc{j} = {a}" for j, a in enumerate(accs))
     e.begin(f"{results}:{count} = scf.for %s = {e.c(0)} to {steps} step {e.c(1)} "
             f"iter_args({carried}) -> ({', '.join([e.acc_vector] * count)}) {{")  # fmt: skip
-    _stage_a(e, spec, block_row, m, groups, aligned, a_tile)
-    _stage_b(e, spec, block_col, k, n, aligned, b_tile)
-    if staged_meta:
-        block_tile = e.mul("%bx", spec.block_rows // 16)
-        _stage_meta(e, spec, block_tile, mtiles, k_tiles, meta_aligned, m_tile)
-    e.raw("gpu.barrier")
+    current_stage = e(f"arith.andi %s, {e.c(1)}", "index")
+    following = e.add("%s", 1)
+    e.begin(f"scf.if {e.below(following, steps)} {{")
+    _stage(e, spec, shape, block, following, e(f"arith.xori {current_stage}, {e.c(1)}", "index"))
+    e.raw("nvvm.cp.async.commit.group")
+    e.raw("nvvm.cp.async.wait.group 1")  # this step's copies are done, the next in flight
+    e.end("} else {")
+    e.indent += 2
+    e.raw("nvvm.cp.async.wait.group 0")
+    e.end()
+    e.raw("gpu.barrier")  # every thread's copies of this step are visible
     current = [f"%acc{j}" for j in range(count)]
     for half in (0, 1):
         tile = e.add(e.mul("%s", 2), half)
-        bs = _b_fragments(e, spec, local_col, half, b_tile)
+        bs = _b_fragments(e, spec, shape, current_stage, local_col, half)
         step = []
         for r, row_tile in enumerate(own):
             if staged_meta:
-                meta = _staged_word(e, e.add(e.mul(wm, spec.row_tiles), r), half, m_tile)
+                local_tile = e.add(e.mul(wm, spec.row_tiles), r)
+                meta = _staged_word(e, shape, current_stage, local_tile, half)
             else:
                 meta = meta_word(e, spec.meta, k_tiles, mtiles, row_tile, tile)
-            a = _a_fragment(e, e.add(local_row, 16 * r), half, a_tile)
+            a = _a_fragment(e, shape, current_stage, e.add(local_row, 16 * r), half)
             step += [mma_sp(e, a, b, current[r * spec.tiles + j], meta)
                      for j, b in enumerate(bs)]  # fmt: skip
         current = step
-    e.raw("gpu.barrier")  # the next step's copies overwrite the tiles
+    e.raw("gpu.barrier")  # the step after next copies into this stage's buffers
     e.raw(f"scf.yield {', '.join(current)} : {', '.join([e.acc_vector] * count)}")
     e.end()
     for r, first in enumerate(first_rows):
@@ -214,9 +231,46 @@ def nm_spmm_staged(spec: NmMmaStaged) -> str:
     return e.function(_signature(spec) + " {")
 
 
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """SSA names of the sizes and alignment flags, and the shared buffers' types."""
+
+    m: str
+    n: str
+    k: str
+    groups: str
+    k_tiles: str
+    mtiles: str
+    aligned: str  # values and B: every row on 16 bytes
+    meta_aligned: str
+    a_tile: str
+    b_tile: str
+    m_tile: str
+    staged_meta: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class _Block:
+    """SSA names of the block's first row, column and 16-row tile."""
+
+    row: str
+    col: str
+    tile: str
+
+
+def _stage(e: Emitter, spec: NmMmaStaged, shape: _Shape, block: _Block, step: str,
+           stage: str) -> None:  # fmt: skip
+    """Copy step ``step``'s tiles (A's values, B, the metadata words) into the buffers of
+    stage ``stage``."""
+    _stage_a(e, spec, shape, block, step, stage)
+    _stage_b(e, spec, shape, block, step, stage)
+    if shape.staged_meta:
+        _stage_meta(e, spec, shape, block, step, stage)
+
+
 def _aligned(e: Emitter, groups: str, n: str) -> str:
     """Whether every row of A's values (2 ``groups`` halves) and of B (``n``) starts on
-    16 bytes, so that whole chunks are single aligned loads: both strides multiples of 8
+    16 bytes, so that whole chunks are single aligned copies: both strides multiples of 8
     halves and both first elements on 16 bytes (a caller's view may start anywhere)."""
     a_rows = e(f"arith.remui {groups}, {e.c(4)}", "index")
     b_rows = e(f"arith.remui {n}, {e.c(CHUNK)}", "index")
@@ -242,103 +296,68 @@ def _starts_on_16_bytes(e: Emitter, memref: str, ty: str, itemsize: int) -> str:
     return e(f"arith.cmpi eq, {offset}, {e.c(0)}", "index")
 
 
-def _chunk(e: Emitter, memref: str, ty: str, at: str, inside: str, mask: str, guard: str,
-           aligned: str) -> str:  # fmt: skip
-    """A 16-byte chunk of ``memref`` at ``at``: one aligned load where ``aligned`` and the
-    whole chunk is ``inside``, else per-element ``mask`` loads under ``guard``; zeros
-    outside."""
+def _copy_chunk(e: Emitter, source: str, source_ty: str, at: list[str], inside: str,
+                mask: str, guard: str, aligned: str, target: str,
+                target_ty: str) -> None:  # fmt: skip
+    """16 bytes of ``source`` at ``at`` into shared ``target``: a ``cp.async`` where
+    ``aligned`` (of nothing, zeros filled, outside the matrix), else per-element ``mask``
+    loads under ``guard`` stored by the thread."""
     vector = f"vector<{CHUNK}xf16>"
-    whole = e(f"arith.andi {aligned}, {inside}", "i1")
-    name = e(f"scf.if {whole} -> ({vector}) {{")
-    e.indent += 2
-    loaded = e(f"vector.load {memref}[{at}] {{alignment = 16 : i64}} : {ty}, {vector}")
-    e.raw(f"scf.yield {loaded} : {vector}")
+    e.begin(f"scf.if {aligned} {{")
+    count = e(f"arith.select {inside}, {e.c(CHUNK)}, {e.c(0)}", "index")
+    safe = [e(f"arith.select {inside}, {i}, {e.c(0)}", "index") for i in at]
+    e(f"nvgpu.device_async_copy {source}[{', '.join(safe)}], {target}, {CHUNK}, {count} "
+      f"{{bypassL1}} : {source_ty} to {target_ty}")  # fmt: skip
     e.end("} else {")
     e.indent += 2
-    masked = masked_load(e, memref, ty, at, mask, guard, vector)
-    e.raw(f"scf.yield {masked} : {vector}")
+    loaded = masked_load(e, source, source_ty, ", ".join(at), mask, guard, vector)
+    e.raw(f"vector.store {loaded}, {target} : {target_ty}, {vector}")
     e.end()
-    return name
 
 
-def _stage_a(e: Emitter, spec: NmMmaStaged, block_row: str, m: str, groups: str, aligned: str,
-             a_tile: str) -> None:  # fmt: skip
-    """Copy the step's 16 stored values of each of the block's rows into ``%sa``: chunk
-    ``c`` is row ``c / 2``'s values ``8 (c % 2) ..``, 4 groups of k."""
-    per_thread = 2 * spec.block_rows // spec.threads
-    for i in range(per_thread):
+def _stage_a(e: Emitter, spec: NmMmaStaged, shape: _Shape, block: _Block, step: str,
+             stage: str) -> None:  # fmt: skip
+    """A's 16 stored values of step ``step`` for each of the block's rows: chunk ``c`` is
+    row ``c / 2``'s values ``8 (c % 2) ..``, 4 groups of k."""
+    for i in range(2 * spec.block_rows // spec.threads):
         chunk = e.add("%tx", spec.threads * i)
         local = e(f"arith.shrui {chunk}, {e.c(1)}", "index")
         part = e(f"arith.andi {chunk}, {e.c(1)}", "index")
-        row = e(f"arith.addi {block_row}, {local}", "index")
-        first_group = e.add(e.mul("%s", STEP_VALUES // 2), e.mul(part, 4))
-        at = e.mul(e.add(e(f"arith.muli {row}, {groups}", "index"), first_group), 2)
-        row_inside = e.below(row, m)
-        inside = e(f"arith.andi {row_inside}, {e.below(first_group, groups)}", "i1")
-        mask = lane_mask(e, first_group, 4, groups, repeat=2)
-        value = _chunk(e, "%values", "memref<?xf16>", at, inside, mask, row_inside, aligned)
-        column = e.mul(part, CHUNK)
-        e.raw(f"vector.store {value}, %sa[{local}, {column}] {{alignment = 16 : i64}} : "
-              f"{a_tile}, vector<{CHUNK}xf16>")  # fmt: skip
+        row = e(f"arith.addi {block.row}, {local}", "index")
+        first_group = e.add(e.mul(step, STEP_VALUES // 2), e.mul(part, 4))
+        at = e.mul(e.add(e(f"arith.muli {row}, {shape.groups}", "index"), first_group), 2)
+        row_inside = e.below(row, shape.m)
+        inside = e(f"arith.andi {row_inside}, {e.below(first_group, shape.groups)}", "i1")
+        mask = lane_mask(e, first_group, 4, shape.groups, repeat=2)
+        target = f"%sa[{stage}, {local}, {e.mul(part, CHUNK)}]"
+        _copy_chunk(e, "%values", "memref<?xf16>", [at], inside, mask, row_inside,
+                    shape.aligned, target, shape.a_tile)  # fmt: skip
 
 
-def _stage_b(e: Emitter, spec: NmMmaStaged, block_col: str, k: str, n: str, aligned: str,
-             b_tile: str) -> None:  # fmt: skip
-    """Copy B's rows ``32 s ..`` and the block's columns into ``%sb``: chunk ``c`` is k row
+def _stage_b(e: Emitter, spec: NmMmaStaged, shape: _Shape, block: _Block, step: str,
+             stage: str) -> None:  # fmt: skip
+    """B's rows ``32 step ..`` and the block's columns: chunk ``c`` is k row
     ``c / (BN / 8)``'s columns ``8 (c % (BN / 8)) ..``."""
     per_row = spec.block_cols // CHUNK
-    per_thread = STEP_K * per_row // spec.threads
-    for i in range(per_thread):
+    for i in range(STEP_K * per_row // spec.threads):
         chunk = e.add("%tx", spec.threads * i)
         local = e(f"arith.divui {chunk}, {e.c(per_row)}", "index")
         column = e.mul(e(f"arith.remui {chunk}, {e.c(per_row)}", "index"), CHUNK)
-        krow = e(f"arith.addi {e.mul('%s', STEP_K)}, {local}", "index")
-        col = e(f"arith.addi {block_col}, {column}", "index")
-        krow_inside = e.below(krow, k)
-        inside = e(f"arith.andi {krow_inside}, {e.below(col, n)}", "i1")
-        mask = lane_mask(e, col, CHUNK, n)
-        value = _chunk(e, "%b", "memref<?x?xf16>", f"{krow}, {col}", inside, mask, krow_inside,
-                       aligned)  # fmt: skip
-        e.raw(f"vector.store {value}, %sb[{local}, {column}] {{alignment = 16 : i64}} : "
-              f"{b_tile}, vector<{CHUNK}xf16>")  # fmt: skip
+        krow = e(f"arith.addi {e.mul(step, STEP_K)}, {local}", "index")
+        col = e(f"arith.addi {block.col}, {column}", "index")
+        krow_inside = e.below(krow, shape.k)
+        inside = e(f"arith.andi {krow_inside}, {e.below(col, shape.n)}", "i1")
+        mask = lane_mask(e, col, CHUNK, shape.n)
+        target = f"%sb[{stage}, {local}, {column}]"
+        _copy_chunk(e, "%b", "memref<?x?xf16>", [krow, col], inside, mask, krow_inside,
+                    shape.aligned, target, shape.b_tile)  # fmt: skip
 
 
-def _b_fragments(e: Emitter, spec: NmMmaStaged, local_col: str, half: int,
-                 b_tile: str) -> list[str]:  # fmt: skip
-    """Each column tile's B fragment of the step's k tile ``half``: the ISA's ``b_i`` at k
-    ``2t + (i % 2) + 8 (i // 2)``, column ``g`` of the tile (``T g + j`` of the warp)."""
-    tiles = spec.tiles
-    col = e(f"arith.addi {local_col}, {e.mul(e.group, tiles)}", "index")
-    rows = []
-    for i in range(4):
-        krow = e.add(e.mul(e.thread, 2), 16 * half + (i % 2) + 8 * (i // 2))
-        rows.append(e(f"vector.load %sb[{krow}, {col}] {{alignment = {2 * tiles} : i64}} : "
-                      f"{b_tile}, vector<{tiles}xf16>"))  # fmt: skip
-    fragments = []
-    for j in range(tiles):
-        elems = [e(f"vector.extract {r}[{j}]", f"f16 from vector<{tiles}xf16>") for r in rows]
-        fragments.append(e(f"vector.from_elements {', '.join(elems)}", "vector<2x2xf16>"))
-    return fragments
-
-
-def _a_fragment(e: Emitter, local_row: str, half: int, a_tile: str) -> str:
-    """The A fragment of the 16-row tile at block row ``local_row``, k tile ``half`` of the
-    step: stored values ``8 half + 2t, + 1`` of rows ``g`` and ``g + 8``."""
-    col = e.add(e.mul(e.thread, 2), 8 * half)
-    parts = []
-    for offset in (0, 8):
-        row = e.add(e(f"arith.addi {local_row}, {e.group}", "index"), offset)
-        pair = e(f"vector.load %sa[{row}, {col}] {{alignment = 4 : i64}} : {a_tile}, "
-                 "vector<2xf16>")  # fmt: skip
-        parts += [e(f"vector.extract {pair}[{i}]", "f16 from vector<2xf16>") for i in (0, 1)]
-    return e(f"vector.from_elements {', '.join(parts)}", "vector<2x2xf16>")
-
-
-def _stage_meta(e: Emitter, spec: NmMmaStaged, block_tile: str, mtiles: str, k_tiles: str,
-                aligned: str, m_tile: str) -> None:  # fmt: skip
-    """Copy the words of the step's two k tiles for each of the block's row tiles into
-    ``%sm`` (row tile major, 16 words a row): chunk ``c`` is row tile ``c / 4``'s words
-    ``4 (c % 4) ..``, contiguous in ``%meta`` (padding indices past the matrix)."""
+def _stage_meta(e: Emitter, spec: NmMmaStaged, shape: _Shape, block: _Block, step: str,
+                stage: str) -> None:  # fmt: skip
+    """The words of step ``step``'s two k tiles for each of the block's row tiles (row tile
+    major, 16 words a row): chunk ``c`` is row tile ``c / 4``'s words ``4 (c % 4) ..``,
+    contiguous in ``%meta``; padding indices past the matrix."""
     chunks = spec.block_rows // 16 * 4
     vector = "vector<4xi32>"
     for i in range(-(-chunks // spec.threads)):
@@ -346,39 +365,69 @@ def _stage_meta(e: Emitter, spec: NmMmaStaged, block_tile: str, mtiles: str, k_t
         e.begin(f"scf.if {e.below(chunk, e.c(chunks))} {{")
         local = e(f"arith.shrui {chunk}, {e.c(2)}", "index")
         part = e(f"arith.andi {chunk}, {e.c(3)}", "index")
-        row_tile = e(f"arith.addi {block_tile}, {local}", "index")
-        tile = e.add(e.mul("%s", 2), e(f"arith.shrui {part}, {e.c(1)}", "index"))
-        first = e(f"arith.muli {row_tile}, {k_tiles}", "index")
+        row_tile = e(f"arith.addi {block.tile}, {local}", "index")
+        tile = e.add(e.mul(step, 2), e(f"arith.shrui {part}, {e.c(1)}", "index"))
+        first = e(f"arith.muli {row_tile}, {shape.k_tiles}", "index")
         at = e.add(e.mul(e(f"arith.addi {first}, {tile}", "index"), WORDS_PER_TILE),
                    e.mul(e(f"arith.andi {part}, {e.c(1)}", "index"), 4))  # fmt: skip
-        inside = e(f"arith.andi {e.below(row_tile, mtiles)}, {e.below(tile, k_tiles)}", "i1")
-        words = e(f"scf.if {inside} -> ({vector}) {{")
-        e.indent += 2
-        loaded = e(f"scf.if {aligned} -> ({vector}) {{")
-        e.indent += 2
-        fast = e(f"vector.load %meta[{at}] {{alignment = 16 : i64}} : memref<?xi32>, {vector}")
-        e.raw(f"scf.yield {fast} : {vector}")
+        inside = e(f"arith.andi {e.below(row_tile, shape.mtiles)}, "
+                   f"{e.below(tile, shape.k_tiles)}", "i1")  # fmt: skip
+        target = f"%sm[{stage}, {local}, {e.mul(part, 4)}]"
+        copy = e(f"arith.andi {inside}, {shape.meta_aligned}", "i1")
+        e.begin(f"scf.if {copy} {{")
+        e(f"nvgpu.device_async_copy %meta[{at}], {target}, 4 {{bypassL1}} : memref<?xi32> to "
+          f"{shape.m_tile}")  # fmt: skip
         e.end("} else {")
         e.indent += 2
-        slow = e(f"vector.load %meta[{at}] : memref<?xi32>, {vector}")
-        e.raw(f"scf.yield {slow} : {vector}")
-        e.end()
+        words = e(f"scf.if {inside} -> ({vector}) {{")
+        e.indent += 2
+        loaded = e(f"vector.load %meta[{at}] : memref<?xi32>, {vector}")
         e.raw(f"scf.yield {loaded} : {vector}")
         e.end("} else {")
         e.indent += 2
         pad = e(f"arith.constant dense<{PAD_WORD}> : {vector}")
         e.raw(f"scf.yield {pad} : {vector}")
         e.end()
-        column = e.mul(part, 4)
-        e.raw(f"vector.store {words}, %sm[{local}, {column}] {{alignment = 16 : i64}} : "
-              f"{m_tile}, {vector}")  # fmt: skip
+        e.raw(f"vector.store {words}, {target} : {shape.m_tile}, {vector}")
+        e.end()
         e.end()
 
 
-def _staged_word(e: Emitter, local_tile: str, half: int, m_tile: str) -> str:
+def _staged_word(e: Emitter, shape: _Shape, stage: str, local_tile: str, half: int) -> str:
     """The lanes' metadata word of the block's row tile ``local_tile`` and the step's k
     tile ``half`` (word ``g`` of its 8), as the ``vector<2xi16>`` the MMA takes."""
     column = e.add(e.group, WORDS_PER_TILE * half)
-    word = e(f"memref.load %sm[{local_tile}, {column}] : {m_tile}")
+    word = e(f"memref.load %sm[{stage}, {local_tile}, {column}] : {shape.m_tile}")
     wide = e(f"vector.broadcast {word}", "i32 to vector<1xi32>")
     return e(f"vector.bitcast {wide}", "vector<1xi32> to vector<2xi16>")
+
+
+def _b_fragments(e: Emitter, spec: NmMmaStaged, shape: _Shape, stage: str, local_col: str,
+                 half: int) -> list[str]:  # fmt: skip
+    """Each column tile's B fragment of the step's k tile ``half``: the ISA's ``b_i`` at k
+    ``2t + (i % 2) + 8 (i // 2)``, column ``g`` of the tile (``T g + j`` of the warp)."""
+    tiles = spec.tiles
+    col = e(f"arith.addi {local_col}, {e.mul(e.group, tiles)}", "index")
+    rows = []
+    for i in range(4):
+        krow = e.add(e.mul(e.thread, 2), 16 * half + (i % 2) + 8 * (i // 2))
+        rows.append(e(f"vector.load %sb[{stage}, {krow}, {col}] {{alignment = {2 * tiles} : "
+                      f"i64}} : {shape.b_tile}, vector<{tiles}xf16>"))  # fmt: skip
+    fragments = []
+    for j in range(tiles):
+        elems = [e(f"vector.extract {r}[{j}]", f"f16 from vector<{tiles}xf16>") for r in rows]
+        fragments.append(e(f"vector.from_elements {', '.join(elems)}", "vector<2x2xf16>"))
+    return fragments
+
+
+def _a_fragment(e: Emitter, shape: _Shape, stage: str, local_row: str, half: int) -> str:
+    """The A fragment of the 16-row tile at block row ``local_row``, k tile ``half`` of the
+    step: stored values ``8 half + 2t, + 1`` of rows ``g`` and ``g + 8``."""
+    col = e.add(e.mul(e.thread, 2), 8 * half)
+    parts = []
+    for offset in (0, 8):
+        row = e.add(e(f"arith.addi {local_row}, {e.group}", "index"), offset)
+        pair = e(f"vector.load %sa[{stage}, {row}, {col}] {{alignment = 4 : i64}} : "
+                 f"{shape.a_tile}, vector<2xf16>")  # fmt: skip
+        parts += [e(f"vector.extract {pair}[{i}]", "f16 from vector<2xf16>") for i in (0, 1)]
+    return e(f"vector.from_elements {', '.join(parts)}", "vector<2x2xf16>")

@@ -9,6 +9,7 @@ from mlir.dialects import arith, scf
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.transforms import _shared_memory as shared
+from sparsecomp.transforms._async_copy_emulation import lower_async_copies
 from sparsecomp.transforms._gpu_profile import declare_profile, instrument
 from sparsecomp.transforms._lockstep import BLOCK_COLLECTIVES, Lockstep, Refusal, collectives
 from sparsecomp.transforms._mma_emulation import emulate_mma
@@ -51,7 +52,9 @@ class EmulateGpuPass(SparsecompPass):
     threads run (:mod:`._shared_memory`); with ``gpu.barrier`` its threads
     meet there as on the GPU (a warp's at ``nvvm.bar.warp.sync``). Block
     reductions and private attributions are refused at the op: running them
-    in sequence would not be faithful.
+    in sequence would not be faithful. ``cp.async`` copies into workgroup
+    memory (``nvgpu.device_async_copy``) are done when issued, and their
+    group ops dropped (:mod:`._async_copy_emulation`).
 
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
@@ -81,6 +84,7 @@ class EmulateGpuPass(SparsecompPass):
         op.walk(visit, ir.WalkOrder.PRE_ORDER)
         try:
             for launch in launches:
+                lower_async_copies(launch)
                 self._check(launch)
             if self.profile and launches:
                 declare_profile(op)

@@ -114,3 +114,21 @@ func.func @shared_in_loop(%y: memref<?xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// A copy's token waited on through nvgpu's group ops: the kernels use NVVM's.
+func.func @async_token(%x: memref<?xf16>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1)
+             workgroup(%buf : memref<8xf16, #gpu.address_space<workgroup>>) {
+    %t = nvgpu.device_async_copy %x[%c0], %buf[%c0], 8 : memref<?xf16> to memref<8xf16, #gpu.address_space<workgroup>>
+    // expected-error@+1 {{sparse-iter-emulate-gpu: 'nvgpu.device_async_create_group' is not emulated (use the nvvm.cp.async group ops)}}
+    %g = nvgpu.device_async_create_group %t
+    nvgpu.device_async_wait %g
+    gpu.terminator
+  }
+  return
+}

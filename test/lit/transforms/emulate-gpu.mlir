@@ -223,3 +223,33 @@ func.func @shared_tile(%y: memref<?xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// cp.async into workgroup memory: done when issued (a masked load of the
+// srcElements elements read, zeros for the rest, stored whole); the group
+// ops are dropped.
+// CHECK-LABEL: func.func @async_copy
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK-NOT: nvvm.cp.async
+// CHECK: %[[MASK:.*]] = vector.create_mask %{{.*}} : vector<8xi1>
+// CHECK: %[[V:.*]] = vector.maskedload %{{.*}}[%{{.*}}], %[[MASK]], %{{.*}} : memref<?xf16>, vector<8xi1>, vector<8xf16> into vector<8xf16>
+// CHECK: vector.store %[[V]], %{{.*}}[%{{.*}}, %{{.*}}] : memref<2x8xf16>, vector<8xf16>
+// CHECK: %[[ALL:.*]] = vector.create_mask %c4{{.*}} : vector<4xi1>
+// CHECK: vector.maskedload %{{.*}}, %[[ALL]]
+func.func @async_copy(%x: memref<?xf16>, %w: memref<?xi32>, %y: memref<?xf16>, %read: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1)
+             workgroup(%buf : memref<2x8xf16, #gpu.address_space<workgroup>>, %words : memref<4xi32, #gpu.address_space<workgroup>>) {
+    %t = nvgpu.device_async_copy %x[%c0], %buf[%c1, %c0], 8, %read {bypassL1} : memref<?xf16> to memref<2x8xf16, #gpu.address_space<workgroup>>
+    %u = nvgpu.device_async_copy %w[%c0], %words[%c0], 4 : memref<?xi32> to memref<4xi32, #gpu.address_space<workgroup>>
+    nvvm.cp.async.commit.group
+    nvvm.cp.async.wait.group 0
+    %v = memref.load %buf[%c1, %c0] : memref<2x8xf16, #gpu.address_space<workgroup>>
+    memref.store %v, %y[%c0] : memref<?xf16>
+    gpu.terminator
+  }
+  return
+}

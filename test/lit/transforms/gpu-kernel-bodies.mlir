@@ -2,21 +2,28 @@
 
 // The declaration sparse-iter-gpu-tensorize leaves for a block-tiled 2:4
 // kernel becomes the kernel its name says: 2 x 2 warps of 4 x 8 MMA tiles
-// (a 128 x 128 block tile), A's values and B staged in workgroup memory
-// between two barriers, 64 mma.sp a step of 32 columns of k.
+// (a 128 x 128 block tile), A's values, B and the metadata words staged in
+// two stages of workgroup memory, 64 mma.sp a step of 32 columns of k.
 // CHECK-LABEL: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_i32_staged_m2x4n2x8
 // CHECK-SAME: (%{{.*}}: memref<?xf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x?xf16>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>)
 // CHECK: gpu.launch
-// CHECK-SAME: workgroup(%[[SA:.*]] : memref<128x24xf16, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<32x136xf16, #gpu.address_space<workgroup>>, %[[SM:.*]] : memref<8x16xi32, #gpu.address_space<workgroup>>)
-// CHECK: scf.for
-// Aligned rows: one 16-byte load a chunk; otherwise masked loads.
-// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
+// CHECK-SAME: workgroup(%[[SA:.*]] : memref<2x128x24xf16, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<2x32x136xf16, #gpu.address_space<workgroup>>, %[[SM:.*]] : memref<2x8x16xi32, #gpu.address_space<workgroup>>)
+// The first step's copies: where the operands allow, cp.async of 16 bytes
+// (zeros filled past the matrix); otherwise masked loads the thread stores.
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[SA]][%c0{{.*}}], 8, %{{.*}} {bypassL1} : memref<?xf16> to memref<2x128x24xf16, #gpu.address_space<workgroup>>
 // CHECK: vector.maskedload
 // CHECK: vector.store %{{.*}}, %[[SA]]
-// CHECK: vector.store %{{.*}}, %[[SB]]
-// The metadata words of the block's 8 row tiles: 32 chunks of 4 words.
-// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<?xi32>, vector<4xi32>
-// CHECK: vector.store %{{.*}}, %[[SM]]
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[SB]]
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[SM]]{{.*}}, 4 {bypassL1}
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.for
+// The next step's copies into the other stage, then this step's awaited.
+// CHECK: scf.if
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[SA]]
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: } else {
+// CHECK: nvvm.cp.async.wait.group 0
 // CHECK: gpu.barrier
 // CHECK: vector.load %[[SB]]{{.*}} vector<8xf16>
 // CHECK: memref.load %[[SM]]
@@ -29,7 +36,7 @@
 // word per lane), 1 x 2 warps of 2 x 4 tiles.
 // CHECK-LABEL: func.func private @__sparse_iter_nm_mma_sp_2x4_f16_accf16_i64_staged_m1x2n2x4
 // CHECK-SAME: memref<?xi64>
-// CHECK: workgroup(%{{.*}} : memref<32x24xf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x72xf16, #gpu.address_space<workgroup>>) {
+// CHECK: workgroup(%{{.*}} : memref<2x32x24xf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<2x32x72xf16, #gpu.address_space<workgroup>>) {
 // CHECK: memref.load %{{.*}} : memref<?xi64>
 // CHECK-COUNT-16: nvgpu.mma.sp.sync({{.*}}) -> vector<2x2xf16>
 // Other declarations stay.
