@@ -163,14 +163,23 @@ def warp_launch(e: Emitter, mtiles: str, n: str, warps: int, tiles: int) -> str:
     """
     gx = e(f"arith.ceildivsi {mtiles}, {e.c(warps)}", "index")
     gy = e(f"arith.ceildivsi {n}, {e.c(8 * tiles)}", "index")
+    warp = open_launch(e, gx, gy, 32 * warps)
+    mtile = e.add(e.mul("%bx", warps), warp)
+    e.begin(f"scf.if {e.below(mtile, mtiles)} {{")
+    return mtile
+
+
+def open_launch(e: Emitter, gx: str, gy: str, threads: int, workgroup: str = "") -> str:
+    """Open a ``gpu.launch`` of ``gx x gy`` blocks of ``threads`` threads (``%bx``,
+    ``%by``, ``%tx``), with ``workgroup`` attributions if given; set ``e.group`` and
+    ``e.thread`` (the lane's place in the MMA fragments); return the thread's warp."""
+    buffers = f" workgroup({workgroup})" if workgroup else ""
     e.begin(
         f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
-        f"threads(%tx, %ty, %tz) in (%sx = {e.c(32 * warps)}, %sy = {e.c(1)}, "
-        f"%sz = {e.c(1)}) {{"
+        f"threads(%tx, %ty, %tz) in (%sx = {e.c(threads)}, %sy = {e.c(1)}, "
+        f"%sz = {e.c(1)}){buffers} {{"
     )
     lane = e(f"arith.remui %tx, {e.c(32)}", "index")
     e.group = e(f"arith.shrui {lane}, {e.c(2)}", "index")
     e.thread = e(f"arith.andi {lane}, {e.c(3)}", "index")
-    mtile = e.add(e.mul("%bx", warps), e(f"arith.divui %tx, {e.c(32)}", "index"))
-    e.begin(f"scf.if {e.below(mtile, mtiles)} {{")
-    return mtile
+    return e(f"arith.divui %tx, {e.c(32)}", "index")

@@ -51,7 +51,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from sparsecomp.lowering.mma_emit import Emitter, sizes
+from sparsecomp.lowering.mma_emit import Emitter, open_launch, sizes
 from sparsecomp.lowering.mma_sp_kernels import (
     PAD_WORD,
     WORDS_PER_TILE,
@@ -164,15 +164,7 @@ def nm_spmm_staged(spec: NmMmaStaged) -> str:
     gy = e(f"arith.ceildivsi {n}, {e.c(spec.block_cols)}", "index")
     buffers = f"%sa : {shape.a_tile}, %sb : {shape.b_tile}"
     buffers += f", %sm : {shape.m_tile}" if staged_meta else ""
-    e.begin(
-        f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
-        f"threads(%tx, %ty, %tz) in (%sx = {e.c(spec.threads)}, %sy = {e.c(1)}, "
-        f"%sz = {e.c(1)}) workgroup({buffers}) {{"
-    )
-    lane = e(f"arith.remui %tx, {e.c(32)}", "index")
-    e.group = e(f"arith.shrui {lane}, {e.c(2)}", "index")
-    e.thread = e(f"arith.andi {lane}, {e.c(3)}", "index")
-    warp = e(f"arith.divui %tx, {e.c(32)}", "index")
+    warp = open_launch(e, gx, gy, spec.threads, buffers)
     wm = e(f"arith.divui {warp}, {e.c(spec.warps_n)}", "index")
     wn = e(f"arith.remui {warp}, {e.c(spec.warps_n)}", "index")
     block = _Block(e.mul("%bx", spec.block_rows), e.mul("%by", spec.block_cols),
