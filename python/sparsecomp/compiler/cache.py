@@ -67,6 +67,47 @@ def kernel_dir(key: str) -> Path:
     return knobs.cache_dir() / "kernels" / key
 
 
+def variant_digest(parts: Iterable[object]) -> str:
+    """The name of a variant's memo: a digest of how it derives from its program
+    (``parts``: the program's text, target, options and the variant's request) and of
+    this installation (sparsecomp's sources and MLIR's version derive it)."""
+    digest = hashlib.sha256()
+    for part in (*map(repr, parts), package_hash(), mlir_version()):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:32]
+
+
+def _variant_path(digest: str) -> Path:
+    return knobs.cache_dir() / "kernels" / ".variants" / f"{digest}.json"
+
+
+def read_variant(digest: str) -> tuple[str, str] | None:
+    """The kernel key and program text a variant's memo records, or None (none yet, or
+    unreadable: the variant is derived again)."""
+    try:
+        memo = json.loads(_variant_path(digest).read_text())
+        key, text = memo["key"], memo["text"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (key, text) if isinstance(key, str) and isinstance(text, str) else None
+
+
+def record_variant(digest: str, key: str, text: str) -> None:
+    """Remember that the variant ``digest`` is the program ``text``, cached as ``key``:
+    a later process loads it without deriving the text (which parses the program
+    with MLIR: 0.1-0.2 s of imports in a process that had none). Best effort."""
+    path = _variant_path(digest)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".tmp", prefix=".variant-", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"key": key, "text": text}, f)
+        os.replace(tmp, path)
+    except OSError:
+        return
+
+
 def lookup(key: str) -> Path | None:
     """The cached kernel directory for ``key`` if complete."""
     path = kernel_dir(key)

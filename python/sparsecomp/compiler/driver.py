@@ -326,6 +326,17 @@ def _with_variants(
         into: Mapping[int, int | None] | None = None,
         schedule: Mapping[str, Any] | None = None,
     ) -> Executable:
+        chosen = {**options, **(schedule or {})}
+        request = (text, str(target), sorted(options.items()), function, sorted(rules.items()),
+                   sorted((i, sorted(d.items())) for i, d in (sizes or {}).items()),
+                   sorted(guards), sorted((into or {}).items()),
+                   sorted((schedule or {}).items()))  # fmt: skip
+        digest = cache.variant_digest(request) if cache_results else ""
+        memo = cache.read_variant(digest) if cache_results else None
+        if memo is not None:  # derived before: its kernel, without parsing the program
+            found = _cached(memo[0], False)
+            if found is not None:
+                return _with_variants(found, memo[1], target, cache_results, chosen)
         from sparsecomp.compiler.variants import (
             with_destinations,
             with_guards,
@@ -337,9 +348,10 @@ def _with_variants(
         variant = with_layouts(variant, function, rules) if rules else variant
         variant = with_static_sizes(variant, function, sizes) if sizes else variant
         variant = with_guards(variant, function, guards) if guards else variant
-        return compile(
-            variant, target, cache_results=cache_results, **{**options, **(schedule or {})}
-        )
+        exe = compile(variant, target, cache_results=cache_results, **chosen)
+        if cache_results and exe.directory.parent == cache.kernel_dir("x").parent:
+            cache.record_variant(digest, exe.directory.name, variant)
+        return exe
 
     exe.recompile = recompile
     exe.compile_options = dict(options)

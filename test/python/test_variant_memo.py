@@ -1,0 +1,76 @@
+"""A cached program's variants (a new K, scipy's index arrays, a layout) load in a new
+process without MLIR: the first derivation records which kernel it was."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+#: A new process's first call: scipy's int32 index arrays and a dense B whose width
+#: the kernel makes static (two variants of the cached program), with importing MLIR
+#: blocked where the script is given "blocked".
+CALL = """
+import sys
+if sys.argv[2] == "blocked":
+    class BlockMlir:
+        def find_spec(self, name, path=None, target=None):
+            if name == "mlir" or name.startswith("mlir."):
+                raise ImportError(f"test: importing {name} is blocked")
+            return None
+    sys.meta_path.insert(0, BlockMlir())
+import numpy as np
+import scipy.sparse as sp
+import sparsecomp
+exe = sparsecomp.compile(sys.argv[1])
+a = sp.random(50, 40, density=0.1, format="csr", dtype=np.float32, random_state=1)
+b = np.arange(40 * 7, dtype=np.float32).reshape(40, 7)
+got = exe(a, b)
+np.testing.assert_allclose(got, a @ b, rtol=1e-5)
+print(sorted(m for m in sys.modules if m == "mlir" or m.startswith("mlir.")) == [])
+"""
+
+
+def _call(cache: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SPARSECOMP_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-c", CALL, str(EXAMPLES / "spmm.mlir"), mode],
+                          capture_output=True, text=True, env=env, timeout=600,
+                          check=False)  # fmt: skip
+
+
+def test_a_variant_built_before_loads_without_mlir(tmp_path: Path) -> None:
+    first = _call(tmp_path, "free")  # builds the program and its variant, records it
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.split() == ["False"]  # deriving the variant parsed the program
+    memos = list((tmp_path / "kernels" / ".variants").glob("*.json"))
+    assert memos
+    again = _call(tmp_path, "blocked")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.split() == ["True"]
+
+
+@pytest.mark.parametrize("damage", ["kernel removed", "memo unreadable"])
+def test_a_stale_memo_derives_the_variant_again(tmp_path: Path, damage: str) -> None:
+    first = _call(tmp_path, "free")
+    assert first.returncode == 0, first.stderr[-3000:]
+    memos = list((tmp_path / "kernels" / ".variants").glob("*.json"))
+    if damage == "kernel removed":
+        import json
+
+        for memo in memos:
+            shutil.rmtree(tmp_path / "kernels" / json.loads(memo.read_text())["key"])
+    else:
+        for memo in memos:
+            memo.write_text("{not json")
+    again = _call(tmp_path, "free")  # derived and built again, the result still right
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.split() == ["False"]
+    third = _call(tmp_path, "blocked")  # and recorded again
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert third.stdout.split() == ["True"]
