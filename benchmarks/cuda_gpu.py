@@ -11,7 +11,9 @@ checked against the peer's before it is timed. Rows:
 * SpMM, K = 32 and 128: ours (CSR, columns on lanes) vs cuSPARSE SpMM
   (``cupyx.scipy.sparse.csr_matrix @ B``); on the blocked matrices also ours
   as BSR 16x16 on tensor cores (tf32), and on the FEM matrix with 3x3 node
-  blocks as BSR 3x3, two blocks to a tf32 MMA (``bsr3-mma``);
+  blocks as BSR 3x3, two blocks to a tf32 MMA (``bsr3-mma``), each against
+  cuSPARSE's CSR SpMM and against its own BSR SpMM (``bsrmm``, which torch's
+  BSR tensors call on CUDA; rows ``... (bsrmm)``);
 * SpMV: ours (8 lanes per row) vs cuSPARSE SpMV, and ours with the entries
   shared out evenly between threads (``spmv-split``: compile option
   ``gpu_balance="nonzeros"``) on every matrix, and SpMM so (``spmm-split``)
@@ -269,11 +271,13 @@ def run(
                 case(f"bsr-mma K={k}", name,
                      lambda: _close(bsr(blocks, b), (theirs_a @ b).get(), "bsr", rtol=5e-3),
                      lambda: bsr(blocks, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
+                _against_bsrmm(case, f"bsr-mma K={k}", name, a, 16, b, lambda: bsr(blocks, b))
             if name in NODE_BLOCKED and bsr3 is not None:
                 nodes = cuda.to_device(a, bsr3.signature.args[0].layout)
                 case(f"bsr3-mma K={k}", name,
                      lambda: _close(bsr3(nodes, b), (theirs_a @ b).get(), "bsr3", rtol=5e-3),
                      lambda: bsr3(nodes, b), "cuSPARSE", lambda: theirs_a @ b)  # fmt: skip
+                _against_bsrmm(case, f"bsr3-mma K={k}", name, a, 3, b, lambda: bsr3(nodes, b))
         k = ks[0]
         xs = cupy.asarray(rng.standard_normal((m, k)).astype(np.float32))
         ys = cupy.asarray(rng.standard_normal((n, k)).astype(np.float32))
@@ -311,6 +315,26 @@ def run(
         lines.append(f"2:4 failed: {type(exc).__name__}: {exc}")
         traceback.print_exc()
     return lines, failed
+
+
+def _against_bsrmm(case: Callable[..., None], op: str, name: str, a: Any, block: int, b: Any,
+                   ours: Callable[[], Any]) -> None:  # fmt: skip
+    """A row of ``op`` against cuSPARSE's own BSR SpMM (``bsrmm``, through torch's BSR
+    tensor, whose ``@`` on CUDA calls it) on ``a`` in ``block x block`` blocks."""
+    import torch
+
+    if a.shape[0] % block or a.shape[1] % block:
+        return  # scipy's BSR needs whole blocks; the CSR row above stands alone
+    blocked = a.tobsr(blocksize=(block, block))
+    theirs = torch.sparse_bsr_tensor(
+        torch.as_tensor(blocked.indptr.astype(np.int64)),
+        torch.as_tensor(blocked.indices.astype(np.int64)),
+        torch.as_tensor(blocked.data), size=a.shape, device="cuda",
+    )  # fmt: skip
+    dense = torch.as_tensor(b, device="cuda")
+    case(op, f"{name} (bsrmm)",
+         lambda: _close(ours(), (theirs @ dense).cpu().numpy(), op, rtol=5e-3),
+         ours, "cuSPARSE bsrmm", lambda: theirs @ dense)  # fmt: skip
 
 
 def _two_four(nm: Any, reps: int, sync: Callable[[], None], sizes: tuple[int, ...]) -> list[str]:
