@@ -13,6 +13,8 @@ two metadata nibbles or two A registers swapped must give a wrong answer.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -192,19 +194,38 @@ def test_operands_off_16_bytes_take_the_masked_loads(exe) -> None:
     np.testing.assert_allclose(got, _want(a, b, c), rtol=1e-5, atol=1e-4)
 
 
-def test_metadata_off_16_bytes_is_read_word_by_word(exe) -> None:
-    """The metadata words in a buffer that starts 4 bytes past 16: the staged copy of
-    each row tile's words must not take its aligned 16-byte loads, and the product is
-    right."""
-    a, b, c = _operands(48, 64, 16, 5)
-    packed = SparseTensor.from_dense(a, MMA_SP)
-    buffers = dict(packed.buffers())
-    meta = buffers["crd2"]
-    storage = np.zeros(meta.size + 4, meta.dtype)
-    start = next(i for i in range(4) if (storage[i:].ctypes.data % 16) == 4)
-    shifted = storage[start : start + meta.size]
-    shifted[...] = meta
-    moved = SparseTensor.from_buffers(a.shape, MMA_SP, [None] * 3, [None, None, shifted],
-                                      buffers["values"])  # fmt: skip
-    got = exe(moved, b, c)
-    np.testing.assert_allclose(got, _want(a, b, c), rtol=1e-5, atol=1e-4)
+#: Loads a rebuilt executable and calls it on saved operands (in a process of its own:
+#: a misaligned access aborts it, as it would end a GPU's context).
+CALL_REBUILT = """
+import sys
+import numpy as np
+import sparsecomp
+from sparsecomp.formats import SparseTensor
+exe = sparsecomp.load(sys.argv[1])
+a, b, c = (np.load(f"{sys.argv[2]}/{name}.npy") for name in "abc")
+print(np.asarray(exe(SparseTensor.from_dense(a, "nm:2:4"), b, c)).sum())
+"""
+
+
+def test_a_false_alignment_claim_stops_the_emulated_kernel(exe, tmp_path: Path) -> None:
+    """The emulator checks the address of each access that declares an alignment, where a
+    GPU faults on a misaligned one: A's fragment loads from shared memory claiming 8
+    bytes (their addresses have 4) stop the process with a message naming the access;
+    the kernel as built runs."""
+    schedule = (exe.directory / "gpu.mlir").read_text()
+    claims = schedule.replace("{alignment = 4 : i64}", "{alignment = 8 : i64}")
+    assert claims != schedule
+    a, b, c = _operands(32, 32, 8, 1)
+    for name, array in zip("abc", (a, b, c), strict=True):
+        np.save(tmp_path / f"{name}.npy", array)
+    runs = {}
+    for kind, text in (("as built", schedule), ("claims", claims)):
+        rebuild(text, exe, tmp_path / kind.replace(" ", "_"))
+        runs[kind] = subprocess.run(
+            [sys.executable, "-c", CALL_REBUILT, str(tmp_path / kind.replace(" ", "_")),
+             str(tmp_path)], capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert runs["as built"].returncode == 0, runs["as built"].stderr[-2000:]
+    assert runs["claims"].returncode != 0
+    assert "'vector.load' needs 8-byte alignment" in runs["claims"].stderr
+    assert "misaligned address" in runs["claims"].stderr

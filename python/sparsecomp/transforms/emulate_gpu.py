@@ -9,6 +9,7 @@ from mlir.dialects import arith, scf
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.transforms import _shared_memory as shared
+from sparsecomp.transforms._alignment_checks import check_alignment
 from sparsecomp.transforms._async_copy_emulation import lower_async_copies
 from sparsecomp.transforms._gpu_profile import declare_profile, instrument
 from sparsecomp.transforms._lockstep import BLOCK_COLLECTIVES, Lockstep, Refusal, collectives
@@ -54,7 +55,10 @@ class EmulateGpuPass(SparsecompPass):
     reductions and private attributions are refused at the op: running them
     in sequence would not be faithful. ``cp.async`` copies into workgroup
     memory (``nvgpu.device_async_copy``) are done when issued, and their
-    group ops dropped (:mod:`._async_copy_emulation`).
+    group ops dropped (:mod:`._async_copy_emulation`). Accesses that need an
+    alignment (vector loads that declare one, ``cp.async``) check their
+    address first and abort, naming the access, where a GPU would fault
+    (:mod:`._alignment_checks`).
 
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
@@ -84,6 +88,7 @@ class EmulateGpuPass(SparsecompPass):
         op.walk(visit, ir.WalkOrder.PRE_ORDER)
         try:
             for launch in launches:
+                check_alignment(launch, op)
                 lower_async_copies(launch)
                 self._check(launch)
             if self.profile and launches:

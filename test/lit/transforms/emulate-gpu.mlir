@@ -253,3 +253,33 @@ func.func @async_copy(%x: memref<?xf16>, %w: memref<?xi32>, %y: memref<?xf16>, %
   }
   return
 }
+
+// -----
+
+// An access that declares an alignment checks its address first: where a GPU
+// would fault (misaligned address), the emulated kernel writes a message
+// naming the access to stderr and aborts.
+// CHECK-LABEL: func.func @aligned_load
+// CHECK: memref.extract_strided_metadata %{{.*}} : memref<?xf32> -> memref<f32>, index, index, index
+// CHECK: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index
+// CHECK: %[[REM:.*]] = arith.remui %{{.*}}, %c16
+// CHECK: %[[BAD:.*]] = arith.cmpi ne, %[[REM]]
+// CHECK: scf.if %[[BAD]] {
+// CHECK: %[[MSG:.*]] = llvm.mlir.addressof @__sparsecomp_fault_message_0 : !llvm.ptr
+// CHECK: func.call @__sparsecomp_emulated_fault(%[[MSG]])
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
+// CHECK: func.func private @__sparsecomp_emulated_fault(%{{.*}}: !llvm.ptr)
+// CHECK: llvm.call @fputs
+// CHECK: llvm.call @abort
+// CHECK: llvm.mlir.global private constant @__sparsecomp_fault_message_0("sparse-iter-emulate-gpu: {{.*}}: 'vector.load' needs 16-byte alignment and its address has none (a GPU faults: misaligned address)\0A\00")
+func.func @aligned_load(%x: memref<?xf32>, %y: memref<?xf32>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %v = vector.load %x[%i] {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
+    vector.store %v, %y[%c0] : memref<?xf32>, vector<4xf32>
+    gpu.terminator
+  }
+  return
+}
