@@ -144,13 +144,19 @@ def connect_early() -> None:
             _early.start()
 
 
+def _take_early() -> _Early | None:
+    """The early connection's thread, if any, now no longer the next connect's."""
+    global _early
+    with _early_lock:
+        early, _early = _early, None
+    return early
+
+
 def forget_early() -> None:
     """Close the connection :func:`connect_early` made if no :func:`connect` took it (a
     cached build asks no daemon; its child in the daemon then reads no job and exits),
     or will make."""
-    global _early
-    with _early_lock:
-        early, _early = _early, None
+    early = _take_early()
     if early is not None:
         early.drop()  # without waiting: a daemon it is starting goes on starting
 
@@ -159,9 +165,7 @@ def connect() -> socket.socket | None:
     """A connection to the daemon, started if none listens; None where no daemon can
     run (no Unix sockets, a path too long, a daemon that failed to start). The first
     call after :func:`connect_early` takes that connection."""
-    global _early
-    with _early_lock:
-        early, _early = _early, None
+    early = _take_early()
     if early is not None:
         early.join()
         if early.sock is not None:
