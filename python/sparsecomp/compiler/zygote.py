@@ -160,8 +160,10 @@ def serve(path: Path, idle: float = IDLE_SECONDS, ready: int | None = None) -> N
         while True:
             # One module at a time, with no build running (on two cores the imports slowed
             # the first build, the one a cold compile waits for) and none waiting.
+            # A module that fails to import is left to the build that needs it, which
+            # reports the error to its client; the daemon goes on.
             while later and not children and not _queued(server):
-                with contextlib.suppress(ImportError):
+                with contextlib.suppress(Exception):
                     importlib.import_module(later.pop(0))
             if not children and (leaving or time.monotonic() - last >= idle):
                 # Idle: the socket goes first, so that a client from now on starts a

@@ -30,8 +30,8 @@ class GpuKernelBodiesPass(SparsecompPass):
         memref<?xf16>, memref<?xi32>, memref<?x?xf16>, memref<?x?xf32>, memref<?x?xf32>)
     // becomes
     func.func private @__sparse_iter_nm_mma_sp_2x4_f16_i32_staged_m2x4n4x4(%values: ...) {
-      gpu.launch ... workgroup(%sa : memref<128x24xf16, #gpu.address_space<workgroup>>, ...) {
-        ... gpu.barrier ... nvgpu.mma.sp.sync ... gpu.barrier ...
+      gpu.launch ... workgroup(%sa : memref<2x128x24xf16, #gpu.address_space<workgroup>>, ...) {
+        ... nvgpu.device_async_copy ... gpu.barrier ... nvgpu.mma.sp.sync ... gpu.barrier ...
       }
       return
     }

@@ -279,8 +279,9 @@ class GpuTensorizePass(SparsecompPass):
             sparse_why = (f"A's 2:4 metadata is '{layout.nm_metadata or 'indices'}', not the "
                           "mma_sp_m16n8k16 words the sparse tensor cores read")  # fmt: skip
         if sparse_why is None:
-            if self.staged:
-                return NmMmaStaged(_width_type(layout.crd_width), acc=acc)
+            meta = _width_type(layout.crd_width)
+            if self.staged and NmMmaStaged.from_name(NmMmaStaged(meta, acc=acc).name):
+                return NmMmaStaged(meta, acc=acc)
             return NmMma(_width_type(layout.crd_width), self.warps, self.tiles, acc,
                          self.row_tiles)  # fmt: skip
         if layout.nm_metadata not in ("", "indices"):
