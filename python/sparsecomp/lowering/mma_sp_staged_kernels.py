@@ -9,8 +9,8 @@ tensor cores (CUTLASS's threadblock / warp / instruction tiles):
 - **A block tile of the output** (``BM x BN``, 128 x 128 by default) per
   block of ``WM x WN`` warps (2 x 4), each warp ``RT`` 16-row MMA tiles by
   ``T`` 8-column ones (4 x 4: 64 x 32, 16 MMAs per k tile; 64 accumulators
-  a lane, 172 registers and no spills on sm_90, where 4 x 8 tiles a warp
-  took 255 and spilled 152 bytes).
+  a lane: 197-200 registers, no spills and 30 KB of shared memory on
+  sm_80/sm_90, where 4 x 8 tiles a warp took 255 and spilled 152 bytes).
 - **Per step of 32 columns of k**, the block's threads copy A's stored
   values for its rows (``BM x 16`` f16) and B's ``32 x BN`` slice into
   shared memory in 16-byte chunks, meet at a barrier, and every warp reads
@@ -26,14 +26,15 @@ tensor cores (CUTLASS's threadblock / warp / instruction tiles):
   stored by the thread, in the same two-stage loop.
 - **Fragments without conflicts.** B's MMA tile ``j`` holds the warp's
   columns ``T c + j`` (``c = 0..7``), as in :mod:`.mma_sp_kernels`, so a
-  lane's elements of one k row for all ``T`` tiles are adjacent: one 16-byte
-  shared load per k row. The shared rows are padded (B by 8 halves, A to 24
+  lane's elements of one k row for all ``T`` tiles are adjacent: one shared
+  load of ``2 T`` bytes per k row. The shared rows are padded (B by 8 halves, A to 24
   halves) so that the lanes of a quarter warp touch 32 distinct banks.
 - **Metadata staged too** (32-bit words, the layout ``mma.sp`` needs): per
   step the block's row tiles' words of both k tiles (16 words a row tile,
   64 contiguous bytes) come in as 16-byte chunks from its first threads,
   where every lane loaded a word per row tile and k tile before (4 x 2 a
-  step); each lane reads its word from shared memory.
+  step); each lane reads its word from shared memory. 64-bit words are
+  read from global memory, a word per lane.
 
 Not yet: ``ldmatrix`` (a lane's B elements already come as one shared
 load a k row), more than two stages, tile shapes per problem size.
