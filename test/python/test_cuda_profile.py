@@ -56,6 +56,13 @@ def test_bank_conflicts_counted_by_hand() -> None:
     assert bank_conflicts(_records(4 * 32 * words, threads=range(32, 64))) == (1, 31)
     assert bank_conflicts(_records(8 * words[:16], size=8)) == (1, 0)
     assert bank_conflicts(_records(4 * 32 * words[:2], threads=[0, 32])) == (2, 0)
+    # A warp's 8- and 16-byte accesses go a half and a quarter warp at a time: 32 lanes
+    # reading consecutive 8 or 16 bytes need 2 or 4 passes and conflict nowhere; a
+    # quarter warp's 16 bytes 128 bytes apart all fall on banks 0-3 (8 passes).
+    assert bank_conflicts(_records(8 * words, size=8)) == (1, 0)
+    assert bank_conflicts(_records(16 * words, size=16)) == (1, 0)
+    assert bank_conflicts(_records(128 * words[:8], size=16)) == (1, 7)
+    assert bank_conflicts(_records(128 * words, size=16)) == (1, 28)
 
 
 def test_lanes_warps_occurrences_and_straddles() -> None:

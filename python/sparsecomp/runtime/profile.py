@@ -244,11 +244,18 @@ def bank_conflicts(records: np.ndarray) -> tuple[int, int]:
     Shared memory has 32 banks of 4-byte words (word ``w`` in bank ``w mod 32``);
     a warp request takes as many passes as the most distinct words any one bank
     must deliver (lanes reading the same word share it: a broadcast).
-    ``conflicts`` sums the passes beyond the first over all requests.
+    Wider accesses are served a part of the warp at a time, as the GPU does:
+    8-byte ones per half warp, 16-byte ones per quarter warp, so 32 lanes
+    reading 16 consecutive bytes each take four passes and no conflict.
+    ``conflicts`` sums the passes beyond the first of each part over all
+    requests.
     """
     if len(records) == 0:
         return 0, 0
-    request_id = _request_ids(records)
+    warp_request = _request_ids(records)
+    size = records[:, 2]
+    lanes = np.where(size >= 16, WARP // 4, np.where(size >= 8, WARP // 2, WARP))
+    request_id = _ids(warp_request, (records[:, 4] % WARP) // lanes)[0]
     repeat, word = _spans(records[:, 1] // BANK_WIDTH,
                           (records[:, 1] + records[:, 2] - 1) // BANK_WIDTH)  # fmt: skip
     # Distinct words per request, then how many fall in each (request, bank).
@@ -259,10 +266,9 @@ def bank_conflicts(records: np.ndarray) -> tuple[int, int]:
     counts = np.bincount(pair)
     pair_request = np.zeros(len(counts), np.int64)
     pair_request[pair] = request
-    requests = int(request_id.max()) + 1
-    passes = np.zeros(requests, dtype=np.int64)
+    passes = np.zeros(int(request_id.max()) + 1, dtype=np.int64)
     np.maximum.at(passes, pair_request, counts)
-    return requests, int((passes - 1).clip(min=0).sum())
+    return int(warp_request.max()) + 1, int((passes - 1).clip(min=0).sum())
 
 
 def cross_block_races(records: np.ndarray) -> int:
