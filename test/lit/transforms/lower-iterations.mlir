@@ -561,10 +561,11 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 // cursor (carried from its offset) into temporaries as long as the bound,
 // counting them, sorting each row's columns and gathering the values; a
 // column is recorded without a branch (written at the row's next slot, the
-// count grown by whether the column is new); the
+// count grown by whether the column is new; each column's 32-bit stamp and
+// its value's bits side by side in one workspace); the
 // counts are summed into positions and each block's rows copied to their
-// place. Above it, the count pass (a tag array per block marks the row's
-// columns), a prefix sum into positions, and the fill pass. Either way,
+// place. Above it, the count pass (a 32-bit tag array per block marks the
+// row's columns), a prefix sum into positions, and the fill pass. Either way,
 // sparse_iter.assemble.
 // CHECK-LABEL: func.func @spgemm
 // CHECK: %[[BOUNDS:.*]]:2 = scf.for {{.*}} -> (tensor<?xindex>, tensor<?xindex>) {
@@ -581,13 +582,16 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 // CHECK:   %[[TCRD:.*]] = tensor.empty(%[[OFFS]]#1) : tensor<?xi32>
 // CHECK:   %[[TVAL:.*]] = tensor.empty(%[[OFFS]]#1) : tensor<?xf32>
 // CHECK:   %[[ONE:.*]]:3 = scf.for {{.*}} iter_args({{.*}}, {{.*}} = %[[TCRD]], {{.*}} = %[[TVAL]])
+// CHECK:     linalg.fill {{.*}} -> tensor<?xi32>
 // CHECK:     %[[CURSOR:.*]] = tensor.extract %[[OFFS]]#0
 // CHECK:     scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %[[CURSOR]]) -> ({{.*}}, index)
 // CHECK:       %[[NEW:.*]] = arith.cmpi ne
 // CHECK-NOT:   scf.if
 // CHECK:       %[[GROW:.*]] = arith.index_castui %[[NEW]] : i1 to index
 // CHECK:       arith.addi %{{.*}}, %[[GROW]] : index
+// CHECK:       arith.bitcast %{{.*}} : i32 to f32
 // CHECK:       arith.mulf
+// CHECK:       arith.bitcast %{{.*}} : f32 to i32
 // CHECK:       scf.while
 // CHECK:   } {sparse_iter.parallel}
 // CHECK:   %[[POS1:.*]]:3 = scf.for {{.*}} -> (tensor<?xi32>, tensor<?xindex>, index) {
@@ -600,7 +604,7 @@ func.func @out_times_csr(%A: tensor<?x?xf32, #csr>, %C: tensor<?x?xf32>) -> tens
 // CHECK:   scf.yield %[[POS1]]#0, %[[COPY]]#0, %[[COPY]]#1
 // CHECK: } else {
 // CHECK:   %[[COUNTS:.*]] = scf.for {{.*}} -> (tensor<?xindex>) {
-// CHECK:     linalg.fill {{.*}} -> tensor<?xindex>
+// CHECK:     linalg.fill {{.*}} -> tensor<?xi32>
 // CHECK:     arith.cmpi ne
 // CHECK:   } {sparse_iter.parallel}
 // CHECK:   %[[POS:.*]]:3 = scf.for {{.*}} -> (tensor<?xi32>, tensor<?xindex>, index) {
