@@ -5,7 +5,9 @@ goes straight into an activation, GELU (exact, ``erf`` form) or ReLU, and
 lets the layer's kernel apply it (``SparseLinear.activation``): the compiler
 evaluates the activation on the accumulators in registers as it stores them
 (:mod:`sparsecomp.lowering.epilogue`), instead of a second pass of torch over
-the layer's output. The activation module becomes an ``nn.Identity``::
+the layer's output. The activation module becomes an ``nn.Identity``. A layer
+used in several places of the model (by several parents) is not fused: the
+activation would apply in every one of them::
 
     import sparsecomp.torch as st
     st.sparsify_(bert_layer, {"*": st.Rule("nm:1:10:8", "bsr:8x1")})
@@ -106,12 +108,19 @@ def fuse_activations_(model: nn.Module) -> list[str]:
     Returns the qualified names of the layers it fused. None found, and none
     fused before, is an error (with the reason most likely).
     """
-    done = []
+    from sparsecomp.torch.model import module_paths
+
+    done, shared = [], []
+    paths = module_paths(model)
     for name, parent in list(model.named_modules()):
         for layer_name, act_name in _pairs(parent):
             layer = getattr(parent, layer_name)
             kind = activation_of(getattr(parent, act_name))
             if not kind or layer.activation:
+                continue
+            if len(paths[id(layer)]) > 1:  # its other parents would get the activation too
+                shared.append(", ".join(paths[id(layer)]))
+                LOG.info("sparsecomp.torch: %s not fused: the layer is shared", shared[-1])
                 continue
             setattr(layer, UNFUSED, (parent, act_name, getattr(parent, act_name)))
             layer.activation = kind
@@ -120,6 +129,12 @@ def fuse_activations_(model: nn.Module) -> list[str]:
             LOG.info("sparsecomp.torch: %s applies %s in its kernel", qualified, kind)
             done.append(qualified)
     fused = any(isinstance(m, SparseLinear) and m.activation for m in model.modules())
+    if not fused and shared:
+        raise SparsecompError(
+            "fuse_activations_: the SparseLinear layers that feed a GELU or ReLU module "
+            f"are each used in several places ({'; '.join(shared)}): fused, the "
+            "activation would apply in all of them"
+        )
     if not fused:
         raise SparsecompError(
             "fuse_activations_: no SparseLinear feeds a GELU or ReLU module directly",

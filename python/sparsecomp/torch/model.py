@@ -28,6 +28,14 @@ sparse layer there would be computed densely or would break the model:
 * a layer whose weight is tied to another parameter (a language model's head
   sharing its embedding's weight): replacing it would untie them.
 
+A layer used in several places (by several parents) is replaced in all of
+them by one sparse layer. An ``nn.TransformerEncoderLayer`` whose ``linear1``
+or ``linear2`` becomes sparse gets a forward pre-hook that does nothing: in
+evaluation without gradients torch runs such a layer through a fused fast
+path that reads ``linear1.weight`` as a dense tensor (``SparseLinear.weight``
+builds one at every read), and any hook turns that path off, so the sparse
+kernels run (:func:`densify_` removes the hook).
+
 ``densify_(model)`` turns every ``SparseLinear`` back into an ``nn.Linear``
 with the same (masked) weight.
 """
@@ -108,6 +116,11 @@ def sparsify_(
     for name, module in model.named_modules():
         if not isinstance(module, nn.Linear):
             continue
+        if not name:
+            raise SparsecompError(
+                "sparsify_ replaces submodules; wrap a bare nn.Linear in a model",
+                hint="sparsify_(nn.Sequential(linear), rules), or SparseLinear.from_dense",
+            )
         for i, (key, rule) in enumerate(parsed):
             if _matches(key, name, module):
                 used.add(i)
@@ -129,14 +142,31 @@ def sparsify_(
         sparse = SparseLinear.from_dense(module.weight, module.bias, rule.layout, keep, batch=batch)
         sparse.sparsifier = str(Sparsifier.parse(rule.sparsifier))
         done[name] = sparse
-    for name, sparse in done.items():
-        _replace(model, name, sparse)
+    paths = module_paths(model)
+    for (name, module, _), sparse in zip(chosen, done.values(), strict=True):
+        for path in paths[id(module)]:  # a shared layer stays shared
+            _replace(model, path, sparse)
+    for layer in model.modules():
+        if isinstance(layer, nn.TransformerEncoderLayer) and not hasattr(layer, _NO_FAST_PATH):
+            if isinstance(layer.linear1, SparseLinear) or isinstance(layer.linear2, SparseLinear):
+                setattr(layer, _NO_FAST_PATH, layer.register_forward_pre_hook(_no_fast_path))
     if left:
         warnings.warn(
             f"sparsify_ left {len(left)} selected nn.Linear dense: {'; '.join(left)}",
             stacklevel=2,
         )
     return done
+
+
+#: the attribute of an ``nn.TransformerEncoderLayer`` holding the handle of the hook
+#: that keeps torch's fast path off (see the module)
+_NO_FAST_PATH = "_sparsecomp_no_fast_path"
+
+
+def _no_fast_path(module: nn.Module, args: Any) -> None:
+    """A forward pre-hook that changes nothing: torch's ``TransformerEncoderLayer``
+    takes its fused fast path only where no module of the layer has a hook."""
+    return None
 
 
 def kept_dense(model: nn.Module) -> dict[int, str]:
@@ -151,23 +181,42 @@ def kept_dense(model: nn.Module) -> dict[int, str]:
     owners: dict[int, list[str]] = defaultdict(list)
     for name, param in model.named_parameters(remove_duplicate=False):
         owners[id(param)].append(name)
+    paths = module_paths(model)
     for name, module in model.named_modules():
         if isinstance(module, nn.Linear):
-            others = [n for n in owners[id(module.weight)] if n != f"{name}.weight"]
+            own = {f"{p}.weight" if p else "weight" for p in paths[id(module)]}
+            others = [n for n in owners[id(module.weight)] if n not in own]
             if others:
                 why.setdefault(id(module), f"its weight is tied to {', '.join(others)}")
     return why
+
+
+def module_paths(model: nn.Module) -> dict[int, list[str]]:
+    """Every qualified name of each module of ``model``, by ``id``: a module shared
+    by several parents (ALBERT's layers) has several."""
+    paths: dict[int, list[str]] = defaultdict(list)
+    for name, module in model.named_modules(remove_duplicate=False):
+        paths[id(module)].append(name)
+    return paths
 
 
 def densify_(model: nn.Module) -> list[str]:
     """Replace every ``SparseLinear`` by an ``nn.Linear`` with its weight (and an
     activation :func:`~.fuse.fuse_activations_` fused by its module); returns their names."""
     names = [n for n, m in model.named_modules() if isinstance(m, SparseLinear)]
+    paths = module_paths(model)
     for name in names:
         module = model.get_submodule(name)
         assert isinstance(module, SparseLinear)
         unfused(module)  # a fused activation goes back into its own module
-        _replace(model, name, module.to_dense_linear())
+        dense = module.to_dense_linear()
+        for path in paths[id(module)]:  # a shared layer stays shared
+            _replace(model, path, dense)
+    for layer in model.modules():
+        handle = getattr(layer, _NO_FAST_PATH, None)
+        if handle is not None:
+            handle.remove()
+            delattr(layer, _NO_FAST_PATH)
     return names
 
 

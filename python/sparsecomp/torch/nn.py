@@ -233,14 +233,39 @@ class SparseLinear(nn.Module):
                 f"{self.indices.shape[0]} indices but {self.values.shape[0]} values"
             )
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A copy (``copy.deepcopy``, pickle, ``torch.load`` of a whole model) is a layer
+        of its own: a new key, and a layout ``"auto"`` not yet chosen is chosen for the
+        copy at its first call, as for a new layer (the original's key would have
+        chosen for the original, or found its choice taken)."""
+        super().__setstate__(state)
+        self._key = next(_KEYS)
+        self._traced_choice = []
+        if self._placed is None and self.layout == "auto":
+            _UNCHOSEN[self._key] = self
+
     # -- use ----------------------------------------------------------------------
     def forward(self, x: Tensor) -> Tensor:
+        if x.dim() == 0:
+            raise SparsecompError(
+                f"SparseLinear({self.in_features} -> {self.out_features}) needs an input "
+                "of at least one dimension, got a 0-dim tensor"
+            )
+        if (
+            x.dtype != self.values.dtype
+            and x.is_floating_point()
+            and torch.is_autocast_enabled(x.device.type)
+        ):  # autocast: an op with no low-precision kernel runs in its own dtype, as torch's do
+            x = x.to(self.values.dtype)
         if x.shape[-1] != self.in_features:
             raise SparsecompError(
                 f"SparseLinear({self.in_features} -> {self.out_features}) got an input "
                 f"with {x.shape[-1]} features (shape {tuple(x.shape)})"
             )
         lead = x.shape[:-1]
+        if self.in_features == 0:  # a product over nothing: the bias alone, as nn.Linear's
+            y = x.new_zeros((*lead, self.out_features), dtype=self.values.dtype)
+            return y if self.bias is None else y + self.bias
         refuse_func_grad(x, self.values, self.bias)
         traced = tracing.traced(x, self.values, self.bias)
         placed, row_major = self._placed, self._row_major

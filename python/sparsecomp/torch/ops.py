@@ -210,6 +210,26 @@ def _sddmm_fake(pattern: list[Tensor], x: Tensor, y: Tensor, shape: list[int]) -
     return x.new_empty((nnz,))
 
 
+def _no_second_order(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
+    raise SparsecompError(
+        "second-order gradients of a sparse layer are not supported: the gradients of "
+        "its backward pass (sparsecomp::layout_mm, sparsecomp::sddmm) have no formula",
+        hint="differentiate once (create_graph=False), or densify_ the model for "
+        "gradient penalties and Hessian products",
+    )
+
+
+def _keep_nothing(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    return None
+
+
+# The backward ops of sparse_mm and sparse_linear: a graph built through them
+# (create_graph=True) ends there with a clear error, not torch's "no autograd
+# formula was registered".
+layout_mm.register_autograd(_no_second_order, setup_context=_keep_nothing)
+sddmm.register_autograd(_no_second_order, setup_context=_keep_nothing)
+
+
 @torch.library.custom_op("sparsecomp::sparse_mm", mutates_args=())
 def sparse_mm(
     values: Tensor,

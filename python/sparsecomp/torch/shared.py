@@ -71,6 +71,9 @@ class _Pending:
     x: Tensor
     key: tuple[Any, ...]
     rows: dict[int, tuple[weakref.ref[Any], Tensor, np.ndarray, np.ndarray | None]]
+    #: a copy of an inference tensor ``x``, whose changes no version counter shows
+    #: (:func:`.structure.snapshot`)
+    snapshot: Tensor | None = None
 
 
 _last: _Last | None = None
@@ -121,7 +124,10 @@ def run(layer: Any, x: Tensor, flat: Tensor) -> Tensor:
         if _pending is not None and _pending.key == key and _pending.x is x:
             found = _pending.rows.pop(id(layer), None)
             if found is not None and found[0]() is layer and _unchanged(layer, *found[2:]):
-                taken = found[1]
+                if structure.unchanged(x, _pending.snapshot):
+                    taken = found[1]
+                else:  # changed in place since (inference mode): no longer a shared input
+                    _forget(layer)
             if not _pending.rows:
                 _pending = None  # all taken: hold nothing
         last = _last
@@ -140,15 +146,21 @@ def run(layer: Any, x: Tensor, flat: Tensor) -> Tensor:
         if _pending is not None:  # rows never taken: those links were wrong
             for ref, *_ in _pending.rows.values():
                 if (lost := ref()) is not None:
-                    for before, link in list(_next.items()):
-                        if link() is lost:
-                            del _next[before]
+                    _forget(lost)
         rows = {
             id(m): (weakref.ref(m), out, v, b)
             for m, out, v, b in zip(chain[1:], outputs[1:], values[1:], biases[1:], strict=True)
         }
-        _pending = _Pending(x, key, rows)
+        _pending = _Pending(x, key, rows, structure.snapshot(x))
     return outputs[0]
+
+
+def _forget(layer: Any) -> None:
+    """Drop the links to ``layer``: it does not follow the layer before it (under
+    :data:`_lock`)."""
+    for before, link in list(_next.items()):
+        if link() is layer:
+            del _next[before]
 
 
 def _unchanged(layer: Any, values: np.ndarray, bias: np.ndarray | None) -> bool:
@@ -208,4 +220,11 @@ def _stacked(
         chain[0].activation,
     )  # fmt: skip
     bounds = np.cumsum([0] + [m.out_features for m in chain])
-    return [y[:, int(a) : int(b)] for a, b in itertools.pairwise(bounds)], values, biases
+    # each layer's columns copied out: a column slice of the stacked result is not
+    # contiguous, where nn.Linear's output is (a caller's .view(-1) failed)
+    whole = y.numpy()
+    outputs = [
+        torch.from_numpy(np.ascontiguousarray(whole[:, int(a) : int(b)]))
+        for a, b in itertools.pairwise(bounds)
+    ]
+    return outputs, values, biases

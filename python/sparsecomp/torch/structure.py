@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 from sparsecomp.errors import FormatError
 from sparsecomp.formats.composable import Composable
@@ -57,11 +58,25 @@ class Placement:
 
 def version(t: Any) -> int:
     """``t``'s version counter; ``-1`` for an inference tensor, which has none
-    (``torch.inference_mode``): such a tensor is then known by its identity,
-    address and shape alone, so a change made to it in place in inference mode
-    between two calls that share it is not seen (torch's own caches go by the
-    same marks)."""
+    (``torch.inference_mode``): a cache that serves a result computed from such
+    a tensor compares it with a :func:`snapshot` instead (:func:`unchanged`)."""
     return -1 if t.is_inference() else int(t._version)
+
+
+def snapshot(t: Any) -> Any:
+    """What :func:`unchanged` compares ``t`` with later: ``None`` where ``t``'s
+    version counter tells (it grows at every in-place change), a copy of an
+    inference tensor, which has none. In inference mode a residual block that
+    adds into its input (``x += self.fc1(x); x += self.fc2(x)``) changes it
+    between two layers that read it, and without the copy the second took the
+    rows or the transpose the first computed from the old values."""
+    return t.detach().clone() if t.is_inference() else None
+
+
+def unchanged(t: Any, snap: Any) -> bool:
+    """Whether ``t`` still holds what :func:`snapshot` copied (true without a copy:
+    the version counter, in the caller's key, says)."""
+    return snap is None or bool(torch.equal(t, snap))
 
 
 def transposed_layout(layout: str) -> str:

@@ -67,7 +67,9 @@ def transposed_input(x: Tensor, reader: object) -> Tensor:
     new forward pass does, so an input changed in place between two passes
     (``gradcheck`` perturbs ``.data``, which no version counter sees) is never
     read stale. A hit also needs the same tensor object with the same shape,
-    strides and version counter, under the same grad mode. A transpose that
+    strides and version counter, under the same grad mode; an inference tensor,
+    which has no version counter, is compared with the kept transpose (a
+    residual block in inference mode adds into its input between two layers). A transpose that
     is part of an autograd graph is held weakly (the layer that took it keeps
     it for its backward), so no graph outlives its pass because of this.
     """
@@ -78,8 +80,10 @@ def transposed_input(x: Tensor, reader: object) -> Tensor:
     hit = _last.source() if _last.source is not None else None
     kept = _last.result() if _last.result is not None else None
     if hit is x and kept is not None and _last.key == key and me not in _last.readers:
-        _last.readers = {*_last.readers, me}
-        return kept
+        # an inference tensor has no version counter: the transpose is compared with it
+        if not x.is_inference() or torch.equal(kept, x.reshape(-1, x.shape[-1]).t()):
+            _last.readers = {*_last.readers, me}
+            return kept
     result = transposed(x.reshape(-1, x.shape[-1]))
     held = weakref.ref(result) if result.requires_grad else (lambda: result)
     _last.key, _last.source, _last.result, _last.readers = key, weakref.ref(x), held, {me}

@@ -1,0 +1,237 @@
+"""sparsecomp.torch on models and call patterns written the way PyTorch users write them.
+
+Each case was a bug found by a battery of such programs (session 42): residual
+blocks that add into their input in inference mode, manual SGD through
+``.data``, a layer shared by two parents, ``.view`` on a layer's output, copies
+of models whose ``"auto"`` layers have not chosen yet, ``nn.TransformerEncoderLayer``'s
+fused fast path, second-order gradients, degenerate inputs and autocast. Every
+result is compared with dense torch holding the same masked weights.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import sparsecomp.torch as st
+from sparsecomp.errors import SparsecompError
+
+
+def _dense_copy(model: nn.Module) -> nn.Module:
+    ref = copy.deepcopy(model)
+    st.densify_(ref)
+    return ref
+
+
+class _Residual(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 16), nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x += self.fc1(x)  # fc1 reads x, then x changes in place
+        x += self.fc2(x)  # fc2 must read the new x
+        return x
+
+
+@pytest.mark.parametrize("layout", ["csr", "hyb"])
+def test_inference_mode_residual_that_adds_into_its_input(layout: str) -> None:
+    """Inference tensors have no version counter: the rows stacked for fc2 and the
+    transpose fc1 took were computed from x before it changed."""
+    torch.manual_seed(0)
+    model = _Residual()
+    st.sparsify_(model, {"*": ("scalar_fraction:0.8", layout)})
+    ref = _dense_copy(model)
+    for _ in range(3):  # the second call on stacks fc1 and fc2 (learned on the first)
+        x = torch.randn(4, 16)
+        with torch.inference_mode():
+            got, want = model(x.clone()), ref(x.clone())
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_sparse_activation_linear_sees_a_weight_changed_through_data() -> None:
+    torch.manual_seed(0)
+    linear = nn.Linear(32, 16)
+    layer = st.SparseActivationLinear(linear, 0.1)
+    x = torch.randn(5, 32)
+
+    def reference() -> torch.Tensor:
+        g = F.gelu(x)
+        return (g * (g.abs() >= 0.1)) @ linear.weight.T + linear.bias
+
+    with torch.no_grad():
+        layer(x)  # keeps weight^T
+        linear.weight.data -= 0.5  # manual SGD: no version counter moves
+        torch.testing.assert_close(layer(x), reference(), rtol=1e-4, atol=1e-5)
+
+
+def _shared_model() -> tuple[nn.Module, nn.Linear]:
+    fc = nn.Linear(16, 16)
+
+    class WithAct(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc, self.act = fc, nn.ReLU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.act(self.fc(x))
+
+    class Plain(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = fc
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x)
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = WithAct(), Plain()
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return self.a(x), self.b(x)
+
+    return Model(), fc
+
+
+def test_a_shared_layer_stays_shared_and_is_not_fused() -> None:
+    torch.manual_seed(0)
+    model, _ = _shared_model()
+    done = st.sparsify_(model, {"*": ("scalar_fraction:0.5", "csr")})
+    assert list(done) == ["a.fc"]
+    assert model.a.fc is model.b.fc
+    assert isinstance(model.a.fc, st.SparseLinear)
+    ref = _dense_copy(model)
+    assert ref.a.fc is ref.b.fc
+    assert isinstance(ref.a.fc, nn.Linear)
+    with pytest.raises(SparsecompError, match=r"used in several places \(a\.fc, b\.fc\)"):
+        st.fuse_activations_(model)  # b's output would get a's ReLU
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        for got, want in zip(model(x), ref(x), strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_sparsify_a_bare_linear_says_to_wrap_it() -> None:
+    with pytest.raises(SparsecompError, match=r"wrap a bare nn\.Linear in a model"):
+        st.sparsify_(nn.Linear(8, 8), {"*": "scalar_fraction:0.5"})
+
+
+@pytest.mark.parametrize("layout", ["csr", "bsr:2x2", "nm:2:4"])
+def test_outputs_of_layers_sharing_an_input_are_contiguous(layout: str) -> None:
+    """From the second call on the two layers run as one stacked kernel: each output
+    is its own contiguous tensor, as nn.Linear's is (``.view(-1)`` failed)."""
+
+    class TwoHeads(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.a(x).view(-1) + self.b(x).view(-1)
+
+    torch.manual_seed(0)
+    model = TwoHeads()
+    st.sparsify_(model, {"*": ("nm:2:4" if layout == "nm:2:4" else "scalar_fraction:0.5", layout)})
+    ref = _dense_copy(model)
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(model(x), ref(x), rtol=1e-4, atol=1e-5)
+
+
+def _auto_model() -> nn.Module:
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 16))
+    st.sparsify_(model, {"*": ("scalar_fraction:0.8", "auto")})
+    return model
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "torch.save"])
+def test_copies_of_a_model_with_unchosen_auto_layers_compile(how: str) -> None:
+    torch.manual_seed(0)
+    model = _auto_model()
+    if how == "deepcopy":
+        copied = copy.deepcopy(model)
+    else:
+        buffer = io.BytesIO()
+        torch.save(model, buffer)
+        buffer.seek(0)
+        copied = torch.load(buffer, weights_only=False)
+    ref = _dense_copy(model)
+    x = torch.randn(8, 32)
+    with torch.no_grad():
+        got = torch.compile(copied, fullgraph=True)(x)
+        torch.testing.assert_close(got, ref(x), rtol=1e-4, atol=1e-5)
+        assert model[0].layout == "auto"  # the copy chose for itself, not for the original
+        copied(x)  # an eager call of the copy leaves the original's choice to it
+        torch.testing.assert_close(torch.compile(model, fullgraph=True)(x), ref(x),
+                                   rtol=1e-4, atol=1e-5)  # fmt: skip
+
+
+def test_transformer_encoder_layer_runs_its_sparse_layers_in_eval(monkeypatch) -> None:
+    """torch's fused fast path (eval, no grad) reads linear1.weight as a dense tensor;
+    sparsify_ turns it off, so the sparse kernels run, and densify_ turns it on again."""
+    calls = []
+    forward = st.SparseLinear.forward
+
+    def counted(layer: st.SparseLinear, x: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return forward(layer, x)
+
+    monkeypatch.setattr(st.SparseLinear, "forward", counted)
+    torch.manual_seed(0)
+    layers = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+    encoder = nn.TransformerEncoder(layers, 2, enable_nested_tensor=False)
+    st.sparsify_(encoder, {"*linear*": ("scalar_fraction:0.8", "csr")})
+    ref = _dense_copy(encoder).eval()
+    encoder.eval()
+    x = torch.randn(3, 7, 32)
+    for mode in (torch.no_grad, torch.inference_mode):
+        calls.clear()
+        with mode():
+            torch.testing.assert_close(encoder(x), ref(x), rtol=1e-4, atol=1e-5)
+        assert len(calls) == 4  # two sparse layers in each of two encoder layers
+    assert all(not m._forward_pre_hooks for m in ref.modules())
+
+
+def test_second_order_gradients_are_refused_clearly() -> None:
+    model = nn.Sequential(nn.Linear(16, 8))
+    st.sparsify_(model, {"*": ("scalar_fraction:0.5", "csr")})
+    x = torch.randn(4, 16, requires_grad=True)
+    (g,) = torch.autograd.grad(model(x).sum(), x, create_graph=True)  # first order works
+    want = torch.autograd.grad(_dense_copy(model)(x).sum(), x)[0]
+    torch.testing.assert_close(g, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(SparsecompError, match="second-order gradients of a sparse layer"):
+        (g.norm() ** 2).backward()
+
+
+def test_degenerate_inputs() -> None:
+    layer = st.SparseLinear.from_dense(torch.randn(3, 1), torch.randn(3))
+    with pytest.raises(SparsecompError, match="at least one dimension, got a 0-dim tensor"):
+        layer(torch.tensor(1.0))
+    weight, bias = torch.empty(3, 0), torch.randn(3)  # nn.Linear(0, 3)'s shapes
+    sparse = st.SparseLinear.from_dense(weight, bias)
+    x = torch.randn(2, 0)
+    torch.testing.assert_close(sparse(x), F.linear(x, weight, bias))
+
+
+def test_autocast_runs_a_sparse_layer_in_its_own_dtype() -> None:
+    """Under CPU autocast to bfloat16 a dense layer's output comes in as bfloat16:
+    the sparse layer takes it in float32, as torch's ops without a bfloat16 kernel do."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 16))
+    st.sparsify_(model, {"2": "scalar_fraction:0.5"})
+    ref = _dense_copy(model)
+    x = torch.randn(4, 32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = model(x)
+        hidden = ref[1](ref[0](x))
+    want = hidden.float() @ ref[2].weight.T + ref[2].bias
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
