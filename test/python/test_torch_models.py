@@ -235,3 +235,90 @@ def test_autocast_runs_a_sparse_layer_in_its_own_dtype() -> None:
     want = hidden.float() @ ref[2].weight.T + ref[2].bias
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+# -- torch tensors in and out of executables, SparseMatrix -------------------------
+def _spmv_and_sddmm() -> tuple[object, object]:
+    import sparsecomp
+
+    return (
+        sparsecomp.compile("benchmarks/kernels/spmv.mlir"),
+        sparsecomp.compile("benchmarks/kernels/sddmm.mlir"),
+    )
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_to_torch_bsr_results() -> None:
+    """A BSR result of a shape its blocks do not divide is an error (torch's BSR
+    tensors need whole blocks; it was built unchecked, with uninitialized memory),
+    and plain ``bsr`` is 1 x 1 blocks (its name did not parse)."""
+    _, sddmm = _spmv_and_sddmm()
+    torch.manual_seed(0)
+    mask = (torch.rand(6, 4) < 0.5).float()
+    x, y = torch.randn(6, 2), torch.randn(4, 2)
+    want = (x @ y.T) * mask
+    for layout in ("bsr", "bsr:1x1", "bsr:2x2", "bsr:3x4"):
+        got = st.call(sddmm, mask.to_sparse_csr(), x, y, sparse_layout=layout)
+        assert got.layout == torch.sparse_bsr
+        torch.testing.assert_close(got.to_dense(), want)
+    with pytest.raises(SparsecompError, match=r"does not split into 4 x 4 blocks"):
+        st.call(sddmm, mask.to_sparse_csr(), x, y, sparse_layout="bsr:4x4")
+
+
+def test_call_out_is_an_in_place_write_autograd_sees() -> None:
+    import numpy as np
+    import scipy.sparse as sp
+
+    spmv, _ = _spmv_and_sddmm()
+    a = sp.random(5, 5, density=0.5, format="csr", dtype=np.float32, random_state=0)
+    w, buf = torch.ones(5, requires_grad=True), torch.ones(5)
+    y = (w * buf).sum()  # autograd keeps buf for w's gradient
+    st.call(spmv, a, torch.full((5,), 2.0), out=buf)
+    torch.testing.assert_close(buf, torch.from_numpy(a @ np.full(5, 2.0, np.float32)))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+    leaf = torch.zeros(5, requires_grad=True)
+    with pytest.raises(SparsecompError, match="leaf tensor that requires grad"):
+        st.call(spmv, a, torch.ones(5), out=leaf)
+
+
+def test_tensors_sparsecomp_cannot_read_are_refused_clearly() -> None:
+    import numpy as np
+    import scipy.sparse as sp
+
+    spmv, _ = _spmv_and_sddmm()
+    a = sp.random(8, 6, density=0.3, format="csr", dtype=np.float32, random_state=0)
+    with pytest.raises(SparsecompError, match=r"argument 1 is a torch\.bfloat16 tensor"):
+        st.call(spmv, a, torch.ones(6, dtype=torch.bfloat16))
+    hybrid = torch.randn(30, 20).to_sparse(1)  # one sparse, one dense dimension
+    with pytest.raises(SparsecompError, match=r"hybrid torch\.sparse tensor"):
+        st.from_torch(hybrid)
+    with pytest.raises(SparsecompError, match="got a dense tensor"):
+        st.SparseMatrix(torch.eye(4))
+    with pytest.raises(SparsecompError, match="float32 or float64 values, got int32"):
+        st.SparseMatrix(sp.eye(4, dtype=np.int32, format="csr"))
+
+
+@pytest.mark.parametrize("layout", ["csr", "bsr:4x1", "hyb"])
+def test_sparse_matrix_takes_b_as_it_is(layout: str, monkeypatch) -> None:
+    """``A @ B`` reads a contiguous ``B`` in place (its row-major layouts copied
+    ``B^T`` to a contiguous matrix at every call) and returns a contiguous result."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from sparsecomp.torch import ops
+
+    seen = []
+    host_array = ops.host_array
+
+    def recorded(t: torch.Tensor, what: str, dtype: torch.dtype | None = None) -> object:
+        seen.append((what, t.is_contiguous(), t.data_ptr()))
+        return host_array(t, what, dtype)
+
+    monkeypatch.setattr(ops, "host_array", recorded)
+    a = sp.random(30, 20, density=0.2, format="csr", dtype=np.float32, random_state=1)
+    b = torch.randn(20, 8)
+    got = st.SparseMatrix(a, layout)(b)
+    torch.testing.assert_close(got, torch.from_numpy(a.toarray()) @ b, rtol=1e-4, atol=1e-5)
+    assert got.is_contiguous()
+    assert ("the dense operand", True, b.data_ptr()) in seen

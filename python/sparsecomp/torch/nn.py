@@ -435,10 +435,12 @@ def _activate(y: Tensor, activation: str) -> Tensor:
 class SparseMatrix(nn.Module):
     """A fixed sparse matrix ``A`` as a module: ``module(B) = A @ B`` (a graph's adjacency...).
 
-    Built from a scipy.sparse matrix or a ``torch.sparse`` tensor; stored in
-    ``layout`` like a :class:`SparseLinear` weight (it is one: ``A @ B`` is
-    ``linear(B^T)^T``, which needs no copy of a contiguous ``B``). Gradients
-    flow to ``B``; to ``A``'s values too with ``trainable=True``.
+    Built from a scipy.sparse matrix or a ``torch.sparse`` tensor (float32 or
+    float64); stored in ``layout`` like a :class:`SparseLinear` weight (it is
+    one). ``A @ B`` is the layout's SpMM on ``B`` as it is (row-major, no copy
+    of a contiguous ``B``); layouts that compute ``Y^T = W X^T`` (``hyb``,
+    ``bsr:1xC``) take it as ``linear(B^T)^T``, which needs no copy either.
+    Gradients flow to ``B``; to ``A``'s values too with ``trainable=True``.
     """
 
     def __init__(self, matrix: Any, layout: str = "csr", *, trainable: bool = False) -> None:
@@ -448,9 +450,20 @@ class SparseMatrix(nn.Module):
         if isinstance(matrix, Tensor):
             from sparsecomp.torch.tensors import from_torch
 
+            if matrix.layout == torch.strided:
+                raise SparsecompError(
+                    "SparseMatrix takes a scipy.sparse or torch.sparse matrix, got a dense "
+                    "tensor",
+                    hint="pass matrix.to_sparse() (its nonzeros are kept)",
+                )
             matrix = from_torch(matrix, "the matrix").to_scipy()
         if not sp.issparse(matrix) or len(matrix.shape) != 2:
             raise SparsecompError("SparseMatrix takes a scipy.sparse or torch.sparse matrix")
+        if matrix.dtype not in (np.float32, np.float64):
+            raise SparsecompError(
+                f"SparseMatrix holds float32 or float64 values, got {matrix.dtype}",
+                hint="convert it first, e.g. matrix.astype(numpy.float32)",
+            )
         m = sp.csr_array(matrix)
         m.sum_duplicates()
         m.sort_indices()
@@ -470,4 +483,11 @@ class SparseMatrix(nn.Module):
                 f"SparseMatrix {self.shape} @ B needs B with {self.linear.in_features} rows, "
                 f"got shape {tuple(b.shape)}"
             )
-        return self.linear(b.t()).t()
+        lin = self.linear
+        if lin._placed is None or not lin._row_major or lin.values.device.type == "cuda":
+            return lin(b.t()).t()  # an "auto" layout's first call, Y^T = W X^T layouts, GPUs
+        refuse_func_grad(b, lin.values)
+        pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = lin._placed
+        shape = [lin.out_features, lin.in_features]
+        return ops.sparse_mm(lin.values, b.contiguous(), pattern, fwd_perm, fwd_index,
+                             bwd_perm, bwd_index, lay, lay_t, shape)  # fmt: skip

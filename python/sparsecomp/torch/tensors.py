@@ -29,6 +29,11 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.tensor import SparseTensor
 
 _SPARSE = {torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr}
+#: the dtypes a tensor's memory can be read as numpy (``Tensor.numpy()``)
+_NUMPY_DTYPES = {
+    torch.float16, torch.float32, torch.float64, torch.bool, torch.uint8, torch.int8,
+    torch.int16, torch.int32, torch.int64, torch.complex64, torch.complex128,
+}  # fmt: skip
 
 
 def from_torch(t: Any, what: str = "argument") -> Any:
@@ -41,10 +46,24 @@ def from_torch(t: Any, what: str = "argument") -> Any:
             hint="move it with .cpu(); CUDA tensors are not passed to executables yet",
         )
     t = t.detach()
+    if t.dtype not in _NUMPY_DTYPES:  # bfloat16, float8: no numpy dtype, no kernel
+        raise SparsecompError(
+            f"{what} is a {t.dtype} tensor; executables take float16, float32, float64, "
+            "integer and bool tensors",
+            hint="convert it with .to(torch.float32) (or the dtype the function declares)",
+        )
     if t.layout == torch.strided:
         return t.numpy()
     if t.layout not in _SPARSE:
         raise SparsecompError(f"{what} has layout {t.layout}, which sparsecomp does not read")
+    if t.dense_dim() != 0:
+        raise SparsecompError(
+            f"{what} is a hybrid torch.sparse tensor ({t.sparse_dim()} sparse and "
+            f"{t.dense_dim()} dense dimensions); sparsecomp reads tensors whose every "
+            "dimension is sparse",
+            hint="pass it as .to_dense(), or build it with every dimension sparse "
+            "(.to_sparse() without a sparse_dim)",
+        )
     if t.dim() != 2 and t.layout != torch.sparse_coo:
         raise SparsecompError(f"{what}: compressed torch.sparse tensors must be matrices")
     shape = tuple(int(s) for s in t.shape)
@@ -98,12 +117,16 @@ def _to_torch(x: Any, layout: str) -> Any:
             check_invariants=False,
         )
     if layout == "bsr" or layout.startswith("bsr:"):
-        blocked = (
-            x
-            if layout == "bsr" and str(x.layout).startswith("bsr:")
-            else x.to(layout if layout != "bsr" else "bsr:1x1")
-        )
-        r, c = (int(v) for v in str(blocked.layout).removeprefix("bsr:").split("x"))
+        kept = str(x.layout).startswith("bsr:") and layout == "bsr"
+        name = str(x.layout) if kept else (layout if layout != "bsr" else "bsr:1x1")
+        r, c = _block(name)
+        if x.shape[0] % r or x.shape[1] % c:
+            raise SparsecompError(
+                f"to_torch: a {x.shape[0]} x {x.shape[1]} result does not split into "
+                f"{r} x {c} blocks, which torch's BSR tensors need",
+                hint="ask for a block size that divides the shape, or csr/csc/coo",
+            )
+        blocked = x if kept else x.to(name)
         pos, crd = blocked.positions[1], blocked.coordinates[1]
         assert pos is not None
         assert crd is not None
@@ -128,6 +151,17 @@ def _to_torch(x: Any, layout: str) -> Any:
     )
 
 
+def _block(name: str) -> tuple[int, int]:
+    """The block shape of ``bsr:RxC`` (``bsr:1x1`` for plain ``bsr``)."""
+    try:
+        r, c = (int(v) for v in name.removeprefix("bsr:").split("x"))
+    except ValueError:
+        raise SparsecompError(f"to_torch: {name!r} is not bsr or bsr:RxC") from None
+    if r < 1 or c < 1:
+        raise SparsecompError(f"to_torch: {name!r} has an empty block")
+    return r, c
+
+
 def call(fn: Any, *args: Any, out: Any = None, sparse_layout: str = "csr") -> Any:
     """Call an ``Executable`` or ``Function`` with torch tensors; results come back as tensors.
 
@@ -144,6 +178,9 @@ def call(fn: Any, *args: Any, out: Any = None, sparse_layout: str = "csr") -> An
     outs = out if isinstance(out, tuple) else (out,)
     arrays = tuple(o if gpu and _on_gpu(o) else _out_array(o, i) for i, o in enumerate(outs))
     fn(*converted, out=arrays if isinstance(out, tuple) else arrays[0])
+    for o in outs:  # written in place: autograd and the shared-input caches must know
+        if isinstance(o, torch.Tensor) and not o.is_inference():
+            torch.autograd.graph.increment_version(o)
     return out
 
 
@@ -169,5 +206,11 @@ def _out_array(t: Any, i: int) -> Any:
     if t.device.type != "cpu" or t.layout != torch.strided or not t.is_contiguous():
         raise SparsecompError(
             f"out[{i}] must be a contiguous dense CPU tensor, got {t.layout} on {t.device}"
+        )
+    if t.requires_grad and t.is_leaf and torch.is_grad_enabled():
+        raise SparsecompError(
+            f"out[{i}] is a leaf tensor that requires grad: writing into it in place would "
+            "hide the write from autograd (torch refuses the same)",
+            hint="pass a tensor that does not require grad, or call under torch.no_grad()",
         )
     return t.detach().numpy()
