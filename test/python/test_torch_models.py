@@ -322,3 +322,131 @@ def test_sparse_matrix_takes_b_as_it_is(layout: str, monkeypatch) -> None:
     torch.testing.assert_close(got, torch.from_numpy(a.toarray()) @ b, rtol=1e-4, atol=1e-5)
     assert got.is_contiguous()
     assert ("the dense operand", True, b.data_ptr()) in seen
+
+
+# -- HuggingFace model families (a third battery) ---------------------------------
+def _quiet_transformers():
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    return transformers
+
+
+def _tiny_bert(hidden_act: str = "gelu") -> nn.Module:
+    t = _quiet_transformers()
+    config = t.BertConfig(num_hidden_layers=1, hidden_size=32, intermediate_size=64,
+                          num_attention_heads=4, vocab_size=50, hidden_act=hidden_act)  # fmt: skip
+    return t.BertModel(config).eval()
+
+
+@pytest.mark.parametrize("act", ["gelu_new", "quick_gelu"])
+def test_sparsify_activations_refuses_a_gelu_it_would_compute_differently(act: str) -> None:
+    """The kernel computes the erf GELU: other GELUs were taken by their class name
+    and silently replaced (a BERT's output moved by up to 2.5e-2 at threshold 0)."""
+    torch.manual_seed(0)
+    model = _tiny_bert(act)
+    with pytest.raises(SparsecompError, match=r"left: encoder\.layer\.0: "):
+        st.sparsify_activations_(model, 0.0)
+    exact = _tiny_bert("gelu")
+    ids = torch.randint(0, 50, (2, 5))
+    with torch.no_grad():
+        before = exact(ids).last_hidden_state
+        assert st.sparsify_activations_(exact, 0.0) == ["encoder.layer.0"]
+        torch.testing.assert_close(exact(ids).last_hidden_state, before, rtol=1e-4, atol=1e-5)
+
+
+def test_auto_layout_under_torch_compile_with_a_graph_break() -> None:
+    """Dynamo traces the frame again after a graph break; the layer chosen in the
+    first trace took another branch in the second (SpeculationLogDivergence)."""
+
+    class Broken(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.fc(x)
+            torch._dynamo.graph_break()
+            return y * 2
+
+    torch.manual_seed(0)
+    model = Broken()
+    st.sparsify_(model, {"fc": ("scalar_fraction:0.8", "auto")})
+    ref = _dense_copy(model)
+    x = torch.randn(8, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model)(x), ref(x), rtol=1e-4, atol=1e-5)
+
+
+def test_export_of_an_unchosen_auto_layer_says_what_to_do() -> None:
+    model = _auto_model()
+    x = torch.randn(8, 32)
+    with pytest.raises(SparsecompError, match="call the model once before exporting"):
+        torch.export.export(model, (x,))
+    with torch.no_grad():
+        want = model(x)
+    torch.testing.assert_close(torch.export.export(model, (x,)).module()(x), want)
+
+
+def test_a_bfloat16_model_is_sparsified_and_refused_at_its_call() -> None:
+    model = nn.Sequential(nn.Linear(16, 8)).to(torch.bfloat16)
+    st.sparsify_(model, {"*": "scalar_fraction:0.5"})  # numpy holds no bfloat16
+    assert model[0].values.dtype == torch.bfloat16
+    with pytest.raises(SparsecompError, match="kernels for float32, float64 values, not bfloat16"):
+        model(torch.randn(2, 16, dtype=torch.bfloat16))
+
+
+def test_gpt2_conv1d_layers_are_sparsified() -> None:
+    """GPT-2's linear layers are transformers' Conv1D (``x @ W + b``, ``W`` in x out):
+    they were left dense without a word, the rule matching nothing."""
+    t = _quiet_transformers()
+    torch.manual_seed(0)
+    config = t.GPT2Config(n_layer=1, n_embd=32, n_head=4, vocab_size=50, n_positions=32,
+                          bos_token_id=0, eos_token_id=0)  # fmt: skip
+    model = t.GPT2LMHeadModel(config).eval()
+    with pytest.warns(UserWarning, match="lm_head .its weight is tied"):
+        done = st.sparsify_(model, {"*": ("scalar_fraction:0.8", "csr")})
+    assert sorted(done) == [f"transformer.h.0.{n}" for n in
+                            ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")]  # fmt: skip
+    ref = _dense_copy(model)
+    assert type(ref.transformer.h[0].mlp.c_fc).__name__ == "Conv1D"
+    t.GPT2LMHeadModel(config).load_state_dict(ref.state_dict())  # the dense model's own keys
+    ids = torch.randint(0, 50, (2, 7))
+    with torch.no_grad():
+        for _ in range(2):
+            torch.testing.assert_close(model(ids).logits, ref(ids).logits, rtol=1e-4, atol=1e-5)
+        got = model.generate(ids[:1], max_new_tokens=4, do_sample=False, pad_token_id=0)
+        assert torch.equal(got, ref.generate(ids[:1], max_new_tokens=4, do_sample=False,
+                                             pad_token_id=0))  # fmt: skip
+
+
+def test_save_pretrained_and_load_into_a_sparsified_model(tmp_path) -> None:
+    """A layer's extra state is a tensor (a dict failed in safetensors' sharding)."""
+    safetensors = pytest.importorskip("safetensors.torch")
+    torch.manual_seed(0)
+    model = _tiny_bert()
+    st.sparsify_(model, {"*": ("scalar_fraction:0.8", "bsr:4x1")})
+    model.save_pretrained(tmp_path)
+    fresh = _tiny_bert()
+    st.sparsify_(fresh, {"*": ("scalar_fraction:0.5", "csr")})
+    fresh.load_state_dict(safetensors.load_file(str(tmp_path / "model.safetensors")))
+    assert fresh.encoder.layer[0].intermediate.dense.layout == "bsr:4x1"
+    ids = torch.randint(0, 50, (2, 5))
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(ids).last_hidden_state, model(ids).last_hidden_state)
+
+
+def test_fuse_says_when_fx_cannot_trace_a_forward() -> None:
+    class Branchy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc, self.act = nn.Linear(8, 8), nn.ReLU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if x.sum() > 0:  # data-dependent: fx cannot trace it
+                return self.act(self.fc(x))
+            return self.act(self.fc(-x))
+
+    model = nn.Sequential(Branchy())
+    st.sparsify_(model, {"*": ("scalar_fraction:0.5", "csr")})
+    with pytest.raises(SparsecompError, match=r"torch\.fx could not trace the forward of 0"):
+        st.fuse_activations_(model)

@@ -32,6 +32,8 @@ from torch import Tensor, nn
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.torch import kernels, structure
+from sparsecomp.torch.fuse import activation_of
+from sparsecomp.torch.nn import SparseLinear
 from sparsecomp.torch.ops import host_array
 from sparsecomp.torch.tracing import traced
 
@@ -144,21 +146,33 @@ def sparsify_activations_(model: nn.Module, threshold: float) -> list[str]:
     :class:`SparseActivationLinear` output layer. Returns the names changed;
     none found is an error.
     """
-    done = []
+    done, other = [], []
     for name, module in list(model.named_modules()):
         inter = getattr(module, "intermediate", None)
         out = getattr(module, "output", None)
-        if inter is None or out is None or not isinstance(getattr(out, "dense", None), nn.Linear):
+        dense = getattr(out, "dense", None)
+        if inter is None or not isinstance(dense, nn.Linear | SparseLinear):
             continue
         act = getattr(inter, "intermediate_act_fn", None)
-        if act is None or "gelu" not in type(act).__name__.lower():
+        if act is None:
+            continue
+        # recognized by what it computes (the kernel's GELU is the exact, erf form):
+        # "gelu_new", QuickGELU and the tanh form were replaced by it, silently
+        if activation_of(act) != "gelu":
+            other.append(f"{name or 'the model'}: {type(act).__name__}")
+            continue
+        if isinstance(dense, SparseLinear):
+            other.append(f"{name or 'the model'}: output.dense is sparse already")
             continue
         inter.intermediate_act_fn = nn.Identity()
-        out.dense = SparseActivationLinear(out.dense, threshold)
+        setattr(out, "dense", SparseActivationLinear(dense, threshold))
         done.append(name)
     if not done:
+        why = f" (left: {'; '.join(other)})" if other else ""
         raise SparsecompError(
-            "sparsify_activations_: no BERT-style FFN (intermediate "
-            "GELU, output.dense) in this model"
+            "sparsify_activations_: no BERT-style FFN (intermediate with the exact "
+            f"GELU, output.dense an nn.Linear) in this model{why}",
+            hint="the activation must compute the erf GELU; call it before sparsify_, "
+            "which replaces output.dense",
         )
     return done

@@ -76,12 +76,17 @@ class _OneLevel(fx.Tracer):
         return True
 
 
-def _pairs(parent: nn.Module) -> list[tuple[str, str]]:
-    """``(layer, activation)`` child names of ``parent`` whose calls chain directly."""
+def _pairs(parent: nn.Module) -> list[tuple[str, str]] | None:
+    """``(layer, activation)`` child names of ``parent`` whose calls chain directly;
+    None where fx cannot trace ``parent``'s forward."""
+    if not any(isinstance(child, SparseLinear) for child in parent.children()):
+        return []
     try:
         graph = _OneLevel().trace(parent)
-    except Exception:
-        return []
+    except Exception as why:
+        LOG.info("sparsecomp.torch: fuse_activations_ cannot trace %s: %s",
+                 type(parent).__name__, str(why).splitlines()[0] if str(why) else why)  # fmt: skip
+        return None
     calls: dict[str, int] = {}
     for node in graph.nodes:
         if node.op == "call_module":
@@ -110,10 +115,14 @@ def fuse_activations_(model: nn.Module) -> list[str]:
     """
     from sparsecomp.torch.model import module_paths
 
-    done, shared = [], []
+    done, shared, untraced = [], [], []
     paths = module_paths(model)
     for name, parent in list(model.named_modules()):
-        for layer_name, act_name in _pairs(parent):
+        pairs = _pairs(parent)
+        if pairs is None:
+            untraced.append(name or type(parent).__name__)
+            continue
+        for layer_name, act_name in pairs:
             layer = getattr(parent, layer_name)
             kind = activation_of(getattr(parent, act_name))
             if not kind or layer.activation:
@@ -136,8 +145,15 @@ def fuse_activations_(model: nn.Module) -> list[str]:
             "activation would apply in all of them"
         )
     if not fused:
+        where = (
+            f"; torch.fx could not trace the forward of {', '.join(untraced[:4])}"
+            + (" ..." if len(untraced) > 4 else "")
+            + " (data-dependent control flow), whose layers are left as they are"
+            if untraced
+            else ""
+        )
         raise SparsecompError(
-            "fuse_activations_: no SparseLinear feeds a GELU or ReLU module directly",
+            f"fuse_activations_: no SparseLinear feeds a GELU or ReLU module directly{where}",
             hint="sparsify_ the linear layers first; an activation called as a function "
             "in forward (F.gelu(self.fc(x))) cannot be fused",
         )

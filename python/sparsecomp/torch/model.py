@@ -81,7 +81,10 @@ def _rule(value: Any) -> Rule:
 def mask_of(weight: torch.Tensor, sparsifier: str | Sparsifier) -> torch.Tensor:
     """The entries of ``weight`` that ``sparsifier`` keeps (a bool tensor)."""
     parsed = Sparsifier.parse(sparsifier)
-    keep = parsed.mask(weight.detach().cpu().numpy())
+    w = weight.detach().cpu()
+    if w.dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
+        w = w.float()  # numpy holds no such dtype; the mask is the same from float32
+    keep = parsed.mask(w.numpy())
     return torch.from_numpy(keep).to(weight.device)
 
 
@@ -109,12 +112,12 @@ def sparsify_(
     nothing is an error (a misspelt name must not leave a model dense).
     """
     parsed = [(key, _rule(value)) for key, value in rules.items()]
-    chosen: list[tuple[str, nn.Linear, Rule]] = []
+    chosen: list[tuple[str, nn.Module, Rule]] = []
     used: set[int] = set()
     dense = kept_dense(model)
     left: list[str] = []
     for name, module in model.named_modules():
-        if not isinstance(module, nn.Linear):
+        if not is_linear(module):
             continue
         if not name:
             raise SparsecompError(
@@ -131,16 +134,20 @@ def sparsify_(
                 break
     unused = [repr(key) for i, (key, _) in enumerate(parsed) if i not in used]
     if unused:  # checked before any change: a failed call leaves the model as it was
-        names = ", ".join(n for n, m in model.named_modules() if isinstance(m, nn.Linear))
+        names = ", ".join(n for n, m in model.named_modules() if is_linear(m))
         raise SparsecompError(
-            f"sparsify_: no nn.Linear matched {', '.join(unused)}",
-            hint=f"the nn.Linear modules: {names[:400]}",
+            f"sparsify_: no nn.Linear (or transformers Conv1D) matched {', '.join(unused)}",
+            hint=f"the linear modules: {names[:400]}" if names else "the model has none",
         )
     done: dict[str, SparseLinear] = {}
     for name, module, rule in chosen:
-        keep = mask_of(module.weight, rule.sparsifier)
-        sparse = SparseLinear.from_dense(module.weight, module.bias, rule.layout, keep, batch=batch)
+        weight, bias = linear_weight(module), module.bias
+        assert bias is None or isinstance(bias, torch.Tensor)
+        keep = mask_of(weight, rule.sparsifier)
+        sparse = SparseLinear.from_dense(weight, bias, rule.layout, keep, batch=batch)
         sparse.sparsifier = str(Sparsifier.parse(rule.sparsifier))
+        if not isinstance(module, nn.Linear):  # densify_ gives the model its own class back
+            sparse.dense_class = type(module)
         done[name] = sparse
     paths = module_paths(model)
     for (name, module, _), sparse in zip(chosen, done.values(), strict=True):
@@ -183,12 +190,49 @@ def kept_dense(model: nn.Module) -> dict[int, str]:
         owners[id(param)].append(name)
     paths = module_paths(model)
     for name, module in model.named_modules():
-        if isinstance(module, nn.Linear):
+        if is_linear(module):
             own = {f"{p}.weight" if p else "weight" for p in paths[id(module)]}
             others = [n for n in owners[id(module.weight)] if n not in own]
             if others:
                 why.setdefault(id(module), f"its weight is tied to {', '.join(others)}")
     return why
+
+
+def is_linear(module: nn.Module) -> bool:
+    """An ``nn.Linear``, or HuggingFace's ``Conv1D`` (GPT-2's linear layers: ``x @ W +
+    b`` with ``W`` stored ``in x out``), recognized by its name and shape without
+    importing transformers."""
+    if isinstance(module, nn.Linear):
+        return True
+    weight = getattr(module, "weight", None)
+    return (
+        type(module).__name__ == "Conv1D"
+        and isinstance(getattr(module, "nf", None), int)
+        and isinstance(weight, torch.Tensor)
+        and weight.dim() == 2
+        and weight.shape[1] == module.nf
+    )
+
+
+def linear_weight(module: nn.Module) -> torch.Tensor:
+    """The module's weight as ``nn.Linear`` holds it (``out x in``)."""
+    weight = module.weight
+    assert isinstance(weight, torch.Tensor)
+    return weight if isinstance(module, nn.Linear) else weight.t()
+
+
+def _dense_module(sparse: SparseLinear) -> nn.Module:
+    """``sparse`` as the dense module it replaced: an ``nn.Linear``, or a ``Conv1D``."""
+    linear = sparse.to_dense_linear()
+    kind = getattr(sparse, "dense_class", None)
+    if kind is None:
+        return linear
+    dense = kind(sparse.out_features, sparse.in_features)  # Conv1D(nf, nx)
+    with torch.no_grad():
+        dense.weight.copy_(linear.weight.t())
+        if sparse.bias is not None:
+            dense.bias.copy_(linear.bias)
+    return dense.to(device=linear.weight.device, dtype=linear.weight.dtype)
 
 
 def module_paths(model: nn.Module) -> dict[int, list[str]]:
@@ -209,7 +253,7 @@ def densify_(model: nn.Module) -> list[str]:
         module = model.get_submodule(name)
         assert isinstance(module, SparseLinear)
         unfused(module)  # a fused activation goes back into its own module
-        dense = module.to_dense_linear()
+        dense = _dense_module(module)
         for path in paths[id(module)]:  # a shared layer stays shared
             _replace(model, path, dense)
     for layer in model.modules():

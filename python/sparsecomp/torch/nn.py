@@ -29,6 +29,7 @@ pattern adopts the saved pattern and layout.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import weakref
 from collections.abc import Callable
@@ -109,6 +110,9 @@ class SparseLinear(nn.Module):
     #: an activation applied to the output (``""``: none; ``"gelu"``, ``"relu"``),
     #: set by :func:`sparsecomp.torch.fuse_activations_`
     activation: str = ""
+    #: the class of the dense module it replaced where that is not ``nn.Linear``
+    #: (HuggingFace's ``Conv1D``), for :func:`sparsecomp.torch.densify_`
+    dense_class: type[nn.Module] | None = None
 
     def __init__(
         self,
@@ -269,14 +273,26 @@ class SparseLinear(nn.Module):
         refuse_func_grad(x, self.values, self.bias)
         traced = tracing.traced(x, self.values, self.bias)
         placed, row_major = self._placed, self._row_major
-        if placed is None:  # layout "auto", on its first call
-            rows = x.numel() // max(self.in_features, 1)
-            if torch.compiler.is_compiling():
+        if torch.compiler.is_compiling():
+            # layout "auto" chosen while tracing its first call; a frame Dynamo traces
+            # again (after a graph break) must make the same calls in the same order
+            # (else SpeculationLogDivergence): the trace that chose, and every one after
+            # it, reads the choice from _traced_choice
+            exporting = torch.compiler.is_exporting()
+            if placed is None or self._traced_choice:
+                if exporting and placed is None:
+                    raise SparsecompError(
+                        f"torch.export of SparseLinear({self.in_features} -> "
+                        f"{self.out_features}) with layout 'auto': the layout is chosen at "
+                        "the first call, by timing kernels, which an export cannot run",
+                        hint="call the model once before exporting, or sparsify_(..., batch=N)",
+                    )
+                rows = x.numel() // max(self.in_features, 1)
                 _choose_while_tracing(self._key, _bucket(rows))
                 placed, row_major = self._traced_choice[0]
-            else:
-                self._choose(int(rows))
-                placed, row_major = self._placed, self._row_major
+        elif placed is None:  # layout "auto", on its first call
+            self._choose(int(x.numel() // max(self.in_features, 1)))
+            placed, row_major = self._placed, self._row_major
         assert placed is not None
         pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = placed
         shape = [self.out_features, self.in_features]
@@ -386,10 +402,16 @@ class SparseLinear(nn.Module):
         )
 
     # -- state_dict -----------------------------------------------------------------
-    def get_extra_state(self) -> dict[str, Any]:
-        return {"layout": self.layout, "shape": (self.out_features, self.in_features)}
+    def get_extra_state(self) -> Tensor:
+        """The layout and shape, as JSON in a ``uint8`` tensor: a state dict holding
+        only tensors is what safetensors and HuggingFace's ``save_pretrained`` take
+        (a dict here failed in their sharding code)."""
+        text = json.dumps({"layout": self.layout, "shape": [self.out_features, self.in_features]})
+        return torch.frombuffer(bytearray(text.encode()), dtype=torch.uint8)
 
-    def set_extra_state(self, state: dict[str, Any]) -> None:
+    def set_extra_state(self, state: Any) -> None:
+        if isinstance(state, Tensor):  # (a dict: state dicts saved before the tensor form)
+            state = json.loads(bytes(state.cpu().numpy()).decode())
         self._loaded_layout = state.get("layout", "csr")
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
@@ -452,8 +474,7 @@ class SparseMatrix(nn.Module):
 
             if matrix.layout == torch.strided:
                 raise SparsecompError(
-                    "SparseMatrix takes a scipy.sparse or torch.sparse matrix, got a dense "
-                    "tensor",
+                    "SparseMatrix takes a scipy.sparse or torch.sparse matrix, got a dense tensor",
                     hint="pass matrix.to_sparse() (its nonzeros are kept)",
                 )
             matrix = from_torch(matrix, "the matrix").to_scipy()
