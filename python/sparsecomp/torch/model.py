@@ -97,7 +97,8 @@ def _matches(key: Any, name: str, module: nn.Module) -> bool:
 def sparsify_(
     model: nn.Module, rules: Mapping[Any, Any], *, batch: int | None = None
 ) -> dict[str, SparseLinear]:
-    """Replace the ``nn.Linear`` modules ``rules`` select by ``SparseLinear``.
+    """Replace the ``nn.Linear`` modules (and HuggingFace ``Conv1D``) ``rules`` select
+    by ``SparseLinear``.
 
     ``rules`` maps a glob over qualified module names (``"*.intermediate.dense"``;
     ``"*"`` is every ``nn.Linear``) or a module class to a :class:`Rule`, a
