@@ -450,3 +450,21 @@ def test_fuse_says_when_fx_cannot_trace_a_forward() -> None:
     st.sparsify_(model, {"*": ("scalar_fraction:0.5", "csr")})
     with pytest.raises(SparsecompError, match=r"torch\.fx could not trace the forward of 0"):
         st.fuse_activations_(model)
+
+
+def test_weight_reads_follow_the_pattern() -> None:
+    """``SparseLinear.weight`` keeps its entries' dense positions between reads (T5 reads
+    it at every forward pass): a pattern loaded in place, with as many entries, must
+    show at the next read."""
+    torch.manual_seed(0)
+    w = torch.randn(6, 8)
+    first = st.SparseLinear.from_dense(w, None, "csr", torch.rand(6, 8) < 0.5)
+    other = st.SparseLinear.from_dense(w, None, "csr", torch.rand(6, 8) < 0.5)
+    while other.values.shape != first.values.shape:  # as many entries: loaded in place
+        other = st.SparseLinear.from_dense(w, None, "csr", torch.rand(6, 8) < 0.5)
+    assert not torch.equal(first.weight, other.weight)
+    first.load_state_dict(other.state_dict())
+    torch.testing.assert_close(first.weight, other.weight)
+    (first.weight.sum()).backward()  # gradients still flow to the values
+    assert first.values.grad is not None
+    torch.testing.assert_close(first.values.grad, torch.ones_like(first.values))

@@ -355,11 +355,32 @@ class SparseLinear(nn.Module):
     # -- conversions --------------------------------------------------------------
     @property
     def weight(self) -> Tensor:
-        """The weight as a dense tensor (a new one; gradients flow to ``values``)."""
+        """The weight as a dense tensor (a new one; gradients flow to ``values``).
+
+        Some models read it at every forward pass (T5's FFN checks its dtype): the
+        entries' flat positions are kept from one read to the next, until the
+        pattern's buffers change (a 512 x 2048 weight at 50%: 1.7 ms a read before)."""
         dense = self.values.new_zeros(self.out_features * self.in_features)
+        flat = self._flat_positions()
+        return dense.index_put((flat,), self.values).reshape(self.out_features, self.in_features)
+
+    def _flat_positions(self) -> Tensor:
+        """Each stored entry's position in the row-major dense weight (kept, see
+        :attr:`weight`; made afresh while tracing, where no state is kept)."""
+        compiling = torch.compiler.is_compiling()
+        mark: tuple[Any, ...] = ()
+        if not compiling:
+            mark = (self.indptr.data_ptr(), structure.version(self.indptr),
+                    self.indices.data_ptr(), structure.version(self.indices),
+                    self.values.device)  # fmt: skip
+            kept = getattr(self, "_flat", None)
+            if kept is not None and kept[0] == mark:
+                return kept[1]
         rows, cols = structure.coordinates(self.indptr.cpu().numpy(), self.indices.cpu().numpy())
         flat = torch.from_numpy(rows * self.in_features + cols).to(self.values.device)
-        return dense.index_put((flat,), self.values).reshape(self.out_features, self.in_features)
+        if not compiling:
+            self._flat = (mark, flat)
+        return flat
 
     def to_scipy(self) -> Any:
         """The weight as a ``scipy.sparse.csr_array`` (a copy)."""
