@@ -311,12 +311,23 @@ def _build(
 
 
 def _with_variants(
-    exe: Executable, text: str, target: Any, cache_results: bool, options: dict[str, Any]
+    exe: Executable,
+    text: str,
+    target: Any,
+    cache_results: bool,
+    options: dict[str, Any],
+    family: str | None = None,
 ) -> Executable:
     """``exe`` able to compile its program with sparse arguments in other layouts
     (``Executable.prepare``, and calls with other index widths), dense sizes
     static (calls with a new ``K``), and other compile options (``schedule``: the
-    GPU schedule ``exe.prepare`` chooses per matrix)."""
+    GPU schedule ``exe.prepare`` chooses per matrix). ``family``: the program the
+    variants derive from (its executable's directory), which each function
+    carries (``Function.family``: an operand prepared in one family is refused
+    by another, whose kernel it would not run)."""
+    family = family or str(exe.directory)
+    for function in exe.functions.values():
+        function.family = family
 
     def recompile(
         function: str,
@@ -336,7 +347,7 @@ def _with_variants(
         if memo is not None:  # derived before: its kernel, without parsing the program
             found = _cached(memo[0], False)
             if found is not None:
-                return _with_variants(found, memo[1], target, cache_results, chosen)
+                return _with_variants(found, memo[1], target, cache_results, chosen, family)
         from sparsecomp.compiler.variants import (
             with_destinations,
             with_guards,
@@ -351,6 +362,8 @@ def _with_variants(
         exe = compile(variant, target, cache_results=cache_results, **chosen)
         if cache_results and exe.directory.parent == cache.kernel_dir("x").parent:
             cache.record_variant(digest, exe.directory.name, variant)
+        for derived in exe.functions.values():
+            derived.family = family
         return exe
 
     exe.recompile = recompile

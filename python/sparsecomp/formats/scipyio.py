@@ -74,6 +74,10 @@ def check_matrix(m: Any) -> Any:
         raise FormatError(f"expected a 2-D scipy.sparse matrix, got {m.ndim}-D")
     check_value_dtype(m.dtype)
     _check_indices(m)
+    if m.format in ("csr", "csc", "bsr") and m.indptr.shape[0]:
+        nnz = int(m.indptr[-1])
+        if nnz < m.indices.shape[0]:  # unpruned: scipy's own tocoo reads the tail
+            m = type(m)((m.data[:nnz], m.indices[:nnz], m.indptr), shape=m.shape, copy=False)
     return m
 
 
@@ -93,8 +97,16 @@ def _check_indices(m: Any) -> None:
         nnz = int(indptr[-1]) if indptr.shape[0] else 0
         if not 0 <= nnz <= indices.shape[0]:
             raise FormatError(f"{what}: indptr/indices lengths are inconsistent")
+        # scipy does not check data again when it is assigned (A.data = ...); a short
+        # one was read past its end (garbage, then a segfault)
+        stored = np.asarray(m.data).shape[0] if np.ndim(m.data) else 0
+        if stored < nnz:
+            raise FormatError(f"{what}: data holds {stored} values where indptr says {nnz} entries")
         check_compressed(what, sizes, indptr, indices[:nnz])
     elif fmt == "coo":
+        lengths = {np.asarray(a).shape[0] for a in (m.row, m.col, m.data)}
+        if len(lengths) != 1:
+            raise FormatError(f"{what}: row, col and data have different lengths")
         for axis, (index, size) in enumerate(zip((m.row, m.col), m.shape, strict=True)):
             index = np.asarray(index)
             if index.size and not in_range(index, size):

@@ -15,6 +15,7 @@ scipy.sparse matrices and :class:`~sparsecomp.formats.tensor.SparseTensor`::
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import json
 import logging
@@ -66,6 +67,9 @@ class Function:
         self.signature = signature
         #: the kernel directory it was loaded from (its stage IR is there)
         self.directory = directory
+        #: the program its variants derive from (set by ``sparsecomp.compile``; the
+        #: directory where None): a prepared operand must come from the same one
+        self.family: str | None = None
         self._caller: Caller | None = None
         self._library = library
         self._make_caller = make_caller
@@ -184,6 +188,13 @@ class Function:
             if arg.function != self.name:
                 raise SparsecompError(
                     f"'{self.name}' was given an operand prepared for '{arg.function}'"
+                )
+            if arg.owner is not None and arg.owner != (self.family or str(self.directory)):
+                raise SparsecompError(
+                    f"'{self.name}' was given an operand another executable prepared (its "
+                    f"'{arg.function}' in {arg.owner}): it would run that executable's kernel",
+                    hint="prepare it with this executable (exe.prepare(A)), or pass the "
+                    "packed tensor itself (prepared.tensor)",
                 )
             if i != arg.argument or found is not None:
                 raise SparsecompError(
@@ -455,7 +466,8 @@ class Executable:
             )
         if balance is None and ("gpu_balance" in self.compile_options or self.recompile is None):
             balance = own_balance  # the user's choice, or all a loaded executable has
-        return prepare(own, A, layout, k, variant_for, device, balance)
+        prepared = prepare(own, A, layout, k, variant_for, device, balance)
+        return dataclasses.replace(prepared, owner=target.family or str(target.directory))
 
     def plan(self) -> Plan:
         """The layout conversions the program runs, in program order, and, for a program

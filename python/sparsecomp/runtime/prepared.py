@@ -51,6 +51,9 @@ class Prepared:
     #: on a GPU, the variant's schedule for a CSR SpMV, SpMM or SDDMM (``"rows"`` or
     #: ``"nonzeros"``, :mod:`sparsecomp.formats.gpu_balance`); None elsewhere
     balance: str | None = None
+    #: the directory of the executable that prepared it: a function of the same name
+    #: in another one (another kernel) refuses it, for its variant runs this one's
+    owner: Any = None
 
     def call(self, args: tuple[Any, ...], out: Any = None) -> Any:
         """Call the variant with ``args``, this operand in its place (``out``: the

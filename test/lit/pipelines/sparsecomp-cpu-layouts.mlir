@@ -18,6 +18,26 @@ module attributes {sparse_iter.targets = {host = #sparse_iter.cpu<x86_64, featur
     return %r : tensor<?xf32>
   }
 
+  // Elementwise ops on whole tensors become linalg.generic ops (nothing else
+  // bufferizes them): a sum of two sparse matrices, then exp of a dense vector.
+  // The sum's init is its first operand, not tensor.empty, so the function goes
+  // to the upstream sparsifier (it computes it).
+  // CHECK-LABEL: func.func @elementwise
+  // CHECK-SAME: sparse_iter.upstream = "{{.*}}a computed sparse output's init must be tensor.empty
+  // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x?xf32, #sparse
+  // CHECK: arith.addf
+  // CHECK: linalg.generic
+  // CHECK: math.exp
+  // CHECK-NOT: arith.addf {{.*}} : tensor
+  func.func @elementwise(%A: tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.01>>,
+                         %B: tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.01>>,
+                         %x: tensor<?xf32>)
+      -> (tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.01>>, tensor<?xf32>) {
+    %C = arith.addf %A, %B : tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.01>>
+    %e = math.exp %x : tensor<?xf32>
+    return %C, %e : tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.01>>, tensor<?xf32>
+  }
+
   // CHECK-LABEL: func.func @nnz
   // CHECK-SAME: tensor<?x?xf32, #sparse{{[0-9]*}}>
   // CHECK-SAME: sparse_iter.upstream = "uses 'sparse_tensor.number_of_entries'
