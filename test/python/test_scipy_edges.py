@@ -99,3 +99,18 @@ func.func @expdouble(%x: tensor<?xf32>) -> tensor<?xf32> {
     assert abs(got - (a + b)).max() <= 1e-6
     x = np.linspace(-1, 1, 17, dtype=np.float32)
     np.testing.assert_allclose(exe.expdouble(x), np.exp(2 * x), rtol=1e-6)
+
+
+def test_argument_errors_name_the_function_s_own_signature() -> None:
+    """A call of the wrong shape raised from the variant compiled for its last
+    dimension (a static K), whose signature renames the sizes: ``[s1, 8]``, or
+    ``[s1, 30]`` for a rank-3 array, where the function says ``[s0, ?]``."""
+    exe = sparsecomp.compile("examples/spmm.mlir")
+    a = _matrix(30)
+    b = np.ones((30, 8), np.float32)
+    np.testing.assert_allclose(exe(a, b), a @ b, rtol=1e-5)  # its K = 8 variant
+    own = r"argument 1 \(dense float32\[s0, \?\]\)"
+    with pytest.raises(SparsecompError, match=own + ": size 29 in dimension 0"):
+        exe(a, b[:29])
+    with pytest.raises(SparsecompError, match=own + ": expected rank 2, got rank 3"):
+        exe(a, b[None])

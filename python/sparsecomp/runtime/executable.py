@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sparsecomp.errors import SparsecompError, TargetError
+from sparsecomp.errors import ArgumentError, SparsecompError, TargetError
 from sparsecomp.formats.names import parse_layout
 from sparsecomp.runtime import loader, specialize
 from sparsecomp.runtime.abi import Signature, parse_signature, uncallable_reason
@@ -115,7 +115,10 @@ class Function:
         sizes = self.sizes
         if sizes is not None and (variant := sizes.pick(args)) is not None:
             self._learn(args, variant, True)
-            return variant(*args)
+            try:
+                return variant(*args)
+            except ArgumentError:
+                pass  # its message names the variant's sizes: this function's call says why
         other = self._divert(args)  # before the fast path: it would take a scipy operand
         if other is not None:
             if isinstance(other, Function):

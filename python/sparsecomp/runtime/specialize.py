@@ -355,8 +355,8 @@ class SizeSpecializer:
         sizes = []
         for i, dim in self.dims:
             value = args[i] if i < len(args) else None
-            if type(value) is not np.ndarray or value.ndim <= dim:
-                return None
+            if type(value) is not np.ndarray or value.ndim != dim + 1:
+                return None  # (another rank: the function's own call says why, in its terms)
             size = value.shape[dim]
             if not 0 < size <= MAX_STATIC:
                 return None
