@@ -317,15 +317,15 @@ class RowEmitter(OperandAccess):
 
         idx_t = ir.IndexType.get()
         stamps = ir.IntegerType.get_signless(32)
-        if plan.intersect:
-            ws = {f"tag{s.number}": array(stamps) for s in plan.sparse[:-1]}
-        else:
-            ws = {"tag": array(stamps)}
         pair = self._paired()
         if pair is not None:  # one array: tag[j] at 2j, the value's bits at 2j + 1
             pairs = tensor.empty([mul(self.ncols, index(2))], pair)
             ws = {"tag": linalg_fill(zero_of(pair), outs=[pairs])}
-        elif self.mode != "count":
+        elif plan.intersect:
+            ws = {f"tag{s.number}": array(stamps) for s in plan.sparse[:-1]}
+        else:
+            ws = {"tag": array(stamps)}
+        if pair is None and self.mode != "count":
             if plan.kind == "product":
                 ws["w"] = array(self.elt)
             else:

@@ -53,7 +53,7 @@ class Prepared:
     balance: str | None = None
     #: the directory of the executable that prepared it: a function of the same name
     #: in another one (another kernel) refuses it, for its variant runs this one's
-    owner: Any = None
+    owner: str | None = None
 
     def call(self, args: tuple[Any, ...], out: Any = None) -> Any:
         """Call the variant with ``args``, this operand in its place (``out``: the
