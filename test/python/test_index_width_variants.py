@@ -209,10 +209,77 @@ def test_shared_type_takes_one_rule(private_cache: None) -> None:
     assert not guards
 
 
-def test_mixed_widths_of_one_type_convert(
+def test_mixed_widths_of_one_type_take_a_variant(private_cache: None) -> None:
+    """Two operands of one type in different widths (scipy int32 and int64): the
+    variant gives the one that differs its own layout, for each use of it takes any
+    encoding (a linalg input), and no call converts."""
+    add = sparsecomp.compile(ADD)
+    a, b, c = _matrix(7), _matrix(8, np.int64), np.zeros((40, 30))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ConversionWarning would fail the test
+        got = add(a, b, c)
+        again = add(a, b, c)
+    np.testing.assert_allclose(got, (a + b).toarray(), rtol=1e-12)
+    np.testing.assert_array_equal(got, again)
+    ((rules, _),) = add.functions["add"].specializer.variants
+    assert [i for i, _ in rules] == [0]
+
+
+SPGEMM = """
+#CSR = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32,
+                            crdWidth = 32}>
+func.func @spgemm(%a: tensor<?x?xf32, #CSR>, %b: tensor<?x?xf32, #CSR>) -> tensor<?x?xf32, #CSR> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32, #CSR>
+  %n = tensor.dim %b, %c1 : tensor<?x?xf32, #CSR>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32, #CSR>
+  %c = linalg.matmul ins(%a, %b : tensor<?x?xf32, #CSR>, tensor<?x?xf32, #CSR>)
+                     outs(%e : tensor<?x?xf32, #CSR>) -> tensor<?x?xf32, #CSR>
+  return %c : tensor<?x?xf32, #CSR>
+}
+"""
+
+
+def test_spgemm_with_one_int64_operand_takes_a_variant(private_cache: None) -> None:
+    """SpGEMM (32-bit CSR operands and result) called with A in int64 indices: A alone
+    takes 64-bit widths; B and the result keep the program's."""
+    exe = sparsecomp.compile(SPGEMM)
+    a = _matrix(3, shape=(50, 40)).astype(np.float32)
+    a.indptr, a.indices = a.indptr.astype(np.int64), a.indices.astype(np.int64)
+    b = _matrix(4, shape=(40, 60)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ConversionWarning would fail the test
+        got = exe.spgemm(a, b)
+    np.testing.assert_allclose(got.to_scipy().toarray(), (a @ b).toarray(), rtol=1e-5)
+    assert got.layout.pos_width == 32
+    ((rules, _),) = exe.functions["spgemm"].specializer.variants
+    assert [i for i, _ in rules] == [0]
+
+
+WRAPPED_ADD = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+func.func private @inner(%a: tensor<?x?xf64, #CSR>, %b: tensor<?x?xf64, #CSR>,
+                         %c: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %0 = linalg.add ins(%a, %b : tensor<?x?xf64, #CSR>, tensor<?x?xf64, #CSR>)
+                  outs(%c : tensor<?x?xf64>) -> tensor<?x?xf64>
+  return %0 : tensor<?x?xf64>
+}
+func.func @add(%a: tensor<?x?xf64, #CSR>, %b: tensor<?x?xf64, #CSR>,
+               %c: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %0 = call @inner(%a, %b, %c)
+      : (tensor<?x?xf64, #CSR>, tensor<?x?xf64, #CSR>, tensor<?x?xf64>) -> tensor<?x?xf64>
+  return %0 : tensor<?x?xf64>
+}
+"""
+
+
+def test_mixed_widths_passed_on_convert(
     private_cache: None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    add = sparsecomp.compile(ADD)
+    """Mixed widths of one type where the operands go on to a call (whose type both
+    share): no variant; calls convert, and the failed variant is not tried again."""
+    add = sparsecomp.compile(WRAPPED_ADD)
     a, b, c = _matrix(7), _matrix(8, np.int64), np.zeros((40, 30))
     with caplog.at_level(logging.INFO, logger="sparsecomp"):
         got = add(a, b, c)

@@ -73,6 +73,7 @@ import numpy as np
 from sparsecomp import knobs
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.names import parse_layout
 from sparsecomp.formats.scipyio import compressed_kind
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.formats.validate import index_dtype, index_max
@@ -241,20 +242,40 @@ class Specializer:
             self.rules[key] = None if got is None else got.attr_text()
         return self.rules[key]
 
+    def _fitting(self, variant: Any, rules: dict[int, str]) -> Any:
+        """``variant`` where each sparse argument has the widths the call asked for
+        (its rule's, or this function's own); else an error. A program that types
+        two arguments alike on the upstream sparsifier's road retypes both: a call
+        with them in different widths then has no variant (its own variants would
+        ask for the other's widths, and so on without end)."""
+        args = variant.signature.args
+        for i, layout in self.sparse:
+            want = parse_layout(rules[i]) if i in rules else layout
+            if not isinstance(want, Layout):
+                continue  # a composable rule: none from a call's widths
+            got = args[i].layout
+            widths = (getattr(got, "pos_width", None), getattr(got, "crd_width", None))
+            if widths != (want.pos_width, want.crd_width):
+                raise SparsecompError(
+                    f"its program gives argument {i} the widths of another of its type "
+                    f"({widths[0]}, {widths[1]} bits, not {want.pos_width}, {want.crd_width})"
+                )
+        return variant
+
     def _compile(self, rules: dict[int, str], guards: tuple[int, ...]) -> Any:
         what = ", ".join(f"argument {i}: {text}" for i, text in rules.items())
         if not guards:
             return compiled(
                 self.name,
                 f"the operands' index widths ({what})",
-                lambda: self.compile_variant(rules, ()),
+                lambda: self._fitting(self.compile_variant(rules, ()), rules),
                 ("calls with them convert nothing", "such calls convert their operands every call"),
             )
         named = ", ".join(str(i) for i in guards)
         what = f"scipy operands' own arrays (arguments {named}{'; ' + what if what else ''})"
 
         def build() -> Any:
-            variant = self.compile_variant(rules, guards)
+            variant = self._fitting(self.compile_variant(rules, guards), rules)
             args = variant.signature.args
             refused = {i for i in guards if args[i].unguardable}
             if any(not args[i].guarded for i in set(guards) - refused):

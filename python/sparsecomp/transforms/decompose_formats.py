@@ -46,6 +46,21 @@ def _replacing(old: ir.Type, new: ir.Type) -> Callable[[ir.Type], ir.Type]:
     return lambda ty: new if ty == old else ty
 
 
+def _any_type_uses(arg: ir.Value) -> bool:
+    """Whether every use of ``arg`` takes a tensor of any encoding, so that it alone
+    can change its layout: a ``linalg`` op's input (not its init) or ``tensor.dim``."""
+    for use in arg.uses:
+        owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if owner.name == "tensor.dim" and use.operand_number == 0:
+            continue
+        if owner.name.startswith("linalg.") and "operandSegmentSizes" in owner.attributes:
+            inputs = ir.DenseI32ArrayAttr(owner.attributes["operandSegmentSizes"])[0]
+            if use.operand_number < inputs:
+                continue
+        return False
+    return True
+
+
 def _name(func: ir.Operation) -> str:
     return ir.StringAttr(func.attributes["sym_name"]).value
 
@@ -69,11 +84,15 @@ class DecomposeFormatsPass(SparsecompPass):
     for a matrix and compiles the function with it.
 
     Runs first in ``sparsecomp-cpu-layouts``, after the import of upstream
-    encodings. Arguments of one type (SpGEMM's two operands) take a rule
-    together: each must carry the same one. Refused at the argument: a rule
-    on a non-tensor or on an argument whose type another argument shares
-    without the same rule, a rule that does not parse,
-    a function that other functions call (their calls would not match).
+    encodings. Arguments of one type (SpGEMM's two operands) that carry the
+    same rule take it together, with every value of their type. An argument
+    whose rule the others of its type do not share takes it alone where each
+    of its uses takes a tensor of any encoding (a ``linalg`` op's input,
+    ``tensor.dim``): SpGEMM called with one operand in 64-bit indices.
+    Refused at the argument: a rule on a non-tensor or on an argument whose
+    type others share without the same rule and that flows elsewhere (into
+    an init, a call, a return), a rule that does not parse, a function that
+    other functions call (their calls would not match).
 
     ```mlir
     func.func @spmm(%A: tensor<?x?xf32, #sparse> {sparse_iter.decompose = "hyb:1:8"},
@@ -141,18 +160,28 @@ class DecomposeFormatsPass(SparsecompPass):
             if not isinstance(old, ir.RankedTensorType):
                 raise _Refused(location, f"'{DECOMPOSE}' on an argument of type {old}")
             sharers = [i for i, t in enumerate(inputs) if t == old]
-            if any(i not in rules or str(rules[i]) != str(rule) for i in sharers):
+            alone = any(i not in rules or str(rules[i]) != str(rule) for i in sharers)
+            if alone and not _any_type_uses(body.arguments[index]):
                 raise _Refused(
                     location,
                     f"'{DECOMPOSE}' on an argument whose type {old} other arguments share "
                     "without the same rule; give it an encoding of its own",
                 )
-            done.update(sharers)
             with location:
                 layout = rule_attr(rule, location)
                 new = ir.RankedTensorType.get(old.shape, old.element_type, layout)
+            if alone:  # this argument alone: its uses take a tensor of any encoding
+                done.add(index)
+                body.arguments[index].set_type(new)
+                inputs[index] = new
+                func.attributes["function_type"] = ir.TypeAttr.get(
+                    ir.FunctionType.get(inputs, list(fty.results))
+                )
+                continue
+            done.update(sharers)
             retype_function(func, _replacing(old, new))
             inputs = [new if t == old else t for t in inputs]
+            fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         kept = [{n.name: n.attr for n in ir.DictAttr(d) if n.name != DECOMPOSE} for d in arg_attrs]
         if any(kept):
             func.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in kept])

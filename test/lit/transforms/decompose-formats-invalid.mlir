@@ -14,17 +14,22 @@ func.func @not_a_layout(%a: tensor<?x?xf32> {sparse_iter.decompose = 3}) {
 
 // -----
 
+// An argument whose type another shares without its rule takes it alone only
+// where its uses take any encoding; a return does not.
 // expected-error@+1 {{'sparse_iter.decompose' on an argument whose type tensor<?x?xf32> other arguments share without the same rule}}
-func.func @shared_type(%a: tensor<?x?xf32> {sparse_iter.decompose = "csr"}, %b: tensor<?x?xf32>) {
-  return
+func.func @shared_type(%a: tensor<?x?xf32> {sparse_iter.decompose = "csr"}, %b: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  return %a : tensor<?x?xf32>
 }
 
 // -----
 
 // expected-error@+1 {{other arguments share without the same rule}}
 func.func @shared_type_other_rule(%a: tensor<?x?xf32> {sparse_iter.decompose = "csr"},
-                                  %b: tensor<?x?xf32> {sparse_iter.decompose = "csc"}) {
-  return
+                                  %b: tensor<?x?xf32> {sparse_iter.decompose = "csc"},
+                                  %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.matmul ins(%b, %b : tensor<?x?xf32>, tensor<?x?xf32>)
+                     outs(%a : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
 }
 
 // -----

@@ -52,3 +52,28 @@ func.func @same_rule_on_a_shared_type(
                      outs(%a : tensor<?x?xf64, #CSR>) -> tensor<?x?xf64, #CSR>
   return %c : tensor<?x?xf64, #CSR>
 }
+
+// -----
+
+// One of two arguments of one type with a rule (SpGEMM called with A in 64-bit
+// indices, B in the program's 32): A alone takes it, for its uses (tensor.dim,
+// the matmul's input) take any encoding; B and the result keep theirs.
+// CHECK-LABEL: func.func @one_operand_alone
+// CHECK-SAME: (%[[A:.*]]: tensor<?x?xf32, #sparse_iter.layout<{{.*}}posWidth = 64, crdWidth = 64}>>, %[[B:.*]]: tensor<?x?xf32, #sparse_iter.layout<{{.*}}posWidth = 32, crdWidth = 32}>>)
+// CHECK-SAME: -> tensor<?x?xf32, #sparse_iter.layout<{{.*}}posWidth = 32, crdWidth = 32}>>
+// CHECK: tensor.dim %[[A]], %{{.*}} : tensor<?x?xf32, #sparse_iter.layout<{{.*}}posWidth = 64
+// CHECK: tensor.empty({{.*}}) : tensor<?x?xf32, #sparse_iter.layout<{{.*}}posWidth = 32
+// CHECK: linalg.matmul ins(%[[A]], %[[B]] : tensor<?x?xf32, #sparse_iter.layout<{{.*}}posWidth = 64, crdWidth = 64}>>, tensor<?x?xf32, #sparse_iter.layout<{{.*}}posWidth = 32
+#csr32 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>
+func.func @one_operand_alone(
+    %a: tensor<?x?xf32, #csr32> {sparse_iter.decompose = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 64, crdWidth = 64}>},
+    %b: tensor<?x?xf32, #csr32>) -> tensor<?x?xf32, #csr32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32, #csr32>
+  %n = tensor.dim %b, %c1 : tensor<?x?xf32, #csr32>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf32, #csr32>
+  %c = linalg.matmul ins(%a, %b : tensor<?x?xf32, #csr32>, tensor<?x?xf32, #csr32>)
+                     outs(%e : tensor<?x?xf32, #csr32>) -> tensor<?x?xf32, #csr32>
+  return %c : tensor<?x?xf32, #csr32>
+}
