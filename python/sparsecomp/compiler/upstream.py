@@ -176,8 +176,10 @@ def _record_same_sizes(func: ir.Operation) -> None:
                 if isinstance(expr, ir.AffineDimExpr):
                     by_loop.setdefault(expr.position, []).append((value.arg_number, pos))
         pairs += [[*m[0], *other] for m in by_loop.values() for other in m[1:]]
-    if pairs:
-        func.attributes[sizes.ATTR] = ir.ArrayAttr.get([ir.DenseI64ArrayAttr.get(p) for p in pairs])
+    if pairs:  # after those the program declared (a kernel's size symbols)
+        old = list(func.attributes[sizes.ATTR]) if sizes.ATTR in func.attributes else []
+        new = [ir.DenseI64ArrayAttr.get(p) for p in pairs]
+        func.attributes[sizes.ATTR] = ir.ArrayAttr.get(old + new)
 
 
 def _abi(func: ir.Operation) -> str:

@@ -56,18 +56,37 @@ def record(plan: Plan | RowPlan) -> None:
     variants pass an argument on; a ``tensor.empty`` sized by ``tensor.dim``
     of one; destination-style ops: :func:`result_dims`' rules).
     """
-    func = _function(plan.op)
+    _record(plan.op, [(acc.value, acc.dims) for acc in [*plan.inputs, plan.output]])
+
+
+def record_dense(op: ir.Operation) -> None:
+    """:func:`record` for a ``linalg.generic`` on dense tensors, which upstream's
+    passes lower: its indexing maps say which operand dimensions one loop indexes
+    (a dense ``X[i, k] * W[k, j]`` called with ``X`` 2 x 1000 and ``W`` 3 x 2 read
+    past ``W``'s end)."""
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    accesses: list[tuple[ir.Value, list[int | None]]] = []
+    for value, amap in zip(op.operands, maps, strict=False):
+        dims = [e.position if isinstance(e, ir.AffineDimExpr) else None for e in amap.results]
+        accesses.append((value, dims))
+    _record(op, accesses)
+
+
+def _record(op: ir.Operation, accesses: Any) -> None:
+    """Record the argument dimensions of ``accesses`` (operand, loop per dimension)
+    that one loop indexes, in ``op``'s function."""
+    func = _function(op)
     if func is None:
         return
     entry = func.regions[0].blocks[0]
     by_loop: dict[int, list[tuple[int, int]]] = {}
-    for acc in [*plan.inputs, plan.output]:
-        if not isinstance(acc.value.type, ir.RankedTensorType):
+    for value, loop_dims in accesses:
+        if not isinstance(value.type, ir.RankedTensorType):
             continue
-        for pos, dim in enumerate(acc.dims):
+        for pos, dim in enumerate(loop_dims):
             if dim is None:
                 continue
-            at = _dim(acc.value, pos, entry, 0)
+            at = _dim(value, pos, entry, 0)
             if isinstance(at, int):  # a static size (an output of tensor<5xf64>)
                 at = (CONSTANT, at)
             members = by_loop.setdefault(dim, [])

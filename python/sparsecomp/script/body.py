@@ -36,6 +36,10 @@ def constant(t: ir.Type, value: float | int) -> ir.Value:
         return arith.constant(t, float(value))
     if isinstance(value, float) and not value.is_integer():
         raise ValueError(f"{value} is not an integer")
+    width = 64 if is_index(t) else ir.IntegerType(t).width
+    low, high = (0, 1) if width == 1 else (-(1 << (width - 1)), (1 << (width - 1)) - 1)
+    if not low <= int(value) <= high:  # would wrap: numpy refuses it too
+        raise ValueError(f"{value} is out of range")
     return arith.constant(t, int(value))
 
 

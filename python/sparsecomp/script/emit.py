@@ -21,6 +21,7 @@ from mlir import ir
 from mlir.dialects import arith, func, linalg, tensor
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.lowering.sizes import ATTR as SAME_SIZES
 from sparsecomp.script.body import Body, combine, identity
 from sparsecomp.script.parse import (
     Access,
@@ -91,21 +92,42 @@ class FunctionEmitter:
             d if isinstance(d, int) else self.module.sizes.get(d, ir.ShapedType.get_dynamic_size())
             for d in t.shape
         ]
-        enc = self.encoding(t.encoding, self.d.at) if t.encoding else None
-        return ir.RankedTensorType.get(dims, elt, enc)
+        enc = self.encoding(t.encoding, self.d.at, len(dims)) if t.encoding else None
+        if any(d < 0 and d != ir.ShapedType.get_dynamic_size() for d in dims):
+            raise self.fail(self.d.at, f"a tensor of shape {t.shape}: sizes are >= 0")
+        try:
+            return ir.RankedTensorType.get(dims, elt, enc)
+        except ir.MLIRError as e:  # an encoding of another rank than the shape's
+            detail = " ".join(d.message for d in e.error_diagnostics) or str(e)
+            raise self.fail(
+                self.d.at,
+                f"a tensor of shape {t.shape} cannot take encoding '{t.encoding}': "
+                f"{detail.strip()}",
+            ) from None
 
-    def encoding(self, text: str, at: Node) -> ir.Attribute:
+    def encoding(self, text: str, at: Node, rank: int = 2) -> ir.Attribute:
         """An annotation's encoding as an attribute; a located error if it does not parse."""
         try:
-            return ir.Attribute.parse(encoding_text(text))
+            return ir.Attribute.parse(encoding_text(text, rank))
         except (ir.MLIRError, SparsecompError) as e:
             detail = e.message if isinstance(e, SparsecompError) else str(e).splitlines()[-1]
             raise self.fail(at, f"encoding '{text}' is not valid: {detail.strip()}") from None
 
     def param_type(self, p: TensorType | Scalar | str) -> ir.Type:
+        """A parameter's type; an ``f16`` scalar is taken as ``f32`` (C passes no half
+        by value) and rounded to ``f16`` on entry (:meth:`scalar_param`)."""
         if isinstance(p, TensorType):
             return self.tensor_type(p)
-        return ir.Type.parse((self.types[p] if isinstance(p, str) else p).name)
+        name = (self.types[p] if isinstance(p, str) else p).name
+        return ir.Type.parse("f32" if name == "f16" else name)
+
+    def scalar_param(self, p: TensorType | Scalar | str, arg: ir.Value) -> ir.Value:
+        """The value of parameter ``p`` in the body: an ``f16`` scalar rounded from the
+        ``f32`` it is passed as."""
+        if isinstance(p, TensorType) or (self.types[p] if isinstance(p, str) else p).name != "f16":
+            return arg
+        with ir.InsertionPoint(self.entry), arg.location:
+            return arith.truncf(ir.F16Type.get(), arg)
 
     def result_annotation(self, name: str) -> TensorType | None:
         """The declared type of result ``name`` (``E: Tensor[...]``, or the return
@@ -126,12 +148,15 @@ class FunctionEmitter:
             f.attributes["sym_visibility"] = ir.StringAttr.get("private")
         entry = f.add_entry_block()
         self.entry = entry
-        for (pname, p), arg in zip(params, entry.arguments, strict=True):
-            self.env[pname] = arg
+        self.same: list[tuple[tuple[int, int], tuple[int, int]]] = []
+        self.first: dict[str, tuple[int, int]] = {}
+        for number, ((pname, p), arg) in enumerate(zip(params, entry.arguments, strict=True)):
+            self.env[pname] = self.scalar_param(p, arg)
             if isinstance(p, TensorType):
                 for dim, sym in enumerate(p.shape):
                     if isinstance(sym, str):
                         self.symbols.setdefault(sym, (arg, dim))
+                        self.same_size(sym, number, dim)
         with ir.InsertionPoint(entry):
             for s in self.d.body:
                 if isinstance(s, Statement):
@@ -146,9 +171,53 @@ class FunctionEmitter:
                     )
                 results.append(self.env[r])
             func.ReturnOp(results)
+        if self.d.results and len(self.d.results) != len(results):
+            raise self.fail(
+                self.d.at,
+                f"kernel '{self.d.name}' declares {len(self.d.results)} result(s) and "
+                f"returns {len(results)}",
+            )
         ftype = ir.FunctionType.get(inputs, [v.type for v in results])
         f.attributes["function_type"] = ir.TypeAttr.get(ftype)
+        tied = self.tied()
+        same = [ir.DenseI64ArrayAttr.get([*a, *b]) for a, b in self.same if not tied(a, b)]
+        if same:
+            f.attributes[SAME_SIZES] = ir.ArrayAttr.get(same)
         return f
+
+    def same_size(self, symbol: str, argument: int, dim: int) -> None:
+        """Argument ``argument``'s dimension ``dim`` has size ``symbol``: one symbol is one
+        size, which the runtime checks at each call (``sparse_iter.same_sizes``, where
+        no loop of the kernel indexes both dimensions: the lowering records those)."""
+        if symbol in self.first and self.first[symbol] != (argument, dim):
+            self.same.append((self.first[symbol], (argument, dim)))
+        self.first.setdefault(symbol, (argument, dim))
+
+    def tied(self) -> Any:
+        """``tied(a, b)``: whether one index variable of a statement indexes argument
+        dimensions ``a`` and ``b`` (through others: union-find over the statements)."""
+        number = {name: n for n, name in enumerate(self.d.params)}
+        parent: dict[tuple[int, int], tuple[int, int]] = {}
+
+        def find(x: tuple[int, int]) -> tuple[int, int]:
+            while parent.get(x, x) != x:
+                x = parent[x]
+            return x
+
+        for st in self.d.body:
+            if not isinstance(st, Statement):
+                continue
+            by_var: dict[str, tuple[int, int]] = {}
+            targets = [Access(st.target, st.indices, st.at), *accesses(st.value)]
+            for a in targets:
+                if a.tensor not in number:
+                    continue
+                for dim, var in enumerate(a.indices):
+                    key = (number[a.tensor], dim)
+                    if var in by_var:
+                        parent[find(key)] = find(by_var[var])
+                    by_var.setdefault(var, key)
+        return lambda a, b: find(a) == find(b)
 
     def assigned(self) -> set[str]:
         out: set[str] = set()
@@ -216,10 +285,25 @@ class FunctionEmitter:
 
     def new_output(self, s: Statement, inputs: list[Access], loops: list[str]) -> ir.Value:
         ann = self.result_annotation(s.target)
+        if ann is not None and len(ann.shape) != len(s.indices):
+            raise self.fail(
+                s.at,
+                f"'{s.target}' is declared with {len(ann.shape)} dimension(s) "
+                f"{ann.shape}, assigned with {len(s.indices)}",
+            )
         elt = self.element_type(s, inputs)
         sources: list[tuple[ir.Value, int | None]] = []
         for pos, var in enumerate(s.indices):
             source = self.extent(var, inputs, ann, pos)
+            sym = ann.shape[pos] if ann is not None else None
+            if (
+                isinstance(sym, str)
+                and source is not None
+                and source[1] is not None
+                and isinstance(source[0], ir.BlockArgument)
+                and source[0].owner == self.entry
+            ):  # sized by an input: it must have the declared size
+                self.same_size(sym, ir.BlockArgument(source[0]).arg_number, source[1])
             if source is None:
                 raise self.fail(
                     s.at,
@@ -238,7 +322,7 @@ class FunctionEmitter:
                 continue
             static = ir.RankedTensorType(value.type).shape[dim]
             mixed.append(tensor.dim(value, constants[dim]) if _dynamic(value, dim) else static)
-        enc = self.encoding(ann.encoding, s.at) if ann and ann.encoding else None
+        enc = self.encoding(ann.encoding, s.at, len(mixed)) if ann and ann.encoding else None
         empty = tensor.empty(mixed, elt, encoding=enc)
         reduce = s.reduce
         if reduce is None or enc is not None:
@@ -290,6 +374,13 @@ class FunctionEmitter:
         with ir.InsertionPoint(block):
             body = Body(elements, scalars, loops, elts[-1], self.fail, self.loc)
             value = body.emit(s.value, elts[-1])
+            bit = ir.IntegerType.get_signless(1)
+            if value.type == bit and elts[-1] != bit:
+                raise self.fail(
+                    s.at,
+                    f"the value is a comparison (true or false), but '{s.target}' holds {elts[-1]}",
+                    hint="select numbers with it: 1.0 if A[i, j] > 0.0 else 0.0",
+                )
             if s.reduce is not None:
                 value = combine(s.reduce, block.arguments[-1], value)
             if value.type != elts[-1]:

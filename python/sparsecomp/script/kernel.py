@@ -113,6 +113,11 @@ class Kernel:
         from sparsecomp.ir.context import make_context
         from sparsecomp.script.emit import ModuleEmitter
 
+        unknown = [v for v in (types or {}).values() if isinstance(v, str) and v not in SCALARS]
+        if unknown:
+            raise ScriptError(
+                f"no element type '{unknown[0]}'", hint=f"one of {', '.join(SCALARS)}"
+            )
         bound = {k: (SCALARS[v] if isinstance(v, str) else v) for k, v in (types or {}).items()}
         missing = [v for v in self._type_vars() if v not in bound]
         if missing:
@@ -169,9 +174,15 @@ class Kernel:
             raise SparsecompError(
                 f"'{self.__name__}' takes {len(d.params)} arguments, got {len(args)}"
             )
-        types = bind_types(
-            d, [None if _is_number(a) else scalar_of(_dtype_of(a)).name for a in args]
-        )
+        names = []
+        for name, a in zip(d.params, args, strict=True):
+            try:
+                names.append(None if _is_number(a) else scalar_of(_dtype_of(a)).name)
+            except SparsecompError as e:
+                raise SparsecompError(
+                    f"argument '{name}' of '{self.__name__}': {e.message}", hint=e.hint
+                ) from None
+        types = bind_types(d, names)
         sizes: dict[str, int] = {}
         for (name, p), arg in zip(d.params.items(), args, strict=True):
             if not isinstance(p, TensorType):
@@ -201,7 +212,7 @@ class Kernel:
         if hit is None:
             types, bound = self.specialization(args)
             exe = self.compile(target, {k: v.name for k, v in types.items()}, bound)
-            has_numbers = any(_is_number(a) for a in args)
+            has_numbers = any(_is_number(a) or type(a).__name__ == "float16" for a in args)
             torch = any(type(a).__module__.startswith("torch") for a in args)
             hit = (exe.functions[self.__name__], types if has_numbers else None, torch)
             self._calls[key] = hit
@@ -215,10 +226,29 @@ class Kernel:
 
     def _numbers_typed(self, args: tuple[Any, ...], types: dict[str, Scalar]) -> list[Any]:
         """The arguments, Python numbers as numpy scalars of their parameter's type."""
+        import numpy as np
+
+        from sparsecomp.errors import ArgumentError
+
         out = []
-        for p, arg in zip(self.definition.params.values(), args, strict=True):
-            if _is_number(arg) and not isinstance(p, TensorType):
-                arg = (types[p] if isinstance(p, str) else p).dtype.type(arg)
+        for (name, p), arg in zip(self.definition.params.items(), args, strict=True):
+            if isinstance(p, TensorType):
+                out.append(arg)
+                continue
+            scalar = types[p] if isinstance(p, str) else p
+            if isinstance(arg, np.float16) and scalar.name == "f16":
+                arg = np.float32(arg)  # an f16 scalar is passed as f32 (emit.param_type)
+            elif _is_number(arg):
+                dtype = np.dtype(scalar.dtype)
+                exact = dtype.kind == "f" or (
+                    isinstance(arg, int) and np.iinfo(dtype).min <= arg <= np.iinfo(dtype).max
+                )
+                if not exact:  # numpy would truncate 2.5 to 2, or overflow
+                    raise ArgumentError(
+                        f"{self.__name__}: argument '{name}': expected an {scalar.name} "
+                        f"scalar, got {arg!r}"
+                    )
+                arg = np.float32(arg) if scalar.name == "f16" else dtype.type(arg)
             out.append(arg)
         return out
 

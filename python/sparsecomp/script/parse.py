@@ -5,8 +5,8 @@ The subset (docs/script.md has the table):
 * ``T[i, j] = expr``: each element of ``T`` over the index variables on the
   left; ``T[i] += expr`` (``*=``) sums (multiplies) over the index
   variables that appear only on the right; ``T[i] = max(T[i], expr)``
-  (``min``) reduces with ``max`` (``min``); ``s += expr`` reduces
-  everything into a 0-d result ``s``;
+  (``min``; ``s = max(s, expr)`` for a 0-d ``s``) reduces with ``max``
+  (``min``); ``s += expr`` reduces everything into a 0-d result ``s``;
 * ``X = other(A, B)`` (``X, Y = ...``): a call of another ``@kernel``;
 * ``E: Tensor[f32, ("M", "N"), "csr"]``: the type of a result computed
   below (its element type, sizes and encoding; a result is dense otherwise);
@@ -30,6 +30,8 @@ import inspect
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.script.types import SCALARS, Scalar, TensorType
@@ -248,6 +250,13 @@ class _Reader:
                 into.body.append(self.kernel_call(node))
                 return
             call = node.value
+            if self.is_scalar_max_min(node):  # s = max(s, e): a 0-d max (min) reduction
+                assert isinstance(call, ast.Call)
+                assert isinstance(call.func, ast.Name)
+                name, idx = self.target(node.targets[0])
+                value = self.expr(call.args[1])
+                into.body.append(Statement(name, idx, call.func.id, value, self.at(node)))
+                return
             if isinstance(call, ast.Call) and not isinstance(node.targets[0], ast.Subscript):
                 what = ast.unparse(call.func)
                 raise self.fail(
@@ -288,6 +297,21 @@ class _Reader:
                 return value.op, second
         return None, value
 
+    @staticmethod
+    def is_scalar_max_min(node: ast.Assign) -> bool:
+        """Whether ``node`` is ``s = max(s, e)`` (or ``min``) for a name ``s``."""
+        target, call = node.targets[0], node.value
+        return (
+            isinstance(target, ast.Name)
+            and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id in ("max", "min")
+            and len(call.args) == 2
+            and not call.keywords
+            and isinstance(call.args[0], ast.Name)
+            and call.args[0].id == target.id
+        )
+
     def is_kernel_call(self, node: ast.Call) -> bool:
         """Whether ``node`` calls a ``@kernel`` (a ``Kernel``, which marks itself)."""
         if not isinstance(node.func, ast.Name):
@@ -300,6 +324,8 @@ class _Reader:
         if name in self.params or name in self.indices:
             return None
         value = self.scope().get(name)
+        if isinstance(value, np.generic):
+            value = value.item()  # a numpy scalar: ALPHA = np.float32(0.5)
         if isinstance(value, int | float) and not isinstance(value, bool):
             return value
         return None

@@ -70,7 +70,7 @@ def scalar_of(dtype: Any) -> Scalar:
     if found is None:
         raise SparsecompError(
             f"no element type for dtype {name}",
-            hint=f"kernels take {', '.join(s.dtype.name for s in SCALARS.values())}",
+            hint=f"kernels take {', '.join(dict.fromkeys(s.dtype.name for s in SCALARS.values()))}",
         )
     return found
 
@@ -84,8 +84,9 @@ def sparsity(kind: str, density: float | None = None) -> str:
     return f"#sparse_iter.sparsity<{kind}{extra}>"
 
 
-def encoding_text(encoding: str) -> str:
-    """The MLIR attribute text of an annotation's encoding (see the module)."""
+def encoding_text(encoding: str, rank: int = 2) -> str:
+    """The MLIR attribute text of an annotation's encoding (see the module), a layout
+    name's for a tensor of ``rank`` (``"coo"`` on a 3-D tensor: its rank-3 COO)."""
     text = encoding.strip()
     if text.startswith("#"):
         return text
@@ -93,7 +94,7 @@ def encoding_text(encoding: str) -> str:
         return sparsity(text)
     from sparsecomp.formats.names import parse_layout
 
-    return parse_layout(text).attr_text()
+    return parse_layout(text, rank).attr_text()
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ _REGISTRY: dict[str, str] = {
     "sparse-iter-parallelize": "parallelize:ParallelizePass",
     "sparse-iter-privatize-allocas": "privatize_allocas:PrivatizeAllocasPass",
     "sparse-iter-report-conversions": "report_conversions:ReportConversionsPass",
+    "sparse-iter-safe-division": "safe_division:SafeDivisionPass",
     "sparse-iter-sequentialize-racy-loops": "sequentialize_racy_loops:SequentializeRacyLoopsPass",
     "sparse-iter-set-encodings": "set_encodings:SetEncodingsPass",
     "sparse-iter-soa-coo": "soa_coo:SoaCooPass",

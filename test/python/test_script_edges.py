@@ -1,0 +1,295 @@
+"""Kernels written the way users write them, at the edges (a battery, session 43).
+
+Each test was a bug: a dense operand read past its end, a process killed by an
+integer division by zero, a float scalar truncated into an int, and the
+diagnostics below. Results are checked against numpy / scipy.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsecomp
+from sparsecomp.errors import ArgumentError, SparsecompError
+from sparsecomp.formats import SparseTensor
+from sparsecomp.script import Tensor, f16, f32, i8, i32
+from sparsecomp.script.parse import ScriptError
+
+
+@sparsecomp.kernel
+def dot(x: Tensor[f32, "N"], y: Tensor[f32, "N"]):
+    s += x[i] * y[i]
+    return s
+
+
+@sparsecomp.kernel
+def matmul(X: Tensor[f32, ("M", "K")], W: Tensor[f32, ("K", "N")]) -> Tensor[f32, ("M", "N")]:
+    C[i, j] += X[i, k] * W[k, j]
+    return C
+
+
+def test_dense_operands_sharing_a_symbol_are_checked(private_cache: None) -> None:
+    """Size symbols shared only by dense operands: a mismatch is an ArgumentError (the
+    kernel read past the shorter array: NaN or garbage)."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((7, 3))
+    w = w.astype(np.float32)
+    np.testing.assert_allclose(matmul(x, w), x @ w, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ArgumentError, match="does not match size symbol"):
+        matmul(np.ones((2, 1000), np.float32), np.ones((3, 2), np.float32))
+    with pytest.raises(ArgumentError, match="does not match size symbol"):
+        dot(np.ones(1000, np.float32), np.ones(3, np.float32))
+
+
+DENSE_MM = """
+func.func @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>)
+                     outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+"""
+
+
+def test_dense_mlir_program_checks_its_sizes(private_cache: None) -> None:
+    """A dense linalg op of a .mlir program: its loops' sizes are checked at the call."""
+    exe = sparsecomp.compile(DENSE_MM)
+    a, b = np.ones((2, 4), np.float32), np.full((4, 3), 2, np.float32)
+    np.testing.assert_array_equal(exe.mm(a, b, np.zeros((2, 3), np.float32)), a @ b)
+    with pytest.raises(ArgumentError, match="size 3 in dimension 0"):
+        exe.mm(np.ones((2, 1000), np.float32), np.ones((3, 2), np.float32), np.zeros((2, 2)))
+
+
+def test_one_symbol_twice_in_an_annotation(private_cache: None) -> None:
+    """("N", "N") is a square: a 4 x 3 matrix is refused."""
+
+    @sparsecomp.kernel
+    def spmv_sq(A: Tensor[f32, ("N", "N"), "csr"], x: Tensor[f32, "N"]) -> Tensor[f32, "N"]:
+        y[i] += A[i, j] * x[j]
+        return y
+
+    square = sp.random(4, 4, density=0.5, format="csr", dtype=np.float32, random_state=1)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_allclose(spmv_sq(square, x), square @ x, rtol=1e-6)
+    wide = sp.random(4, 3, density=0.5, format="csr", dtype=np.float32, random_state=1)
+    with pytest.raises(ArgumentError, match="size 3 in dimension 1"):
+        spmv_sq(wide, np.ones(3, np.float32))
+
+
+def test_declared_result_size_is_checked(private_cache: None) -> None:
+    """A result declared of size N, computed over M: the call checks M == N."""
+
+    @sparsecomp.kernel
+    def rowsum(A: Tensor[f32, ("M", "N")]) -> Tensor[f32, "N"]:
+        y[i] += A[i, j]
+        return y
+
+    square = np.arange(9, dtype=np.float32).reshape(3, 3)
+    np.testing.assert_allclose(rowsum(square), square.sum(axis=1))
+    with pytest.raises(ArgumentError, match="size symbol"):
+        rowsum(np.ones((6, 5), np.float32))
+
+
+def test_declared_rank_or_result_count_mismatch_is_located() -> None:
+    @sparsecomp.kernel
+    def wrong_rank(A: Tensor[f32, ("M", "N")]) -> Tensor[f32, ("M", "N")]:
+        y[i] += A[i, j]
+        return y
+
+    with pytest.raises(ScriptError, match=r"'y' is declared with 2 dimension\(s\)") as err:
+        wrong_rank.mlir
+    assert "test_script_edges.py:" in str(err.value)
+
+    @sparsecomp.kernel
+    def intermediate(A: Tensor[f32, ("M", "N")]) -> Tensor[f32, "M"]:
+        E: Tensor[f32, "M", "csr"]
+        E[i, j] = A[i, j] * 2.0
+        y[i] += E[i, j]
+        return y
+
+    with pytest.raises(ScriptError, match=r"'E' is declared with 1 dimension\(s\)"):
+        intermediate.mlir
+
+    @sparsecomp.kernel
+    def missing(A: Tensor[f32, ("M", "N")]) -> tuple[Tensor[f32, "M"], Tensor[f32, "N"]]:
+        y[i] += A[i, j]
+        return y
+
+    with pytest.raises(ScriptError, match=r"declares 2 result\(s\) and returns 1"):
+        missing.mlir
+
+
+def test_integer_division_by_zero_does_not_kill_the_process(tmp_path: Any) -> None:
+    """i32 sparse A / B divides A's stored entries by B's implicit zeros: 0 there (as
+    numpy's //), and MIN / -1 wraps; the process died of SIGFPE."""
+    child = textwrap.dedent(
+        """
+        import numpy as np, scipy.sparse as sp, sparsecomp
+        from sparsecomp.script import Tensor, i32
+
+        @sparsecomp.kernel
+        def div(A: Tensor[i32, ("M", "N"), "csr"], B: Tensor[i32, ("M", "N"), "csr"]
+                ) -> Tensor[i32, ("M", "N"), "csr"]:
+            C[i, j] = A[i, j] / B[i, j]
+            return C
+
+        @sparsecomp.kernel
+        def rem(a: Tensor[i32, "N"], b: Tensor[i32, "N"]) -> Tensor[i32, "N"]:
+            c[i] = a[i] / b[i] + a[i] / b[i]
+            return c
+
+        A = sp.csr_matrix(np.array([[4, 6], [0, -8]], np.int32))
+        B = sp.csr_matrix(np.array([[2, 0], [0, 0]], np.int32))
+        print(div(A, B).to_dense().tolist())
+        low = np.iinfo(np.int32).min
+        print(rem(np.array([7, low, 5], np.int32), np.array([0, -1, 2], np.int32)).tolist())
+        """
+    )
+    script = tmp_path / "div.py"
+    script.write_text(child)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.strip().splitlines()
+    assert lines[0] == "[[2, 0], [0, 0]]"
+    assert lines[1] == "[0, 0, 4]"  # 7 / 0 = 0; MIN / -1 = MIN, and MIN + MIN wraps to 0
+
+
+def test_float_or_huge_number_for_an_int_scalar_is_refused(private_cache: None) -> None:
+    @sparsecomp.kernel
+    def scale(A: Tensor[i32, ("M", "N")], alpha: i32) -> Tensor[i32, ("M", "N")]:
+        B[i, j] = alpha * A[i, j]
+        return B
+
+    a = np.array([[2, 4, 6]], np.int32)
+    np.testing.assert_array_equal(scale(a, 3), a * 3)
+    with pytest.raises(ArgumentError, match=r"argument 'alpha': expected an i32 scalar, got 2\.5"):
+        scale(a, 2.5)
+    with pytest.raises(ArgumentError, match="argument 'alpha'"):
+        scale(a, 2**40)
+
+
+def test_integer_literal_out_of_range_is_located() -> None:
+    @sparsecomp.kernel
+    def plus(A: Tensor[i8, "N"]) -> Tensor[i8, "N"]:
+        B[i] = A[i] + 300
+        return B
+
+    with pytest.raises(ScriptError, match="300 is not a value of type i8"):
+        plus.mlir
+
+
+def test_layout_names_take_the_tensors_rank(private_cache: None) -> None:
+    """ "coo" on a 3-D annotation is the rank-3 COO (it was the rank-2 one); "csr" on a
+    vector its rank-1 form."""
+
+    @sparsecomp.kernel
+    def ttv(X: Tensor[f32, ("I", "J", "K"), "coo"], v: Tensor[f32, "K"]) -> Tensor[f32, ("I", "J")]:
+        Y[i, j] += X[i, j, k] * v[k]
+        return Y
+
+    @sparsecomp.kernel
+    def svdot(a: Tensor[f32, "N", "coo"], b: Tensor[f32, "N"]):
+        s += a[i] * b[i]
+        return s
+
+    rng = np.random.default_rng(0)
+    d = rng.standard_normal((4, 5, 6)).astype(np.float32) * (rng.random((4, 5, 6)) < 0.3)
+    v = rng.standard_normal(6).astype(np.float32)
+    got = ttv(SparseTensor.from_dense(d, "coo"), v)
+    np.testing.assert_allclose(got, np.einsum("ijk,k->ij", d, v), rtol=1e-5, atol=1e-6)
+    a = (rng.standard_normal(9) * (rng.random(9) < 0.5)).astype(np.float32)
+    b = rng.standard_normal(9).astype(np.float32)
+    assert svdot(SparseTensor.from_dense(a, "coo"), b) == pytest.approx(float(a @ b), rel=1e-5)
+
+
+def test_annotation_mistakes_are_located() -> None:
+    @sparsecomp.kernel
+    def rank_mismatch(
+        A: Tensor[f32, ("M", "N"), "#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>"],
+    ) -> Tensor[f32, "M"]:
+        y[i] += A[i, j]
+        return y
+
+    with pytest.raises(ScriptError, match="cannot take encoding"):
+        rank_mismatch.mlir
+
+    @sparsecomp.kernel
+    def negative(A: Tensor[f32, (-1, "N")]) -> Tensor[f32, "N"]:
+        y[j] += A[i, j]
+        return y
+
+    with pytest.raises(ScriptError, match="sizes are >= 0"):
+        negative.mlir
+
+
+def test_f16_scalar_arguments(private_cache: None) -> None:
+    """An f16 scalar (documented) is passed as f32 and rounded on entry (C passes no
+    half by value); Python floats and numpy float16 scalars both."""
+
+    @sparsecomp.kernel
+    def scale(A: Tensor[f16, ("M", "N"), "csr"], alpha: f16) -> Tensor[f16, ("M", "N"), "csr"]:
+        B[i, j] = alpha * A[i, j]
+        return B
+
+    dense = np.array([[1, 0, 2], [0, 3, 0]], np.float16)
+    a = SparseTensor.from_dense(dense, "csr")
+    for alpha in (np.float16(2.0), 2.0, 0.1):
+        got = scale(a, alpha).to_dense()
+        np.testing.assert_array_equal(got, np.float16(alpha) * dense)
+
+
+def test_scalar_max_and_min_reductions(private_cache: None) -> None:
+    @sparsecomp.kernel
+    def largest(A: Tensor[f32, ("M", "N"), "csr"]):
+        s = max(s, A[i, j])
+        return s
+
+    @sparsecomp.kernel
+    def smallest(A: Tensor[f32, ("M", "N")]):
+        s = min(s, A[i, j])
+        return s
+
+    m = sp.random(30, 20, density=0.2, format="csr", dtype=np.float32, random_state=1)
+    m.data -= 0.5
+    assert largest(m) == m.data.max()  # over the stored entries
+    assert smallest(m.toarray()) == m.toarray().min()
+
+
+def test_diagnostics_name_the_argument_or_the_line() -> None:
+    @sparsecomp.kernel
+    def spmv(A: Tensor["T", ("M", "N"), "csr"], x: Tensor["T", "N"]) -> Tensor["T", "M"]:
+        y[i] += A[i, j] * x[j]
+        return y
+
+    a = sp.random(3, 4, density=0.5, format="csr", dtype=np.float32)
+    with pytest.raises(SparsecompError, match="argument 'x' of 'spmv': no element type for dtype"):
+        spmv(a, np.ones(4, np.uint8))
+    with pytest.raises(ScriptError, match="no element type 'f128'"):
+        spmv.module(types={"T": "f128"})
+
+    @sparsecomp.kernel
+    def count(A: Tensor[f32, ("M", "N")]) -> Tensor[f32, "M"]:
+        y[i] += A[i, j] > 0.0
+        return y
+
+    with pytest.raises(ScriptError, match="the value is a comparison"):
+        count.mlir
+
+
+HALF = np.float32(0.5)
+
+
+def test_numpy_scalar_module_constant(private_cache: None) -> None:
+    @sparsecomp.kernel
+    def halve(x: Tensor[f32, "N"]) -> Tensor[f32, "N"]:
+        y[i] = HALF * x[i]
+        return y
+
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(halve(x), x * 0.5)
