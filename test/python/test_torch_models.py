@@ -4,7 +4,9 @@ Each case was a bug found by a battery of such programs (session 42): residual
 blocks that add into their input in inference mode, manual SGD through
 ``.data``, a layer shared by two parents, ``.view`` on a layer's output, copies
 of models whose ``"auto"`` layers have not chosen yet, ``nn.TransformerEncoderLayer``'s
-fused fast path, second-order gradients, degenerate inputs and autocast. Every
+fused fast path, second-order gradients, degenerate inputs and autocast; and
+(session 43) GNN, mixer and training-loop programs: TorchScript, re-sparsifying
+while the previous step's graph is alive, SparseMatrix under autocast. Every
 result is compared with dense torch holding the same masked weights.
 """
 
@@ -468,3 +470,79 @@ def test_weight_reads_follow_the_pattern() -> None:
     (first.weight.sum()).backward()  # gradients still flow to the values
     assert first.values.grad is not None
     torch.testing.assert_close(first.values.grad, torch.ones_like(first.values))
+
+
+# -- a battery of GNN, mixer and training-loop programs (session 43) --------------------
+
+
+@pytest.mark.filterwarnings("ignore:.*torch.jit.*is deprecated.*:DeprecationWarning")
+def test_jit_trace_and_script_are_refused() -> None:
+    """torch.jit.trace under no_grad recorded the example's output as a constant and
+    returned it for every input; TorchScript failed inside torch on our annotations."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
+    st.sparsify_(model, {"*": "scalar_fraction:0.5"})
+    model.eval()
+    with torch.no_grad(), pytest.raises(SparsecompError, match=r"torch\.jit\.trace"):
+        torch.jit.trace(model, torch.randn(4, 16))
+    with pytest.raises(SparsecompError, match=r"torch\.jit\.script"):
+        torch.jit.script(model)
+    torch.testing.assert_close(model(torch.ones(2, 16)), _dense_copy(model)(torch.ones(2, 16)))
+
+
+def test_resparsify_while_the_previous_loss_is_alive() -> None:
+    """A loop that writes `loss = ...` keeps the previous graph until the next
+    assignment: the first backward after a re-sparsification reused the parameter's
+    stale gradient accumulator ("got [192] but expected [224]")."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 5))
+    st.sparsify_(model, {"*": "scalar_fraction:0.3"})
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    pruner = st.ResparsifyEvery(
+        model, opt, every=2, schedule=lambda s: f"scalar_fraction:{0.3 + 0.05 * s:.2f}"
+    )
+    x, y = torch.randn(64, 32), torch.randint(0, 5, (64,))
+    counts = []
+    for _ in range(6):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        pruner.step()
+        counts.append(model[0].values.numel())
+    assert counts[-1] < counts[0]  # pruned as it trained
+    torch.testing.assert_close(model(x), _dense_copy(model)(x), rtol=1e-4, atol=1e-5)
+
+
+def test_load_another_pattern_while_an_output_is_alive() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(24, 12))
+    st.sparsify_(model, {"*": "scalar_fraction:0.5"})
+    other = nn.Sequential(nn.Linear(24, 12))
+    st.sparsify_(other, {"*": "scalar_fraction:0.8"})
+    x = torch.randn(5, 24)
+    kept = model(x).sum()  # a graph holding model's values
+    model.load_state_dict(other.state_dict())
+    out = model(x).sum()
+    out.backward()
+    assert model[0].values.grad.shape == model[0].values.shape
+    torch.testing.assert_close(model(x), other(x))
+    del kept
+
+
+@pytest.mark.filterwarnings("ignore:.*Sparse CSR tensor support is in beta.*")
+def test_sparse_matrix_under_autocast_and_bad_operands() -> None:
+    """A row-major SparseMatrix (csr) under autocast takes a bf16 B in its own dtype,
+    as SparseLinear and the hyb layout did; a torch.sparse B and an integer weight are
+    refused clearly."""
+    torch.manual_seed(0)
+    a = torch.randn(6, 5) * (torch.rand(6, 5) < 0.5)
+    b = torch.randn(5, 3)
+    layer = st.SparseMatrix(a.to_sparse_csr())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = layer(b.to(torch.bfloat16))
+    torch.testing.assert_close(got, a @ b.to(torch.bfloat16).float(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(SparsecompError, match="takes a dense B"):
+        layer(b.to_sparse())
+    with pytest.raises(SparsecompError, match="floating-point values"):
+        st.SparseLinear.from_dense(torch.ones(3, 4, dtype=torch.int64))

@@ -35,7 +35,7 @@ from sparsecomp.torch import kernels, structure
 from sparsecomp.torch.fuse import activation_of
 from sparsecomp.torch.nn import SparseLinear
 from sparsecomp.torch.ops import host_array
-from sparsecomp.torch.tracing import traced
+from sparsecomp.torch.tracing import refuse_jit, refuse_script, traced
 
 
 @torch.library.custom_op("sparsecomp::sparse_act_linear", mutates_args=())
@@ -126,7 +126,10 @@ class SparseActivationLinear(nn.Module):
             kept = self._wt = (*mark, w.detach().t().contiguous())
         return kept[2]
 
+    __prepare_scriptable__ = refuse_script
+
     def forward(self, x: Tensor) -> Tensor:
+        refuse_jit()
         lead = x.shape[:-1]
         bias = self.bias if self.bias is not None else x.new_zeros(0)
         flat = x.reshape(-1, x.shape[-1]).contiguous()

@@ -156,6 +156,11 @@ class SparseLinear(nn.Module):
         """Keep ``weight``'s entries where ``mask`` is true (default: its nonzeros)."""
         if weight.dim() != 2:
             raise SparsecompError(f"a linear weight is a matrix, got shape {tuple(weight.shape)}")
+        if not weight.is_floating_point():
+            raise SparsecompError(
+                f"a sparse weight holds floating-point values, got {weight.dtype}",
+                hint="weight.float()",
+            )
         w = weight.detach().cpu()
         keep = (w != 0) if mask is None else mask.detach().cpu().bool()
         if keep.shape != w.shape:
@@ -249,7 +254,10 @@ class SparseLinear(nn.Module):
             _UNCHOSEN[self._key] = self
 
     # -- use ----------------------------------------------------------------------
+    __prepare_scriptable__ = tracing.refuse_script
+
     def forward(self, x: Tensor) -> Tensor:
+        tracing.refuse_jit()
         if x.dim() == 0:
             raise SparsecompError(
                 f"SparseLinear({self.in_features} -> {self.out_features}) needs an input "
@@ -444,7 +452,7 @@ class SparseLinear(nn.Module):
             if saved is not None and saved.shape != old.shape:
                 fresh = torch.empty_like(saved, dtype=old.dtype, device=old.device)
                 if name == "values":
-                    old.data = fresh  # the same Parameter: an optimizer keeps holding it
+                    structure.set_entries(old, fresh)  # the same Parameter (optimizers)
                 else:
                     setattr(self, name, fresh)
         self._loaded_layout = self.layout
@@ -519,13 +527,27 @@ class SparseMatrix(nn.Module):
     def shape(self) -> tuple[int, int]:
         return (self.linear.out_features, self.linear.in_features)
 
+    __prepare_scriptable__ = tracing.refuse_script
+
     def forward(self, b: Tensor) -> Tensor:
+        tracing.refuse_jit()
+        if b.layout != torch.strided:
+            raise SparsecompError(
+                f"SparseMatrix {self.shape} @ B takes a dense B, got a {b.layout} tensor",
+                hint="B.to_dense(), or a SparseMatrix of a product's other operand",
+            )
         if b.dim() != 2 or b.shape[0] != self.linear.in_features:
             raise SparsecompError(
                 f"SparseMatrix {self.shape} @ B needs B with {self.linear.in_features} rows, "
                 f"got shape {tuple(b.shape)}"
             )
         lin = self.linear
+        if (
+            b.dtype != lin.values.dtype
+            and b.is_floating_point()
+            and torch.is_autocast_enabled(b.device.type)
+        ):  # autocast: in the weight's own dtype, as SparseLinear does
+            b = b.to(lin.values.dtype)
         if lin._placed is None or not lin._row_major or lin.values.device.type == "cuda":
             return lin(b.t()).t()  # an "auto" layout's first call, Y^T = W X^T layouts, GPUs
         refuse_func_grad(b, lin.values)

@@ -28,7 +28,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.sparsifiers import Sparsifier
 from sparsecomp.torch.model import mask_of
 from sparsecomp.torch.nn import SparseLinear
-from sparsecomp.torch.structure import coordinates
+from sparsecomp.torch.structure import coordinates, set_entries
 
 
 def resparsify_(
@@ -82,7 +82,7 @@ def _shrink(layer: SparseLinear, keep: torch.Tensor, optimizer: Any) -> None:
     with torch.no_grad():
         layer.indptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)]).to(torch.int32)
         layer.indices = layer.indices[keep].clone()
-        old.data = old.data[keep].clone()
+        set_entries(old, old.data[keep].clone())
         if old.grad is not None:
             old.grad = old.grad[keep].clone()
     layer._adopt(layer.layout)

@@ -79,6 +79,24 @@ def unchanged(t: Any, snap: Any) -> bool:
     return snap is None or bool(torch.equal(t, snap))
 
 
+def set_entries(param: torch.nn.Parameter, data: torch.Tensor) -> None:
+    """``param.data = data`` where ``data`` may hold another number of entries (a
+    re-sparsified or loaded pattern): the same Parameter, which an optimizer keeps
+    holding, with a fresh gradient accumulator.
+
+    torch keeps a parameter's ``AccumulateGrad`` node while any graph holds it
+    and reuses it for the next graph unless the parameter's dtype or device
+    changed, whatever its shape: with a previous step's ``loss`` still alive
+    (``loss = crit(model(x), y)`` in a loop keeps it until the next
+    assignment), the next backward failed ("invalid gradient at index 0 -
+    got [192] but expected shape compatible with [224]"). Passing through
+    another dtype drops the stale node."""
+    if data.shape != param.shape:
+        other = torch.float64 if data.dtype != torch.float64 else torch.float32
+        param.data = data.to(other)
+    param.data = data
+
+
 def transposed_layout(layout: str) -> str:
     """The layout used for ``W^T`` in the backward pass, given ``W``'s.
 

@@ -43,3 +43,24 @@ def refuse_func_grad(*tensors: Tensor | None) -> None:
             hint="use torch.autograd (loss.backward() or torch.autograd.grad); vmap works "
             "without a gradient transform",
         )
+
+
+def refuse_jit() -> None:
+    """Raise under ``torch.jit.trace``: a layer's eager call reads its tensors' memory
+    outside the dispatcher (the kernels called directly), so the trace recorded the
+    example's output as a constant and returned it for every input."""
+    if torch.jit.is_tracing():
+        raise SparsecompError(
+            "torch.jit.trace cannot record sparsecomp's layers (it would keep the "
+            "example's output as a constant)",
+            hint="use torch.compile, or torch.export for a graph",
+        )
+
+
+def refuse_script(module: object) -> object:
+    """``__prepare_scriptable__`` of sparsecomp's modules: TorchScript cannot compile
+    them (their calls go through Python and compiled kernels)."""
+    raise SparsecompError(
+        f"torch.jit.script cannot compile {type(module).__name__} (TorchScript)",
+        hint="use torch.compile, or torch.export for a graph",
+    )
