@@ -13,11 +13,13 @@ from pathlib import Path
 def cache_dir() -> Path:
     """``SPARSECOMP_CACHE_DIR``: root of the on-disk caches.
 
-    Defaults to ``$XDG_CACHE_HOME/sparsecomp`` or ``~/.cache/sparsecomp``.
+    Defaults to ``$XDG_CACHE_HOME/sparsecomp`` or ``~/.cache/sparsecomp``. A
+    relative path is taken from the current directory (made absolute here: builds
+    run in the compile daemon, in another directory).
     """
     explicit = os.environ.get("SPARSECOMP_CACHE_DIR")
     if explicit:
-        return Path(explicit)
+        return Path(os.path.abspath(explicit))
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "sparsecomp"
@@ -29,7 +31,7 @@ def reproducer_dir() -> Path | None:
     ``None`` (unset) means the system temporary directory.
     """
     value = os.environ.get("SPARSECOMP_REPRODUCER_DIR")
-    return Path(value) if value else None
+    return Path(os.path.abspath(value)) if value else None
 
 
 def compile_in_process() -> bool:

@@ -23,6 +23,7 @@ from sparsecomp.ir.parsing import DiagnosticLog, convert, location_text, parse_m
 from sparsecomp.ir.targets import module_targets
 from sparsecomp.ir.verify import TARGET_ATTR, TARGETS_ATTR, verify
 from sparsecomp.ir.walk import preorder
+from sparsecomp.runtime.loader import manifest_text
 from sparsecomp.targets import CpuTarget, CudaTarget
 from sparsecomp.tools.diagnostics import format_diagnostic
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
@@ -73,7 +74,7 @@ def _add_device(out: Path, device: CudaTarget, kernels: list[dict[str, Any]]) ->
     path = out / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest.update(device=f"cuda:{device.chip}", kernels=kernels)
-    path.write_text(json.dumps(manifest, indent=1))
+    path.write_text(manifest_text(manifest))
 
 
 def _add_balance(out: Path, balance: str) -> None:
@@ -82,7 +83,7 @@ def _add_balance(out: Path, balance: str) -> None:
     path = out / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest.update(gpu_balance=balance)
-    path.write_text(json.dumps(manifest, indent=1))
+    path.write_text(manifest_text(manifest))
 
 
 def _add_emulated(out: Path, device: CudaTarget) -> None:
@@ -91,7 +92,7 @@ def _add_emulated(out: Path, device: CudaTarget) -> None:
     path = out / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest["emulates"] = f"cuda:{device.chip}"
-    path.write_text(json.dumps(manifest, indent=1))
+    path.write_text(manifest_text(manifest))
 
 
 def _fail(
@@ -191,7 +192,7 @@ def _build_parts(
     manifest = json.loads(path.read_text())
     manifest["parts"] = listed
     manifest["chains"] = {chain.name: chain.to_json() for chain in chains}
-    path.write_text(json.dumps(manifest, indent=1))
+    path.write_text(manifest_text(manifest))
 
 
 def _part_progress(progress: Callable[[str, float], None], part: str, stage: str, t: float) -> None:

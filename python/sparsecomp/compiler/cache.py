@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from sparsecomp import knobs
+from sparsecomp.errors import SparsecompError
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 MANIFEST = "manifest.json"
@@ -118,12 +119,14 @@ def intact(path: Path) -> bool:
     """Whether kernel directory ``path`` is whole: a manifest and the library it
     describes (``library_sha256``, where recorded), not cut short, and so is each
     of its ``parts``."""
-    from sparsecomp.runtime.loader import cut_short, digest
+    from sparsecomp.runtime.loader import cut_short, digest, manifest_damage
 
     try:
         manifest = json.loads((path / MANIFEST).read_text())
         data = (path / manifest["library"]).read_bytes()
     except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if manifest_damage(manifest) is not None:
         return False
     expected = manifest.get("library_sha256")
     if (expected is not None and digest(data) != expected) or cut_short(data) is not None:
@@ -143,9 +146,22 @@ def new_build_dir() -> Path:
     mid-build and are removed here.
     """
     root = knobs.cache_dir() / "kernels"
-    root.mkdir(parents=True, exist_ok=True)
-    _remove_stale(root.glob(".build-*"), STALE_BUILD_S)
-    return Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        _remove_stale(root.glob(".build-*"), STALE_BUILD_S)
+        return Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    except OSError as exc:
+        raise unusable(exc) from None
+
+
+def unusable(exc: OSError) -> SparsecompError:
+    """The error for a cache directory this process cannot write (a file of that name,
+    a read-only or full file system, no permission)."""
+    where = exc.filename or knobs.cache_dir()
+    return SparsecompError(
+        f"the compile cache cannot be written at {where}: {exc.strerror or exc}",
+        hint="set SPARSECOMP_CACHE_DIR to a writable directory with room",
+    )
 
 
 #: A build directory untouched for this long is an orphan (no build takes a day).
@@ -246,7 +262,9 @@ def building(key: str) -> Iterator[None]:
 def record_build_time(build: Path, seconds: float) -> None:
     """Note how long the build took in its ``manifest.json`` (``build_seconds``; shown
     by ``sparsecomp-compile -v`` when the kernel later comes from the cache)."""
+    from sparsecomp.runtime.loader import manifest_text
+
     path = build / MANIFEST
     manifest = json.loads(path.read_text())
     manifest["build_seconds"] = round(seconds, 4)
-    path.write_text(json.dumps(manifest, indent=1))
+    path.write_text(manifest_text(manifest))

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sparsecomp import knobs
+from sparsecomp import forksafe, knobs
 from sparsecomp.compiler.worker_process import child_environment
 
 #: Seconds a client waits for a daemon it started to listen.
@@ -101,7 +101,7 @@ class _Early(threading.Thread):
     def __init__(self) -> None:
         super().__init__(name="sparsecomp daemon connection", daemon=True)
         self.sock: socket.socket | None = None
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._dropped = False
 
     def run(self) -> None:
@@ -122,7 +122,7 @@ class _Early(threading.Thread):
 
 
 _early: _Early | None = None
-_early_lock = threading.Lock()
+_early_lock = forksafe.lock()
 
 
 def connect_early() -> None:
@@ -142,6 +142,16 @@ def connect_early() -> None:
         if _early is None:
             _early = _Early()
             _early.start()
+
+
+def _forget_early() -> None:
+    """A forked child does not take the parent's early connection (one socket, two
+    processes' jobs on it)."""
+    global _early
+    _early = None
+
+
+forksafe.after_fork(_forget_early)
 
 
 def _take_early() -> _Early | None:

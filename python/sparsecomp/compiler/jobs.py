@@ -22,9 +22,19 @@ Emit = Callable[[dict[str, Any]], None]
 UPSTREAM = "upstream"
 
 
+#: Knobs that name a directory: a relative one means the caller's working directory.
+PATH_KNOBS = ("SPARSECOMP_CACHE_DIR", "SPARSECOMP_REPRODUCER_DIR")
+
+
 def knobs_environment() -> dict[str, str]:
-    """The ``SPARSECOMP_*`` knobs of this process: what a job carries (its ``"env"``)."""
-    return {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")}
+    """The ``SPARSECOMP_*`` knobs of this process: what a job carries (its ``"env"``).
+    Directories are made absolute here: the daemon runs in another working directory
+    (a relative ``SPARSECOMP_CACHE_DIR`` failed every build there)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("SPARSECOMP_")}
+    for key in PATH_KNOBS:
+        if env.get(key):
+            env[key] = os.path.abspath(env[key])
+    return env
 
 
 def use_environment(job: dict[str, Any]) -> None:
@@ -101,6 +111,12 @@ def build_job(job: dict[str, Any], emit: Emit) -> dict[str, Any]:
         name = name if hasattr(errors, name) else "SparsecompError"
         return {"ok": False, "error": name, "message": exc.message, "location": exc.location,
                 "hint": exc.hint}  # fmt: skip
+    except OSError as exc:  # the machine's, not the compiler's: a full disk, no permission
+        where = f" ({exc.filename})" if exc.filename else ""
+        return {"ok": False, "error": "SparsecompError", "location": job["filename"],
+                "message": f"cannot write the build{where}: {exc.strerror or exc}",
+                "hint": "free space there, or set SPARSECOMP_CACHE_DIR to a writable "
+                        "directory with room"}  # fmt: skip
     except Exception:  # a compiler bug: say so, with the traceback
         return {"ok": False, "error": "SparsecompError", "location": job["filename"],
                 "message": f"internal compiler error:\n{traceback.format_exc()}",

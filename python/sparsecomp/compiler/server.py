@@ -34,12 +34,11 @@ from __future__ import annotations
 import atexit
 import json
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sparsecomp import errors, knobs
+from sparsecomp import errors, forksafe, knobs
 from sparsecomp.compiler import daemon, jobs
 from sparsecomp.compiler.worker_process import WorkerProcess
 from sparsecomp.errors import CompileError, SparsecompError
@@ -50,7 +49,7 @@ Progress = Callable[[str, float], None] | None
 #: How the worker is started (tests replace it, which also turns the daemon off).
 COMMAND = [sys.executable, "-m", __name__]
 _DEFAULT_COMMAND = list(COMMAND)
-_LOCK = threading.Lock()
+_LOCK = forksafe.lock()
 _server: WorkerProcess | None = None
 
 
@@ -62,6 +61,16 @@ def _shutdown() -> None:
 
 
 atexit.register(_shutdown)
+
+
+def _forget() -> None:
+    """A forked child starts a worker of its own: the parent's pipes are the parent's
+    (and closing them at the child's exit would stop the parent's worker)."""
+    global _server
+    _server = None
+
+
+forksafe.after_fork(_forget)
 
 
 def build(

@@ -3,7 +3,6 @@ runs builds, and :mod:`.build`, which is one)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,7 @@ def write_manifest(
     product that the GPU's tensor cores do not take, and why), which
     ``sparsecomp.compile`` logs."""
     from sparsecomp._version import __version__
-    from sparsecomp.runtime.loader import digest
+    from sparsecomp.runtime.loader import digest, manifest_text
 
     manifest = {
         "format": 1,
@@ -63,4 +62,4 @@ def write_manifest(
         "remarks": remarks or [],
         "profile": profile,
     }
-    (out / cache.MANIFEST).write_text(json.dumps(manifest, indent=1))
+    (out / cache.MANIFEST).write_text(manifest_text(manifest))

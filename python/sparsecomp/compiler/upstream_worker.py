@@ -25,12 +25,11 @@ from __future__ import annotations
 import atexit
 import json
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparsecomp import knobs
+from sparsecomp import forksafe, knobs
 from sparsecomp.compiler import daemon, jobs, upstream
 from sparsecomp.compiler.worker_process import WorkerProcess
 
@@ -124,7 +123,7 @@ class _Worker(WorkerProcess):
         return json.loads(line) if line else None
 
 
-_LOCK = threading.Lock()
+_LOCK = forksafe.lock()
 _worker: _Worker | None = None
 
 
@@ -134,6 +133,15 @@ def _shutdown() -> None:
     if _worker is not None:
         _worker.close()
         _worker = None
+
+
+def _forget() -> None:
+    """A forked child starts a worker of its own (the parent's pipes are the parent's)."""
+    global _worker
+    _worker = None
+
+
+forksafe.after_fork(_forget)
 
 
 def main() -> int:

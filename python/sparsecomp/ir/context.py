@@ -21,7 +21,6 @@ import hashlib
 import importlib.util
 import json
 import sys
-import threading
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -30,6 +29,7 @@ from typing import Any
 from mlir import ir
 from mlir._mlir_libs import _mlir
 
+from sparsecomp import forksafe
 from sparsecomp.errors import ToolchainError
 
 GENERATED = Path(__file__).with_name("_generated")
@@ -110,7 +110,7 @@ def _context_pointer(ctx: ir.Context) -> int:
 #: Held while the generated op classes are imported: two threads making their first
 #: calls at once both imported them, and the second registration of the dialect's
 #: Python classes raised "Dialect namespace 'sparse_iter' is already registered".
-_IMPORTING = threading.Lock()
+_IMPORTING = forksafe.lock()
 
 
 _OPS: list[ModuleType] = []  # the module, once imported completely

@@ -22,10 +22,11 @@ Which operands are remembered (by identity, while they live; at most
 * a ``SparseTensor`` that is not ``shared``: its index buffers are read-only;
 * a canonical scipy CSR/CSC/COO/BSR matrix, while its ``indptr``/``indices``
   (``row``/``col``) arrays are the same objects with the same sizes (the entry
-  holds them, so a new array cannot reuse an old one's ``id``). Editing
-  those arrays in place is not seen (scipy's own cached flags have the same
-  rule); it can never make a kernel read out of bounds, since the cached
-  structure is sparsecomp's own, checked when it was built.
+  holds them, so a new array cannot reuse an old one's ``id``) and the same
+  contents: the entry keeps a copy of them, compared at each call (a
+  memory-speed pass, as the gather is), so an edit in place
+  (``A.indices[:] = ...``) converts the operand again. The cached structure
+  gave the old matrix's product before.
 
 Anything else (duplicates to sum, a composable source the target cannot
 number, DOK/LIL input) is converted at every call.
@@ -59,7 +60,7 @@ _SCIPY_FORMATS = ("csr", "csc", "coo", "bsr")
 class _Entry:
     """One remembered operand: the converted structure and where its values come from."""
 
-    __slots__ = ("guard", "ref", "structure", "take")
+    __slots__ = ("guard", "kept", "ref", "structure", "take")
 
     def __init__(
         self,
@@ -67,9 +68,11 @@ class _Entry:
         guard: tuple[Any, ...],
         structure: SparseTensor,
         take: list[tuple[np.ndarray, np.ndarray | None]],
+        kept: tuple[np.ndarray, ...] = (),
     ) -> None:
         self.ref = ref
         self.guard = guard  # what must be unchanged for the entry to hold
+        self.kept = kept  # a scipy operand's index arrays as converted (compared each call)
         self.structure = structure
         self.take = take  # per target storage: source slots, padding slots (or None)
 
@@ -86,7 +89,12 @@ class Conversions:
         """``value`` (a SparseTensor or scipy matrix) in ``layout``, from the cache when held."""
         key = (argument, id(value))
         entry = self.entries.get(key)
-        if entry is not None and entry.ref() is value and _unchanged(entry.guard, value):
+        if (
+            entry is not None
+            and entry.ref() is value
+            and _unchanged(entry.guard, value)
+            and _same_indices(entry, value)
+        ):
             return _gather(entry, _source_values(value))
         started = time.perf_counter()
         converted, entry = _convert(value, layout)
@@ -171,6 +179,13 @@ def _guard(value: Any) -> tuple[Any, ...]:
     return (value.format, value.shape, arrays, tuple(a.shape[0] for a in arrays))
 
 
+def _kept(value: Any) -> tuple[np.ndarray, ...]:
+    """Copies of a scipy operand's index arrays, as they were converted."""
+    if isinstance(value, SparseTensor):
+        return ()
+    return tuple(np.array(a, copy=True) for a in _guard(value)[2])
+
+
 def _unchanged(guard: tuple[Any, ...], value: Any) -> bool:
     """Whether ``value`` still has the structure ``guard`` (from :func:`_guard`) describes:
     the same index array objects, of the same sizes."""
@@ -179,6 +194,13 @@ def _unchanged(guard: tuple[Any, ...], value: Any) -> bool:
         return guard == now
     same = len(now[2]) == len(guard[2]) and all(a is b for a, b in zip(now[2], guard[2]))
     return same and now[0] == guard[0] and now[1] == guard[1] and now[3] == guard[3]
+
+
+def _same_indices(entry: _Entry, value: Any) -> bool:
+    """Whether a scipy operand's index arrays still hold what was converted: edited in
+    place (``A.indices[:] = ...``), the kept structure would be another matrix's."""
+    arrays = _guard(value)[2] if entry.kept else ()
+    return all(np.array_equal(a, k) for a, k in zip(arrays, entry.kept, strict=True))
 
 
 def _source_values(value: Any) -> np.ndarray:
@@ -223,7 +245,7 @@ def _convert(value: Any, layout: AnyLayout) -> tuple[SparseTensor, _Entry | None
         if padding.size:
             slots[padding] = 0
         take.append((slots, padding if padding.size else None))
-    entry = _Entry(None, _guard(value), structure, take)
+    entry = _Entry(None, _guard(value), structure, take, _kept(value))
     return _gather(entry, _source_values(value)), entry
 
 

@@ -199,6 +199,8 @@ def _outs(sig: Signature, out: Any) -> dict[int, np.ndarray]:
     for r, (spec, array) in enumerate(zip(sig.results, out, strict=True)):
         if array is None:
             continue
+        if isinstance(array, np.ndarray) and type(array) is not np.ndarray:
+            array = array.view(np.ndarray)  # np.memmap...: the same memory, a plain array
         if (
             spec.kind != "dense"
             or type(array) is not np.ndarray

@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import json
 import logging
+import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,22 @@ class Function:
         #: compiles the variant for calls with ``out=`` (:mod:`.destinations`); None: copy
         self.make_destinations: MakeVariant | None = None
         self._destinations: Destinations | None = None
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """Pickled as its kernel directory and name: unpickled (a ``spawn`` pool's
+        worker), it is that function of ``sparsecomp.load(directory)``."""
+        if self.directory is None:
+            raise SparsecompError(
+                f"'{self.signature.name}' has no kernel directory to pickle it by",
+                hint="save its executable (exe.save(dir)) and sparsecomp.load(dir) there",
+            )
+        return (_loaded_function, (str(self.directory), self.signature.name))
+
+    def __copy__(self) -> Function:
+        return self  # a handle on a loaded library: copies share it
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Function:
+        return self
 
     @property
     def name(self) -> str:
@@ -284,6 +301,18 @@ class Executable:
         #: functions cut into parts that run on different devices, called in turn
         #: (:mod:`.chain`): name -> the function
         self.chains: dict[str, ChainFunction] = {}
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """Pickled as its directory: unpickled (a ``spawn`` pool's worker, another
+        process), it is ``sparsecomp.load(directory)``, without the variants a
+        compiled executable makes (other layouts, index widths, sizes)."""
+        return (load, (str(self.directory),))
+
+    def __copy__(self) -> Executable:
+        return self  # a handle on a loaded library: copies share it
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Executable:
+        return self
 
     def _add_part(self, target: str, part: Executable) -> None:
         """Take the functions of ``part``, the executable of another device's functions."""
@@ -512,10 +541,16 @@ class Executable:
             p for ext in ("mlir", "ll", "ptx", "cubin") for p in self.directory.glob(f"*.{ext}")
         ]
         files += sorted(stages) + self.libraries
-        # the manifest last: a reader sees it once the files it describes are in place
-        ordered = [*(f for f in files if f.name != MANIFEST), self.directory / MANIFEST]
+        # the manifest last: a reader sees it once the files it describes are in place;
+        # it records the runtime libraries' digests (a damaged copy is refused at load)
+        staged = dest / f".{MANIFEST}.{os.getpid()}.staged"
+        ordered = [*(f for f in files if f.name != MANIFEST), staged]
         try:
-            loader.write_files([(path, dest / path.name) for path in ordered])
+            runtimes = {lib.name: loader.digest(lib.read_bytes()) for lib in self.libraries}
+            manifest = json.loads((self.directory / MANIFEST).read_text())
+            staged.write_text(loader.manifest_text({**manifest, "runtime_sha256": runtimes}))
+            copies = [(path, dest / path.name) for path in ordered[:-1]]
+            loader.write_files([*copies, (staged, dest / MANIFEST)])
         except FileNotFoundError as exc:
             raise SparsecompError(
                 f"cannot save the executable to {dest}: {exc.filename} is gone (was "
@@ -525,6 +560,8 @@ class Executable:
             ) from None
         except OSError as exc:
             raise SparsecompError(f"cannot save the executable to {dest}: {exc}") from None
+        finally:
+            staged.unlink(missing_ok=True)
         return dest
 
     def __repr__(self) -> str:
@@ -532,6 +569,11 @@ class Executable:
         lines += [f"  {c.describe()}" for c in self.chains.values()]
         head = f"Executable('{self.directory}', {len(lines)} function(s)"
         return "\n".join([f"{head}:", *lines]) + ")" if lines else head + ")"
+
+
+def _loaded_function(directory: str, name: str) -> Function:
+    """Function ``name`` of the executable in ``directory`` (how a Function unpickles)."""
+    return load(directory).functions[name]
 
 
 def load(directory: str | Path) -> Executable:
@@ -547,8 +589,10 @@ def load(directory: str | Path) -> Executable:
     _check_host(path, manifest)
     uncallable = {n: why for n, e in entries.items() if (why := uncallable_reason(e)) is not None}
     signatures = [parse_signature(n, e) for n, e in entries.items() if n not in uncallable]
+    saved = manifest.get("runtime_sha256")
+    saved = saved if isinstance(saved, dict) else {}
     needed = [
-        loader.runtime(name, [*_local_copy(path, name), library_path(name)])
+        loader.runtime(name, [*_local_copy(path, name), library_path(name)], saved)
         for name in manifest.get("needs", [])
     ]
     library = loader.kernel(path / manifest["library"], manifest.get("library_sha256"))
@@ -612,6 +656,12 @@ def read_manifest(directory: Path) -> dict[str, Any]:
         raise SparsecompError(f"{directory} is not a compiled kernel: no {MANIFEST}") from None
     except json.JSONDecodeError as err:
         raise SparsecompError(f"{file} is not valid JSON: {err}") from None
+    except UnicodeDecodeError as err:
+        raise SparsecompError(f"{file} is not text (UTF-8): {err.reason}") from None
+    except OSError as err:
+        raise SparsecompError(f"cannot read {file}: {err.strerror}") from None
+    if isinstance(manifest, dict) and (damage := loader.manifest_damage(manifest)):
+        raise SparsecompError(f"{file}: {damage}", hint="compile the program and save it again")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         got = manifest.get("format") if isinstance(manifest, dict) else manifest
         raise SparsecompError(f"{file}: unsupported manifest format {got!r}, expected {FORMAT}")

@@ -34,13 +34,15 @@ from __future__ import annotations
 import atexit
 import ctypes
 import hashlib
+import json
 import os
 import shutil
 import struct
 import tempfile
-import threading
 from pathlib import Path
+from typing import Any
 
+from sparsecomp import forksafe
 from sparsecomp.errors import SparsecompError
 from sparsecomp.runtime.libs import bindings_core
 
@@ -48,13 +50,62 @@ from sparsecomp.runtime.libs import bindings_core
 _KERNELS: dict[str, ctypes.CDLL] = {}
 #: runtime library name ("omp") -> (the file it was loaded from, the library)
 _RUNTIMES: dict[str, tuple[Path, ctypes.CDLL]] = {}
-_LOCK = threading.Lock()
+_LOCK = forksafe.lock()
 _PRIVATE: Path | None = None
 
 
 def digest(data: bytes) -> str:
     """The ``library_sha256`` of a library's bytes (``manifest.json``)."""
     return hashlib.sha256(data).hexdigest()
+
+
+#: The manifest's own digest: sha256 of its other keys, as canonical JSON.
+MANIFEST_DIGEST = "manifest_sha256"
+
+
+def manifest_text(manifest: dict[str, Any]) -> str:
+    """``manifest`` as the text of a ``manifest.json``, with its own digest: a manifest
+    damaged or edited since (a result's dtype changed: the kernel's results read as
+    another type) is then refused at load."""
+    body = {k: v for k, v in manifest.items() if k != MANIFEST_DIGEST}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return json.dumps({**body, MANIFEST_DIGEST: digest(canonical.encode())}, indent=1)
+
+
+def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Write ``manifest`` to ``path`` with its digest (:func:`manifest_text`)."""
+    path.write_text(manifest_text(manifest))
+
+
+def manifest_damage(manifest: dict[str, Any]) -> str | None:
+    """Why ``manifest`` is not what was written (its digest does not match), or None
+    (it matches, or it has none: written before digests were)."""
+    recorded = manifest.get(MANIFEST_DIGEST)
+    if recorded is None:
+        return None
+    body = {k: v for k, v in manifest.items() if k != MANIFEST_DIGEST}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    if digest(canonical.encode()) != recorded:
+        return "it was changed or damaged since it was written (its digest does not match)"
+    return None
+
+
+def check_runtime_copy(path: Path, expected: str | None) -> None:
+    """Refuse a runtime library saved beside a kernel that is cut short or (where the
+    manifest recorded its digest) not the bytes saved: ``dlopen`` of a damaged copy
+    killed the process (SIGBUS, SIGSEGV)."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise SparsecompError(f"cannot load {path}: {err.strerror}") from None
+    if (short := cut_short(data)) is not None:
+        raise SparsecompError(f"cannot load {path}: {short}")
+    if expected is not None and digest(data) != expected:
+        raise SparsecompError(
+            f"cannot load {path}: it is not the library that was saved with the kernel "
+            "(damaged, or replaced)",
+            hint="save the executable again, or delete the copy to use the installed one",
+        )
 
 
 def kernel(path: Path, expected: str | None) -> ctypes.CDLL:
@@ -110,14 +161,17 @@ GLOBAL = frozenset({"omp"})
 AFTER_BINDINGS = frozenset({"c_runner_utils", "runner_utils"})
 
 
-def runtime(name: str, candidates: list[Path]) -> Path:
+def runtime(name: str, candidates: list[Path], expected: dict[str, str] | None = None) -> Path:
     """Load runtime library ``name`` from the first of ``candidates`` that exists,
     unless one of that name is loaded already; the file in use (RTLD_GLOBAL for
-    :data:`GLOBAL`, else RTLD_LOCAL)."""
+    :data:`GLOBAL`, else RTLD_LOCAL). ``expected``: file name -> sha256 of the copies
+    saved beside a kernel (:func:`check_runtime_copy`)."""
     with _LOCK:
         if name in _RUNTIMES:
             return _RUNTIMES[name][0]
         path = next((c for c in candidates if c.is_file()), candidates[-1])
+        if expected is not None and path is not candidates[-1]:  # a saved copy
+            check_runtime_copy(path, expected.get(path.name))
         mode = ctypes.RTLD_GLOBAL if name in GLOBAL else ctypes.RTLD_LOCAL
         try:
             if name in AFTER_BINDINGS and (core := bindings_core()) is not None:

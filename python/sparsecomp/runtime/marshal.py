@@ -20,6 +20,7 @@ except that a lone scalar result is the C return value.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -71,10 +72,18 @@ def c_signature(sig: Signature) -> tuple[list[Any], Any, type[ctypes.Structure] 
         return params, SCALAR_CTYPES[sig.results[0].dtype.name], None
     if not sig.results:
         return params, None, None
-    types = [t for spec in sig.results for t in flat_types(spec)]
-    fields = [(f"r{i}", t) for i, t in enumerate(types)]
-    struct = type(f"{sig.name}_results", (ctypes.Structure,), {"_fields_": fields})
+    types = tuple(t for spec in sig.results for t in flat_types(spec))
+    struct = _result_struct(sig.name, types)
     return [ctypes.POINTER(struct), *params], None, struct
+
+
+@functools.cache
+def _result_struct(name: str, types: tuple[Any, ...]) -> type[ctypes.Structure]:
+    """The struct a function returns its results in, one class per name and fields:
+    ctypes keeps every ``POINTER`` type it made, so a class per loaded function grew
+    memory without bound (``sparsecomp.load(d)(A, x)`` in a loop, 5-8 KB a call)."""
+    fields = [(f"r{i}", t) for i, t in enumerate(types)]
+    return type(f"{name}_results", (ctypes.Structure,), {"_fields_": fields})
 
 
 def _by_pointer(ctype: Any) -> Any:

@@ -29,10 +29,10 @@ compile cache as any compiled ``.mlir`` is.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from sparsecomp import forksafe
 from sparsecomp.errors import SparsecompError
 from sparsecomp.script.parse import ScriptError, bind_types, parse
 from sparsecomp.script.types import SCALARS, Scalar, TensorType, scalar_of
@@ -75,7 +75,7 @@ class Kernel:
         self.__sparsecomp_kernel__ = True  # what parse looks for in a call
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._executables: dict[tuple[Any, ...], Any] = {}
         self._calls: dict[tuple[Any, ...], tuple[Any, dict[str, Scalar] | None, bool]] = {}
         self._check_constants()

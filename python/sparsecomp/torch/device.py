@@ -27,7 +27,6 @@ under ``cuda-emu`` (the tests check its numerics for every layout).
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any
 
@@ -35,6 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sparsecomp import forksafe
 from sparsecomp.errors import SparsecompError
 from sparsecomp.torch import kernels, structure
 
@@ -80,7 +80,7 @@ class _DeviceStage:
         ]
         self.buffer: Tensor | None = None  # storage-order values (with a gather)
         self.host: Any = None  # the structure with values of the dtype (shape and ABI only)
-        self.lock = threading.Lock()
+        self.lock = forksafe.lock()
 
     def operand(self, values: Tensor) -> Any:
         """The weight as a ``DeviceTensor`` over ``values`` (CSR order) in storage order.
@@ -115,7 +115,7 @@ def _numpy(dtype: torch.dtype) -> np.dtype[Any]:
 
 #: ``(id(perm), device) -> its stage``, dropped with ``perm``
 _stages: dict[tuple[int, str], _DeviceStage] = {}
-_stages_lock = threading.Lock()
+_stages_lock = forksafe.lock()
 
 
 def _stage(perm: Tensor, index: list[Tensor], layout: str, shape: list[int],

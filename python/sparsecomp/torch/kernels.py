@@ -53,11 +53,11 @@ weight cost more than the cache saves), so it keeps the plain nest.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
+from sparsecomp import forksafe
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.composable import Composable
 from sparsecomp.formats.names import parse_layout
@@ -249,7 +249,7 @@ _SOURCES = {
 #: the cache a panel of ``B`` may fill, for layouts with multi-row blocks
 PANEL_BYTES = 1024 * 1024
 
-_lock = threading.Lock()
+_lock = forksafe.lock()
 _programs: dict[tuple[str, str, float, bool, str, bool], Any] = {}
 _variants: dict[tuple[str, str, str, str, bool], Any] = {}
 

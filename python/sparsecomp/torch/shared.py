@@ -36,7 +36,6 @@ each layer by itself.
 from __future__ import annotations
 
 import itertools
-import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -45,10 +44,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sparsecomp import forksafe
 from sparsecomp.torch import ops, structure
 
 #: one lock over the tables below (calls from several threads stay consistent)
-_lock = threading.Lock()
+_lock = forksafe.lock()
 #: layer -> its learned follower (weakly held on both sides)
 _next: weakref.WeakKeyDictionary[Any, weakref.ref[Any]] = weakref.WeakKeyDictionary()
 

@@ -37,7 +37,6 @@ gather).
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +45,7 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
+from sparsecomp import forksafe
 from sparsecomp.torch import structure
 
 #: how a placement's gather reads the values: ``"fill"`` (``perm`` has ``-1``: a
@@ -111,7 +111,7 @@ class _Stage:
         self.key = _key(perm, index, layout, shape)
         self.order: np.ndarray = perm.detach().numpy()
         self.kind: GatherKind = gather_kind(self.order) if self.order.size else "take"
-        self.lock = threading.Lock()
+        self.lock = forksafe.lock()
         self.buffer: np.ndarray | None = None  # storage-order values (with a gather)
         self.source: np.ndarray | None = None  # the parameter's own memory (without)
         self.tensor: Any = None
@@ -150,7 +150,7 @@ def _key(perm: Tensor, index: list[Tensor], layout: str, shape: list[int]) -> tu
 
 #: ``id(perm) -> its stage``, dropped with ``perm``
 _stages: dict[int, _Stage] = {}
-_stages_lock = threading.Lock()
+_stages_lock = forksafe.lock()
 
 
 def _stage(perm: Tensor, index: list[Tensor], layout: str, shape: list[int]) -> _Stage:

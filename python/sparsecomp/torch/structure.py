@@ -25,7 +25,6 @@ version counter.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from sparsecomp import forksafe
 from sparsecomp.errors import FormatError
 from sparsecomp.formats.composable import Composable
 from sparsecomp.formats.layout import Layout, short_name
@@ -156,7 +156,7 @@ def _counts(tensor: SparseTensor) -> np.ndarray:
 
 # -- from torch buffers back to a SparseTensor -------------------------------------------
 
-_lock = threading.Lock()
+_lock = forksafe.lock()
 _known: OrderedDict[tuple[Any, ...], tuple[SparseTensor, tuple[Any, ...]]] = OrderedDict()
 #: placements remembered by the address and version of their index tensors
 KNOWN_LIMIT = 256

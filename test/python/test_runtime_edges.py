@@ -1,0 +1,208 @@
+"""The runtime under what users do to it (a battery, session 43): forks while a thread
+compiles, executables loaded in a loop, index arrays edited in place, damaged saved
+directories, unusable or relative cache directories, ``out=`` memmaps, pickling.
+
+Crash-type cases run in a subprocess: a segfault or a hang must show as a failed
+test, not kill the test run. Results are checked against scipy.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sparsecomp
+from sparsecomp.errors import SparsecompError
+from sparsecomp.runtime.marshal import c_signature
+
+REPO = Path(__file__).resolve().parents[2]
+SPMV = REPO / "examples" / "spmv.mlir"
+
+
+def _run(code: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
+    """Run ``code`` in a fresh interpreter; its stdout (the test fails on a crash)."""
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+    assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout}\n{run.stderr[-3000:]}"
+    return run.stdout
+
+
+@pytest.fixture(scope="module")
+def spmv(private_cache: None) -> sparsecomp.Executable:
+    return sparsecomp.compile(SPMV)
+
+
+def _matrix(seed: int = 0) -> sp.csr_matrix:
+    return sp.random(50, 40, density=0.1, format="csr", dtype=np.float32, random_state=seed)
+
+
+def test_a_child_forked_while_a_thread_compiles_compiles_too(tmp_path: Path) -> None:
+    """Without the daemon each process has a worker of its own: a child forked while
+    another thread held its lock (mid-compile) waited forever in its first compile."""
+    code = f"""
+        import os, signal, threading, time
+        import numpy as np, scipy.sparse as sp, sparsecomp
+        def program(c):
+            return open({str(SPMV)!r}).read().replace("0.0 : f32", f"{{c}} : f32")
+        sparsecomp.compile(program(1.5))
+        A = sp.random(30, 40, density=0.2, format="csr", dtype=np.float32, random_state=1)
+        x = np.ones(40, np.float32)
+        for attempt in range(2):
+            t = threading.Thread(target=sparsecomp.compile, args=(program(2.5 + attempt),))
+            t.start()
+            time.sleep(0.05)
+            pid = os.fork()
+            if pid == 0:
+                signal.alarm(60)
+                got = sparsecomp.compile(program(7.5 + attempt))(A, x)
+                os._exit(0 if np.allclose(got, A @ x + 7.5 + attempt) else 3)
+            _, status = os.waitpid(pid, 0)
+            t.join()
+            print(status)
+    """
+    if "0.0 : f32" not in SPMV.read_text():
+        pytest.skip("the example's zero constant changed")
+    env = {"SPARSECOMP_COMPILE_DAEMON": "0", "SPARSECOMP_CACHE_DIR": str(tmp_path)}
+    assert _run(code, env).split() == ["0", "0"]
+
+
+def test_loading_in_a_loop_makes_no_new_ctypes_types(spmv: sparsecomp.Executable) -> None:
+    """Each Function made its own result struct class, which ctypes keeps forever
+    (POINTER's cache): ``sparsecomp.load(d)(A, x)`` in a loop grew 5-8 KB a call."""
+    sig = spmv.functions["spmv"].signature
+    first, second = c_signature(sig), c_signature(sig)
+    assert first[2] is second[2]
+    assert first[0][0] is second[0][0]
+
+
+@pytest.mark.parametrize("fmt", ["csc", "coo", "bsr"])
+def test_index_arrays_edited_in_place_are_converted_again(
+    spmv: sparsecomp.Executable, fmt: str
+) -> None:
+    """A kept conversion of a CSC/COO/BSR operand served the old structure after its
+    index arrays were edited in place (CSR's are checked at every call)."""
+    dense = np.array([[1, 0, 0, 2], [0, 3, 0, 0], [0, 0, 4, 0], [5, 0, 0, 0]], np.float32)
+    a = sp.csr_matrix(dense).asformat(fmt)
+    if fmt == "bsr":
+        a = sp.bsr_matrix(dense, blocksize=(2, 2))
+    x = np.arange(1, 5, dtype=np.float32)
+    np.testing.assert_allclose(spmv(a, x), dense @ x)
+    if fmt == "coo":
+        a.col[:] = a.col[::-1].copy()
+    else:
+        a.indices[:] = a.indices[::-1].copy()
+    np.testing.assert_allclose(spmv(a, x), a.toarray() @ x)
+
+
+def _damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[: len(data) // 3])
+    else:
+        middle = len(data) // 2
+        path.write_bytes(data[:middle] + bytes(4096) + data[middle + 4096 :])
+
+
+@pytest.mark.parametrize("how", ["truncated", "zeroed"])
+def test_a_damaged_saved_runtime_library_is_refused(
+    spmv: sparsecomp.Executable, tmp_path: Path, how: str
+) -> None:
+    saved = spmv.save(tmp_path / "k")
+    libraries = [p for p in saved.iterdir() if p.name.startswith("libomp")]
+    if not libraries:
+        pytest.skip("no OpenMP runtime saved beside the kernel")
+    manifest = json.loads((saved / "manifest.json").read_text())
+    assert libraries[0].name in manifest["runtime_sha256"]
+    _damage(libraries[0], how)
+    out = _run(
+        f"""
+        import sparsecomp
+        try:
+            sparsecomp.load({str(saved)!r})
+            print("loaded")
+        except sparsecomp.SparsecompError as e:
+            print("refused:", e)
+        """
+    )
+    assert out.startswith("refused:")
+    assert "libomp" in out
+
+
+def test_an_edited_or_undecodable_manifest_is_refused(
+    spmv: sparsecomp.Executable, tmp_path: Path
+) -> None:
+    saved = spmv.save(tmp_path / "k")
+    file = saved / "manifest.json"
+    manifest = json.loads(file.read_text())
+    np.testing.assert_allclose(
+        sparsecomp.load(saved)(_matrix(), np.ones(40, np.float32)), _matrix() @ np.ones(40)
+    )
+    manifest["functions"]["spmv"]["abi"]["results"][0]["dtype"] = "float64"
+    file.write_text(json.dumps(manifest))
+    with pytest.raises(SparsecompError, match="changed or damaged"):
+        sparsecomp.load(saved)
+    file.write_bytes(b'{"format": 1, "library": "\xff\xfe"}')
+    with pytest.raises(SparsecompError, match="not text"):
+        sparsecomp.load(saved)
+
+
+def test_a_cache_directory_that_is_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(blocker))
+    program = SPMV.read_text().replace("0.0 : f32", "0.25 : f32")
+    with pytest.raises(SparsecompError, match="compile cache cannot be written"):
+        sparsecomp.compile(program)
+
+
+def test_a_relative_cache_directory_means_the_callers(tmp_path: Path) -> None:
+    """The daemon builds in its own working directory: a relative cache directory
+    failed every cold build there ("internal compiler error ... FileNotFoundError")."""
+    out = _run(
+        f"""
+        import numpy as np, scipy.sparse as sp, sparsecomp, pathlib
+        text = open({str(SPMV)!r}).read().replace("0.0 : f32", "0.125 : f32")
+        exe = sparsecomp.compile(text)
+        inside = str(exe.directory).startswith(str(pathlib.Path.cwd()))
+        print(pathlib.Path("relcache").is_dir(), inside)
+        """,
+        env={"SPARSECOMP_CACHE_DIR": "relcache"},
+        cwd=tmp_path,
+    )
+    assert out.split() == ["True", "True"]
+
+
+def test_out_takes_an_ndarray_subclass(spmv: sparsecomp.Executable, tmp_path: Path) -> None:
+    a, x = _matrix(3), np.random.default_rng(3).random(40).astype(np.float32)
+    mapped = np.memmap(tmp_path / "y", dtype=np.float32, mode="w+", shape=(50,))
+    spmv(a, x, out=mapped)
+    np.testing.assert_allclose(mapped, a @ x, rtol=1e-5)
+
+
+def test_executables_pickle_by_their_directory(spmv: sparsecomp.Executable) -> None:
+    """A spawn pool's worker gets ``sparsecomp.load(directory)``; copies share the loaded
+    library (they failed on ctypes internals)."""
+    a, x = _matrix(4), np.ones(40, np.float32)
+    again = pickle.loads(pickle.dumps(spmv))
+    np.testing.assert_allclose(again(a, x), a @ x, rtol=1e-5)
+    function = pickle.loads(pickle.dumps(spmv.functions["spmv"]))
+    np.testing.assert_allclose(function(a, x), a @ x, rtol=1e-5)
+    assert copy.deepcopy(spmv) is spmv
+    prepared = copy.deepcopy(spmv.prepare(a, "bsr:2x2"))
+    np.testing.assert_allclose(spmv(prepared, x), a @ x, rtol=1e-5)
