@@ -184,7 +184,6 @@ def _record_same_sizes(func: ir.Operation) -> None:
 
 def _abi(func: ir.Operation) -> str:
     fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    _record_same_sizes(func)
     symbols = sizes.size_symbols(func, len(fty.inputs))
     try:
         args = []
@@ -229,6 +228,10 @@ def split(module: ir.Operation) -> Part | None:
             for f in marked
         }
         part = Part(ir.Module.create(), reasons)
+        for func in marked:
+            if func.regions[0].blocks:
+                _record_same_sizes(func)
+        sizes.record_calls(marked)  # what private callees require of their callers
         for func in marked:
             abi = _abi(func) if _public(func) and func.regions[0].blocks else None
             if abi is not None:

@@ -181,9 +181,24 @@ def check_function_name(op: ir.Operation) -> Iterator[Problem]:
         )
 
 
+def check_sparse_buffer(op: ir.Operation) -> Iterator[Problem]:
+    """``bufferization.to_buffer`` of a sparse tensor: it has no one buffer (MLIR's
+    folder then asserted, killing the compiler)."""
+    if op.name != "bufferization.to_buffer" or not len(op.operands):
+        return
+    ty = op.operands[0].type
+    if isinstance(ty, ir.RankedTensorType) and ty.encoding is not None:
+        yield (
+            "bufferization.to_buffer of a sparse tensor: it is stored in several buffers; "
+            "read them with sparse_tensor.values, sparse_tensor.positions and "
+            "sparse_tensor.coordinates (or sparse_iter's), or convert it to a dense tensor first"
+        )
+
+
 def _problems(op: ir.Operation, seen: set[str]) -> list[Problem]:
     problems = list(check_op_attributes(op))
     problems += list(check_function_name(op))
+    problems += list(check_sparse_buffer(op))
     if op.name in _ENCODING_OPS:
         problems += list(check_encoding_op(op))
     elif op.name in ACCESS_OPS:

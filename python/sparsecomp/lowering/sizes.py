@@ -20,6 +20,7 @@ from typing import Any
 
 from mlir import ir
 
+from sparsecomp.ir.walk import preorder
 from sparsecomp.lowering.plan import Plan
 from sparsecomp.lowering.rowplan import RowPlan
 
@@ -196,7 +197,99 @@ def _dim(value: ir.Value, d: int, entry: ir.Block, depth: int) -> Size:
     if name == "scf.if":
         found = {_dim(_yielded(r, number), d, entry, depth + 1) for r in op.regions}
         return found.pop() if len(found) == 1 else None
+    if name == "func.call":  # the callee's result size, in terms of what it was passed
+        return _through_call(op, number, d, entry, depth + 1)
     return None
+
+
+def _callee(call: ir.Operation) -> ir.Operation | None:
+    """The ``func.func`` a ``func.call`` calls, with a body; None if none."""
+    name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+    module = call.parent
+    while module is not None and module.name != "builtin.module":
+        module = module.parent
+    if module is None:
+        return None
+    for op in module.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            return op if len(op.regions[0].blocks) else None
+    return None
+
+
+def _through_call(call: ir.Operation, number: int, d: int, entry: ir.Block, depth: int) -> Size:
+    """Dimension ``d`` of result ``number`` of ``call``, as the caller's argument
+    dimension, scalar argument or constant it comes to."""
+    callee = _callee(call)
+    if callee is None or depth > 64:
+        return None
+    returns = [op for op in callee.regions[0].blocks[-1].operations if op.name == "func.return"]
+    if len(callee.regions[0].blocks) != 1 or len(returns) != 1:
+        return None
+    inner = _dim(returns[0].operands[number], d, callee.regions[0].blocks[0], depth + 1)
+    return _outer(call, inner, entry, depth + 1)
+
+
+def _outer(call: ir.Operation, inner: Size, entry: ir.Block, depth: int) -> Size:
+    """A callee's size ``inner`` (its argument's dimension, a scalar argument's value,
+    a constant) in the caller's terms, through the operands of ``call``."""
+    if inner is None or isinstance(inner, int):
+        return inner
+    arg, dim = inner
+    if arg >= len(call.operands):
+        return None
+    if dim == VALUE:
+        return _size(call.operands[arg], entry, depth)
+    return _dim(call.operands[arg], dim, entry, depth)
+
+
+def record_calls(funcs: list[ir.Operation]) -> None:
+    """Add to each function the equal sizes that the functions it calls require of
+    what it passes them (their ``sparse_iter.same_sizes``, translated through each
+    ``func.call``; callees first, so that requirements travel up any chain of
+    calls). A public function that passes its arguments (or values sized by
+    them, another call's result) to a private one was otherwise called
+    unchecked: ``A x`` then ``A y`` with a 5 x 7 ``A`` read past the end of ``y``."""
+    by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
+    done: set[str] = set()
+
+    def visit(func: ir.Operation, path: set[str]) -> None:
+        name = ir.StringAttr(func.attributes["sym_name"]).value
+        if name in done or name in path or not len(func.regions[0].blocks):
+            return
+        calls = [op for op in preorder(func) if op.name == "func.call"]
+        for call in calls:
+            callee = by_name.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+            if callee is not None:
+                visit(callee, path | {name})
+        entry = func.regions[0].blocks[0]
+        pairs = []
+        for call in calls:
+            callee = by_name.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+            if callee is None or callee is func or ATTR not in callee.attributes:
+                continue
+            for item in callee.attributes[ATTR]:
+                a, da, b, db = list(ir.DenseI64ArrayAttr(item))
+                left = _outer(call, (a, da), entry, 0)
+                right = db if b == CONSTANT else _outer(call, (b, db), entry, 0)
+                if not _is_dim(left):
+                    left, right = right, left
+                if isinstance(left, tuple) and _is_dim(left) and right is not None:
+                    other = [CONSTANT, right] if isinstance(right, int) else list(right)
+                    if left != right:
+                        pairs.append(ir.DenseI64ArrayAttr.get([*left, *other]))
+        if pairs:
+            old = list(func.attributes[ATTR]) if ATTR in func.attributes else []
+            func.attributes[ATTR] = ir.ArrayAttr.get(old + pairs)
+        done.add(name)
+
+    for func in funcs:
+        visit(func, set())
+
+
+def _is_dim(size: Size) -> bool:
+    """Whether ``size`` is an argument's dimension (not a constant, a scalar's value)."""
+    return isinstance(size, tuple) and size[1] != VALUE
 
 
 def _yielded(region: ir.Region, number: int) -> ir.Value:

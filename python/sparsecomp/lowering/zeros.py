@@ -8,7 +8,10 @@ filled with zeros). :func:`classify` decides this by evaluating the body
 symbolically with ``a`` replaced by zero, the same algebra MLIR's sparsifier
 uses (``0 * x = 0``, ``0 + x = x``, ``0 / x = 0``, ``max(0, 0) = 0``, casts
 keep zero). Like it, and like scipy, it treats ``0 * inf`` and ``0 * nan``
-as zero.
+as zero. A floating-point division *by* the sparse operand is not: ``x / 0``
+is inf and ``0 / 0`` NaN, as numpy and scipy's ``A / B`` give (such a body
+visits every position); integer division by zero gives 0
+(``sparse-iter-safe-division``).
 
 A zero-producing body may still read the output (``out * a``: the output
 is zero where ``a`` is not stored and ``out * a`` where it is): the
@@ -41,6 +44,8 @@ _DIVIDE = {
     "arith.divf", "arith.divsi", "arith.divui", "arith.ceildivsi", "arith.ceildivui",
     "arith.floordivsi", "arith.remf", "arith.remsi", "arith.remui",
 }  # fmt: skip
+#: x / 0 is not zero in floating point (integers: 0, sparse-iter-safe-division)
+_FLOAT_DIVIDE = {"arith.divf", "arith.remf"}
 _AND = {"arith.andi"}
 _OR = {"arith.ori", "arith.xori"}
 #: f(x, x) = x: the result keeps a class its operands share (max(0, 0) = 0).
@@ -79,6 +84,8 @@ def _op_class(op: ir.Operation, args: list[Zero]) -> Zero:
     if name in _SUB:
         return args[0] if args[1] == Zero.ZERO else Zero.OTHER
     if name in _DIVIDE:
+        if name in _FLOAT_DIVIDE and args[1] == Zero.ZERO:
+            return Zero.OTHER  # x / 0 is inf, 0 / 0 NaN (numpy's and scipy's A / B)
         return Zero.ZERO if args[0] == Zero.ZERO else Zero.OTHER
     if name in _KEEP_ZERO:
         return Zero.ZERO if args[0] == Zero.ZERO else Zero.OTHER

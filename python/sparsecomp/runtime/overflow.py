@@ -11,7 +11,10 @@ its coordinates, but a wrapped one leaves a pair out of ``[0, length]`` or
 with lo > hi, and a level with more entries than its width addresses has
 wrapped whatever the pairs say. Coordinates cannot wrap when every level's size fits
 ``crd_width``. Both checks cost O(positions) and run on every sparse result
-whose widths are below 64 bits, before the result is returned.
+whose widths are below 64 bits, before the result is returned; a compressed
+level's positions are checked at any width, for a program that inserted
+into a sparse tensor out of lexicographic order (upstream's codegen does not
+check that) builds positions that fall.
 """
 
 from __future__ import annotations
@@ -31,16 +34,16 @@ def check_result(tensor: SparseTensor, where: str) -> None:
             check_result(part, f"{where}, part {n}")
         return
     layout = tensor.layout
-    if layout.pos_width not in (0, 64):
-        for lvl, (level, pos, crd) in enumerate(
-            zip(layout.levels, tensor.positions, tensor.coordinates, strict=True)
-        ):
-            if pos is None or crd is None:
-                continue
-            if level.kind == "compressed":
-                _check_positions(layout, lvl, pos, crd.shape[0], where)
-            elif level.kind == "loose_compressed":
-                _check_pairs(layout, lvl, pos, crd.shape[0], where)
+    narrow = layout.pos_width not in (0, 64)
+    for lvl, (level, pos, crd) in enumerate(
+        zip(layout.levels, tensor.positions, tensor.coordinates, strict=True)
+    ):
+        if pos is None or crd is None:
+            continue
+        if level.kind == "compressed":  # any width: an out-of-order insertion shows too
+            _check_positions(layout, lvl, pos, crd.shape[0], where)
+        elif level.kind == "loose_compressed" and narrow:
+            _check_pairs(layout, lvl, pos, crd.shape[0], where)
     if layout.crd_width not in (0, 64):
         sizes = layout.dim_to_lvl.level_shape(tensor.shape)
         limit = index_max(layout.crd_width)
@@ -57,8 +60,17 @@ def _check_positions(layout: Layout, lvl: int, pos: np.ndarray, count: int, wher
     if pos.shape[0] == 0:
         return
     ok = int(pos[0]) == 0 and int(pos[-1]) == count and bool((pos[1:] >= pos[:-1]).all())
-    if not ok:
-        _overflowed(layout, lvl, count, where)
+    if ok:
+        return
+    if layout.pos_width in (0, 64) or count <= index_max(layout.pos_width):
+        raise SparsecompError(
+            f"{where}: the kernel built an invalid sparse result: the positions of level "
+            f"{lvl} ({layout.levels[lvl]}) do not rise from 0 to its {count} entries",
+            hint="a program that inserts into a sparse tensor (tensor.insert) must insert "
+            "in lexicographic order of the coordinates, as MLIR's sparse_tensor dialect "
+            "requires",
+        )
+    _overflowed(layout, lvl, count, where)
 
 
 def _check_pairs(layout: Layout, lvl: int, pos: np.ndarray, count: int, where: str) -> None:

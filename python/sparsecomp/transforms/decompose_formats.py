@@ -120,14 +120,23 @@ class DecomposeFormatsPass(SparsecompPass):
 
     @staticmethod
     def _called(module: ir.Operation) -> set[str]:
+        """The functions another function calls (a function calling itself retypes its
+        own call with the rest of its values)."""
         names: set[str] = set()
+        for func in module.regions[0].blocks[0].operations:
+            func = func.operation
+            if func.name != "func.func":
+                continue
+            own = _name(func)
 
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            if op.name == "func.call":
-                names.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-            return ir.WalkResult.ADVANCE
+            def visit(op: ir.Operation, own: str = own) -> ir.WalkResult:
+                if op.name == "func.call":
+                    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                    if callee != own:
+                        names.add(callee)
+                return ir.WalkResult.ADVANCE
 
-        module.walk(visit)
+            func.walk(visit)
         return names
 
     @staticmethod

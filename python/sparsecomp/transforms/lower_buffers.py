@@ -162,6 +162,7 @@ class LowerBuffersPass(SparsecompPass):
                  if o.operation.name == "func.func"]  # fmt: skip
         signatures = {ir.StringAttr(f.attributes["sym_name"]).value: _function_type(f)
                       for f in funcs}  # fmt: skip
+        sizes.record_calls(funcs)  # what private callees require of their callers
         ok = True
         for func in funcs:
             with func.location:

@@ -15,6 +15,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.calls import functions
 from sparsecomp.ir.context import emit_remark
 from sparsecomp.ir.targets import function_target
+from sparsecomp.ir.walk import preorder
 from sparsecomp.lowering.abi import uncallable
 from sparsecomp.targets import CpuTarget
 from sparsecomp.transforms.base import SparsecompPass
@@ -133,6 +134,22 @@ class LowerUpstreamPass(SparsecompPass):
         if not isinstance(target, CpuTarget):
             what = f"the upstream sparsifier compiles for CPU targets, not {target}"
             marked[0].location.emit_error(what)
+            pass_.signal_pass_failure()
+            return
+        refused = [
+            inner
+            for func in marked
+            for inner in preorder(func)
+            if inner.name == "tensor.extract"
+            and ir.RankedTensorType(inner.operands[0].type).encoding is not None
+        ]
+        for inner in refused:  # the sparsifier failed on it with a type-conversion error
+            inner.location.emit_error(
+                "'tensor.extract' on a sparse tensor is not supported by MLIR's sparsifier, "
+                "which compiles this function; read its entries with a linalg.generic or "
+                "sparse_tensor.foreach"
+            )
+        if refused:
             pass_.signal_pass_failure()
             return
         try:

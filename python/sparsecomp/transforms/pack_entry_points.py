@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 
 from mlir import ir
 from mlir.passmanager import ExternalPass
@@ -24,13 +26,21 @@ def _return_type(func: ir.Operation) -> ir.Type | None:
     return None
 
 
+def _ref(symbol: str) -> str:
+    """``@symbol`` as MLIR text: quoted where it is not a bare identifier (a function
+    named ``@"row sums"``)."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$.]*", symbol):
+        return f"@{symbol}"
+    return "@" + json.dumps(symbol)
+
+
 def wrapper_text(symbol: str, params: list[ir.Type], result: ir.Type | None, loc: str) -> str:
     """The packed wrapper of ``symbol`` (and a declaration of it) as LLVM-dialect text,
     every op at location ``loc`` (``loc(...)`` text)."""
     types = ", ".join(map(str, params))
     ret = str(result) if result is not None else "!llvm.void"
     call_type = f"({types}) -> ({ret})" if result is not None else f"({types}) -> ()"
-    head = f"llvm.func @{packed_symbol(symbol)}(%args: !llvm.ptr {loc})"
+    head = f"llvm.func {_ref(packed_symbol(symbol))}(%args: !llvm.ptr {loc})"
     lines = [f"{head} attributes {{{PACKED_ATTR}}} {{"]
     values = []
     for i, ty in enumerate([*params, *([result] if result is not None else [])]):
@@ -43,13 +53,15 @@ def wrapper_text(symbol: str, params: list[ir.Type], result: ir.Type | None, loc
             values.append(f"%v{i}")
     args = ", ".join(values)
     if result is None:
-        lines.append(f"  llvm.call @{symbol}({args}) : {call_type}")
+        lines.append(f"  llvm.call {_ref(symbol)}({args}) : {call_type}")
     else:
-        lines.append(f"  %r = llvm.call @{symbol}({args}) : {call_type}")
+        lines.append(f"  %r = llvm.call {_ref(symbol)}({args}) : {call_type}")
         lines.append(f"  llvm.store %r, %p{len(params)} : {result}, !llvm.ptr")
     lines = [f"{line} {loc}" if line.startswith("  ") else line for line in lines]
     lines += [f"  llvm.return {loc}", f"}} {loc}"]
-    declaration = f"llvm.func @{symbol}({types})" + (f" -> {ret}" if result is not None else "")
+    declaration = f"llvm.func {_ref(symbol)}({types})" + (
+        f" -> {ret}" if result is not None else ""
+    )
     return "\n".join([declaration, *lines])
 
 

@@ -33,6 +33,13 @@ module {
     llvm.return
   }
 
+  // A name that is no bare identifier (func.func @"row sums") is quoted.
+  // CHECK-LABEL: llvm.func @"_sparsecomp_packed_row sums"(
+  // CHECK: llvm.call @"_mlir_ciface_row sums"(%{{.*}}) : (!llvm.ptr) -> ()
+  llvm.func @"_mlir_ciface_row sums"(%a: !llvm.ptr) attributes {sparse_iter.abi = "{}"} {
+    llvm.return
+  }
+
   // No ABI (not called by the runtime) or no body: no packed form.
   // CHECK-NOT: @_sparsecomp_packed_h
   // CHECK-NOT: @_sparsecomp_packed_d
