@@ -6,9 +6,20 @@
 // error at the marked function that says why it went upstream.
 #CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
 
-// expected-error@+2 {{the upstream sparsifier failed compiling 'negative_extract'}}
-// expected-error-re@+1 {{failed to legalize {{.*}}storage_specifier{{.*}}}}
+// expected-error@+1 {{the upstream sparsifier failed compiling 'negative_bitcast'}}
+func.func @negative_bitcast(%a: tensor<4x4xf64, #CSR>) -> tensor<4x4xi64, #CSR> attributes {sparse_iter.upstream = "requested"} {
+  %r = tensor.bitcast %a : tensor<4x4xf64, #CSR> to tensor<4x4xi64, #CSR>
+  // expected-error-re@+1 {{failed to legalize {{.*}}storage_specifier{{.*}}}}
+  return %r : tensor<4x4xi64, #CSR>
+}
+
+// -----
+
+// tensor.extract on a sparse tensor, which the sparsifier fails on with a type
+// conversion error at the function's argument, is refused at the op first.
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
 func.func @negative_extract(%a: tensor<?x?xf64, #CSR>, %i: index) -> f64 attributes {sparse_iter.upstream = "requested"} {
+  // expected-error@+1 {{'tensor.extract' on a sparse tensor is not supported by MLIR's sparsifier}}
   %v = tensor.extract %a[%i, %i] : tensor<?x?xf64, #CSR>
   return %v : f64
 }
