@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from mlir import ir
@@ -10,7 +9,7 @@ from mlir import ir
 import sparsecomp
 from sparsecomp.compiler import aot
 from sparsecomp.ir.context import make_context
-from sparsecomp.runtime.loader import digest
+from sparsecomp.runtime.loader import digest, manifest_text
 from sparsecomp.targets import detect_host
 from sparsecomp.transforms.pipeline import build_pass_manager
 
@@ -25,5 +24,5 @@ def rebuild(gpu_ir: str, like: sparsecomp.Executable, out: Path) -> sparsecomp.E
         aot.build_shared_library(module, out, detect_host(), needs)
     library = (out / aot.LIBRARY).read_bytes()
     manifest = dict(like.manifest, needs=needs, library_sha256=digest(library))
-    (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "manifest.json").write_text(manifest_text(manifest))  # with its own digest
     return sparsecomp.load(out)

@@ -174,3 +174,85 @@ def test_a_recursive_function_takes_a_width_variant(
         warnings.simplefilter("error")  # a ConversionWarning would fail the test
         assert exe(sp.random(8, 8, density=0.3, format="csr"), 5) == 13
     assert any("compiled its variant" in r.getMessage() for r in caplog.records)
+
+
+# -- a second battery: GPU emulation, the command line, HF models (session 43) ----------
+
+NM_SPMM = """
+#s = #sparse_iter.sparsity<nm[2, 4]>
+func.func @spmm(%A: tensor<?x?xf16, #s>, %B: tensor<?x?xf16>, %C: tensor<?x?xf32>)
+    -> tensor<?x?xf32> {
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf16, #s>, tensor<?x?xf16>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+"""
+
+
+def test_tensor_core_products_check_their_dense_sizes(private_cache: None) -> None:
+    """The 2:4 mma.sp kernel (cuda-emu:sm_80) took a B too short for A (read past its
+    end) and a C of another shape (a truncated result); sm_75's scalar schedule
+    refused them."""
+    from sparsecomp.formats import SparseTensor
+    from sparsecomp.sparsify import sparsify
+
+    rng = np.random.default_rng(1)
+    dense = sparsify(rng.standard_normal((19, 37)).astype(np.float16), "nm:2:4")
+    a = SparseTensor.from_dense(dense, "nm:2:4")
+    b = rng.standard_normal((37, 5)).astype(np.float16)
+    exe = sparsecomp.compile(NM_SPMM, "cuda-emu:sm_80")
+    got = exe(a, b, np.zeros((19, 5), np.float32))
+    want = dense.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+    with pytest.raises(ArgumentError, match="size 30 in dimension 0"):
+        exe(a, b[:30], np.zeros((19, 5), np.float32))
+    with pytest.raises(ArgumentError):
+        exe(a, b, np.zeros((3, 5), np.float32))
+
+
+HELPER = """
+#sparse = #sparse_iter.sparsity<unstructured>
+func.func private @helper(%A: tensor<?x?xf32, #sparse>, %x: tensor<?xf32>, %y: tensor<?xf32>)
+    -> tensor<?xf32> {
+  %r = linalg.matvec ins(%A, %x : tensor<?x?xf32, #sparse>, tensor<?xf32>)
+                     outs(%y : tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @first(%A: tensor<?x?xf32, #sparse>, %x: tensor<?xf32>, %y: tensor<?xf32>)
+    -> tensor<?xf32> {
+  %r = call @helper(%A, %x, %y)
+      : (tensor<?x?xf32, #sparse>, tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @second(%A: tensor<?x?xf32, #sparse>, %x: tensor<?xf32>, %y: tensor<?xf32>)
+    -> tensor<?xf32> {
+  %r = call @helper(%A, %x, %y)
+      : (tensor<?x?xf32, #sparse>, tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("layout", ["ell", "bsr:4x4"])
+def test_prepare_a_function_that_passes_its_matrix_to_a_helper(
+    private_cache: None, layout: str
+) -> None:
+    """Two public functions calling one private helper (the multi-device guide's
+    shape): a prepared layout retyped the caller but not the helper ("'func.call' op
+    operand type mismatch")."""
+    exe = sparsecomp.compile(HELPER)
+    a = sp.random(30, 20, density=0.2, format="csr", dtype=np.float32, random_state=2)
+    x, y = np.arange(20, dtype=np.float32), np.ones(30, np.float32)
+    prepared = exe.prepare(a, layout, function="first")
+    np.testing.assert_allclose(exe.first(prepared, x, y), y + a @ x, rtol=1e-5)
+    np.testing.assert_allclose(exe.second(a, x, y), y + a @ x, rtol=1e-5)
+
+
+def test_ptx_takes_a_path_given_as_a_string(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from sparsecomp.compiler.cuda import ptx
+
+    path = tmp_path / "spmm.mlir"
+    path.write_text(NM_SPMM)
+    found = ptx(str(path), "cuda:sm_80")
+    assert found
+    assert all(".version" in text for text in found.values())

@@ -206,3 +206,92 @@ def test_executables_pickle_by_their_directory(spmv: sparsecomp.Executable) -> N
     assert copy.deepcopy(spmv) is spmv
     prepared = copy.deepcopy(spmv.prepare(a, "bsr:2x2"))
     np.testing.assert_allclose(spmv(prepared, x), a @ x, rtol=1e-5)
+
+
+# -- the command-line tools (a battery, session 43) --------------------------------------
+
+BIN = Path(sys.executable).parent
+
+
+def _tool(name: str, *args: str, stdin: str | None = None, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return subprocess.run(
+        [str(BIN / name), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=240,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_opt_takes_a_path_that_is_not_utf8(tmp_path: Path) -> None:
+    """A valid program at a path that is not UTF-8 gave a TypeError traceback."""
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/prog\xff.mlir"))
+    odd.write_text(SPMV.read_text())
+    run = _tool("sparsecomp-opt", str(odd))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "func.func @spmv" in run.stdout
+    assert "Traceback" not in run.stderr
+
+
+def test_run_and_compile_read_paths_and_stdin(tmp_path: Path) -> None:
+    """A name that is no file was parsed as MLIR ("custom op 'prog' is unknown"); '-'
+    reads standard input."""
+    run = _tool("sparsecomp-run", "prog")
+    assert run.returncode == 1
+    assert "cannot read prog" in run.stderr
+    main = (REPO / "examples" / "main" / "spmv_main.mlir").read_text()
+    run = _tool("sparsecomp-run", "-", stdin=main)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "( 17, 20, 52 )" in run.stdout
+    out = tmp_path / "k"
+    run = _tool("sparsecomp-compile", "-", "-o", str(out), stdin=SPMV.read_text())
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (out / "manifest.json").is_file()
+
+
+def test_explain_takes_a_float64_matrix_market_file(tmp_path: Path) -> None:
+    """scipy reads .mtx values as float64: --explain failed for every float32 kernel."""
+    import scipy.io
+
+    matrix = tmp_path / "a.mtx"
+    scipy.io.mmwrite(str(matrix), sp.random(40, 30, density=0.1, random_state=0))
+    out = tmp_path / "k"
+    run = _tool("sparsecomp-compile", str(SPMV), "--explain", str(matrix), "-o", str(out))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "spmv" in run.stdout
+
+
+def test_print_python_of_a_zero_dim_extract(tmp_path: Path) -> None:
+    """tensor.extract %t[] printed as t[] (no Python)."""
+    source = tmp_path / "scalar.mlir"
+    source.write_text(
+        "func.func @get(%t: tensor<f64>) -> f64 {\n"
+        "  %v = tensor.extract %t[] : tensor<f64>\n"
+        "  return %v : f64\n}\n"
+    )
+    run = _tool("sparsecomp-opt", str(source), "--print-python")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "[()]" in run.stdout
+    compile(run.stdout, "<printed>", "exec")  # it is Python
+
+
+def test_a_reproducer_directory_that_cannot_be_written(tmp_path: Path) -> None:
+    """The build's own error stays the error (it was 'cannot write the build')."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    source = tmp_path / "extract.mlir"
+    source.write_text(
+        "#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>\n"
+        "func.func @k(%A: tensor<4x4xf64, #csr>) -> f64 {\n"
+        "  %c1 = arith.constant 1 : index\n"
+        "  %v = tensor.extract %A[%c1, %c1] : tensor<4x4xf64, #csr>\n"
+        "  return %v : f64\n}\n"
+    )
+    run = _tool(
+        "sparsecomp-compile", str(source), "-o", str(tmp_path / "k"), "--no-cache",
+        env={"SPARSECOMP_REPRODUCER_DIR": str(blocker)},
+    )  # fmt: skip
+    assert run.returncode == 1
+    assert "4:8: error: 'tensor.extract' on a sparse tensor" in run.stderr
+    assert "no reproducer" in run.stderr

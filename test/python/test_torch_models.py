@@ -546,3 +546,23 @@ def test_sparse_matrix_under_autocast_and_bad_operands() -> None:
         layer(b.to_sparse())
     with pytest.raises(SparsecompError, match="floating-point values"):
         st.SparseLinear.from_dense(torch.ones(3, 4, dtype=torch.int64))
+
+
+def test_an_exported_sparse_model_saves(tmp_path) -> None:
+    """torch.export.save failed on a csr/n:m/hyb layer ("numel: integer multiplication
+    overflow"): its empty index tensors came from numpy."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 8))
+    st.sparsify_(model, {"*": ("scalar_fraction:0.5", "csr")})
+    x = torch.randn(3, 16)
+    program = torch.export.export(model, (x,))
+    torch.export.save(program, tmp_path / "model.pt2")
+    loaded = torch.export.load(tmp_path / "model.pt2")
+    torch.testing.assert_close(loaded.module()(x), model(x))
+
+
+def test_sparsify_a_meta_model_says_what_to_do() -> None:
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(8, 4))
+    with pytest.raises(SparsecompError, match="meta tensors"):
+        st.sparsify_(model, {"*": "scalar_fraction:0.5"})

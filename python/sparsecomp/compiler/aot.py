@@ -225,7 +225,11 @@ def _lowering_hint(module: ir.Module) -> str:
     from sparsecomp.compiler.cache import save_reproducer
 
     text = module.operation.get_asm(enable_debug_info=True)
-    path = save_reproducer(text, "sparsecomp-cpu", knobs.reproducer_dir())
+    try:
+        path = save_reproducer(text, "sparsecomp-cpu", knobs.reproducer_dir())
+    except OSError as exc:
+        where = knobs.reproducer_dir() or "the compile cache"
+        return f"(no reproducer: cannot write into {where}: {exc.strerror or exc})"
     return (
         "lower it to the LLVM dialect first (a whole program; where it cannot, this says "
         f"why, located): sparsecomp-opt --pass-pipeline='builtin.module(sparsecomp-cpu)' {path}"

@@ -110,7 +110,11 @@ def _reproducer(text: str, pipeline: str) -> str:
     """Save the failing stage's input (:func:`.cache.save_reproducer`); the command to rerun."""
     from sparsecomp.compiler.cache import save_reproducer
 
-    path = save_reproducer(text, pipeline, knobs.reproducer_dir())
+    try:
+        path = save_reproducer(text, pipeline, knobs.reproducer_dir())
+    except OSError as exc:  # the error the user needs is the build's, not this one
+        where = knobs.reproducer_dir() or "the compile cache"
+        return f"(no reproducer: cannot write into {where}: {exc.strerror or exc})"
     return f"reproduce with: sparsecomp-opt --pass-pipeline='builtin.module({pipeline})' {path}"
 
 

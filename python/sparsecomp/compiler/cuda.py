@@ -139,6 +139,8 @@ def _with_target(text: str, filename: str, device: CudaTarget) -> str:
 def ptx(source: str | Path, target: str | CudaTarget = "cuda:sm_80") -> dict[str, str]:
     """PTX text of every GPU module of ``source`` (a path or MLIR text), by module name."""
     device = parse_target(target)
+    if isinstance(source, str) and "\n" not in source and Path(source.strip()).is_file():
+        source = Path(source.strip())  # a path given as a string, as compile() takes it
     if isinstance(source, Path):
         text, filename = source.read_text(), str(source)
     else:

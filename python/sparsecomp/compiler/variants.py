@@ -59,6 +59,8 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
             for other in road:
                 _retype(other, types)
             return module.operation.get_asm(enable_debug_info=True)
+        if road:  # a rule retypes the function and what it calls: others must not call those
+            _keep_reachable(module.operation, function)
         count = len(func.regions[0].blocks[0].arguments)
         if "arg_attrs" in func.attributes:
             arg_attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
@@ -70,6 +72,28 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
             arg_attrs[argument] = ir.DictAttr.get(entries)
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
         return module.operation.get_asm(enable_debug_info=True)
+
+
+def _keep_reachable(module: ir.Operation, function: str) -> None:
+    """Erase the functions ``function`` does not reach by calls: a variant serves that
+    one function, and another public function calling the same private helper (the
+    multi-device guide's ``on_wide`` and ``on_narrow``) kept the helper from being
+    retyped with it ("'func.call' op operand type mismatch")."""
+    funcs = {name_of(f): f for f in functions(module)}
+    reached, stack = {function}, [function]
+    while stack:
+        func = funcs.get(stack.pop())
+        if func is None:
+            continue
+        for op in preorder(func):
+            if op.name == "func.call":
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                if callee not in reached:
+                    reached.add(callee)
+                    stack.append(callee)
+    for name, func in funcs.items():
+        if name not in reached:
+            func.erase()
 
 
 def _upstream_road(module: ir.Operation, function: str) -> list[ir.Operation]:

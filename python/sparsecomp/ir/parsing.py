@@ -99,8 +99,20 @@ class DiagnosticLog:
 
 def _renamed(loc: ir.Location, filename: str) -> ir.Location | None:
     if loc.is_a_file() and loc.filename == "-":
-        return ir.Location.file(filename, loc.start_line, loc.start_col, context=loc.context)
+        name = printable_name(filename)
+        return ir.Location.file(name, loc.start_line, loc.start_col, context=loc.context)
     return None
+
+
+def printable_name(filename: str) -> str:
+    """``filename`` as text MLIR can hold: a path that is not UTF-8 (its bytes escaped
+    by Python as surrogates) gets ``\\xNN`` for each such byte."""
+    try:
+        filename.encode("utf-8")
+        return filename
+    except UnicodeEncodeError:
+        raw = filename.encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace")
 
 
 def rename_buffer(module: ir.Module, filename: str) -> None:

@@ -60,11 +60,12 @@ def record(plan: Plan | RowPlan) -> None:
     _record(plan.op, [(acc.value, acc.dims) for acc in [*plan.inputs, plan.output]])
 
 
-def record_dense(op: ir.Operation) -> None:
-    """:func:`record` for a ``linalg.generic`` on dense tensors, which upstream's
-    passes lower: its indexing maps say which operand dimensions one loop indexes
-    (a dense ``X[i, k] * W[k, j]`` called with ``X`` 2 x 1000 and ``W`` 3 x 2 read
-    past ``W``'s end)."""
+def record_generic(op: ir.Operation) -> None:
+    """:func:`record` for a ``linalg.generic`` that no plan lowers (one on dense
+    tensors, which upstream's passes lower; a product the GPU's tensor cores take):
+    its indexing maps say which operand dimensions one loop indexes (a dense
+    ``X[i, k] * W[k, j]`` called with ``X`` 2 x 1000 and ``W`` 3 x 2 read past
+    ``W``'s end, as a 2:4 ``mma.sp`` product did with a short ``B``)."""
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
     accesses: list[tuple[ir.Value, list[int | None]]] = []
     for value, amap in zip(op.operands, maps, strict=False):

@@ -259,16 +259,16 @@ class _Block:
             return True
         if n in ("tensor.extract", "memref.load") and not attrs:
             t, *idx = self.operands(list(op.operands))
-            self.expression(op, f"{t}[{', '.join(map(bare, idx))}]")
+            self.expression(op, f"{t}[{_subscript(idx)}]")
             return True
         if n == "memref.store" and not attrs:
             v, m, *idx = self.operands(list(op.operands))
-            self.statement(f"{m}[{', '.join(map(bare, idx))}] = {bare(v)}")
+            self.statement(f"{m}[{_subscript(idx)}] = {bare(v)}")
             return True
         if n == "tensor.insert" and not attrs and self.rebinds(op):
             v, t, *idx = self.operands(list(op.operands))
             self.fn.names[op.result] = t
-            self.statement(f"{t}[{', '.join(map(bare, idx))}] = {bare(v)}")
+            self.statement(f"{t}[{_subscript(idx)}] = {bare(v)}")
             return True
         if n in ("tensor.dim", "memref.dim") and not attrs:
             t, d = self.operands(list(op.operands))
@@ -389,6 +389,12 @@ class _Block:
         else:
             names = ", ".join(self.fn.name(r) for r in op.results)
             self.out.append(f"{names} = {call}")
+
+
+def _subscript(indices: list[str]) -> str:
+    """The subscript of an element access: ``i, j``; ``()`` for a 0-d tensor's only
+    element (``t[]`` is no Python)."""
+    return ", ".join(map(bare, indices)) if indices else "()"
 
 
 def python_name(symbol: str) -> str:

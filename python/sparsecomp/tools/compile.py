@@ -29,14 +29,14 @@ from typing import Any
 from sparsecomp import knobs
 from sparsecomp.compiler import daemon
 from sparsecomp.errors import SparsecompError
-from sparsecomp.tools.pipes import run_tool
+from sparsecomp.tools.pipes import run_tool, source_of
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sparsecomp-compile", description="Compile an MLIR file to a kernel directory."
     )
-    parser.add_argument("input", help="the .mlir file")
+    parser.add_argument("input", help="the .mlir file ('-' for standard input)")
     parser.add_argument("-o", "--output", required=True, help="directory to write")
     parser.add_argument(
         "--target",
@@ -87,12 +87,13 @@ def _compiled(args: argparse.Namespace, options: dict[str, Any]) -> int:
     try:
         from sparsecomp.compiler.driver import compile as compile_mlir
 
+        source = source_of(args.input)
         exe = compile_mlir(
-            args.input, args.target, cache_results=not args.no_cache, verbose=args.verbose,
+            source, args.target, cache_results=not args.no_cache, verbose=args.verbose,
             **options,
         )  # fmt: skip
         if args.explain is not None:
-            exe = _explained(exe, args, options)
+            exe = _explained(exe, args, options, source)
         exe.save(args.output)
     except SparsecompError as exc:
         print(exc.for_tool("sparsecomp-compile"), file=sys.stderr)
@@ -116,24 +117,24 @@ def read_matrix(path: str) -> Any:
         raise SparsecompError(f"cannot read the matrix {path}: {exc}") from None
 
 
-def _explained(exe: Any, args: argparse.Namespace, options: dict[str, Any]) -> Any:
+def _explained(exe: Any, args: argparse.Namespace, options: dict[str, Any], source: Any) -> Any:
     """``exe`` compiled again with each sparse matrix argument in its chosen layout."""
-    from pathlib import Path
-
     from sparsecomp.compiler.driver import compile as compile_mlir
     from sparsecomp.compiler.variants import with_layouts
     from sparsecomp.formats import parse_layout
     from sparsecomp.runtime.prepared import infer_op
 
     matrix = read_matrix(args.explain)
-    text = Path(args.input).read_text()
+    text = source if isinstance(source, str) else source.read_text()
     for name, function in exe.functions.items():
         try:
             op, argument = infer_op(function.signature)
         except SparsecompError as why:
             print(f"{name}: kept as written ({why})")
             continue
-        choice = exe.prepare(matrix, function=name, k=args.k).choice  # as exe.prepare chooses
+        dtype = function.signature.args[argument].dtype  # a .mtx reads as float64
+        typed = matrix.astype(dtype) if matrix.dtype != dtype else matrix
+        choice = exe.prepare(typed, function=name, k=args.k).choice  # as exe.prepare chooses
         print(f"{name} ({op}, k={args.k}): {choice.layout}: {choice.why} "
               f"[decided in {choice.seconds * 1e3:.0f} ms]")  # fmt: skip
         text = with_layouts(text, name, {argument: parse_layout(choice.layout).attr_text()})

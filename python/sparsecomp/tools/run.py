@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from sparsecomp.errors import SparsecompError
-from sparsecomp.tools.pipes import run_tool
+from sparsecomp.tools.pipes import run_tool, source_of
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,16 +26,19 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="sparsecomp-run", description="Compile an MLIR file and run one function."
     )
-    parser.add_argument("input", help="the .mlir file")
+    parser.add_argument("input", help="the .mlir file ('-' for standard input)")
     parser.add_argument("-e", "--entry", default="main", help="function to run (default main)")
     parser.add_argument("--target", default="host", help="'host' or #sparse_iter.cpu<...> text")
     args = parser.parse_args(argv)
     try:
         from sparsecomp.compiler.driver import compile as compile_mlir
 
-        exe = compile_mlir(args.input, args.target)
+        exe = compile_mlir(source_of(args.input), args.target)
         if args.entry not in exe.functions:
-            known = ", ".join(exe.functions) or "none"
+            names = list(exe.functions)
+            known = ", ".join(names[:20]) or "none"
+            if len(names) > 20:
+                known += f" and {len(names) - 20} more"
             why = exe.functions.uncallable.get(args.entry)
             note = f"; it is not callable from Python: {why}" if why else ""
             raise SparsecompError(

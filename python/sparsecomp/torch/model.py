@@ -140,6 +140,15 @@ def sparsify_(
             f"sparsify_: no nn.Linear (or transformers Conv1D) matched {', '.join(unused)}",
             hint=f"the linear modules: {names[:400]}" if names else "the model has none",
         )
+    meta = [name for name, module, _ in chosen if linear_weight(module).is_meta]
+    if meta:  # before any change, as above
+        raise SparsecompError(
+            f"sparsify_: {', '.join(meta[:5])} hold no values (meta tensors): a pattern is "
+            "chosen from a weight's values",
+            hint="materialize them first (model.to_empty(device='cpu') and load the "
+            "weights), or sparsify a model with weights and load_state_dict a sparse "
+            "checkpoint into it",
+        )
     done: dict[str, SparseLinear] = {}
     for name, module, rule in chosen:
         weight, bias = linear_weight(module), module.bias

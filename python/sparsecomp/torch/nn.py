@@ -54,6 +54,14 @@ _KEYS = itertools.count()
 _UNCHOSEN: weakref.WeakValueDictionary[int, SparseLinear] = weakref.WeakValueDictionary()
 
 
+def _torch(array: np.ndarray) -> Tensor:
+    """``array`` as a tensor sharing its memory; an empty one made by torch: a program
+    ``torch.export`` captured with two empty ``from_numpy`` tensors failed in
+    ``torch.export.save`` ("numel: integer multiplication overflow")."""
+    tensor = torch.from_numpy(array)
+    return tensor if tensor.numel() else torch.empty(0, dtype=tensor.dtype)
+
+
 def _bucket(rows: Any) -> int:
     """``rows`` rounded up to a power of two (at most 65536) by comparisons: under
     dynamic shapes ``rows`` is symbolic, and Dynamo turns each comparison into a
@@ -193,17 +201,17 @@ class SparseLinear(nn.Module):
         csr = fwd if fwd.layout == ops.CSR else structure.place(indptr, indices, shape, "csr")
         self.layout = str(parse_layout(layout))
         self._row_major = kernels.row_major(fwd.layout)
-        pattern = (torch.from_numpy(csr.index[0].copy()), self.indptr, self.indices)
+        pattern = (_torch(csr.index[0].copy()), self.indptr, self.indices)
         structure.remember(csr.layout, shape, pattern, csr.tensor)
-        torch_of = lambda p: tuple(torch.from_numpy(a.copy()) for a in p.index)  # noqa: E731
+        torch_of = lambda p: tuple(_torch(a.copy()) for a in p.index)  # noqa: E731
         fwd_index, bwd_index = torch_of(fwd), torch_of(bwd)
         structure.remember(fwd.layout, fwd.shape, fwd_index, fwd.tensor)
         structure.remember(bwd.layout, bwd.shape, bwd_index, bwd.tensor)
         self._placed = (
             list(pattern),
-            torch.from_numpy(fwd.perm),
+            _torch(fwd.perm),
             list(fwd_index),
-            torch.from_numpy(bwd.perm),
+            _torch(bwd.perm),
             list(bwd_index),
             fwd.layout,
             bwd.layout,

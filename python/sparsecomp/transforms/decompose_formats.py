@@ -61,6 +61,36 @@ def _any_type_uses(arg: ir.Value) -> bool:
     return True
 
 
+class _CallGraph:
+    """Who calls whom among a module's functions (by name)."""
+
+    def __init__(self, funcs: list[ir.Operation]) -> None:
+        self.funcs = {_name(f): f for f in funcs}
+        self.callees: dict[str, set[str]] = {n: set() for n in self.funcs}
+        self.callers: dict[str, set[str]] = {n: set() for n in self.funcs}
+        for caller, func in self.funcs.items():
+
+            def visit(op: ir.Operation, caller: str = caller) -> ir.WalkResult:
+                if op.name == "func.call":
+                    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                    self.callees[caller].add(callee)
+                    self.callers.setdefault(callee, set()).add(caller)
+                return ir.WalkResult.ADVANCE
+
+            func.walk(visit)
+
+    def reach(self, name: str) -> set[str]:
+        """The functions ``name`` calls, directly or not (itself left out)."""
+        seen: set[str] = set()
+        stack = [name]
+        while stack:
+            for callee in self.callees.get(stack.pop(), set()):
+                if callee not in seen and callee != name and callee in self.funcs:
+                    seen.add(callee)
+                    stack.append(callee)
+        return seen
+
+
 def _name(func: ir.Operation) -> str:
     return ir.StringAttr(func.attributes["sym_name"]).value
 
@@ -89,10 +119,12 @@ class DecomposeFormatsPass(SparsecompPass):
     whose rule the others of its type do not share takes it alone where each
     of its uses takes a tensor of any encoding (a ``linalg`` op's input,
     ``tensor.dim``): SpGEMM called with one operand in 64-bit indices.
-    Refused at the argument: a rule on a non-tensor or on an argument whose
-    type others share without the same rule and that flows elsewhere (into
-    an init, a call, a return), a rule that does not parse, a function that
-    other functions call (their calls would not match).
+    The functions it calls (a private helper it passes the operand to) are
+    retyped with it. Refused at the argument: a rule on a non-tensor or on an
+    argument whose type others share without the same rule and that flows
+    elsewhere (into an init, a call, a return), a rule that does not parse, a
+    function that other functions call (their calls would not match), or
+    whose callees other functions also call.
 
     ```mlir
     func.func @spmm(%A: tensor<?x?xf32, #sparse> {sparse_iter.decompose = "hyb:1:8"},
@@ -110,37 +142,16 @@ class DecomposeFormatsPass(SparsecompPass):
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         funcs = [o.operation for o in op.regions[0].blocks[0].operations]
         funcs = [f for f in funcs if f.name == "func.func"]
-        called = self._called(op)
+        graph = _CallGraph(funcs)
         try:
             for func in funcs:
-                self._apply(func, called)
+                self._apply(func, graph)
         except _Refused as refused:
             refused.location.emit_error(f"{self.NAME}: {refused.message}")
             pass_.signal_pass_failure()
 
     @staticmethod
-    def _called(module: ir.Operation) -> set[str]:
-        """The functions another function calls (a function calling itself retypes its
-        own call with the rest of its values)."""
-        names: set[str] = set()
-        for func in module.regions[0].blocks[0].operations:
-            func = func.operation
-            if func.name != "func.func":
-                continue
-            own = _name(func)
-
-            def visit(op: ir.Operation, own: str = own) -> ir.WalkResult:
-                if op.name == "func.call":
-                    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                    if callee != own:
-                        names.add(callee)
-                return ir.WalkResult.ADVANCE
-
-            func.walk(visit)
-        return names
-
-    @staticmethod
-    def _apply(func: ir.Operation, called: set[str]) -> None:
+    def _apply(func: ir.Operation, graph: _CallGraph) -> None:
         if "arg_attrs" not in func.attributes:
             return
         arg_attrs = list(ir.ArrayAttr(func.attributes["arg_attrs"]))
@@ -151,12 +162,22 @@ class DecomposeFormatsPass(SparsecompPass):
         }
         if not rules:
             return
-        if _name(func) in called:
+        name = _name(func)
+        if graph.callers.get(name, set()) - {name}:
             raise _Refused(
                 func.location,
-                f"'{_name(func)}' is called by other functions; decompose its callers' "
-                "operand instead",
+                f"'{name}' is called by other functions; decompose its callers' operand instead",
             )
+        callees = graph.reach(name)  # retyped with it: they take what it passes them
+        for callee in sorted(callees):
+            outside = graph.callers[callee] - callees - {name}
+            if outside:
+                raise _Refused(
+                    func.location,
+                    f"'{name}' passes its operands to '{callee}', which "
+                    f"{', '.join(repr(o) for o in sorted(outside))} also call; decompose "
+                    "one function's operand whose callees no other function calls",
+                )
         fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         body = func.regions[0].blocks[0]
         inputs = list(fty.inputs)
@@ -189,6 +210,8 @@ class DecomposeFormatsPass(SparsecompPass):
                 continue
             done.update(sharers)
             retype_function(func, _replacing(old, new))
+            for callee in callees:
+                retype_function(graph.funcs[callee], _replacing(old, new))
             inputs = [new if t == old else t for t in inputs]
             fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         kept = [{n.name: n.attr for n in ir.DictAttr(d) if n.name != DECOMPOSE} for d in arg_attrs]

@@ -360,6 +360,9 @@ def _sparse_buffers(a: ir.Value, spec: _Spec) -> list[ir.Value]:
 
 
 def _rewrite(op: ir.Operation, spec: _Spec) -> None:
+    from sparsecomp.lowering.sizes import record_generic
+
+    record_generic(op)  # the kernel trusts B's and C's sizes: the runtime checks them
     a, b, out = op.operands
     with ir.InsertionPoint(op), op.location:
         operands = [_buffer(v, 1) for v in _sparse_buffers(a, spec)]

@@ -165,11 +165,11 @@ class LowerIterationsPass(SparsecompPass):
             and (inner.name.startswith("linalg.") or inner.name in _OWN_OPS)
             and inner.name != "linalg.yield"
         ]
-        from sparsecomp.lowering.sizes import record_dense
+        from sparsecomp.lowering.sizes import record_generic
 
         for dense in preorder(op):  # upstream lowers these: the runtime checks their sizes
             if dense.name == "linalg.generic" and not _encoded(dense):
-                record_dense(dense)
+                record_generic(dense)
         ok = True
         for target in targets:
             if target.name == "sparse_iter.sparsify":
