@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import io
+from pathlib import Path
 
 import pytest
 import torch
@@ -566,3 +567,86 @@ def test_sparsify_a_meta_model_says_what_to_do() -> None:
         model = nn.Sequential(nn.Linear(8, 4))
     with pytest.raises(SparsecompError, match="meta tensors"):
         st.sparsify_(model, {"*": "scalar_fraction:0.5"})
+
+
+# -- torch tensors in executables (a third battery, session 43) ----------------------------
+
+_SPMV = Path(__file__).resolve().parents[2] / "examples" / "spmv.mlir"
+
+
+@pytest.mark.filterwarnings("ignore:.*Sparse CSR tensor support is in beta.*")
+def test_call_under_torch_compile_runs_eagerly() -> None:
+    """Dynamo traced into st.call's conversions and failed ("Expected np.nditer base")."""
+    import sparsecomp
+
+    exe = sparsecomp.compile(_SPMV)
+    a = (torch.randn(6, 5) * (torch.rand(6, 5) < 0.5)).to_sparse_csr()
+    x = torch.randn(5)
+    compiled = torch.compile(lambda a, x: st.call(exe, a, x) * 2.0, backend="eager")
+    torch.testing.assert_close(compiled(a, x), 2.0 * (a.to_dense() @ x))
+
+
+def test_half_sparse_results_keep_their_dtype_in_every_layout() -> None:
+    import sparsecomp
+    from sparsecomp.formats import SparseTensor
+
+    dense = torch.tensor([[1.0, 0.0, 2.5], [0.0, 3.0, 0.0]], dtype=torch.float16)
+    tensor = SparseTensor.from_dense(dense.numpy(), "csr")
+    for layout in ("csr", "csc", "coo", "bsr"):
+        got = st.to_torch(tensor, layout)
+        assert got.dtype == torch.float16, layout
+        torch.testing.assert_close(got.to_dense(), dense)
+    del sparsecomp
+
+
+def test_sparse_act_linear_takes_thresholds_python_writes_with_exponents() -> None:
+    """repr(1e-05) is '1e-05', which the kernel's MLIR text did not parse."""
+    torch.manual_seed(0)
+    linear = nn.Linear(16, 8)
+    for threshold in (1e-5, 1e-8, 0.25):
+        layer = st.SparseActivationLinear(linear, threshold)
+        x = torch.randn(4, 16)
+        gelu = F.gelu(x)
+        want = linear(torch.where(gelu.abs() >= threshold, gelu, torch.zeros(())))
+        torch.testing.assert_close(layer(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_layout_mm_refuses_values_of_another_length() -> None:
+    """A gathered layout (bsr, hyb, ell) read a short values tensor's last entries as
+    fill zeros and ignored a long one's extra entries."""
+    torch.manual_seed(7)
+    w, keep = torch.randn(10, 12), torch.rand(10, 12) < 0.4
+    b = torch.randn(12, 5)
+    for layout in ("bsr:2x2", "hyb", "ell"):
+        layer = st.SparseLinear.from_dense(w, None, layout, keep)
+        _, perm, index, _, _, placed, _ = layer._placed
+        values = layer.values.detach()
+        got = torch.ops.sparsecomp.layout_mm(values, b, perm, index, placed, [10, 12])
+        torch.testing.assert_close(got, layer.weight.detach() @ b, rtol=1e-4, atol=1e-5)
+        for wrong in (values[:-1], torch.cat([values, values[:1]])):
+            with pytest.raises(SparsecompError, match="values must be 1-D"):
+                torch.ops.sparsecomp.layout_mm(wrong, b, perm, index, placed, [10, 12])
+
+
+_TWO = """
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32,
+                           crdWidth = 32}>
+func.func @two(%x: tensor<?x?xf32>, %A: tensor<?x?xf32, #csr>)
+    -> (tensor<?x?xf32, #csr>, tensor<?x?xf32>) {
+  return %A, %x : tensor<?x?xf32, #csr>, tensor<?x?xf32>
+}
+"""
+
+
+@pytest.mark.filterwarnings("ignore:.*Sparse CSR tensor support is in beta.*")
+def test_call_out_with_none_returns_the_result_it_names_no_tensor_for() -> None:
+    """st.call(..., out=(None, t)) returned (None, t): the sparse result was lost."""
+    import sparsecomp
+
+    exe = sparsecomp.compile(_TWO)
+    a, x = torch.eye(4), torch.randn(4, 4)
+    into = torch.empty(4, 4)
+    got = st.call(exe, x, a.to_sparse_csr(), out=(None, into))
+    assert got[1] is into
+    torch.testing.assert_close(got[0].to_dense(), a)
+    torch.testing.assert_close(into, x)

@@ -287,7 +287,19 @@ def source(op: str, dtype: Any, threshold: float = 0.0) -> str:
     activation applied as the result is stored), ``sddmm``, or ``gelu_sparsify`` (GELU, exact
     (erf) form, with the elements of magnitude below ``threshold`` dropped in
     the same loop: a CSR result)."""
-    return _SOURCES[op].format(csr=_CSR, t=element(dtype), threshold=repr(float(threshold)))
+    if not threshold >= 0.0:  # (NaN too)
+        raise SparsecompError(f"a sparsifying threshold is >= 0, got {threshold}")
+    return _SOURCES[op].format(csr=_CSR, t=element(dtype), threshold=_mlir_float(threshold))
+
+
+def _mlir_float(value: float) -> str:
+    """``value`` as an MLIR float literal: Python writes ``1e-05``, which MLIR's
+    attribute parser does not read as a float (``1.0e-05`` it does)."""
+    text = repr(float(value))
+    if "." in text or "inf" in text or "nan" in text:
+        return text
+    mantissa, _, exponent = text.partition("e")
+    return f"{mantissa}.0e{exponent}" if exponent else f"{mantissa}.0"
 
 
 def options() -> tuple[int, int]:

@@ -69,7 +69,7 @@ def host_array(t: Tensor, what: str, dtype: torch.dtype | None = None) -> np.nda
         )
     if t.is_floating_point():
         kernels.element(t.dtype)  # a clear error for a dtype with no kernel
-    return t.detach().contiguous().numpy()
+    return t.detach().resolve_neg().resolve_conj().contiguous().numpy()
 
 
 def _check_matrix(b: Tensor, what: str, rows: int) -> None:

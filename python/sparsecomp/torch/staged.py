@@ -46,6 +46,7 @@ import numpy as np
 from torch import Tensor
 
 from sparsecomp import forksafe
+from sparsecomp.errors import FormatError
 from sparsecomp.torch import structure
 
 #: how a placement's gather reads the values: ``"fill"`` (``perm`` has ``-1``: a
@@ -104,13 +105,17 @@ def gather(values: np.ndarray, perm: np.ndarray, kind: GatherKind, out: np.ndarr
 class _Stage:
     """One placement's staged operand (see the module)."""
 
-    __slots__ = ("buffer", "key", "kind", "lock", "order", "packed", "source", "tensor")
+    __slots__ = (
+        "buffer", "entries", "key", "kind", "lock", "order", "packed", "source", "tensor",
+    )  # fmt: skip
 
     def __init__(self, perm: Tensor, index: list[Tensor], layout: str, shape: list[int]) -> None:
         self.packed = structure.tensor_of(layout, tuple(shape), tuple(index))
         self.key = _key(perm, index, layout, shape)
         self.order: np.ndarray = perm.detach().numpy()
         self.kind: GatherKind = gather_kind(self.order) if self.order.size else "take"
+        #: the CSR-order values the gather reads (every entry is placed once; -1 is fill)
+        self.entries = int(self.order.max()) + 1 if self.order.size else 0
         self.lock = forksafe.lock()
         self.buffer: np.ndarray | None = None  # storage-order values (with a gather)
         self.source: np.ndarray | None = None  # the parameter's own memory (without)
@@ -118,6 +123,11 @@ class _Stage:
 
     def over_buffer(self, values: np.ndarray) -> Any:
         """The tensor over the refilled buffer (call with :attr:`lock` held)."""
+        if values.shape != (self.entries,):  # a short one read fill for its last entries
+            raise FormatError(
+                f"values must be 1-D with {self.entries} elements (the pattern's entries), "
+                f"got shape {tuple(values.shape)}"
+            )
         if self.buffer is None or self.buffer.dtype != values.dtype:
             self.buffer = np.empty(self.order.shape[0], values.dtype)
             self.tensor = self.packed.with_values(self.buffer, copy=False)

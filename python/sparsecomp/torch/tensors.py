@@ -46,6 +46,8 @@ def from_torch(t: Any, what: str = "argument") -> Any:
             hint="move it with .cpu(); CUDA tensors are not passed to executables yet",
         )
     t = t.detach()
+    if t.layout == torch.strided and (t.is_neg() or t.is_conj()):
+        t = t.resolve_neg().resolve_conj()  # a lazy negation (z.conj().imag): applied
     if t.dtype not in _NUMPY_DTYPES:  # bfloat16, float8: no numpy dtype, no kernel
         raise SparsecompError(
             f"{what} is a {t.dtype} tensor; executables take float16, float32, float64, "
@@ -142,10 +144,11 @@ def _to_torch(x: Any, layout: str) -> Any:
         raise SparsecompError(f"to_torch: layout must be csr, csc, coo or bsr[:RxC], not {layout}")
     m = x.to_scipy(layout)
     make = torch.sparse_csr_tensor if layout == "csr" else torch.sparse_csc_tensor
-    return make(
+    data = m.data if m.data.dtype == x.values.dtype else m.data.astype(x.values.dtype)
+    return make(  # (scipy holds float16 as float32: the result's own dtype again)
         torch.from_numpy(m.indptr.astype(np.int64)),
         torch.from_numpy(m.indices.astype(np.int64)),
-        torch.from_numpy(m.data),
+        torch.from_numpy(data),
         m.shape,
         check_invariants=False,  # built from a validated tensor
     )
@@ -162,12 +165,18 @@ def _block(name: str) -> tuple[int, int]:
     return r, c
 
 
+@torch.compiler.disable(recursive=True)
 def call(fn: Any, *args: Any, out: Any = None, sparse_layout: str = "csr") -> Any:
     """Call an ``Executable`` or ``Function`` with torch tensors; results come back as tensors.
 
     ``out``: a tensor (a tuple, one per result) the result is written into
-    and returned, as with ``Function.__call__``'s ``out=``. Sparse results
-    come back as ``torch.sparse`` tensors in ``sparse_layout``.
+    and returned, as with ``Function.__call__``'s ``out=``; ``None`` in the
+    tuple for a result the call returns. Sparse results come back as
+    ``torch.sparse`` tensors in ``sparse_layout``. Under ``torch.compile`` the
+    call runs eagerly (a graph break; Dynamo traced into the conversions and
+    failed); the ``sparsecomp::`` custom ops are what a compiled graph holds.
+    Inputs are read without autograd: a tensor that requires grad gets no
+    gradient from the call (the layers and ops carry autograd).
     """
     gpu = _device(fn).startswith("cuda:")
     converted = [
@@ -177,11 +186,14 @@ def call(fn: Any, *args: Any, out: Any = None, sparse_layout: str = "csr") -> An
         return to_torch(fn(*converted), sparse_layout)
     outs = out if isinstance(out, tuple) else (out,)
     arrays = tuple(o if gpu and _on_gpu(o) else _out_array(o, i) for i, o in enumerate(outs))
-    fn(*converted, out=arrays if isinstance(out, tuple) else arrays[0])
+    got = fn(*converted, out=arrays if isinstance(out, tuple) else arrays[0])
     for o in outs:  # written in place: autograd and the shared-input caches must know
         if isinstance(o, torch.Tensor) and not o.is_inference():
             torch.autograd.graph.increment_version(o)
-    return out
+    if not isinstance(out, tuple):
+        return out
+    got = got if isinstance(got, tuple) else (got,)  # results out= named no tensor for
+    return tuple(o if o is not None else to_torch(g, sparse_layout) for o, g in zip(out, got))
 
 
 def _device(fn: Any) -> str:
@@ -206,6 +218,12 @@ def _out_array(t: Any, i: int) -> Any:
     if t.device.type != "cpu" or t.layout != torch.strided or not t.is_contiguous():
         raise SparsecompError(
             f"out[{i}] must be a contiguous dense CPU tensor, got {t.layout} on {t.device}"
+        )
+    if t.is_neg() or t.is_conj():
+        raise SparsecompError(
+            f"out[{i}] is a lazily negated or conjugated view (its memory holds other "
+            "values than it shows)",
+            hint="pass a plain tensor (torch.empty_like(t)) and copy the result",
         )
     if t.requires_grad and t.is_leaf and torch.is_grad_enabled():
         raise SparsecompError(
