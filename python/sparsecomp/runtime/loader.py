@@ -68,8 +68,12 @@ def manifest_text(manifest: dict[str, Any]) -> str:
     damaged or edited since (a result's dtype changed: the kernel's results read as
     another type) is then refused at load."""
     body = {k: v for k, v in manifest.items() if k != MANIFEST_DIGEST}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return json.dumps({**body, MANIFEST_DIGEST: digest(canonical.encode())}, indent=1)
+    return json.dumps({**body, MANIFEST_DIGEST: _body_digest(body)}, indent=1)
+
+
+def _body_digest(body: dict[str, Any]) -> str:
+    """sha256 of a manifest's keys but its digest, as canonical JSON."""
+    return digest(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
 def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
@@ -84,22 +88,27 @@ def manifest_damage(manifest: dict[str, Any]) -> str | None:
     if recorded is None:
         return None
     body = {k: v for k, v in manifest.items() if k != MANIFEST_DIGEST}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    if digest(canonical.encode()) != recorded:
+    if _body_digest(body) != recorded:
         return "it was changed or damaged since it was written (its digest does not match)"
     return None
 
 
-def check_runtime_copy(path: Path, expected: str | None) -> None:
-    """Refuse a runtime library saved beside a kernel that is cut short or (where the
-    manifest recorded its digest) not the bytes saved: ``dlopen`` of a damaged copy
-    killed the process (SIGBUS, SIGSEGV)."""
+def _whole(path: Path) -> bytes:
+    """The bytes of library ``path``; an error where it cannot be read or is cut short."""
     try:
         data = path.read_bytes()
     except OSError as err:
         raise SparsecompError(f"cannot load {path}: {err.strerror}") from None
     if (short := cut_short(data)) is not None:
         raise SparsecompError(f"cannot load {path}: {short}")
+    return data
+
+
+def check_runtime_copy(path: Path, expected: str | None) -> None:
+    """Refuse a runtime library saved beside a kernel that is cut short or (where the
+    manifest recorded its digest) not the bytes saved: ``dlopen`` of a damaged copy
+    killed the process (SIGBUS, SIGSEGV)."""
+    data = _whole(path)
     if expected is not None and digest(data) != expected:
         raise SparsecompError(
             f"cannot load {path}: it is not the library that was saved with the kernel "
@@ -115,12 +124,7 @@ def kernel(path: Path, expected: str | None) -> ctypes.CDLL:
     before it was recorded, not checked). Raises :class:`SparsecompError` when
     the bytes are not those, and for a file that cannot be read or loaded.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise SparsecompError(f"cannot load {path}: {err.strerror}") from None
-    if (short := cut_short(data)) is not None:
-        raise SparsecompError(f"cannot load {path}: {short}")
+    data = _whole(path)
     found = digest(data)
     if expected is not None and found != expected:
         raise SparsecompError(
