@@ -175,8 +175,9 @@ class DecomposeFormatsPass(SparsecompPass):
                 raise _Refused(
                     func.location,
                     f"'{name}' passes its operands to '{callee}', which "
-                    f"{', '.join(repr(o) for o in sorted(outside))} also call; decompose "
-                    "one function's operand whose callees no other function calls",
+                    f"{', '.join(repr(o) for o in sorted(outside))} also "
+                    f"{'calls' if len(outside) == 1 else 'call'}; decompose the operand of "
+                    "a function whose callees no other function calls",
                 )
         fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
         body = func.regions[0].blocks[0]

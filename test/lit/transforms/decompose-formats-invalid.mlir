@@ -55,3 +55,20 @@ func.func @caller(%a: tensor<?x?xf32>) {
 // Like every sparsecomp pass it verifies sparse_iter input first.
 // expected-error@+1 {{unknown level format 'sparse'}}
 func.func private @negative_bad_layout(tensor<?xf32, #sparse_iter.layout<{map = (i) -> (i : sparse), posWidth = 32, crdWidth = 32}>>)
+
+// -----
+
+// A helper another function also calls cannot be retyped for one of them.
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>
+func.func private @shared_helper(%a: tensor<?x?xf32, #csr>) {
+  return
+}
+// expected-error@+1 {{'first' passes its operands to 'shared_helper', which 'second' also calls}}
+func.func @first(%a: tensor<?x?xf32, #csr> {sparse_iter.decompose = "csc"}) {
+  call @shared_helper(%a) : (tensor<?x?xf32, #csr>) -> ()
+  return
+}
+func.func @second(%a: tensor<?x?xf32, #csr>) {
+  call @shared_helper(%a) : (tensor<?x?xf32, #csr>) -> ()
+  return
+}

@@ -77,3 +77,25 @@ func.func @one_operand_alone(
                      outs(%e : tensor<?x?xf32, #csr32>) -> tensor<?x?xf32, #csr32>
   return %c : tensor<?x?xf32, #csr32>
 }
+
+// -----
+
+// A function passing its operand to a private helper: the helper, which no
+// other function calls, is retyped with it (its call would not match).
+// CHECK-LABEL: func.func private @helper
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 2 : dense
+// CHECK-LABEL: func.func @passes_it_on
+// CHECK-SAME: tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 2 : dense
+// CHECK: call @helper(%{{.*}}, %{{.*}}) : (tensor<?x?xf32, #sparse_iter.layout<{map = (d0, d1) -> (d0 floordiv 2
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>
+func.func private @helper(%a: tensor<?x?xf32, #csr>, %x: tensor<?xf32>) -> tensor<?xf32> {
+  %r = linalg.matvec ins(%a, %x : tensor<?x?xf32, #csr>, tensor<?xf32>)
+                     outs(%x : tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @passes_it_on(
+    %a: tensor<?x?xf32, #csr> {sparse_iter.decompose = #sparse_iter.layout<{map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)}>},
+    %x: tensor<?xf32>) -> tensor<?xf32> {
+  %r = call @helper(%a, %x) : (tensor<?x?xf32, #csr>, tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
