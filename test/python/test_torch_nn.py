@@ -326,7 +326,7 @@ def test_sparse_matrix_module_gradients_reach_b_and_values() -> None:
     assert torch.autograd.gradcheck(module, (b,))
     module(b).sum().backward()
     assert module.linear.values.grad is not None
-    with pytest.raises(SparsecompError, match="needs B with 20 rows"):
+    with pytest.raises(SparsecompError, match="needs a 2-D B with 20 rows"):
         module(torch.randn(3, 20, dtype=torch.float64))
 
 

@@ -546,8 +546,9 @@ class SparseMatrix(nn.Module):
             )
         if b.dim() != 2 or b.shape[0] != self.linear.in_features:
             raise SparsecompError(
-                f"SparseMatrix {self.shape} @ B needs B with {self.linear.in_features} rows, "
-                f"got shape {tuple(b.shape)}"
+                f"SparseMatrix {self.shape} @ B needs a 2-D B with {self.linear.in_features} "
+                f"rows, got shape {tuple(b.shape)}",
+                hint="a vector as one column: B[:, None]" if b.dim() == 1 else None,
             )
         lin = self.linear
         if (
