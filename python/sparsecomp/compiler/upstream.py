@@ -161,25 +161,11 @@ def _abi_layout(ty: ir.Type, argument: bool = False) -> Layout | None:
 
 
 def _record_same_sizes(func: ir.Operation) -> None:
-    """Argument dims one linalg loop indexes must agree (``sizes.ATTR``, read by the runtime)."""
-    entry = func.regions[0].blocks[0]
-    pairs: list[list[int]] = []
+    """Argument dims one linalg loop indexes must agree (``sizes.ATTR``, read by the
+    runtime): each structured op's, as for sparse_iter's road (``sizes.record_generic``)."""
     for op in preorder(func):
-        if not op.name.startswith("linalg.") or "indexing_maps" not in op.attributes:
-            continue
-        maps = [ir.AffineMapAttr(m).value for m in op.attributes["indexing_maps"]]
-        by_loop: dict[int, list[tuple[int, int]]] = {}
-        for value, amap in zip(op.operands, maps, strict=False):
-            if not isinstance(value, ir.BlockArgument) or value.owner != entry:
-                continue
-            for pos, expr in enumerate(amap.results):
-                if isinstance(expr, ir.AffineDimExpr):
-                    by_loop.setdefault(expr.position, []).append((value.arg_number, pos))
-        pairs += [[*m[0], *other] for m in by_loop.values() for other in m[1:]]
-    if pairs:  # after those the program declared (a kernel's size symbols)
-        old = list(func.attributes[sizes.ATTR]) if sizes.ATTR in func.attributes else []
-        new = [ir.DenseI64ArrayAttr.get(p) for p in pairs]
-        func.attributes[sizes.ATTR] = ir.ArrayAttr.get(old + new)
+        if op.name.startswith("linalg.") and "indexing_maps" in op.attributes:
+            sizes.record_generic(op)
 
 
 def _abi(func: ir.Operation) -> str:

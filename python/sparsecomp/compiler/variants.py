@@ -23,7 +23,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.names import parse_layout
 from sparsecomp.ir.attrs import layout_of
-from sparsecomp.ir.calls import close_over_calls, functions, name_of
+from sparsecomp.ir.calls import callees, close_over_calls, functions, name_of, reachable
 from sparsecomp.ir.context import make_context
 from sparsecomp.ir.destinations import DESTINATIONS, returns
 from sparsecomp.ir.parsing import parse_module
@@ -80,19 +80,9 @@ def _keep_reachable(module: ir.Operation, function: str) -> None:
     multi-device guide's ``on_wide`` and ``on_narrow``) kept the helper from being
     retyped with it ("'func.call' op operand type mismatch")."""
     funcs = {name_of(f): f for f in functions(module)}
-    reached, stack = {function}, [function]
-    while stack:
-        func = funcs.get(stack.pop())
-        if func is None:
-            continue
-        for op in preorder(func):
-            if op.name == "func.call":
-                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                if callee not in reached:
-                    reached.add(callee)
-                    stack.append(callee)
+    kept = reachable({n: callees(f) for n, f in funcs.items()}, function) | {function}
     for name, func in funcs.items():
-        if name not in reached:
+        if name not in kept:
             func.erase()
 
 

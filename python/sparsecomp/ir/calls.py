@@ -31,6 +31,19 @@ def callees(func: ir.Operation) -> set[str]:
     }
 
 
+def reachable(edges: dict[str, set[str]], name: str) -> set[str]:
+    """The functions ``name`` calls, directly or not, by ``edges`` (name -> the names
+    it calls, :func:`callees`); ``name`` itself left out."""
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        for callee in edges.get(stack.pop(), set()):
+            if callee not in seen and callee != name and callee in edges:
+                seen.add(callee)
+                stack.append(callee)
+    return seen
+
+
 def close_over_calls(funcs: list[ir.Operation], reasons: dict[str, str]) -> dict[str, str]:
     """``reasons`` (function name -> why) spread to every caller and callee.
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from mlir import ir
 
+from sparsecomp.ir.calls import functions, name_of
 from sparsecomp.ir.walk import preorder
 from sparsecomp.lowering.plan import Plan
 from sparsecomp.lowering.rowplan import RowPlan
@@ -209,13 +210,8 @@ def _callee(call: ir.Operation) -> ir.Operation | None:
     module = call.parent
     while module is not None and module.name != "builtin.module":
         module = module.parent
-    if module is None:
-        return None
-    for op in module.regions[0].blocks[0].operations:
-        op = op.operation
-        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
-            return op if len(op.regions[0].blocks) else None
-    return None
+    found = [f for f in functions(module) if name_of(f) == name] if module is not None else []
+    return found[0] if found and len(found[0].regions[0].blocks) else None
 
 
 def _through_call(call: ir.Operation, number: int, d: int, entry: ir.Block, depth: int) -> Size:
@@ -251,11 +247,11 @@ def record_calls(funcs: list[ir.Operation]) -> None:
     calls). A public function that passes its arguments (or values sized by
     them, another call's result) to a private one was otherwise called
     unchecked: ``A x`` then ``A y`` with a 5 x 7 ``A`` read past the end of ``y``."""
-    by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
+    by_name = {name_of(f): f for f in funcs}
     done: set[str] = set()
 
     def visit(func: ir.Operation, path: set[str]) -> None:
-        name = ir.StringAttr(func.attributes["sym_name"]).value
+        name = name_of(func)
         if name in done or name in path or not len(func.regions[0].blocks):
             return
         calls = [op for op in preorder(func) if op.name == "func.call"]

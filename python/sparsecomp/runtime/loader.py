@@ -76,11 +76,6 @@ def _body_digest(body: dict[str, Any]) -> str:
     return digest(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
 
 
-def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    """Write ``manifest`` to ``path`` with its digest (:func:`manifest_text`)."""
-    path.write_text(manifest_text(manifest))
-
-
 def manifest_damage(manifest: dict[str, Any]) -> str | None:
     """Why ``manifest`` is not what was written (its digest does not match), or None
     (it matches, or it has none: written before digests were)."""

@@ -9,6 +9,7 @@ from mlir import ir
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import FormatError
+from sparsecomp.ir.calls import callees, functions, name_of, reachable
 from sparsecomp.ir.walk import retype_function
 from sparsecomp.transforms.base import SparsecompPass
 
@@ -65,34 +66,15 @@ class _CallGraph:
     """Who calls whom among a module's functions (by name)."""
 
     def __init__(self, funcs: list[ir.Operation]) -> None:
-        self.funcs = {_name(f): f for f in funcs}
-        self.callees: dict[str, set[str]] = {n: set() for n in self.funcs}
-        self.callers: dict[str, set[str]] = {n: set() for n in self.funcs}
-        for caller, func in self.funcs.items():
+        self.funcs = {name_of(f): f for f in funcs}
+        self.callees = {n: callees(f) for n, f in self.funcs.items()}
 
-            def visit(op: ir.Operation, caller: str = caller) -> ir.WalkResult:
-                if op.name == "func.call":
-                    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                    self.callees[caller].add(callee)
-                    self.callers.setdefault(callee, set()).add(caller)
-                return ir.WalkResult.ADVANCE
-
-            func.walk(visit)
+    def callers(self, name: str) -> set[str]:
+        return {caller for caller, called in self.callees.items() if name in called}
 
     def reach(self, name: str) -> set[str]:
         """The functions ``name`` calls, directly or not (itself left out)."""
-        seen: set[str] = set()
-        stack = [name]
-        while stack:
-            for callee in self.callees.get(stack.pop(), set()):
-                if callee not in seen and callee != name and callee in self.funcs:
-                    seen.add(callee)
-                    stack.append(callee)
-        return seen
-
-
-def _name(func: ir.Operation) -> str:
-    return ir.StringAttr(func.attributes["sym_name"]).value
+        return reachable(self.callees, name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,8 +122,7 @@ class DecomposeFormatsPass(SparsecompPass):
     NAME = "sparse-iter-decompose-formats"
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
-        funcs = [o.operation for o in op.regions[0].blocks[0].operations]
-        funcs = [f for f in funcs if f.name == "func.func"]
+        funcs = functions(op)
         graph = _CallGraph(funcs)
         try:
             for func in funcs:
@@ -162,15 +143,15 @@ class DecomposeFormatsPass(SparsecompPass):
         }
         if not rules:
             return
-        name = _name(func)
-        if graph.callers.get(name, set()) - {name}:
+        name = name_of(func)
+        if graph.callers(name) - {name}:
             raise _Refused(
                 func.location,
                 f"'{name}' is called by other functions; decompose its callers' operand instead",
             )
-        callees = graph.reach(name)  # retyped with it: they take what it passes them
-        for callee in sorted(callees):
-            outside = graph.callers[callee] - callees - {name}
+        reach = graph.reach(name)  # retyped with it: they take what it passes them
+        for callee in sorted(reach):
+            outside = graph.callers(callee) - reach - {name}
             if outside:
                 raise _Refused(
                     func.location,
@@ -211,7 +192,7 @@ class DecomposeFormatsPass(SparsecompPass):
                 continue
             done.update(sharers)
             retype_function(func, _replacing(old, new))
-            for callee in callees:
+            for callee in reach:
                 retype_function(graph.funcs[callee], _replacing(old, new))
             inputs = [new if t == old else t for t in inputs]
             fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
