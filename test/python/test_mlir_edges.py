@@ -7,7 +7,11 @@ recursion. Results are checked against numpy / scipy.
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -256,3 +260,123 @@ def test_ptx_takes_a_path_given_as_a_string(tmp_path) -> None:  # type: ignore[n
     found = ptx(str(path), "cuda:sm_80")
     assert found
     assert all(".version" in text for text in found.values())
+
+
+NARROW = """
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed),
+                            posWidth = 32, crdWidth = 32}>
+#csr8 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed),
+                             posWidth = 16, crdWidth = 8}>
+func.func @add8(%A: tensor<?x?xf64, #csr>, %B: tensor<?x?xf64, #csr>) -> tensor<?x?xf64, #csr8> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?xf64, #csr>
+  %n = tensor.dim %A, %c1 : tensor<?x?xf64, #csr>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf64, #csr8>
+  %r = linalg.add ins(%A, %B : tensor<?x?xf64, #csr>, tensor<?x?xf64, #csr>)
+                  outs(%e : tensor<?x?xf64, #csr8>) -> tensor<?x?xf64, #csr8>
+  return %r : tensor<?x?xf64, #csr8>
+}
+func.func @mm8(%A: tensor<?x?xf64, #csr>, %B: tensor<?x?xf64, #csr>) -> tensor<?x?xf64, #csr8> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?xf64, #csr>
+  %n = tensor.dim %B, %c1 : tensor<?x?xf64, #csr>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf64, #csr8>
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf64, #csr>, tensor<?x?xf64, #csr>)
+                     outs(%e : tensor<?x?xf64, #csr8>) -> tensor<?x?xf64, #csr8>
+  return %r : tensor<?x?xf64, #csr8>
+}
+"""
+
+MAIN_130 = """
+func.func @main() {
+  %c1 = arith.constant 1 : index
+  %c130 = arith.constant 130 : index
+  %c30 = arith.constant 30 : index
+  %one = arith.constant 1.0 : f64
+  %zero = arith.constant 0.0 : f64
+  %d = tensor.generate %c1, %c130 {
+  ^bb0(%i: index, %j: index):
+    %ge = arith.cmpi uge, %j, %c30 : index
+    %v = arith.select %ge, %one, %zero : f64
+    tensor.yield %v : f64
+  } : tensor<?x?xf64>
+  %z = tensor.generate %c1, %c130 {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f64
+  } : tensor<?x?xf64>
+  %a = sparse_iter.set_encoding %d : tensor<?x?xf64> to tensor<?x?xf64, #csr>
+  %b = sparse_iter.set_encoding %z : tensor<?x?xf64> to tensor<?x?xf64, #csr>
+  %r = call @add8(%a, %b) : (tensor<?x?xf64, #csr>, tensor<?x?xf64, #csr>) -> tensor<?x?xf64, #csr8>
+  %u = sparse_iter.unset_encoding %r : tensor<?x?xf64, #csr8> to tensor<?x?xf64>
+  %c0 = arith.constant 0 : index
+  %c129 = arith.constant 129 : index
+  %x = tensor.extract %u[%c0, %c129] : tensor<?x?xf64>
+  %y = tensor.extract %u[%c0, %c30] : tensor<?x?xf64>
+  %w = tensor.extract %u[%c0, %c1] : tensor<?x?xf64>
+  vector.print %x : f64
+  vector.print %y : f64
+  vector.print %w : f64
+  return
+}
+"""
+
+
+def test_narrow_result_coordinates_past_their_signed_range(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A result with 8-bit coordinates and 130 columns: a row of 100 entries read its
+    columns 128 and 129 back sign-extended (-128, -127) to order them and to gather
+    their values, and wrote before its workspaces (SIGSEGV). Python gets the runtime's
+    error (numpy's int8 stops at 127); a program (mlir-runner) reads them unsigned, as
+    upstream does, and prints the right values."""
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import numpy as np, scipy.sparse as sp, sparsecomp
+            exe = sparsecomp.compile({NARROW!r})
+            a = sp.csr_matrix((np.ones(100), (np.zeros(100, int), np.arange(30, 130))), (1, 130))
+            for f, b in ((exe.add8, sp.csr_matrix((1, 130))), (exe.mm8, sp.eye(130, format="csr"))):
+                a2 = sp.vstack([a] * 130).tocsr() if f is exe.mm8 else a
+                try:
+                    f(a2, b)
+                except sparsecomp.SparsecompError as e:
+                    print("refused:", str(e).splitlines()[0])
+        """)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.count("does not fit the result's 8-bit coordinates") == 2, run.stdout
+    program = tmp_path / "main.mlir"
+    program.write_text(NARROW + MAIN_130)
+    tool = Path(sys.executable).with_name("sparsecomp-run")
+    out = subprocess.run([tool, program, "-e", "main"], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["1", "1", "0"], out.stdout
+
+
+def test_wrapped_positions_below_a_compressed_level_are_not_a_count(private_cache: None) -> None:
+    """A DCSR product into 8-bit positions: the level-1 count the error gave (1280) came
+    from level 0's wrapped positions, not the 1289 entries of the product."""
+    dcsr8 = (
+        "#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed), "
+        "posWidth = 8, crdWidth = 8 }>"
+    )
+    text = f"""
+    #CSR = {CSR}
+    #D = {dcsr8}
+    func.func @mm(%A: tensor<?x?xf64, #CSR>, %B: tensor<?x?xf64, #CSR>) -> tensor<?x?xf64, #D> {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %m = tensor.dim %A, %c0 : tensor<?x?xf64, #CSR>
+      %n = tensor.dim %B, %c1 : tensor<?x?xf64, #CSR>
+      %e = tensor.empty(%m, %n) : tensor<?x?xf64, #D>
+      %r = linalg.matmul ins(%A, %B : tensor<?x?xf64, #CSR>, tensor<?x?xf64, #CSR>)
+                         outs(%e : tensor<?x?xf64, #D>) -> tensor<?x?xf64, #D>
+      return %r : tensor<?x?xf64, #D>
+    }}
+    """
+    exe = sparsecomp.compile(text)
+    a = sp.random(40, 40, density=0.2, format="csr", random_state=1)
+    b = sp.random(40, 40, density=0.2, format="csr", random_state=2)
+    with pytest.raises(SparsecompError, match="counted from wrapped positions"):
+        exe.mm(a, b)

@@ -295,3 +295,21 @@ def test_a_reproducer_directory_that_cannot_be_written(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert "4:8: error: 'tensor.extract' on a sparse tensor" in run.stderr
     assert "no reproducer" in run.stderr
+
+
+def test_saving_over_another_kernel_removes_its_stage_files(
+    spmv: sparsecomp.Executable, tmp_path: Path
+) -> None:
+    """Saving a CPU kernel where a CUDA one was saved left that kernel's PTX and cubin
+    (and its GPU stages) beside the new library; a file no save wrote stays."""
+    dest = tmp_path / "kernel"
+    sparsecomp.compile(SPMV, target="cuda:sm_80").save(dest)
+    assert {"spmv_kernel.ptx", "gpu.mlir"} <= set(os.listdir(dest))
+    (dest / "notes.ptx").write_text("the user's own file")
+    spmv.save(dest)
+    left = set(os.listdir(dest))
+    assert not {"spmv_kernel.ptx", "spmv_kernel.cubin", "gpu.mlir"} & left
+    assert {"notes.ptx", "llvm.mlir", "kernel.so"} <= left
+    a = sp.random(9, 7, density=0.3, format="csr", dtype=np.float32, random_state=3)
+    x = np.arange(7, dtype=np.float32)
+    np.testing.assert_allclose(sparsecomp.load(dest)(a, x), a @ x, rtol=1e-5)

@@ -48,6 +48,25 @@ def test_dense_operands_sharing_a_symbol_are_checked(private_cache: None) -> Non
         dot(np.ones(1000, np.float32), np.ones(3, np.float32))
 
 
+@sparsecomp.kernel
+def spmv_named(A: Tensor[f32, ("rows", "cols"), "csr"], x: Tensor[f32, "cols"]):
+    y[i] += A[i, j] * x[j]
+    return y
+
+
+def test_size_errors_name_the_symbols_the_kernel_declares(private_cache: None) -> None:
+    """A call's size error names the symbol the author wrote (``'cols'``), not the
+    compiler's own name for the class (``'s0'``), in the signature and the message."""
+    a = sp.random(6, 4, density=0.5, format="csr", dtype=np.float32, random_state=1)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_allclose(spmv_named(a, x), a @ x, rtol=1e-5)
+    want = r"float32\[cols\]\): size 3 in dimension 0 does not match size symbol 'cols' = 4"
+    with pytest.raises(ArgumentError, match=want):
+        spmv_named(a, x[:3])
+    with pytest.raises(ArgumentError, match=r"size symbol 'N' = 1000"):
+        dot(np.ones(1000, np.float32), np.ones(3, np.float32))
+
+
 DENSE_MM = """
 func.func @mm(%a: tensor<?x?xf32>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %r = linalg.matmul ins(%a, %b : tensor<?x?xf32>, tensor<?x?xf32>)

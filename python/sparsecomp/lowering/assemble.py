@@ -1,10 +1,14 @@
-"""Positions from row counts, and a CSR tensor from its buffers (stage II IR)."""
+"""Positions from row counts, a CSR tensor from its buffers, and the run-time check of
+its narrow index buffers (stage II IR)."""
 
 from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import arith, tensor
 
+from sparsecomp.formats.layout import Layout
+from sparsecomp.formats.validate import index_max
+from sparsecomp.ir import fatal
 from sparsecomp.lowering.loops import State, add, for_state, index
 
 
@@ -55,3 +59,47 @@ def assemble_csr(
         attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 1, 2])},
     )
     return op.results[0]
+
+
+def check_widths(
+    op: ir.Operation,
+    target: Layout,
+    total: ir.Value,
+    inner: ir.Value,
+    subject: str | None = None,
+) -> None:
+    """Exit at run time (with a message) where ``total`` entries or an inner dimension
+    of ``inner`` do not fit the ``target`` layout's narrow positions or coordinates
+    (:mod:`sparsecomp.ir.fatal`, as MLIR's own sparse runtime does: a wrapped position
+    or coordinate would give a wrong result silently). Nothing where ``op``'s result
+    is only returned by a public function: the runtime checks what reaches a Python
+    caller (:mod:`sparsecomp.runtime.overflow`) and raises, where an exit would end
+    the caller's process. ``subject`` names what is built (the conversion's, by
+    default)."""
+    if fatal.only_returned(op.results[0]):
+        return
+    place, module = fatal.where(op.location), _module(op)
+    subject = subject or f"the conversion to {target}"
+    # positions are read unsigned (loops.load_position), coordinates signed
+    pos, crd = target.pos_width, target.crd_width
+    checks = [
+        (total, pos, (1 << pos) - 1, "{} entries", "positions", "posWidth"),
+        (add(inner, index(-1)), crd, index_max(crd) if crd else 0, "coordinates up to {}",
+         "coordinates", "crdWidth"),
+    ]  # fmt: skip
+    for value, width, limit, what, buffers, name in checks:
+        if width in (0, 64):
+            continue
+        bad = arith.cmpi(arith.CmpIPredicate.sgt, value, index(limit))
+        text = (
+            f"{place}error: {subject} gives {what}, more than its "
+            f"{width}-bit {buffers} hold (at most {limit}); declare a wider {name} (32 or 64)"
+        )
+        fatal.fail_if(bad, text, [value], module)
+
+
+def _module(op: ir.Operation) -> ir.Operation:
+    parent = op.parent
+    while parent.name != "builtin.module":
+        parent = parent.parent
+    return parent.operation

@@ -46,11 +46,9 @@ from mlir import ir
 from mlir.dialects import arith, tensor
 
 from sparsecomp.formats.layout import Layout
-from sparsecomp.formats.validate import index_max
-from sparsecomp.ir import fatal
 from sparsecomp.ir.attrs import encoding_of, layout_of
 from sparsecomp.ir.linalg_ops import linalg_fill
-from sparsecomp.lowering.assemble import assemble_csr, cast, prefix_positions
+from sparsecomp.lowering.assemble import assemble_csr, cast, check_widths, prefix_positions
 from sparsecomp.lowering.levels import emit_level
 from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index, load_index
 from sparsecomp.lowering.operands import zero_of
@@ -211,35 +209,6 @@ def _to_dense(reader: Reader, ty: ir.RankedTensorType) -> ir.Value:
     return _walk(reader, [out], visit)[0]
 
 
-def _module(op: ir.Operation) -> ir.Operation:
-    parent = op.parent
-    while parent.name != "builtin.module":
-        parent = parent.parent
-    return parent.operation
-
-
-def _check_widths(op: ir.Operation, target: Layout, total: ir.Value, inner: ir.Value) -> None:
-    """Exit at run time (with a message) where ``total`` entries or an inner dimension
-    of ``inner`` do not fit the target's narrow positions or coordinates."""
-    place, module = fatal.where(op.location), _module(op)
-    # positions are read unsigned (loops.load_position), coordinates signed
-    pos, crd = target.pos_width, target.crd_width
-    checks = [
-        (total, pos, (1 << pos) - 1, "{} entries", "positions", "posWidth"),
-        (add(inner, index(-1)), crd, index_max(crd) if crd else 0, "coordinates up to {}",
-         "coordinates", "crdWidth"),
-    ]  # fmt: skip
-    for value, width, limit, what, buffers, name in checks:
-        if width in (0, 64):
-            continue
-        bad = arith.cmpi(arith.CmpIPredicate.sgt, value, index(limit))
-        text = (
-            f"{place}error: the conversion to {target} gives {what}, more than its "
-            f"{width}-bit {buffers} hold (at most {limit}); declare a wider {name} (32 or 64)"
-        )
-        fatal.fail_if(bad, text, [value], module)
-
-
 def _to_csr(
     op: ir.Operation, source: ir.Value, layout: Layout | None, ty: ir.RankedTensorType
 ) -> ir.Value:
@@ -268,8 +237,7 @@ def _to_csr(
     (counts,) = walk([counts], count)
     pos_t, crd_t = int_type(target.pos_width), int_type(target.crd_width)
     pos, total, starts = prefix_positions(counts, rows, pos_t)
-    if not fatal.only_returned(op.results[0]):  # the runtime checks what a caller gets
-        _check_widths(op, target, total, dims[inner])
+    check_widths(op, target, total, dims[inner])
     # Each row's cursor starts at its position (counts is reused: it is dead now).
     (cursor,) = for_loop(
         index(0), rows, index(1), [counts],

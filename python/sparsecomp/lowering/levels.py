@@ -37,6 +37,7 @@ from sparsecomp.lowering.loops import (
     if_else,
     if_then,
     index,
+    load_coordinate,
     load_index,
     load_position,
     mul,
@@ -139,7 +140,7 @@ def emit_level(
             em, lv, size, carried, lambda c, vals: inner(add(base, c), c, vals), parallel
         )
     if name == "singleton":
-        return inner(p, load_index(em.crd[lv], p), carried)
+        return inner(p, load_coordinate(em.crd[lv], p), carried)
     if name in ("compressed_varied", "dense_varied", "loose_compressed"):
         lo, hi = position_range(em, lv, p)
         cut = getattr(em, "cut", None)  # a Cut (slices.py), set by a sliced nest
@@ -147,7 +148,7 @@ def emit_level(
             lo, hi = cut.bounds or cut_range(em.crd[lv], lo, hi, cut)
 
         def varied(q: ir.Value, vals: Carried) -> Carried:
-            coord = arith.subi(q, lo) if name == "dense_varied" else load_index(em.crd[lv], q)
+            coord = arith.subi(q, lo) if name == "dense_varied" else load_coordinate(em.crd[lv], q)
             return inner(q, coord, vals)
 
         return for_loop(lo, hi, index(1), carried, varied, parallel)

@@ -38,6 +38,18 @@ def load_position(buffer: ir.Value, pos: ir.Value) -> ir.Value:
     return to_index(tensor.extract(buffer, [pos]), unsigned=True)
 
 
+def load_coordinate(buffer: ir.Value, pos: ir.Value) -> ir.Value:
+    """``buffer[pos]`` of the coordinates of a level with no padding (compressed,
+    singleton), as an index: unsigned where they are narrower than 32 bits, as upstream
+    reads them (8-bit coordinates built in IR address 256 columns: column 129 read
+    signed was -127, an address before a row's start). 32- and 64-bit ones are read
+    signed, which keeps LLVM's 32-bit-index gathers (the Python ABI's signed numpy
+    buffers stop at ``2**(w - 1) - 1``, checked at the call)."""
+    element = ir.RankedTensorType(buffer.type).element_type
+    narrow = isinstance(element, ir.IntegerType) and element.width < 32
+    return to_index(tensor.extract(buffer, [pos]), unsigned=narrow)
+
+
 def add(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.addi(a, b)
 

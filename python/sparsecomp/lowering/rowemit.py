@@ -54,7 +54,7 @@ from mlir.dialects import arith, tensor
 from sparsecomp.formats.layout import Layout
 from sparsecomp.ir.linalg_ops import linalg_fill
 from sparsecomp.lowering import body as bodies
-from sparsecomp.lowering.assemble import assemble_csr, cast, prefix_positions
+from sparsecomp.lowering.assemble import assemble_csr, cast, check_widths, prefix_positions
 from sparsecomp.lowering.levels import emit_level, position_range
 from sparsecomp.lowering.loops import (
     State,
@@ -63,6 +63,7 @@ from sparsecomp.lowering.loops import (
     if_else,
     if_state,
     index,
+    load_coordinate,
     load_index,
     mul,
 )
@@ -153,6 +154,9 @@ class RowEmitter(OperandAccess):
                 lambda: list(self._one_pass(pos_t, crd_t, offsets, bound)),
                 lambda: list(self._two_pass(pos_t, crd_t)),
             )  # fmt: skip
+        # narrow widths: a result used in the program, not returned, is checked here
+        total = tensor.dim(crd, index(0))
+        check_widths(self.plan.op, layout, total, self.ncols, f"{self.plan.op.name}'s result")
         ty = self.plan.output.value.type
         return assemble_csr(ty, pos, crd, vals, self.nrows, self.ncols)
 
@@ -557,7 +561,9 @@ def _get2(t: ir.Value, i: ir.Value, j: ir.Value) -> ir.Value:
 
 
 def _load_crd(s: State, p: ir.Value) -> ir.Value:
-    return load_index(s["crd"], p)
+    """An output coordinate the row recorded, as an index (narrow ones unsigned: column
+    129 of an 8-bit one, read as -127, addressed the workspaces before their start)."""
+    return load_coordinate(s["crd"], p)
 
 
 def emit_rows(plan: RowPlan) -> ir.Value:

@@ -16,6 +16,7 @@ the runtime checks as it checks a static argument's (a scalar's value too).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from mlir import ir
@@ -26,6 +27,10 @@ from sparsecomp.lowering.plan import Plan
 from sparsecomp.lowering.rowplan import RowPlan
 
 ATTR = "sparse_iter.same_sizes"
+#: The names a function's author gave its sizes (``{N = array<i64: arg, dim>}``: a
+#: Python kernel's size symbols), which :func:`size_symbols` gives the classes they
+#: belong to, so that a call's size error says ``'N'`` where the author wrote ``N``.
+NAMES = "sparse_iter.size_names"
 #: The "dimension" of a scalar ``index`` argument in an entry: ``[arg, dim, n, VALUE]``
 #: says that argument dimension must equal the value of argument ``n`` (an output
 #: built as ``tensor.empty(%m)`` of a function argument ``%m``).
@@ -125,10 +130,23 @@ def size_symbols(func: ir.Operation, n_args: int) -> dict[tuple[int, int], str]:
     classes: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for key in {k for e in entries for k in _keys(e)}:
         classes.setdefault(find(key), []).append(key)
+    named: dict[tuple[int, int], str] = {}
+    if NAMES in func.attributes:
+        for attr in ir.DictAttr(func.attributes[NAMES]):
+            arg, dim = list(ir.DenseI64ArrayAttr(attr.attr))
+            named.setdefault((arg, dim), attr.name)
+    names: dict[tuple[int, int], str] = {}
+    for root in sorted(classes):
+        given = sorted({named[k] for k in classes[root] if k in named})
+        if given and given[0] not in names.values():
+            names[root] = given[0]
+    synthetic = (f"s{n}" for n in itertools.count())
     symbols = {}
-    for n, root in enumerate(sorted(classes)):
+    for root in sorted(classes):
+        if root not in names:
+            names[root] = next(s for s in synthetic if s not in names.values())
         for key in classes[root]:
-            symbols[key] = f"s{n}"
+            symbols[key] = names[root]
     return symbols
 
 

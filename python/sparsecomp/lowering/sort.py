@@ -13,6 +13,9 @@ set bits to the words of ``bits`` that have any, and those words' set bits
 entries and the span over 4096, not the span over 64); else, a row spread
 thin over tens of millions of columns, by heapsort (``O(n log n)``, no
 recursion or extra memory). It zeroes the words it set for the next row.
+The entries are unsigned, as upstream reads narrow coordinates: an 8-bit one
+holds columns 0 to 255 (signed, column 129 was -127, which the bitmap's words
+were addressed with: a write before the bitmap, a segfault).
 All are ``scf.while``/``scf.for`` loops carrying the tensors, which
 bufferization turns into in-place updates of the buffers. On SpGEMM's long
 rows the walk is much faster than heapsort: a circuit matrix's ``A @ A``
@@ -28,7 +31,15 @@ from collections.abc import Callable
 from mlir import ir
 from mlir.dialects import arith, math, scf, tensor
 
-from sparsecomp.lowering.loops import Carried, add, for_loop, if_then, index, while_loop
+from sparsecomp.lowering.loops import (
+    Carried,
+    add,
+    for_loop,
+    if_then,
+    index,
+    to_index,
+    while_loop,
+)
 
 INSERTION_MAX = 32
 #: A long segment whose columns span at most this many summary words (4096
@@ -60,7 +71,7 @@ def _insertion(t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
         def cond(args: Carried) -> tuple[ir.Value, Carried]:
             q, cur = args
             prev = _get(cur, arith.maxsi(arith.subi(q, index(1)), lo))  # in bounds at q = lo
-            keep = arith.andi(arith.cmpi(Pred.sgt, q, lo), arith.cmpi(Pred.sgt, prev, key))
+            keep = arith.andi(arith.cmpi(Pred.sgt, q, lo), arith.cmpi(Pred.ugt, prev, key))
             return keep, [q, cur]
 
         def shift(args: Carried) -> Carried:
@@ -89,11 +100,11 @@ def _sift_down(t: ir.Value, base: ir.Value, root: ir.Value, end: ir.Value) -> ir
         right_ok = arith.cmpi(Pred.slt, right, end)
         c_val = _get(cur, add(base, child))
         r_val = _get(cur, add(base, arith.select(right_ok, right, child)))
-        take_right = arith.andi(right_ok, arith.cmpi(Pred.slt, c_val, r_val))
+        take_right = arith.andi(right_ok, arith.cmpi(Pred.ult, c_val, r_val))
         big = arith.select(take_right, right, child)
         big_val = arith.select(take_right, r_val, c_val)
         root_val = _get(cur, add(base, r))
-        swap = arith.cmpi(Pred.slt, root_val, big_val)
+        swap = arith.cmpi(Pred.ult, root_val, big_val)
 
         def do_swap(vals: Carried) -> Carried:
             moved = _put(vals[0], add(base, r), big_val)
@@ -148,7 +159,7 @@ def _mark_each(bits: ir.Value, t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Va
     """``bits`` with the columns ``t[lo:hi]`` marked."""
 
     def body(p: ir.Value, vals: Carried) -> Carried:
-        return [mark(vals[0], arith.index_cast(ir.IndexType.get(), _get(t, p)))]
+        return [mark(vals[0], to_index(_get(t, p), unsigned=True))]
 
     return for_loop(lo, hi, index(1), [bits], body)[0]
 
@@ -157,7 +168,7 @@ def _summarize(summary: ir.Value, t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir
     """``summary`` with the bit of each word of ``bits`` that the columns ``t[lo:hi]`` are in."""
 
     def body(p: ir.Value, vals: Carried) -> Carried:
-        word = arith.shrui(arith.index_cast(ir.IndexType.get(), _get(t, p)), index(6))
+        word = arith.shrui(to_index(_get(t, p), unsigned=True), index(6))
         above, flag = _words(vals[0], word)
         return [_put(vals[0], above, arith.ori(_get(vals[0], above), flag))]
 
@@ -251,10 +262,10 @@ def order_marked(
 
         def bounds(p: ir.Value, vals: Carried) -> Carried:
             x = _get(t, p)
-            return [arith.minsi(vals[0], x), arith.maxsi(vals[1], x)]
+            return [arith.minui(vals[0], x), arith.maxui(vals[1], x)]
 
         low, high = for_loop(add(lo, index(1)), hi, index(1), [head, head], bounds)
-        low, high = (arith.index_cast(ir.IndexType.get(), v) for v in (low, high))
+        low, high = (to_index(v, unsigned=True) for v in (low, high))
         first, last = arith.shrui(low, index(6)), arith.shrui(high, index(6))
         words = add(arith.subi(last, first), index(1))
         dense = arith.cmpi(Pred.sle, words, arith.muli(n, index(DENSE_WORDS)))

@@ -41,6 +41,9 @@ from sparsecomp.targets import CpuTarget, detect_host, target_from_attr
 
 MANIFEST = "manifest.json"
 FORMAT = 1
+#: The files beside a library that :meth:`Executable.save` copies: stage IR, LLVM IR,
+#: a CUDA executable's kernels.
+_STAGE_SUFFIXES = (".mlir", ".ll", ".ptx", ".cubin")
 
 LOG = logging.getLogger("sparsecomp")
 
@@ -537,10 +540,9 @@ class Executable:
         for entry in self.manifest.get("parts", []):  # before the manifest that lists them
             self.parts[entry["target"]].save(dest / entry["directory"])
         files = [self.directory / self.manifest["library"], self.directory / MANIFEST]
-        stages = [
-            p for ext in ("mlir", "ll", "ptx", "cubin") for p in self.directory.glob(f"*.{ext}")
-        ]
+        stages = [p for ext in _STAGE_SUFFIXES for p in self.directory.glob(f"*{ext}")]
         files += sorted(stages) + self.libraries
+        replaced = _saved_stages(dest)  # an earlier save's stage files: gone after this one
         # the manifest last: a reader sees it once the files it describes are in place;
         # it records the runtime libraries' digests (a damaged copy is refused at load)
         staged = dest / f".{MANIFEST}.{os.getpid()}.staged"
@@ -548,9 +550,13 @@ class Executable:
         try:
             runtimes = {lib.name: loader.digest(lib.read_bytes()) for lib in self.libraries}
             manifest = json.loads((self.directory / MANIFEST).read_text())
-            staged.write_text(loader.manifest_text({**manifest, "runtime_sha256": runtimes}))
+            names = sorted(p.name for p in stages)
+            saved = {**manifest, "runtime_sha256": runtimes, "saved_stages": names}
+            staged.write_text(loader.manifest_text(saved))
             copies = [(path, dest / path.name) for path in ordered[:-1]]
             loader.write_files([*copies, (staged, dest / MANIFEST)])
+            for name in replaced - set(names):  # another kernel's PTX is not this one's
+                (dest / name).unlink(missing_ok=True)
         except FileNotFoundError as exc:
             raise SparsecompError(
                 f"cannot save the executable to {dest}: {exc.filename} is gone (was "
@@ -569,6 +575,23 @@ class Executable:
         lines += [f"  {c.describe()}" for c in self.chains.values()]
         head = f"Executable('{self.directory}', {len(lines)} function(s)"
         return "\n".join([f"{head}:", *lines]) + ")" if lines else head + ")"
+
+
+def _saved_stages(directory: Path) -> set[str]:
+    """The stage files (IR, PTX, cubin) an earlier :meth:`Executable.save` wrote to
+    ``directory``, as its manifest lists them; none where it lists none (a file there
+    that no save wrote is never removed)."""
+    try:
+        names = json.loads((directory / MANIFEST).read_text()).get("saved_stages", [])
+    except (OSError, ValueError, AttributeError):
+        return set()
+    if not isinstance(names, list):
+        return set()
+    return {
+        n
+        for n in names
+        if isinstance(n, str) and n == Path(n).name and Path(n).suffix in _STAGE_SUFFIXES
+    }
 
 
 def _loaded_function(directory: str, name: str) -> Function:

@@ -22,6 +22,7 @@ from mlir.dialects import arith, func, linalg, tensor
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.lowering.sizes import ATTR as SAME_SIZES
+from sparsecomp.lowering.sizes import NAMES as SIZE_NAMES
 from sparsecomp.script.body import Body, combine, identity
 from sparsecomp.script.parse import (
     Access,
@@ -183,6 +184,10 @@ class FunctionEmitter:
         same = [ir.DenseI64ArrayAttr.get([*a, *b]) for a, b in self.same if not tied(a, b)]
         if same:
             f.attributes[SAME_SIZES] = ir.ArrayAttr.get(same)
+        if self.first:  # the symbols' names, for the runtime's size errors
+            f.attributes[SIZE_NAMES] = ir.DictAttr.get(
+                {sym: ir.DenseI64ArrayAttr.get([*at]) for sym, at in self.first.items()}
+            )
         return f
 
     def same_size(self, symbol: str, argument: int, dim: int) -> None:

@@ -479,15 +479,21 @@ def _not_re_emitted(module: Any, text: str, kernels: set[str]) -> set[str]:
 
 
 def _cleaned(text: str) -> dict[str, str]:
-    """Each function's text after ``sparsecomp-cleanup`` (by symbol)."""
+    """Each function's text after ``sparsecomp-cleanup`` (by symbol), without the names
+    a kernel gives its sizes (:data:`~sparsecomp.lowering.sizes.NAMES`: the printer
+    makes up its own)."""
     from mlir import passmanager
 
     from sparsecomp.ir.context import make_context
+    from sparsecomp.lowering.sizes import NAMES
 
     with make_context():
         module = ir.Module.parse(text)
         pipeline = "builtin.module(linalg-generalize-named-ops,canonicalize,cse)"
         passmanager.PassManager.parse(pipeline).run(module.operation)
+        for op in module.body.operations:
+            if NAMES in op.operation.attributes:
+                del op.operation.attributes[NAMES]
         return {
             ir.StringAttr(op.attributes["sym_name"]).value: str(op)
             for op in module.body.operations

@@ -212,10 +212,12 @@ def _sddmm_fake(pattern: list[Tensor], x: Tensor, y: Tensor, shape: list[int]) -
 
 def _no_second_order(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
     raise SparsecompError(
-        "second-order gradients of a sparse layer are not supported: the gradients of "
-        "its backward pass (sparsecomp::layout_mm, sparsecomp::sddmm) have no formula",
+        "sparsecomp::layout_mm and sparsecomp::sddmm have no gradient: they are a sparse "
+        "layer's backward pass, so a gradient through them is a second-order gradient "
+        "of that layer (create_graph=True), which is not supported",
         hint="differentiate once (create_graph=False), or densify_ the model for "
-        "gradient penalties and Hessian products",
+        "gradient penalties and Hessian products; a sparse product to train through is "
+        "sparsecomp.torch.SparseLinear or SparseMatrix, not these ops",
     )
 
 
