@@ -30,13 +30,26 @@ def compile(source: Any, target: Any = "host", **options: Any) -> Executable:
     return _compile(source, target, **options)
 
 
+#: Subpackages ``sparsecomp.<name>`` reaches without an import of their own (as
+#: ``sparsecomp.targets.cpu.detect_host()`` in an argument of the first compile).
+_SUBPACKAGES = frozenset({
+    "compiler", "dask", "formats", "ir", "lowering", "runtime", "script", "targets",
+    "tools", "torch", "transforms",
+})  # fmt: skip
+
+
 def __getattr__(name: str) -> Any:
-    """``sparsecomp.kernel`` (:func:`sparsecomp.script.kernel.kernel`), imported on
-    first use: ``import sparsecomp`` imports neither numpy nor MLIR."""
+    """``sparsecomp.kernel`` (:func:`sparsecomp.script.kernel.kernel`) and the
+    subpackages, imported on first use: ``import sparsecomp`` imports neither numpy
+    nor MLIR."""
     if name == "kernel":
         from sparsecomp.script.kernel import kernel
 
         return kernel
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"sparsecomp.{name}")
     raise AttributeError(f"module 'sparsecomp' has no attribute '{name}'")
 
 

@@ -10,9 +10,14 @@ partition the kernel cannot take, and workers that cannot import MLIR.
 
 from __future__ import annotations
 
+import gc
+import importlib
 import itertools
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -251,8 +256,19 @@ def test_pagerank_equals_scipy(client, exe) -> None:
 
 
 def _kill_one(client) -> None:
+    """SIGKILL one worker process (the cluster's are on this machine), and check that it
+    died: ``client.run(os._exit, wait=False)`` raised "Combination not supported" on
+    the worker with distributed 2026.8 and killed nothing, which let this test pass."""
     victim = sorted(client.scheduler_info()["workers"])[0]
-    client.run(os._exit, 1, workers=[victim], wait=False, on_error="ignore")
+    pid = client.run(os.getpid, workers=[victim])[victim]
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(200):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"worker {victim} (pid {pid}) is still alive")
 
 
 def test_a_worker_killed_mid_run_and_the_result_is_still_right(client, exe) -> None:
@@ -279,7 +295,7 @@ def test_a_partition_the_kernel_cannot_take_is_named(client, exe) -> None:
         SparsecompError, match=r"partition \d \(rows \d+:\d+\): spmv: argument 1 .*complex128"
     ):
         sd.map(exe, "spmv", D, np.ones(40, np.complex128)).compute()
-    with pytest.raises(SparsecompError, match="operand 1 has 41 rows; the matrix is 50x40"):
+    with pytest.raises(SparsecompError, match=r"operand 1 has 41 rows; .*the matrix is 50x40"):
         sd.map(exe, "spmv", D, np.ones(41))
 
 
@@ -404,3 +420,174 @@ def test_a_matrix_runs_on_its_own_cluster_where_a_program_holds_two(client) -> N
         np.testing.assert_allclose(client.compute(y).result(), A @ x, rtol=1e-10)
         np.testing.assert_allclose(D.to_scipy().toarray(), A.toarray())
     other.close()
+
+
+# -- a battery of user-style programs (session 44) ---------------------------------
+
+ACCUMULATE = """
+#csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>
+func.func @spmv_acc(%A: tensor<?x?xf64, #csr>, %x: tensor<?xf64>, %y: tensor<?xf64>)
+    -> tensor<?xf64> {
+  %r = linalg.matvec ins(%A, %x : tensor<?x?xf64, #csr>, tensor<?xf64>)
+                     outs(%y : tensor<?xf64>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+func.func @spmm_bias(%A: tensor<?x?xf64, #csr>, %B: tensor<?x?xf64>, %b: tensor<?xf64>)
+    -> tensor<?x?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %A, %c0 : tensor<?x?xf64, #csr>
+  %n = tensor.dim %B, %c1 : tensor<?x?xf64>
+  %e = tensor.empty(%m, %n) : tensor<?x?xf64>
+  %c = linalg.broadcast ins(%b : tensor<?xf64>) outs(%e : tensor<?x?xf64>) dimensions = [0]
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf64, #csr>, tensor<?x?xf64>)
+                     outs(%c : tensor<?x?xf64>) -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}
+func.func @colsum(%A: tensor<?x?xf64, #csr>) -> tensor<?xf64> {
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f64
+  %n = tensor.dim %A, %c1 : tensor<?x?xf64, #csr>
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (j)>],
+                       iterator_types = ["reduction", "parallel"]}
+      ins(%A : tensor<?x?xf64, #csr>) outs(%f : tensor<?xf64>) {
+    ^bb0(%a: f64, %o: f64):
+      %s = arith.addf %a, %o : f64
+      linalg.yield %s : f64
+  } -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+"""
+
+
+def _hub() -> sp.csr_matrix:
+    hub = sp.random(300, 300, density=0.01, format="lil", dtype=np.float64, random_state=1)
+    hub[7, :] = 1.0
+    return hub.tocsr()
+
+
+def test_terms_added_per_row_count_once_on_a_split_row(client) -> None:
+    """y + A x and A B + bias on a matrix whose hub row is split between partitions:
+    each part added y[7] (and the bias) to its share of the row, and the sum counted it
+    twice. y is split by rows without split= (its size is the matrix's row size)."""
+    exe = sparsecomp.compile(ACCUMULATE)
+    A = _hub()
+    D = sd.from_scipy(A, parts=4, client=client)
+    assert any(b.row_start < a.row_stop for a, b in itertools.pairwise(D.parts))
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal(300), rng.standard_normal(300)
+    np.testing.assert_allclose(sd.map(exe, "spmv_acc", D, x, y).compute(), y + A @ x, rtol=1e-10)
+    B, b = rng.standard_normal((300, 3)), rng.standard_normal(3)
+    got = sd.map(exe, "spmm_bias", D, B, b, split=[]).compute()
+    np.testing.assert_allclose(got, A @ B + b, rtol=1e-10)
+    with pytest.raises(SparsecompError, match=r"returned shape .* map runs row-wise functions"):
+        sd.map(exe, "colsum", D).compute()
+    with pytest.raises(SparsecompError, match="operand 1 has 299 rows; the function takes"):
+        sd.map(exe, "spmv_acc", D, np.ones(299), y)
+
+
+def _spmv_of_a_local_matrix(exe, A, x, client):  # type: ignore[no-untyped-def]
+    return sd.map(exe, "spmv", sd.from_scipy(A, parts=3, client=client), x)
+
+
+def test_a_result_keeps_its_matrix_alive(client, exe) -> None:
+    """A matrix built in a helper (or inline in the call) and dropped: its persisted
+    partitions were released and compute failed with "lost dependencies"."""
+    A = power_law(200, 150, seed=11)
+    x = np.random.default_rng(11).standard_normal(150)
+    y = _spmv_of_a_local_matrix(exe, A, x, client) * 2.0
+    gc.collect()
+    time.sleep(0.3)  # the releases reach the scheduler
+    np.testing.assert_allclose(y.compute(), 2.0 * (A @ x), rtol=1e-10)
+
+
+def test_another_kernel_saved_to_the_same_directory_is_shipped(client, tmp_path: Path) -> None:
+    """The shipped-executable cache was keyed by directory: a second kernel saved where
+    the first was, then loaded, ran the first one on the workers."""
+    A = power_law(120, 100, seed=12)
+    x = np.random.default_rng(12).standard_normal(100)
+    D = sd.from_scipy(A, parts=2, client=client)
+    text = (REPO / "examples" / "spmv.mlir").read_text().replace("f32", "f64")
+    sparsecomp.compile(text).save(tmp_path / "k")
+    first = sparsecomp.load(tmp_path / "k")
+    np.testing.assert_allclose(sd.map(first, "spmv", D, x).compute(), A @ x, rtol=1e-10)
+    scaled = text.replace("%zero = arith.constant 0.0", "%zero = arith.constant 1.0")
+    assert scaled != text
+    time.sleep(0.01)  # a new modification time
+    sparsecomp.compile(scaled).save(tmp_path / "k")
+    second = sparsecomp.load(tmp_path / "k")
+    np.testing.assert_allclose(sd.map(second, "spmv", D, x).compute(), 1 + A @ x, rtol=1e-10)
+
+
+def test_persist_makes_the_partitions_again_after_a_restart(exe) -> None:
+    """client.restart() drops every result; D.persist() makes the partitions from
+    their tasks (it resubmitted the dropped futures, which failed)."""
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    with distributed.Client(cluster) as c:
+        A = power_law(150, 120, seed=13)
+        x = np.random.default_rng(13).standard_normal(120)
+        D = sd.from_scipy(A, parts=3, client=c)
+        np.testing.assert_allclose(sd.map(exe, "spmv", D, x).compute(), A @ x, rtol=1e-10)
+        c.restart()
+        D.persist()
+        np.testing.assert_allclose(sd.map(exe, "spmv", D, x).compute(), A @ x, rtol=1e-10)
+    cluster.close()
+
+
+def test_from_files_reads_matrix_market_as_the_kernels_dtype(client, tmp_path: Path) -> None:
+    """scipy reads a real .mtx as float64: an f32 kernel could not take the matrix, and
+    a mix of .npz (f32) and .mtx was refused, with no way to say the dtype."""
+    A = sp.random(80, 60, density=0.1, format="csr", dtype=np.float32, random_state=14)
+    scipy.io.mmwrite(tmp_path / "a.mtx", A[:40])
+    sp.save_npz(tmp_path / "b.npz", A[40:])
+    paths = [str(tmp_path / "a.mtx"), str(tmp_path / "b.npz")]
+    with pytest.raises(SparsecompError, match="differ in columns or dtype"):
+        sd.from_files(paths, client=client)
+    D = sd.from_files(paths, client=client, dtype=np.float32)
+    spmv32 = sparsecomp.compile(REPO / "examples" / "spmv.mlir")
+    x = np.random.default_rng(14).standard_normal(60).astype(np.float32)
+    np.testing.assert_allclose(sd.map(spmv32, "spmv", D, x).compute(), A @ x, rtol=1e-5)
+
+
+def test_an_explicit_layout_is_compiled_here_for_the_workers(client, exe) -> None:
+    """layout="bsr:2x2" asked the workers' loaded executable to recompile (it cannot)."""
+    A = sp.kron(sp.random(40, 30, density=0.1, random_state=15), np.ones((2, 2))).tocsr()
+    D = sd.from_scipy(A, parts=2, client=client)
+    x = np.random.default_rng(15).standard_normal(60)
+    got = sd.map(exe, "spmv", D, x, layout="bsr:2x2").compute()
+    np.testing.assert_allclose(got, A @ x, rtol=1e-10)
+    assert set(D.layouts["spmv"]) == {"bsr:2x2"}
+
+
+def test_a_dead_workers_directory_is_swept(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Each worker wrote its shipped executables to a directory of its pid, never
+    removed (700 of them, 1.9 GB, had piled up in /tmp)."""
+    ship = importlib.import_module("sparsecomp.dask.ship")  # not sd.ship, the function
+    monkeypatch.setattr(ship.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(ship, "_OWN", None)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    stale = tmp_path / f"sparsecomp-worker-{int(dead.stdout)}"
+    (stale / "abc").mkdir(parents=True)
+    live = tmp_path / f"sparsecomp-worker-{os.getppid()}"
+    live.mkdir()
+    own = ship._own_directory()
+    assert own == tmp_path / f"sparsecomp-worker-{os.getpid()}"
+    assert not stale.exists()
+    assert live.exists()
+
+
+def test_subpackages_without_an_import_of_their_own() -> None:
+    """docs/dask.md's ``dataclasses.replace(sparsecomp.targets.cpu.detect_host(),
+    threads=1)`` as the first compile's argument: AttributeError."""
+    code = (
+        "import dataclasses, sparsecomp; "
+        "print(dataclasses.replace(sparsecomp.targets.cpu.detect_host(), threads=1).threads)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"

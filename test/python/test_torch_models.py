@@ -650,3 +650,89 @@ def test_call_out_with_none_returns_the_result_it_names_no_tensor_for() -> None:
     assert got[1] is into
     torch.testing.assert_close(got[0].to_dense(), a)
     torch.testing.assert_close(into, x)
+
+
+# -- session 44: training workflows -------------------------------------------------
+
+
+def _sparse_linear(fraction: float, layout: str = "csr", seed: int = 0) -> nn.Sequential:
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(32, 24))
+    st.sparsify_(model, {"0": (f"scalar_fraction:{fraction}", layout)})
+    return model
+
+
+def test_loading_another_patterns_size_drops_the_stale_gradient() -> None:
+    """values.grad kept the old pattern's size after load_state_dict: the next backward
+    (after zero_grad(set_to_none=False)) failed, and a compiled model's forward."""
+    checkpoint = _sparse_linear(0.9).state_dict()
+    model = _sparse_linear(0.5)
+    model(torch.randn(4, 32)).sum().backward()
+    model.load_state_dict(checkpoint)
+    assert model[0].values.grad is None
+    model.zero_grad(set_to_none=False)
+    x = torch.randn(4, 32)
+    model(x).sum().backward()
+    ref = _dense_copy(model)
+    ref[0].weight.grad = None
+    ref(x).sum().backward()
+    dense_grad = ref[0].weight.grad
+    assert dense_grad is not None
+    weight = model[0].to_dense_linear().weight
+    got = torch.zeros_like(weight).masked_scatter(weight != 0, model[0].values.grad)
+    torch.testing.assert_close(got, dense_grad * (weight != 0), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["csr", "hyb", "bsr:1x4"])
+def test_input_gradient_after_requires_grad_between_two_layers(layout: str) -> None:
+    """Another layer's forward took the transpose of x; x.requires_grad_() changed no
+    version counter, so the second layer reused that transpose, which has no autograd
+    link to x (layouts computing Y^T = W X^T): x.grad stayed None."""
+    sparsifier = "block_fraction:1x4:0.5" if layout.startswith("bsr") else "scalar_fraction:0.5"
+    torch.manual_seed(1)
+    teacher, student = nn.Linear(32, 16), nn.Linear(32, 16)
+    teacher_s, student_s = nn.Sequential(teacher), nn.Sequential(student)
+    st.sparsify_(teacher_s, {"0": (sparsifier, layout)})
+    st.sparsify_(student_s, {"0": (sparsifier, layout)})
+    dense = student_s[0].to_dense_linear()
+    x = torch.randn(5, 32)
+    teacher_s(x)
+    x.requires_grad_()
+    student_s(x).sum().backward()
+    x2 = x.detach().clone().requires_grad_()
+    dense(x2).sum().backward()
+    assert x.grad is not None
+    torch.testing.assert_close(x.grad, x2.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_batched_gradients_are_refused_with_what_works() -> None:
+    """is_grads_batched (jacobian(vectorize=True)) stopped at torch's "Batching rule not
+    implemented for sparsecomp::sddmm"; torch.func.vmap over autograd.grad works."""
+    model = _sparse_linear(0.5)
+    dense = model[0].to_dense_linear()
+    x = torch.randn(3, 32, requires_grad=True)
+    v = torch.randn(4, 3, 24)
+    with pytest.raises(SparsecompError, match="batched gradients"):
+        torch.autograd.grad(model(x), x, v, is_grads_batched=True)
+    got = torch.func.vmap(lambda u: torch.autograd.grad(model(x), x, u)[0])(v)
+    (want,) = torch.autograd.grad(dense(x), x, v, is_grads_batched=True)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+class _Scaled(nn.Linear):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 3.0 * super().forward(x)
+
+
+def test_linear_subclasses_with_their_own_forward_stay_dense() -> None:
+    """A subclass scaling its output (or torch's qat.Linear) became a plain SparseLinear,
+    silently dropping what its forward does."""
+    torch.manual_seed(2)
+    model = nn.Sequential(_Scaled(16, 8), nn.Linear(8, 4))
+    x = torch.randn(3, 16)
+    want = model(x)
+    with pytest.warns(UserWarning, match="has a forward of its own"):
+        done = st.sparsify_(model, {"*": "threshold:0"})
+    assert set(done) == {"1"}
+    assert isinstance(model[0], _Scaled)
+    torch.testing.assert_close(model(x), want, rtol=1e-4, atol=1e-5)

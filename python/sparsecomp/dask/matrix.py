@@ -41,6 +41,12 @@ class DistributedMatrix:
     #: below and of :func:`~sparsecomp.dask.map` (not Dask's current client,
     #: which is the last one made where a program holds several)
     client: Any = field(default=None, repr=False, compare=False)
+    #: matrices whose persisted partitions the pieces' tasks read (a ``map`` result's
+    #: source), held so that they live as long as this one
+    sources: list[Any] = field(default_factory=list, repr=False, compare=False)
+    #: the tasks that make the partitions (``pieces`` are their persisted futures):
+    #: what :meth:`persist` submits again once a restart dropped them
+    tasks: list[Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def nnz(self) -> int:
@@ -51,9 +57,14 @@ class DistributedMatrix:
         return len(self.parts)
 
     def persist(self, client: Any = None) -> DistributedMatrix:
-        """Keep the partitions in the workers' memory (``client.persist``)."""
+        """Keep the partitions in the workers' memory (``client.persist``), made again
+        from their tasks where the cluster dropped them (``client.restart()`` drops
+        every result, and the futures that named them do not say so: a ``map``
+        afterwards fails with "lost dependencies" until this runs); the partitions
+        are packed again at the next ``map``."""
         client = client_of(client or self.client)
-        self.pieces = list(client.persist(self.pieces))
+        self.pieces = list(client.persist(self.tasks if self.tasks is not None else self.pieces))
+        self.packed.clear()
         return self
 
     def to_scipy(self, client: Any = None) -> Any:
@@ -113,22 +124,24 @@ def from_scipy(A: Any, parts: int | None = None, client: Any = None) -> Distribu
         idx = csr.indices[part.nz_start : part.nz_stop]
         make = dask.delayed(worker.piece, pure=True)
         pieces.append(make(data, idx, ptr, (part.rows, csr.shape[1])))
-    matrix = DistributedMatrix(csr.shape, csr.dtype, layout, pieces, client=client)
+    matrix = DistributedMatrix(csr.shape, csr.dtype, layout, pieces, client=client, tasks=pieces)
     return matrix.persist(client)
 
 
-def from_files(paths: Sequence[str], client: Any = None) -> DistributedMatrix:
+def from_files(paths: Sequence[str], client: Any = None, dtype: Any = None) -> DistributedMatrix:
     """One row partition per file (scipy ``.npz`` or Matrix Market ``.mtx``), read
-    on the workers, stacked in the order given."""
+    on the workers, stacked in the order given. ``dtype``: the values' type (scipy
+    reads a real ``.mtx`` as float64; a float32 kernel takes ``dtype=np.float32``)."""
     import dask
 
     client = client_of(client)
-    pieces = [dask.delayed(worker.read_piece, pure=True)(str(p)) for p in paths]
-    if not pieces:
+    kind = None if dtype is None else np.dtype(dtype).str
+    tasks = [dask.delayed(worker.read_piece, pure=True)(str(p), kind) for p in paths]
+    if not tasks:
         raise SparsecompError("from_files needs at least one file")
-    pieces = list(client.persist(pieces))
+    pieces = list(client.persist(tasks))
     shapes = client.compute([dask.delayed(worker.describe)(p) for p in pieces], sync=True)
-    return _stacked(pieces, shapes, [str(p) for p in paths], client)
+    return _stacked(pieces, shapes, [str(p) for p in paths], client, tasks)
 
 
 def from_dask_array(array: Any, client: Any = None) -> DistributedMatrix:
@@ -141,11 +154,11 @@ def from_dask_array(array: Any, client: Any = None) -> DistributedMatrix:
             "from_dask_array takes a 2-D dask.array chunked by rows only",
             hint="rechunk it: array.rechunk({1: -1})",
         )
-    pieces = [dask.delayed(_csr)(d) for d in array.to_delayed()[:, 0]]
-    pieces = list(client.persist(pieces))
+    tasks = [dask.delayed(_csr)(d) for d in array.to_delayed()[:, 0]]
+    pieces = list(client.persist(tasks))
     shapes = client.compute([dask.delayed(worker.describe)(p) for p in pieces], sync=True)
     names = [f"chunk {k}" for k in range(len(pieces))]
-    return _stacked(pieces, shapes, names, client)
+    return _stacked(pieces, shapes, names, client, tasks)
 
 
 def _csr(chunk: Any) -> Any:
@@ -157,7 +170,7 @@ def _csr(chunk: Any) -> Any:
 
 
 def _stacked(
-    pieces: list[Any], shapes: list[Any], names: list[str], client: Any
+    pieces: list[Any], shapes: list[Any], names: list[str], client: Any, tasks: list[Any]
 ) -> DistributedMatrix:
     columns = {s[0][1] for s in shapes}
     dtypes = {s[2] for s in shapes}
@@ -165,10 +178,15 @@ def _stacked(
         found = ", ".join(
             f"{n}: {s[0][0]}x{s[0][1]} {s[2]}" for n, s in zip(names, shapes, strict=True)
         )
-        raise SparsecompError(f"the partitions differ in columns or dtype ({found})")
+        raise SparsecompError(
+            f"the partitions differ in columns or dtype ({found})",
+            hint="scipy reads a real .mtx file as float64: from_files(paths, dtype=...) "
+            "reads every file as one dtype",
+        )
     parts, row, nz = [], 0, 0
     for shape, nnz, _ in shapes:
         parts.append(Part(row, row + shape[0], nz, nz + nnz))
         row, nz = row + shape[0], nz + nnz
     shape = (row, columns.pop())
-    return DistributedMatrix(shape, np.dtype(dtypes.pop()), parts, pieces, client=client)
+    dtype = np.dtype(dtypes.pop())
+    return DistributedMatrix(shape, dtype, parts, pieces, client=client, tasks=tasks)

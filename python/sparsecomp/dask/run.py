@@ -42,14 +42,29 @@ def ship(exe: Any, client: Any = None) -> str:
     (:func:`.ship.install`, once per client); its digest, which tasks pass."""
     client = client_of(client)
     with _LOCK:
-        payload = _PAYLOADS.get(str(exe.directory))
+        key = _identity(exe)
+        payload = _PAYLOADS.get(key)
         if payload is None:
-            payload = _PAYLOADS[str(exe.directory)] = Payload.of(exe)
+            payload = _PAYLOADS[key] = Payload.of(exe)
         key = (client.id, payload.digest)
         if key not in _SHIPPED:
             install(payload, client)
             _SHIPPED[key] = payload.digest
         return payload.digest
+
+
+def _identity(exe: Any) -> str:
+    """What tells ``exe``'s files from another's: its directory, and its library's and
+    manifest's sizes and modification times (another kernel saved to the directory a
+    first one was shipped from, then loaded, ran the first one on the workers)."""
+    stats = []
+    for name in (exe.manifest["library"], "manifest.json"):
+        try:
+            st = (exe.directory / name).stat()
+        except OSError:
+            return f"{exe.directory}:{id(exe)}"
+        stats.append(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
+    return f"{exe.directory}:{':'.join(stats)}"
 
 
 def map(
@@ -91,26 +106,42 @@ def map(
     roles = _roles(A, signature, operands, split)
     packed, digests = _packed(A, exe, function, client, layout, _columns(operands, roles))
     broadcast = {i: _whole(op) for i, op in enumerate(operands) if roles[i] == "broadcast"}
+    own = ship(exe, client)
+    rest = _trailing(result.rank, operands, roles) if result.kind == "dense" else None
+    said = ", ".join(
+        f"{i + 1}: {'by rows' if r == 'split' else 'whole'}"
+        for i, r in enumerate(roles)
+        if r != "scalar"
+    )  # operand numbers as the kernel's errors count them (argument 0: the matrix)
     calls = []
     for k, part in enumerate(A.parts):
-        args = [
-            broadcast[i] if roles[i] == "broadcast"
-            else _rows(op, part.row_start, part.row_stop) if roles[i] == "split"
-            else op
-            for i, op in enumerate(operands)
-        ]  # fmt: skip
-        calls.append(
-            dask.delayed(worker.call, pure=False)(digests[k], function, k, part, packed[k], *args)
+        args = _arguments(operands, roles, broadcast, part.row_start, part.row_stop)
+        shape = None if rest is None else (part.rows, *rest)
+        call = dask.delayed(worker.call, pure=False)(
+            digests[k], function, k, part, packed[k], *args, shape=shape, roles=said
         )
+        shared = k > 0 and part.row_start < A.parts[k - 1].row_stop
+        if shared and combine == "sum" and result.kind == "dense":
+            # A row split between partitions: every part adds what the kernel adds to a
+            # row without entries (y in y + A x, a bias), which the sum would count
+            # once per part. The parts after the first subtract it: the kernel's row
+            # for no entries (an affine kernel, as SpMV's and SpMM's are, is then exact).
+            first = _arguments(operands, roles, broadcast, part.row_start, part.row_start + 1)
+            empty = dask.delayed(worker.empty_row, pure=False)(
+                own, function, k, part, A.shape[1], *first
+            )  # the function in its own layout (a chosen one may not take one row: BSR)
+            call = dask.delayed(worker.less_first_row, pure=False)(call, empty)
+        calls.append(call)
     if result.kind == "sparse":
         return DistributedMatrix(
-            A.shape, np.dtype(result.dtype), list(A.parts), calls, client=client
+            A.shape, np.dtype(result.dtype), list(A.parts), calls, client=client, sources=[A]
         )
-    rest = _trailing(result.rank, operands, roles)
+    assert rest is not None
     chunks = []
+    keep = worker.Keep(A)  # the graph holds A: its partitions live as long as the result
     for lo, hi, js in owners(A.parts, A.shape[0]):
         blocks = [(A.parts[j].row_start, calls[j]) for j in js]
-        value = dask.delayed(worker.assemble, pure=True)(lo, hi, blocks, combine)
+        value = dask.delayed(worker.assemble, pure=True)(lo, hi, blocks, combine, keep)
         chunks.append(da.from_delayed(value, shape=(hi - lo, *rest), dtype=result.dtype))
     return da.concatenate(chunks, axis=0)
 
@@ -128,22 +159,23 @@ def _packed(
     key = (digest, function, layout, columns if layout == "auto" else 0)
     if key in A.packed:
         return A.packed[key]
+    if layout is not None and exe.recompile is None:
+        raise SparsecompError(
+            f"layout={layout!r} compiles the function for the layouts the partitions take; "
+            f"this executable was loaded from {exe.directory} and cannot",
+            hint="compile it with sparsecomp.compile(source)",
+        )
     if layout == "auto":
-        if exe.recompile is None:
-            raise SparsecompError(
-                "layout='auto' compiles the function for the layouts the workers choose; "
-                f"this executable was loaded from {exe.directory} and cannot",
-                hint="compile it with sparsecomp.compile(source)",
-            )
         op = infer_op(exe.functions[function].signature)[0]
         choose = [dask.delayed(worker.choose_layout, pure=True)(p, op, columns) for p in A.pieces]
         chosen = client.compute(choose, sync=True)
         variants = {name: _variant(exe, function, name, client) for name in set(chosen)}
         names: list[str | None] = list(chosen)
         digests = [variants[n] for n in chosen]
-    else:
+    else:  # one layout for all: the function compiled for it here, as for "auto"
         names = [layout] * A.npartitions
-        digests = [digest] * A.npartitions
+        chosen_digest = digest if layout is None else _variant(exe, function, layout, client)
+        digests = [chosen_digest] * A.npartitions
     tasks = [
         dask.delayed(worker.prepare, pure=True)(d, function, k, part, piece, name)
         for k, (part, piece, d, name) in enumerate(
@@ -177,11 +209,16 @@ def _columns(operands: tuple[Any, ...], roles: list[str]) -> int:
 def _roles(
     A: DistributedMatrix, signature: Any, operands: tuple[Any, ...], split: Sequence[int] | None
 ) -> list[str]:
-    """Each operand: ``split`` (by rows), ``broadcast`` (whole) or ``scalar``."""
+    """Each operand: ``split`` (by rows), ``broadcast`` (whole) or ``scalar``: as
+    ``split`` says; else as the function's signature says, where the operand's first
+    size is the matrix's row or column size symbol (``y`` of ``y + A x``: A's rows);
+    else from the shapes (for a square matrix, the op: SDDMM's first dense operand is
+    split)."""
     from sparsecomp.runtime.prepared import infer_op
 
     rows, cols = A.shape
-    op = infer_op(signature)[0]
+    own = [*signature.args[0].shape, None, None][:2]
+    row_size, col_size = (s if isinstance(s, str) else None for s in own)
     roles = []
     first_dense = True
     for i, (spec, value) in enumerate(zip(signature.args[1:], operands, strict=True)):
@@ -189,23 +226,40 @@ def _roles(
             roles.append("scalar")
             continue
         lead = value.shape[0]
+        size = spec.shape[0] if isinstance(spec.shape[0], str) else None
         if split is not None:
             role = "split" if i in split else "broadcast"
+        elif size is not None and size == row_size != col_size:
+            role = _checked("split", i, lead, rows, A.shape)
+        elif size is not None and size == col_size != row_size:
+            role = _checked("broadcast", i, lead, cols, A.shape)
         elif lead == rows and lead != cols:
             role = "split"
         elif lead == cols and lead != rows:
             role = "broadcast"
         elif lead == rows == cols:
+            op = infer_op(signature)[0]
             role = "split" if op == "sddmm" and first_dense else "broadcast"
         else:
             raise SparsecompError(
                 f"operand {i + 1} has {lead} rows; the matrix is {rows}x{cols}",
                 hint="a dense operand has as many rows as the matrix (split) "
-                "or as it has columns (broadcast)",
+                "or as it has columns (broadcast); split=[...] names the split ones",
             )
         first_dense = False
         roles.append(role)
     return roles
+
+
+def _checked(role: str, i: int, lead: int, want: int, shape: tuple[int, int]) -> str:
+    """``role``, where operand ``i``'s ``lead`` rows are the ``want`` its signature says."""
+    if lead != want:
+        what = "rows" if role == "split" else "columns"
+        raise SparsecompError(
+            f"operand {i + 1} has {lead} rows; the function takes as many as the matrix's "
+            f"{what} ({want}: the matrix is {shape[0]}x{shape[1]})"
+        )
+    return role
 
 
 def _whole(value: Any) -> Any:
@@ -218,6 +272,18 @@ def _whole(value: Any) -> Any:
     if hasattr(value, "dask") and hasattr(value, "rechunk"):
         return value.rechunk(value.shape).to_delayed().reshape(-1)[0]
     return dask.delayed(np.ascontiguousarray(value), pure=False)
+
+
+def _arguments(
+    operands: tuple[Any, ...], roles: list[str], broadcast: dict[int, Any], start: int, stop: int
+) -> list[Any]:
+    """The operands of a call on rows ``[start, stop)``: split ones cut to those rows."""
+    return [
+        broadcast[i] if roles[i] == "broadcast"
+        else _rows(op, start, stop) if roles[i] == "split"
+        else op
+        for i, op in enumerate(operands)
+    ]  # fmt: skip
 
 
 def _rows(value: Any, start: int, stop: int) -> Any:

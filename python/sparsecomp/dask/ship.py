@@ -12,8 +12,11 @@ no C compiler); tasks then name the executable by its digest only
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -59,13 +62,49 @@ class Payload:
             if found is None:
                 from sparsecomp.runtime import load
 
-                root = Path(tempfile.gettempdir()) / f"sparsecomp-worker-{os.getpid()}"
-                directory = root / self.digest
+                directory = _own_directory() / self.digest
                 directory.mkdir(parents=True, exist_ok=True)
                 for name, data in self.files:
                     (directory / name).write_bytes(data)
                 found = _LOADED[self.digest] = load(directory)
             return found
+
+
+_PREFIX = "sparsecomp-worker-"
+_OWN: Path | None = None
+
+
+def _own_directory() -> Path:
+    """This process's directory for shipped executables, removed when it exits; the
+    first call also removes those of this user's processes that died (a killed worker
+    cannot remove its own: they piled up in ``/tmp``, 1-10 MB each)."""
+    global _OWN
+    if _OWN is None or _OWN.name != f"{_PREFIX}{os.getpid()}":  # a forked child: its own
+        _OWN = Path(tempfile.gettempdir()) / f"{_PREFIX}{os.getpid()}"
+        _sweep(_OWN.parent)
+        atexit.register(shutil.rmtree, _OWN, True)
+    return _OWN
+
+
+def _sweep(tmp: Path) -> None:
+    """Remove the directories of dead processes of this user."""
+    for path in tmp.glob(f"{_PREFIX}*"):
+        pid = path.name[len(_PREFIX) :]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            if path.stat().st_uid == os.getuid():
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
 
 
 class ExecutablePlugin:

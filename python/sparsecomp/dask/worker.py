@@ -23,14 +23,16 @@ def piece(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tupl
     return sp.csr_matrix((data, indices, indptr), shape=shape)
 
 
-def read_piece(path: str) -> Any:
-    """A partition read from a file: scipy's ``.npz`` or Matrix Market (``.mtx``)."""
+def read_piece(path: str, dtype: str | None = None) -> Any:
+    """A partition read from a file: scipy's ``.npz`` or Matrix Market (``.mtx``),
+    its values as ``dtype`` where given."""
     import scipy.io  # type: ignore[import-untyped]
     import scipy.sparse as sp
 
-    if path.endswith(".npz"):
-        return sp.load_npz(path).tocsr()
-    return sp.csr_matrix(scipy.io.mmread(path))
+    read = (
+        sp.load_npz(path).tocsr() if path.endswith(".npz") else sp.csr_matrix(scipy.io.mmread(path))
+    )
+    return read if dtype is None or read.dtype == np.dtype(dtype) else read.astype(dtype)
 
 
 def describe(part: Any) -> tuple[tuple[int, int], int, str]:
@@ -64,19 +66,88 @@ def prepare(
         raise SparsecompError(f"{_where(index, part)}: {e.message}", hint=e.hint) from None
 
 
-def call(digest: str, function: str, index: int, part: Part, *args: Any) -> Any:
-    """``function(*args)`` on one partition; a sparse result comes back as scipy CSR."""
+def call(
+    digest: str,
+    function: str,
+    index: int,
+    part: Part,
+    *args: Any,
+    shape: Any = None,
+    roles: str = "",
+) -> Any:
+    """``function(*args)`` on one partition; a sparse result comes back as scipy CSR.
+    ``shape``: what a dense result must be (a row per partition row, then the sizes
+    ``map`` told its ``dask.array`` from the operands); ``roles``: how ``map`` gave the
+    operands (split by rows or whole), said with a size error."""
     exe = executable(digest)
     try:
         out = exe.functions[function](*args)
     except SparsecompError as e:
-        raise SparsecompError(f"{_where(index, part)}: {e.message}", hint=e.hint) from None
+        hint = e.hint
+        if roles and "size" in e.message:
+            said = f"map gave the operands {roles}; split=[...] names the ones split by rows"
+            hint = f"{hint}; {said}" if hint else said
+        raise SparsecompError(f"{_where(index, part)}: {e.message}", hint=hint) from None
+    if shape is not None and tuple(np.shape(out)) != tuple(shape):
+        raise SparsecompError(
+            f"{_where(index, part)}: '{function}' returned shape {tuple(np.shape(out))}, "
+            f"not {tuple(shape)}: map runs row-wise functions, whose result has a row per "
+            "matrix row and its other sizes from an operand's (SpMV's y, SpMM's C: B's "
+            "columns)",
+            hint="a reduction over the rows (column sums) or a result shaped otherwise "
+            "does not split by rows: run it on the whole matrix (D.to_scipy())",
+        )
     return out.to_scipy().tocsr() if hasattr(out, "to_scipy") else out
 
 
-def assemble(start: int, stop: int, blocks: list[tuple[int, Any]], combine: str = "sum") -> Any:
+def empty_row(digest: str, function: str, index: int, part: Part, columns: int, *args: Any) -> Any:
+    """``function``'s result for one row without entries (the row's operands ``args``):
+    what the kernel adds to every row whatever its entries."""
+    import scipy.sparse as sp  # type: ignore[import-untyped]
+
+    exe = executable(digest)
+    fn = exe.functions[function]
+    empty = sp.csr_matrix((1, columns), dtype=np.dtype(fn.signature.args[0].dtype))
+    try:
+        return np.asarray(fn(empty, *args))
+    except SparsecompError as e:
+        raise SparsecompError(f"{_where(index, part)}: {e.message}", hint=e.hint) from None
+
+
+def less_first_row(block: Any, empty: Any) -> Any:
+    """``block`` with ``empty``'s row subtracted from its first row."""
+    out = np.array(block)
+    out[0] -= np.asarray(empty)[0]
+    return out
+
+
+class Keep:
+    """Holds an object (a :class:`~.matrix.DistributedMatrix`) alive for as long as a
+    task graph holding this does, and travels as nothing: a ``map`` result's graph
+    names the matrix's persisted partitions by their keys only, so that, the matrix
+    gone (built in a helper, or inline in the call), its futures were released and
+    the result's ``compute`` failed with "lost dependencies"."""
+
+    def __init__(self, held: Any) -> None:
+        self.held = held
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_nothing, ())
+
+    def __dask_tokenize__(self) -> tuple[str, int]:
+        return ("sparsecomp-keep", id(self.held))
+
+
+def _nothing() -> None:
+    return None
+
+
+def assemble(
+    start: int, stop: int, blocks: list[tuple[int, Any]], combine: str = "sum", keep: Any = None
+) -> Any:
     """Rows ``[start, stop)`` of a row-wise result from the partitions' blocks
-    (``(first row, block)``), ``combine``-d (sum, max, min) where a split row has several."""
+    (``(first row, block)``), ``combine``-d (sum, max, min) where a split row has several
+    (``keep``: a :class:`Keep`, ignored here)."""
     first, block = blocks[-1]
     block = np.asarray(block)
     if len(blocks) == 1 and first == start and block.shape[0] == stop - start:

@@ -26,7 +26,10 @@ sparse layer there would be computed densely or would break the model:
   ``out_proj.weight`` itself (``F.multi_head_attention_forward``) rather than
   calling the module;
 * a layer whose weight is tied to another parameter (a language model's head
-  sharing its embedding's weight): replacing it would untie them.
+  sharing its embedding's weight): replacing it would untie them;
+* an instance of a subclass of ``nn.Linear`` with a ``forward`` of its own (a
+  layer scaling its output, torch's quantization-aware ``qat.Linear``): a
+  ``SparseLinear`` would compute ``x @ W.T + b`` in its place.
 
 A layer used in several places (by several parents) is replaced in all of
 them by one sparse layer. An ``nn.TransformerEncoderLayer`` whose ``linear1``
@@ -200,6 +203,12 @@ def kept_dense(model: nn.Module) -> dict[int, str]:
         owners[id(param)].append(name)
     paths = module_paths(model)
     for name, module in model.named_modules():
+        if isinstance(module, nn.Linear) and type(module).forward is not nn.Linear.forward:
+            why.setdefault(
+                id(module),
+                f"its class {type(module).__module__}.{type(module).__qualname__} has a "
+                "forward of its own, which a SparseLinear would not run",
+            )
         if is_linear(module):
             own = {f"{p}.weight" if p else "weight" for p in paths[id(module)]}
             others = [n for n in owners[id(module.weight)] if n not in own]

@@ -461,6 +461,9 @@ class SparseLinear(nn.Module):
                 fresh = torch.empty_like(saved, dtype=old.dtype, device=old.device)
                 if name == "values":
                     structure.set_entries(old, fresh)  # the same Parameter (optimizers)
+                    # a gradient of the old pattern's size fits no entry of the new one
+                    # (backward after zero_grad(set_to_none=False) failed on it)
+                    old.grad = None
                 else:
                     setattr(self, name, fresh)
         self._loaded_layout = self.layout

@@ -275,7 +275,23 @@ def _setup(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
     ctx.layout_t, ctx.shape = layout_t, shape
 
 
+def _not_batched(grad: Tensor) -> None:
+    """Refuse the gradients ``torch.autograd.grad(..., is_grads_batched=True)`` passes
+    (and so ``jacobian``/``hessian(vectorize=True)``): they are batched by torch's
+    older vmap, which takes no custom op's rule ("Batching rule not implemented for
+    sparsecomp::sddmm")."""
+    if torch._C._functorch.is_legacy_batchedtensor(grad):
+        raise SparsecompError(
+            "batched gradients (torch.autograd.grad(..., is_grads_batched=True), "
+            "jacobian or hessian with vectorize=True) do not go through a sparse layer: "
+            "torch batches them with its older vmap, which runs no custom op",
+            hint="use vectorize=False, or torch.func.vmap over a function calling "
+            "torch.autograd.grad",
+        )
+
+
 def _backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
+    _not_batched(grad)
     values, b, bwd_perm, *rest = ctx.saved_tensors
     pattern, bwd_index = rest[: ctx.split], rest[ctx.split :]
     grad = contiguous_t(grad)  # dY^T: a view of dY (row-major) transposed
@@ -362,6 +378,7 @@ def _sparse_linear_fake(
 
 
 def _linear_backward(ctx: Any, grad: Tensor) -> tuple[Any, ...]:
+    _not_batched(grad)
     values, x, bwd_perm, *rest = ctx.saved_tensors
     pattern, bwd_index = rest[: ctx.split], rest[ctx.split :]
     grad_t = transposed(grad.contiguous())  # dY^T, row-major (the kernels' B)

@@ -67,7 +67,8 @@ def transposed_input(x: Tensor, reader: object) -> Tensor:
     new forward pass does, so an input changed in place between two passes
     (``gradcheck`` perturbs ``.data``, which no version counter sees) is never
     read stale. A hit also needs the same tensor object with the same shape,
-    strides and version counter, under the same grad mode; an inference tensor,
+    strides and version counter, under the same grad mode and ``requires_grad``;
+    an inference tensor,
     which has no version counter, is compared with the kept transpose (a
     residual block in inference mode adds into its input between two layers). A transpose that
     is part of an autograd graph is held weakly (the layer that took it keeps
@@ -75,7 +76,10 @@ def transposed_input(x: Tensor, reader: object) -> Tensor:
     """
     if traced(x):  # torch.compile or torch.func: no state kept (the compiler's own transpose)
         return transposed(x.reshape(-1, x.shape[-1]))
-    key = (x.data_ptr(), tuple(x.shape), x.stride(), structure.version(x), torch.is_grad_enabled())
+    # requires_grad too: requires_grad_() between two layers moves no version counter,
+    # and the second reused a transpose with no autograd link to x (x.grad stayed None)
+    grad = (torch.is_grad_enabled(), x.requires_grad)
+    key = (x.data_ptr(), tuple(x.shape), x.stride(), structure.version(x), grad)
     me = id(reader)
     hit = _last.source() if _last.source is not None else None
     kept = _last.result() if _last.result is not None else None
