@@ -380,3 +380,40 @@ def test_wrapped_positions_below_a_compressed_level_are_not_a_count(private_cach
     b = sp.random(40, 40, density=0.2, format="csr", random_state=2)
     with pytest.raises(SparsecompError, match="counted from wrapped positions"):
         exe.mm(a, b)
+
+
+EXPAND = f"""
+#SV = #sparse_tensor.encoding<{{ map = (d0) -> (d0 : compressed) }}>
+#CSR = {CSR}
+func.func @expand(%a: tensor<?xf64, #SV>) -> tensor<?x4xf64, #CSR> {{
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %n = tensor.dim %a, %c0 : tensor<?xf64, #SV>
+  %m = arith.divui %n, %c4 : index
+  %r = tensor.expand_shape %a [[0, 1]] output_shape [%m, 4]
+      : tensor<?xf64, #SV> into tensor<?x4xf64, #CSR>
+  return %r : tensor<?x4xf64, #CSR>
+}}
+"""
+
+
+def test_a_reshape_whose_sizes_do_not_multiply_out_is_reported(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """10 entries expanded to ? x 4 (output_shape [10 / 4, 4], undefined in MLIR): the
+    sparsifier's reshape wrote past its buffers (invalid positions, or a corrupted heap
+    and a crash later). The program reports the sizes and exits with status 1."""
+    source = tmp_path / "expand.mlir"
+    source.write_text(EXPAND)
+    code = f"""
+        import numpy as np, scipy.sparse as sp, sparsecomp
+        exe = sparsecomp.compile({str(source)!r})
+        twelve = np.arange(12.0)
+        print(np.array_equal(exe.expand(sp.coo_array(twelve)).to_dense(), twelve.reshape(3, 4)))
+        exe.expand(sp.coo_array(np.arange(10.0)))
+        print("not reached")
+    """
+    run = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.split() == ["True"]
+    assert "expand.mlir:9:8: error: 'expand' expands dimension 0" in run.stderr
+    assert "of size 10, into sizes whose product is 8" in run.stderr

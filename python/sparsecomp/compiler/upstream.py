@@ -45,10 +45,12 @@ OWN_PASSES = (
 #: sparsecomp passes run on tensors before the sparsifier: COO coordinates SoA
 #: (sparsecomp's ABI), levels ordered (the sparsifier assumes it) and dynamic-shape
 #: BSR tensors checked to be whole blocks where they are built (it stores them so),
-#: and narrow index buffers checked where it builds them (it lets them wrap).
+#: narrow index buffers checked where it builds them (it lets them wrap), and the
+#: sizes of a sparse tensor's expand_shape (it writes past its buffers where they do
+#: not multiply out).
 FIRST_PASSES = (
     "sparse-iter-soa-coo,sparse-iter-order-levels,sparse-iter-check-whole-blocks,"
-    "sparse-iter-check-narrow-indices,"
+    "sparse-iter-check-narrow-indices,sparse-iter-check-reshapes,"
 )
 _SPECIFIER_TO_LLVM = "sparse-storage-specifier-to-llvm"
 #: Before the sparsifier proper: ops whose bodies it cannot sparsify get dense inputs.

@@ -46,10 +46,10 @@ def ship(exe: Any, client: Any = None) -> str:
         payload = _PAYLOADS.get(key)
         if payload is None:
             payload = _PAYLOADS[key] = Payload.of(exe)
-        key = (client.id, payload.digest)
-        if key not in _SHIPPED:
+        shipped = (client.id, payload.digest)
+        if shipped not in _SHIPPED:
             install(payload, client)
-            _SHIPPED[key] = payload.digest
+            _SHIPPED[shipped] = payload.digest
         return payload.digest
 
 

@@ -103,7 +103,7 @@ def call(
 def empty_row(digest: str, function: str, index: int, part: Part, columns: int, *args: Any) -> Any:
     """``function``'s result for one row without entries (the row's operands ``args``):
     what the kernel adds to every row whatever its entries."""
-    import scipy.sparse as sp  # type: ignore[import-untyped]
+    import scipy.sparse as sp
 
     exe = executable(digest)
     fn = exe.functions[function]

@@ -19,6 +19,7 @@ from sparsecomp.transforms.base import SparsecompPass
 _REGISTRY: dict[str, str] = {
     "sparse-iter-approximate-math": "approximate_math:ApproximateMathPass",
     "sparse-iter-check-narrow-indices": "check_narrow_indices:CheckNarrowIndicesPass",
+    "sparse-iter-check-reshapes": "check_reshapes:CheckReshapesPass",
     "sparse-iter-check-translatable": "check_translatable:CheckTranslatablePass",
     "sparse-iter-check-whole-blocks": "check_whole_blocks:CheckWholeBlocksPass",
     "sparse-iter-clone-per-target": "clone_per_target:ClonePerTargetPass",
