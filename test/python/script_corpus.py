@@ -44,10 +44,14 @@ def inputs() -> Iterator[tuple[str, str]]:
 
 
 def normalize(text: str) -> str | None:
-    """The IR generalized and cleaned up; None if it does not parse."""
+    """The IR generalized and cleaned up, without the size names a Python kernel
+    records (``sparse_iter.size_names``: the printer makes its own up); None if it
+    does not parse."""
     from mlir import ir, passmanager
 
     from sparsecomp.ir.context import make_context
+    from sparsecomp.ir.walk import preorder
+    from sparsecomp.lowering.sizes import NAMES
 
     with make_context():
         try:
@@ -56,6 +60,9 @@ def normalize(text: str) -> str | None:
             return None
         pipeline = "builtin.module(linalg-generalize-named-ops,canonicalize,cse)"
         passmanager.PassManager.parse(pipeline).run(module.operation)
+        for op in preorder(module.operation):
+            if op.name == "func.func" and NAMES in op.attributes:
+                del op.attributes[NAMES]
         return str(module)
 
 

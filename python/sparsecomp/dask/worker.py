@@ -135,7 +135,7 @@ class Keep:
         return (_nothing, ())
 
     def __dask_tokenize__(self) -> tuple[str, int]:
-        return ("sparsecomp-keep", id(self.held))
+        return ("sparsecomp.dask.worker.Keep", id(self.held))
 
 
 def _nothing() -> None:

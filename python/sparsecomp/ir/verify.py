@@ -65,9 +65,7 @@ def check_tensor_type(ty: ir.Type) -> Iterator[Problem]:
         yield f"#sparse_iter.{name} is not a tensor encoding; use {', '.join(ENCODINGS)}"
         return
     problems = list(check_attr(enc))
-    # the type says which one, where the op has several (an alias's typo is reported
-    # at the ops using it: MLIR keeps no location for an alias)
-    yield from (f"{problem} (in {ty})" for problem in problems)
+    yield from problems
     if not problems and name in ("layout", "composable"):
         rank, tensor_rank = _layout_rank(enc), ir.RankedTensorType(ty).rank
         if rank is not None and rank != tensor_rank:
