@@ -150,7 +150,7 @@ def SparseIter_LayoutAttr : SparseIter_Attr<"Layout", "layout"> {
                          posWidth = 32, crdWidth = 32}>
     #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense,
                                           j mod 4 : structured[2, 4]),
-                         posWidth = 32, crdWidth = 8, nmMetadata = mma_sp_m16n8k16}>
+                         posWidth = 32, crdWidth = 32, nmMetadata = mma_sp_m16n8k16}>
     ```
   }];
   let parameters = (ins

@@ -417,3 +417,55 @@ def test_a_reshape_whose_sizes_do_not_multiply_out_is_reported(tmp_path) -> None
     assert run.stdout.split() == ["True"]
     assert "expand.mlir:9:8: error: 'expand' expands dimension 0" in run.stderr
     assert "of size 10, into sizes whose product is 8" in run.stderr
+
+
+MMA_SP = """
+#L = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense,
+                                          j mod 4 : structured[2, 4]),
+                         posWidth = 32, crdWidth = 32, nmMetadata = META}>
+func.func @g(%a: tensor<?x?xTYPE, #L>, %b: tensor<?x?xTYPE>, %c: tensor<?x?xf32>)
+    -> tensor<?x?xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<?x?xTYPE, #L>, tensor<?x?xTYPE>)
+                     outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+"""
+
+
+def test_mma_sp_metadata_only_where_the_tensor_cores_read_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A 2:4 layout storing mma.sp metadata words, where no tensor-core kernel takes the
+    product (the host, m16n8k32 words, f32): a loop read the words as coordinates, out
+    of bounds (a segfault). The host converts the operand; cuda-emu refuses the op."""
+    code = f"""
+        import warnings
+        import numpy as np, sparsecomp
+        from sparsecomp.formats import SparseTensor
+        warnings.simplefilter("ignore")
+        text = {MMA_SP!r}
+        rng = np.random.default_rng(0)
+        d = rng.standard_normal((16, 32)).astype(np.float16)
+        for i in range(16):
+            for g in range(0, 32, 4):
+                d[i, g + np.argsort(-np.abs(d[i, g:g + 4]))[2:]] = 0
+        b = rng.standard_normal((32, 8)).astype(np.float16)
+        want = d.astype(np.float32) @ b.astype(np.float32)
+        for meta, ty, target in [("mma_sp_m16n8k16", "f16", "host"),
+                                 ("mma_sp_m16n8k32", "f16", "host"),
+                                 ("mma_sp_m16n8k16", "f16", "cuda-emu:sm_80"),
+                                 ("mma_sp_m16n8k32", "f16", "cuda-emu:sm_80"),
+                                 ("mma_sp_m16n8k16", "f32", "cuda-emu:sm_80")]:
+            src = text.replace("META", meta).replace("TYPE", ty)
+            dt = np.float16 if ty == "f16" else np.float32
+            try:
+                exe = sparsecomp.compile(src, target)
+                layout = exe.g.signature.args[0].layout
+                a = SparseTensor.from_dense(d.astype(dt), layout)
+                got = exe.g(a, b.astype(dt), np.zeros((16, 8), np.float32))
+                print(np.allclose(got, want, rtol=1e-2, atol=1e-2))
+            except sparsecomp.SparsecompError as e:
+                print("refused" if "only the 2:4 tensor-core kernel reads" in str(e) else e)
+    """
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.split() == ["True", "True", "True", "refused", "refused"], run.stdout

@@ -114,8 +114,12 @@ def test_transposed_use_gets_csc_on_cpu_only(maps, index, transposed):
 @pytest.mark.parametrize(
     ("elt", "index", "target", "metadata"),
     [
-        ("f16", 0, CUDA, "mma_sp_m16n8k32"),
-        ("bf16", 0, CUDA, "mma_sp_m16n8k32"),
+        # the words the 2:4 tensor-core kernel reads (m16n8k16, f16): a target listing
+        # m16n8k32 first got those, which no kernel reads (the scalar schedule read
+        # them as coordinates, out of bounds: a segfault)
+        ("f16", 0, CudaTarget(80, ("m16n8k16",), ("m16n8k32", "m16n8k16")), "mma_sp_m16n8k16"),
+        ("f16", 0, CUDA, ""),  # m16n8k32 only
+        ("bf16", 0, CudaTarget(80, ("m16n8k16",), ("m16n8k16",)), ""),  # no bf16 2:4 kernel
         ("f32", 0, CUDA, ""),  # mma.sp is for 16-bit floats here
         ("f16", 1, CUDA, ""),  # the sparse operand of mma.sp is A
         ("f16", 0, CudaTarget(80, (), ()), ""),  # no sparse MMA shape to plan for

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 
 import sparsecomp
 from sparsecomp.errors import SparsecompError
+from sparsecomp.formats import SparseTensor
 from sparsecomp.runtime.marshal import c_signature
 
 REPO = Path(__file__).resolve().parents[2]
@@ -313,3 +314,59 @@ def test_saving_over_another_kernel_removes_its_stage_files(
     a = sp.random(9, 7, density=0.3, format="csr", dtype=np.float32, random_state=3)
     x = np.arange(7, dtype=np.float32)
     np.testing.assert_allclose(sparsecomp.load(dest)(a, x), a @ x, rtol=1e-5)
+
+
+def test_a_hand_built_tensor_is_validated_at_its_first_call(spmv: sparsecomp.Executable) -> None:
+    """SparseTensor(...) with a coordinate out of range was trusted (its buffers are
+    read-only): the kernel read out of bounds (a segfault, or garbage)."""
+    code = f"""
+        import numpy as np, scipy.sparse as sp, sparsecomp
+        from sparsecomp.formats import SparseTensor, parse_layout
+        from sparsecomp.formats.storage import Storage
+        exe = sparsecomp.compile({str(SPMV)!r})
+        a = sp.random(12, 10, density=0.3, format="csr", dtype=np.float32, random_state=1)
+        ip, ix = a.indptr.astype(np.int32), a.indices.astype(np.int32)
+        good = SparseTensor((12, 10), parse_layout("csr"), np.dtype(np.float32),
+                            Storage((None, ip), (None, ix), a.data.copy()))
+        x = np.arange(10, dtype=np.float32)
+        print(np.allclose(exe(good, x), a @ x, atol=1e-5), good.checked)
+        ix = ix.copy()
+        ix[0] = 1_000_000
+        bad = SparseTensor((12, 10), parse_layout("csr"), np.dtype(np.float32),
+                           Storage((None, ip), (None, ix), a.data.copy()))
+        for use in (lambda: exe(bad, x), lambda: bad.to("ell")):
+            try:
+                use()
+            except sparsecomp.SparsecompError as e:
+                print("refused:", e.message)
+    """
+    lines = _run(code).splitlines()
+    assert lines[0] == "True True"
+    assert lines[1:] == ["refused: the csr tensor's index buffers: an index is out of range "
+                         "for size 10"] * 2  # fmt: skip
+
+
+def test_a_shared_tensor_edited_is_checked_before_a_conversion(
+    spmv: sparsecomp.Executable,
+) -> None:
+    """from_scipy(copy=False), then the scipy indices edited: a direct call refused it,
+    but .to("ell") and prepare converted the bad index (a segfault at the next call)."""
+    a = _matrix(4)
+    t = SparseTensor.from_scipy(a, "csr", copy=False)
+    a.indices[0] = 100_000_000
+    with pytest.raises(SparsecompError, match="out of range"):
+        t.to("ell")
+    with pytest.raises(SparsecompError, match="out of range"):
+        spmv.prepare(t, "ell")
+
+
+def test_a_tall_matrix_of_few_entries_is_sampled_by_rows() -> None:
+    """exe.prepare timed a 5M x 3 matrix of 4 entries whole (each call writing a 5M x 64
+    result: 4 s and 1.4 GB to decide)."""
+    from sparsecomp.runtime.tournament import SAMPLE_ROWS, sample_rows
+
+    tall = sp.csr_matrix((np.ones(4, np.float32), ([0, 7, 2_000_000, 4_999_999], [0, 1, 2, 0])),
+                         shape=(5_000_000, 3))  # fmt: skip
+    sample = sample_rows(tall)
+    assert sample.shape[0] <= SAMPLE_ROWS
+    assert sample.shape[1] == 3

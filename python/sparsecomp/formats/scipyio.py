@@ -185,7 +185,7 @@ def recheck_compressed(shape: tuple[int, ...], layout: Layout, storage: Storage)
     if kind is None or pos is None or crd is None:
         return False
     major, minor = shape if kind == "csr" else shape[::-1]
-    check_compressed(f"the {kind} tensor's shared buffers changed", (major, minor), pos, crd)
+    check_compressed(f"the {kind} tensor's index buffers", (major, minor), pos, crd)
     if storage.values.shape[0] != crd.shape[0]:
         raise FormatError(f"the {kind} tensor's values no longer match its coordinates")
     return True

@@ -85,8 +85,13 @@ class SparseTensor:
         parts: tuple[SparseTensor, ...] = (),
         *,
         shared: bool = False,
+        checked: bool = False,
     ) -> None:
-        """Internal: wrap validated storage; use the ``from_*`` constructors instead.
+        """Wrap storage; the ``from_*`` constructors validate theirs and are the ones
+        to use. ``checked``: the storage was validated (the constructors' own calls);
+        an unchecked tensor is validated at its first call or conversion
+        (:meth:`recheck`): a hand-built one with a coordinate out of range made a
+        kernel read out of bounds.
 
         ``shared``: some index buffer belongs to the caller, who may still
         change it; else every index buffer is made read-only.
@@ -104,6 +109,15 @@ class SparseTensor:
         self.parts = parts
         self._nnz: int | None = None
         self.shared = shared
+        self._checked = checked
+
+    @property
+    def checked(self) -> bool:
+        """Whether the index buffers were validated (a ``from_*`` constructor, or
+        :meth:`recheck` of read-only ones, which cannot have changed since)."""
+        if self._storage is None:
+            return all(p.checked for p in self.parts)
+        return self._checked
 
     # -- construction ----------------------------------------------------------
     @classmethod
@@ -161,7 +175,7 @@ class SparseTensor:
             )
             if storage is not None:
                 shared = not copy and m is given and scipyio.shares_indices(storage, m)
-                return cls(shape, lay, storage.values.dtype, storage, shared=shared)
+                return cls(shape, lay, storage.values.dtype, storage, shared=shared, checked=True)
         coords, values = scipyio.coo_entries(m)
         return cls._build(shape, lay, check_coords(shape, coords), values)
 
@@ -184,7 +198,7 @@ class SparseTensor:
         if not isinstance(lay, Layout):
             raise FormatError("from_buffers takes a single layout, not a composable one")
         storage = check_buffers(lay, dims, positions, coordinates, values)
-        return cls(dims, lay, storage.values.dtype, storage)
+        return cls(dims, lay, storage.values.dtype, storage, checked=True)
 
     @classmethod
     def _build(
@@ -192,10 +206,10 @@ class SparseTensor:
     ) -> SparseTensor:
         dtype = check_value_dtype(values.dtype)
         if isinstance(layout, Layout):
-            return cls(shape, layout, dtype, pack(layout, shape, coords, values))
+            return cls(shape, layout, dtype, pack(layout, shape, coords, values), checked=True)
         split = split_parts(layout, shape, coords, values)
         parts = tuple(cls._build(shape, lay, c, v) for lay, c, v in split)
-        return cls(shape, layout, dtype, None, parts)
+        return cls(shape, layout, dtype, None, parts, checked=True)
 
     # -- buffers ---------------------------------------------------------------
     def _single(self, what: str) -> Storage:
@@ -277,29 +291,36 @@ class SparseTensor:
             return SparseTensor(self.shape, self.layout, vals.dtype, None, parts)
         st = self._storage
         storage = Storage(st.positions, st.coordinates, vals)
-        return SparseTensor(self.shape, self.layout, vals.dtype, storage, shared=self.shared)
+        return SparseTensor(
+            self.shape, self.layout, vals.dtype, storage, shared=self.shared, checked=self._checked
+        )
 
     def recheck(self) -> None:
-        """Validate again index buffers that may have changed since construction.
+        """Validate index buffers that may have changed since construction, and those
+        of a tensor built without the ``from_*`` constructors (once).
 
         Only writable index buffers can change: those of a ``shared`` tensor
-        (any other's are read-only views that numpy will not make writable). Calls run this before
-        handing such a tensor to native code; it raises :class:`FormatError`
-        where :meth:`from_buffers` would.
+        (any other's are read-only views that numpy will not make writable). Calls
+        and conversions run this before reading such a tensor's buffers or handing
+        them to native code; it raises :class:`FormatError` where
+        :meth:`from_buffers` would.
         """
         if self._storage is None:
             for part in self.parts:
                 part.recheck()
             return
         st = self._storage
-        if not any(b is not None and b.flags.writeable for b in (*st.positions, *st.coordinates)):
+        writable = any(b is not None and b.flags.writeable for b in (*st.positions, *st.coordinates))
+        if self._checked and not writable:
             return
         assert isinstance(self.layout, Layout)
         if not scipyio.recheck_compressed(self.shape, self.layout, st):
             check_buffers(self.layout, self.shape, st.positions, st.coordinates, st.values)
+        self._checked = not writable  # read-only buffers stay as checked
 
     # -- unpacking -------------------------------------------------------------
     def _entries(self) -> tuple[np.ndarray, np.ndarray]:
+        self.recheck()  # a shared or hand-built tensor's buffers, before they are read
         if self._storage is not None:
             assert isinstance(self.layout, Layout)
             return unpack(self.layout, self.shape, self._storage)
@@ -372,9 +393,8 @@ class SparseTensor:
             return self
         assert isinstance(self.layout, Layout)
         coords, vals = sum_duplicates(coords, vals, self.shape)
-        return SparseTensor(
-            self.shape, self.layout, self.dtype, pack(self.layout, self.shape, coords, vals)
-        )
+        packed = pack(self.layout, self.shape, coords, vals)
+        return SparseTensor(self.shape, self.layout, self.dtype, packed, checked=True)
 
     @property
     def _repeats(self) -> bool:

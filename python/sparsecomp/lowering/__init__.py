@@ -22,19 +22,21 @@ if TYPE_CHECKING:
     from sparsecomp.lowering.rowplan import RowPlan
 
 
-def check_lowerable(op: ir.Operation, vectorize: bool) -> None:
+def check_lowerable(op: ir.Operation, vectorize: bool, tensor_cores: bool = False) -> None:
     """Raise :class:`~sparsecomp.lowering.plan.Unsupported` if the lowering refuses ``op``.
 
     A dry run that changes no IR: an op over a composable operand must
     accumulate into its output (it is split per part, see :mod:`.parts`);
-    any other op must have a plan (:func:`choose_plan`).
+    any other op must have a plan (:func:`choose_plan`). ``tensor_cores``: the
+    op's function is a GPU one, whose 2:4 products with ``mma.sp`` metadata the
+    tensor-core kernels may take before the lowering sees them.
     """
     from sparsecomp.lowering.parts import check_split, composable_input
 
     number = composable_input(op)
     if number is not None:
         check_split(op, number)
-    else:
+    elif not tensor_cores or not _mma_metadata(op):
         choose_plan(op, vectorize)
 
 
@@ -49,6 +51,12 @@ def choose_plan(op: ir.Operation, vectorize: bool) -> Plan | RowPlan:
     from sparsecomp.lowering.plan import Unsupported
     from sparsecomp.lowering.rowplan import make_row_plan
 
+    if metadata := _mma_metadata(op):
+        raise Unsupported(
+            f"an operand's layout stores {metadata} metadata words, which only the 2:4 "
+            "tensor-core kernel reads (mma.sp: f16 inputs, m16n8k16, a cuda or cuda-emu "
+            "target of sm_80 or later); elsewhere declare the n:m layout without nmMetadata"
+        )
     try:
         return make_plan(op, vectorize)
     except Unsupported as nest:
@@ -58,3 +66,16 @@ def choose_plan(op: ir.Operation, vectorize: bool) -> Plan | RowPlan:
             if str(rows) == str(nest):
                 raise
             raise Unsupported(f"{nest}; row by row: {rows}") from None
+
+
+def _mma_metadata(op: ir.Operation) -> str:
+    """The ``mma.sp`` metadata an operand's 2:4 layout stores (``""``: none): words only
+    the 2:4 tensor-core kernel reads, not a coordinate per entry (a loop over them as
+    coordinates read past their end, a segfault)."""
+    from sparsecomp.ir.attrs import layout_of
+
+    for operand in op.operands:
+        metadata = getattr(layout_of(operand.type), "nm_metadata", "")
+        if metadata.startswith("mma_sp"):
+            return str(metadata)
+    return ""

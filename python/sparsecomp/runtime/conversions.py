@@ -276,6 +276,7 @@ def _gather(entry: _Entry, values: np.ndarray) -> SparseTensor:
                 part.layout,
                 vals.dtype,
                 Storage(st.positions, st.coordinates, vals),
+                checked=part._checked,  # the cached structure's (checked at its first call)
             )
         )
     whole = entry.structure

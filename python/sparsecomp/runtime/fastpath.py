@@ -263,6 +263,8 @@ def _sparse_step(spec: ArgSpec, checked: dict[int, _Checked]) -> Step:
     def check(value: SparseTensor) -> _Checked | None:
         if value.dtype != dtype or len(value.shape) != rank or not same_layout(value.layout):
             return None
+        if not value.checked:
+            return None  # built by hand: the careful path validates it (once)
         buffers = value.buffers()
         if len(buffers) != len(names):
             return None

@@ -144,7 +144,7 @@ def trusted_tensor(
     if "values" not in named:
         raise SparsecompError(f"a sparse result has no values buffer, only {sorted(named)}")
     storage = Storage(positions, coordinates, named["values"])
-    tensor = SparseTensor(shape, layout, dtype, storage, shared=shared)
+    tensor = SparseTensor(shape, layout, dtype, storage, shared=shared, checked=True)
     _check_used(named, [n for n, _ in tensor.buffers()])
     return tensor
 

@@ -47,6 +47,9 @@ SAMPLE_WORK = 8_000_000
 #: dense operand is as large as the call's; beyond this, building it would take most
 #: of the decision's budget, and the model decides alone.
 OPERAND_BYTES = 32 << 20
+#: Rows of the sample, at most: a matrix of few nonzeros over millions of rows was
+#: timed whole, each call writing a rows x k result (5M x 64: 1.3 GB, 4 s to decide).
+SAMPLE_ROWS = 1 << 16
 #: Row blocks the sample is made of (spread evenly over the matrix's rows), each a
 #: multiple of :data:`ALIGN` rows long starting at such a row, so that the dense blocks
 #: a BSR layout would store are whole in the sample (48: blocks of 2, 3, 4, 6, 8 and 16).
@@ -70,18 +73,20 @@ MARGIN = 0.10
 def sample_rows(
     A: Any, budget: int = SAMPLE_NNZ, blocks: int = SAMPLE_BLOCKS, align: int = ALIGN
 ) -> Any:
-    """``A`` (CSR) itself if it has at most ``budget`` nonzeros, else ``blocks`` runs of
-    consecutive rows, stacked: each starts at a multiple of ``align`` rows, evenly spread
-    over the matrix, and takes whole ``align``-row groups until it holds ``budget /
-    blocks`` nonzeros, then more, up to :data:`MIN_RUN` rows (or a ``blocks``-th of
-    the matrix) as long as it holds at most twice that. Local structure (blocks, bands,
-    row lengths) is kept, and every column."""
+    """``A`` (CSR) itself if it has at most ``budget`` nonzeros and
+    :data:`SAMPLE_ROWS` rows, else ``blocks`` runs of consecutive rows, stacked: each
+    starts at a multiple of ``align`` rows, evenly spread over the matrix, and takes
+    whole ``align``-row groups until it holds ``budget / blocks`` nonzeros (or
+    ``SAMPLE_ROWS / blocks`` rows), then more, up to :data:`MIN_RUN` rows (or a
+    ``blocks``-th of the matrix) as long as it holds at most twice that. Local structure
+    (blocks, bands, row lengths) is kept, and every column."""
     import scipy.sparse as sp  # type: ignore[import-untyped]
 
     A = sp.csr_matrix(A)
     m = A.shape[0]
-    if A.nnz <= budget or m <= blocks * align:
+    if (A.nnz <= budget and m <= SAMPLE_ROWS) or m <= blocks * align:
         return A
+    most = max(align, SAMPLE_ROWS // blocks // align * align)  # rows a run takes at most
     indptr = A.indptr
     share = budget // blocks
     pieces = []
@@ -89,6 +94,7 @@ def sample_rows(
         start = int(start)
         end = max(int(np.searchsorted(indptr, indptr[start] + share)), start + 1)
         end += (start - end) % align  # whole groups of align rows
+        end = min(end, start + most)
         if end - start < MIN_RUN:  # longer, up to twice the share (in whole groups)
             longest = int(np.searchsorted(indptr, indptr[start] + 2 * share, side="right"))
             end = max(end, start + min(MIN_RUN, m // blocks, longest - start) // align * align)
@@ -166,6 +172,7 @@ def tournament(
     sample = sample_rows(A, budget)
     shapes = operand_shapes(signature, argument, sample.shape, k)
     size = sum(int(np.prod(s)) * dtype.itemsize for s in shapes if s is not None)
+    size += sample.shape[0] * max(k, 1) * dtype.itemsize  # a row-wise result (SpMM's C)
     if size > OPERAND_BYTES:
         why = f"{choice.why}; not timed: the call's dense operands ({size >> 20} MB) are too large"
         seconds = choice.seconds + time.perf_counter() - start

@@ -12,9 +12,9 @@ tensor of rank r (the first that applies):
    dense: the user asks for it.
 3. ``"block"`` [R, C]: ``bsr:RxC`` (r = 2 only).
 4. ``"nm"`` [n, m]: n:m along the innermost dimension, earlier dimensions
-   dense (``nm:N:M`` for matrices). On CUDA, a 2:4 f16/bf16 operand 0 of an
-   op, when the target lists a sparse MMA shape, gets that (first) shape's
-   ``mma.sp`` metadata.
+   dense (``nm:N:M`` for matrices). On CUDA, a 2:4 f16 operand 0 of an op,
+   when the target lists the ``m16n8k16`` sparse MMA shape, gets its ``mma.sp``
+   metadata (the words the 2:4 tensor-core kernel reads; others keep indices).
 5. ``"ragged"``: ``ell`` (r = 2 only); CSR in functions that go to the
    upstream sparsifier (:func:`upstream_form`).
 6. ``"unstructured"``: r = 1 a compressed vector; r = 2 ``csr``, or ``csc``
@@ -66,7 +66,10 @@ DENSE_DENSITY = 0.5
 INDEX32_MAX = 2**31 - 1
 _ARITY = {"unstructured": 0, "nm": 2, "block": 2, "ragged": 0}
 KINDS = tuple(_ARITY)
-_MMA_SP_TYPES = ("f16", "bf16")
+#: Element types and the shape the 2:4 tensor-core kernel takes (``mma.sp``, f16 in,
+#: ``lowering/mma_sp_kernels.py``): the operands its metadata words are chosen for.
+_MMA_SP_TYPES = ("f16",)
+_MMA_SP_SHAPE = "m16n8k16"
 
 
 @dataclass(frozen=True)
@@ -392,12 +395,15 @@ def _nm(n: int, m: int, rank: int, use: Use, target: Target) -> Layout:
     if (
         isinstance(target, CudaTarget)
         and (n, m) == (2, 4)
-        and target.sparse_mma_shapes
+        and _MMA_SP_SHAPE in target.sparse_mma_shapes
         and use.op_name
         and use.operand_index == 0
         and use.element_type in _MMA_SP_TYPES
     ):
-        metadata = f"mma_sp_{target.sparse_mma_shapes[0]}"
+        # the words the 2:4 tensor-core kernel reads; no other kernel reads metadata
+        # words (a target listing m16n8k32 first gave its operands words that the
+        # scalar schedule then read as coordinates, out of bounds)
+        metadata = f"mma_sp_{_MMA_SP_SHAPE}"
     return Layout(levels, DimMap(rank, exprs), nm_metadata=metadata)
 
 

@@ -77,7 +77,8 @@ def _refusal(func: ir.Operation) -> str | None:
         if op.name != "linalg.generic":
             return f"has '{op.name}'{_where(op)} on sparse tensors, which sparse_iter cannot lower"
         try:
-            check_lowerable(op, vectorize=_vectorize(op, func))
+            gpu = not isinstance(function_target(func), CpuTarget)
+            check_lowerable(op, vectorize=_vectorize(op, func), tensor_cores=gpu)
         except SparsecompError as exc:
             return f"has a linalg.generic{_where(op)} that sparse_iter cannot lower: {exc.message}"
     return None
