@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -312,3 +313,113 @@ def test_numpy_scalar_module_constant(private_cache: None) -> None:
 
     x = np.arange(5, dtype=np.float32)
     np.testing.assert_array_equal(halve(x), x * 0.5)
+
+
+# -- session 44 ----------------------------------------------------------------------
+
+
+@sparsecomp.kernel
+def normalized(x: Tensor[f32, "N"]):
+    s += x[i]
+    y[i] = x[i] / s
+    return y
+
+
+def test_a_0d_result_is_read_by_its_name(private_cache: None) -> None:
+    """``s += x[i]`` then ``y[i] = x[i] / s``: 's' is not a scalar argument or an index
+    variable (only ``s[()]`` worked, which no page said)."""
+    x = np.arange(1, 5, dtype=np.float32)
+    np.testing.assert_allclose(normalized(x), x / x.sum(), rtol=1e-6)
+
+
+@sparsecomp.kernel
+def spmv_named_args(A: Tensor[f32, ("M", "N"), "csr"], x: Tensor[f32, "N"]):
+    y[i] += A[i, j] * x[j]
+    return y
+
+
+def test_a_kernel_takes_named_arguments_and_out(private_cache: None) -> None:
+    """A @kernel took neither ``out=`` nor keyword arguments, which the compiled
+    function it calls takes."""
+    a = sp.random(6, 5, density=0.4, format="csr", dtype=np.float32, random_state=0)
+    x = np.arange(5, dtype=np.float32)
+    out = np.empty(6, np.float32)
+    assert spmv_named_args(a, x, out=out) is out
+    np.testing.assert_allclose(out, a @ x, rtol=1e-6)
+    np.testing.assert_allclose(spmv_named_args(x=x, A=a), a @ x, rtol=1e-6)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+        spmv_named_args(a, z=x)
+    with pytest.raises(TypeError, match="missing 1 required argument"):
+        spmv_named_args(A=a)
+    with pytest.raises(TypeError, match="multiple values for argument 'A'"):
+        spmv_named_args(a, A=a, x=x)
+
+
+@sparsecomp.kernel
+def to_ell(A: Tensor[f32, ("M", "N"), "csr"]) -> Tensor[f32, ("M", "N"), "ell"]:
+    B[i, j] = A[i, j]
+    return B
+
+
+@sparsecomp.kernel
+def to_ell4(A: Tensor[f32, ("M", "N"), "csr"]) -> Tensor[f32, ("M", "N"), "ell:4"]:
+    B[i, j] = A[i, j]
+    return B
+
+
+def test_a_declared_ell_result_comes_back_ell(private_cache: None) -> None:
+    """The upstream road holds ELL as CSR, and the result came back CSR (and ``ell:4``
+    with rows of 11 entries was not refused)."""
+    a = sp.random(16, 24, density=0.3, format="csr", dtype=np.float32, random_state=0)
+    got = to_ell(a)
+    assert str(got.layout) == "ell"
+    np.testing.assert_array_equal(got.to_dense(), a.toarray())
+    with pytest.raises(SparsecompError, match="does not fit its declared layout"):
+        to_ell4(a)
+
+
+def test_reductions_and_result_types_written_wrong_are_explained(tmp_path: Path) -> None:
+    """``y[i] = y[i] + ...`` and ``max(expr, y[i])`` read the new result ('not a tensor
+    argument or an earlier result'); an f64 result of an f32 sum got MLIR's verifier
+    message."""
+    cases = {
+        "y[i] = y[i] + A[i, j] * x[j]": "is the new result this statement defines",
+        "y[i] = max(A[i, j] * x[j], y[i])": "is the new result this statement defines",
+    }
+    for body, message in cases.items():
+        text = f"""
+            import sparsecomp
+            from sparsecomp.script import Tensor, f32
+            @sparsecomp.kernel
+            def k(A: Tensor[f32, ("M", "N"), "csr"], x: Tensor[f32, "N"]):
+                {body}
+                return y
+            """
+        path = tmp_path / "k.py"
+        path.write_text(textwrap.dedent(text))
+        with pytest.raises(ScriptError, match=message):
+            _load(path).k.mlir
+    typed = """
+        import sparsecomp
+        from sparsecomp.script import Tensor, f32, f64
+        @sparsecomp.kernel
+        def k(A: Tensor[f32, ("M", "N"), "csr"], x: Tensor[f32, "N"]) -> Tensor[f64, "M"]:
+            y[i] += A[i, j] * x[j]
+            return y
+        """
+    path = tmp_path / "typed.py"
+    path.write_text(textwrap.dedent(typed))
+    with pytest.raises(ScriptError, match="the value is f32, but 'y' holds f64") as info:
+        _load(path).k.mlir
+    assert "f64(expr)" in (info.value.hint or "")
+
+
+def _load(path: Path) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"kernels_{abs(hash(path))}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

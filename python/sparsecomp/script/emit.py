@@ -235,6 +235,14 @@ class FunctionEmitter:
         with self.loc(s.at):
             reads = accesses(s.value)
             for a in reads:
+                if a.tensor == s.target and a.tensor not in self.env:
+                    raise self.fail(
+                        a.at,
+                        f"'{a.tensor}' is the new result this statement defines: it has no "
+                        "value to read yet",
+                        hint=f"a reduction into it is written {a.tensor}[...] += expr (*=), or "
+                        f"{a.tensor}[...] = max({a.tensor}[...], expr) with the result first",
+                    )
                 self.check_access(a)
             existing = self.env.get(s.target)
             if existing is not None and not isinstance(existing.type, ir.RankedTensorType):
@@ -386,12 +394,15 @@ class FunctionEmitter:
                     f"the value is a comparison (true or false), but '{s.target}' holds {elts[-1]}",
                     hint="select numbers with it: 1.0 if A[i, j] > 0.0 else 0.0",
                 )
+            if value.type != elts[-1]:  # before the reduction combines the two
+                raise self.fail(
+                    s.at,
+                    f"the value is {value.type}, but '{s.target}' holds {elts[-1]}",
+                    hint=f"convert it, {s.target}[...] = {elts[-1]}(expr), or declare the "
+                    "result with the value's type",
+                )
             if s.reduce is not None:
                 value = combine(s.reduce, block.arguments[-1], value)
-            if value.type != elts[-1]:
-                raise self.fail(
-                    s.at, f"the value is {value.type}, but '{s.target}' holds {elts[-1]}"
-                )
             linalg.YieldOp([value])
         self.env[s.target] = op.result
 

@@ -200,10 +200,14 @@ class Kernel:
                     raise SparsecompError(f"size '{sym}' is {sizes[str(sym)]} and {n}")
         return types, sizes
 
-    def __call__(self, *args: Any, target: Any = "host") -> Any:
+    def __call__(self, *args: Any, target: Any = "host", out: Any = None, **named: Any) -> Any:
         """Call the kernel's executable for these arguments' specialization (compiled
         at the first call with it; later calls with arguments of the same kinds,
-        element types and ranks find it by one dictionary lookup)."""
+        element types and ranks find it by one dictionary lookup). Arguments may be
+        named as the kernel's parameters are; ``out``: the result's destination, as a
+        compiled function takes it (an array, or a tuple with one per result)."""
+        if named:
+            args = self._positional(args, named)
         sizes = tuple(
             getattr(args[a], "shape", ())[d] if a < len(args) else None for a, d in self._sized
         )
@@ -218,11 +222,35 @@ class Kernel:
             self._calls[key] = hit
         fn, number_types, torch = hit
         typed = args if number_types is None else self._numbers_typed(args, number_types)
+        extra = {} if out is None else {"out": out}
         if torch:
             from sparsecomp.torch.tensors import call  # torch in, torch out
 
-            return call(fn, *typed)
-        return fn(*typed)
+            return call(fn, *typed, **extra)
+        return fn(*typed, **extra)
+
+    def _positional(self, args: tuple[Any, ...], named: dict[str, Any]) -> tuple[Any, ...]:
+        """``args`` and the ``named`` ones in the kernel's parameter order, as Python
+        binds a call (a ``TypeError`` for an unknown, repeated or missing one)."""
+        params = list(self.definition.params)
+        if len(args) > len(params):
+            raise TypeError(
+                f"{self.__name__}() takes {len(params)} arguments but {len(args)} were given"
+            )
+        bound = dict(zip(params, args, strict=False))
+        for name, value in named.items():
+            if name not in params:
+                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}'")
+            if name in bound:
+                raise TypeError(f"{self.__name__}() got multiple values for argument '{name}'")
+            bound[name] = value
+        missing = [p for p in params if p not in bound]
+        if missing:
+            raise TypeError(
+                f"{self.__name__}() missing {len(missing)} required argument(s): "
+                + ", ".join(f"'{m}'" for m in missing)
+            )
+        return tuple(bound[p] for p in params)
 
     def _numbers_typed(self, args: tuple[Any, ...], types: dict[str, Scalar]) -> list[Any]:
         """The arguments, Python numbers as numpy scalars of their parameter's type."""

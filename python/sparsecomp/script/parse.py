@@ -147,6 +147,7 @@ class _Reader:
     def __init__(self, fn: Any, filename: str, first_line: int, indent: int) -> None:
         self.fn, self.filename, self.first, self.indent = fn, filename, first_line, indent
         self.params: set[str] = set()
+        self.zero_d: set[str] = set()  # 0-d results of the statements read so far
         self.indices: set[str] = set()  # every name used as a subscript
 
     def at(self, node: ast.AST) -> Node:
@@ -165,6 +166,8 @@ class _Reader:
             value = self.number(node.id)
             if value is not None:
                 return Const(value, self.at(node))
+            if node.id in self.zero_d and node.id not in self.params:
+                return Access(node.id, (), self.at(node))  # an earlier 0-d result: s as s[()]
             return Name(node.id, self.at(node))
         if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
             if isinstance(node.value, bool):
@@ -230,6 +233,12 @@ class _Reader:
         raise self.fail(node, f"cannot assign to '{ast.unparse(node)}'")
 
     def statement(self, node: ast.stmt, into: Definition) -> None:
+        self._statement(node, into)
+        last = into.body[-1] if into.body else None
+        if isinstance(last, Statement) and not last.indices:
+            self.zero_d.add(last.target)  # a 0-d result: read by its name in later ones
+
+    def _statement(self, node: ast.stmt, into: Definition) -> None:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             return  # a docstring
         if isinstance(node, ast.Return):

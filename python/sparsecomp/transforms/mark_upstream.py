@@ -171,12 +171,28 @@ class _Exporter:
             op.erase()
 
     def _record_declared_results(self, func: ir.Operation) -> None:
-        """Name the declared layout of each unblocked result (``DECLARED_ATTR``)."""
+        """Name the declared layout of each result held in another form
+        (``DECLARED_ATTR``): unblocked, or ELL as CSR (:func:`upstream_form`; a result
+        declared ``ell`` came back CSR)."""
         fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-        declared = [whole_blocks.layout(t) if str(t) in self.unblock else None for t in fty.results]
+        declared = [
+            whole_blocks.layout(t) if str(t) in self.unblock else _held_otherwise(t)
+            for t in fty.results
+        ]
         if any(declared):
             texts = [lay.attr_text() if lay is not None else "" for lay in declared]
             func.attributes[DECLARED_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(t) for t in texts])
+
+
+def _held_otherwise(ty: ir.Type) -> Layout | None:
+    """``ty``'s layout where the upstream sparsifier holds it in another one (ELL and
+    ragged levels as compressed ones), else None."""
+    if not isinstance(ty, ir.RankedTensorType) or encoding_of(ty) is None:
+        return None
+    layout = layout_of(ty)
+    if not isinstance(layout, Layout) or upstream_form(layout) == layout:
+        return None
+    return layout
 
 
 @dataclasses.dataclass(frozen=True)
