@@ -31,7 +31,8 @@ def sparsify(x: ArrayLike, sparsifier: str | Sparsifier, layout: Any = None) -> 
     (``"nm:2:4"``, ``"scalar_fraction:0.9"``, ``#sparse_iter.sparsifier<...>``).
 
     With ``layout=None`` returns a new dense array of ``x``'s shape and dtype
-    with the dropped elements set to zero. With a layout (a short name such
+    (in this machine's byte order: a ``>f4`` array gives ``float32``) with the
+    dropped elements set to zero. With a layout (a short name such
     as ``"csr"`` or a :class:`~sparsecomp.formats.Layout`) returns a
     :class:`sparsecomp.formats.tensor.SparseTensor` holding exactly the kept
     elements (``Sparsifier.mask``), kept exact zeros included as explicit

@@ -192,7 +192,7 @@ def test_a_relative_cache_directory_means_the_callers(tmp_path: Path) -> None:
 def test_out_takes_an_ndarray_subclass(spmv: sparsecomp.Executable, tmp_path: Path) -> None:
     a, x = _matrix(3), np.random.default_rng(3).random(40).astype(np.float32)
     mapped = np.memmap(tmp_path / "y", dtype=np.float32, mode="w+", shape=(50,))
-    spmv(a, x, out=mapped)
+    assert spmv(a, x, out=mapped) is mapped  # written into, and returned (not a view)
     np.testing.assert_allclose(mapped, a @ x, rtol=1e-5)
 
 

@@ -609,3 +609,19 @@ def test_import_sparsecomp_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_scipy_and_big_endian_inputs() -> None:
+    """A scipy matrix got "sparsifiers do not take object arrays"; a '>f4' array was
+    refused with a layout and came back '<f4' without one (session 44)."""
+    import scipy.sparse as sp
+
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    with pytest.raises(FormatError, match="take a dense array, got a scipy csr_matrix"):
+        sparsecomp.sparsify(sp.csr_matrix(x), "threshold:1")
+    big = x.astype(">f4")
+    dense = sparsecomp.sparsify(big, "nm:2:4")
+    assert dense.dtype == np.float32
+    np.testing.assert_array_equal(dense, sparsecomp.sparsify(x, "nm:2:4"))
+    packed = sparsecomp.sparsify(big, "nm:2:4", layout="csr")
+    np.testing.assert_array_equal(packed.to_dense(), dense)

@@ -285,6 +285,12 @@ def removed_count(sparsity: float, total: int) -> int:
 
 def check_array(x: ArrayLike, sparsifier: Sparsifier | None = None) -> np.ndarray:
     """``x`` as an ndarray of integers, floats or complex numbers of a rank the sparsifier takes."""
+    if hasattr(x, "toarray") and hasattr(x, "nnz"):  # scipy.sparse: an object array to numpy
+        raise FormatError(
+            f"sparsifiers take a dense array, got a scipy {type(x).__name__}",
+            hint="sparsify its dense form (A.toarray()), or its values: "
+            "A.data = sparsecomp.sparsify(A.data, ...) for an elementwise sparsifier",
+        )
     if isinstance(x, np.ndarray):
         a = x
     else:
@@ -298,6 +304,8 @@ def check_array(x: ArrayLike, sparsifier: Sparsifier | None = None) -> np.ndarra
         raise FormatError(
             f"sparsifiers need an integer, float or complex array, got dtype {a.dtype}"
         )
+    if not a.dtype.isnative:  # '>f4': the native order of the same type, kept by the result
+        a = a.astype(a.dtype.newbyteorder("="))
     min_rank = sparsifier.min_rank if sparsifier is not None else 1
     if a.ndim < min_rank:
         what = f"sparsifier '{sparsifier.kind}'" if sparsifier is not None else "sparsifiers"

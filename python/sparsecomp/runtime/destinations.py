@@ -71,7 +71,7 @@ class Destinations:
         variant = self._variant(key) if why is None else why
         if isinstance(variant, str):
             self._say(variant)
-            return self._copied(args, outs)
+            return _as_given(self._copied(args, outs), out)
         call, sizes = variant
         fresh = []
         for r, k in key:
@@ -81,7 +81,7 @@ class Destinations:
             if k is None:
                 fresh.append(array)
         returned = call(*args, *fresh)
-        return _assemble(self.signature, outs, returned)
+        return _as_given(_assemble(self.signature, outs, returned), out)
 
     def _routed(self, args: tuple[Any, ...], out: np.ndarray) -> Any:
         """``out``, the call made in C by the variant a call like it compiled, or
@@ -327,6 +327,17 @@ def _check_size(
             f"{name}: out= for result {r}: size {array.shape[dim]} in dimension {dim}, "
             f"expected {size} (from {origin}); got shape {array.shape}"
         )
+
+
+def _as_given(value: Any, out: Any) -> Any:
+    """``value`` with the caller's own ``out`` objects in place of the plain arrays the
+    call wrote through (an ``np.matrix``, a ``np.memmap``: "written into, and
+    returned" is that object)."""
+    if not isinstance(out, tuple):
+        return out if isinstance(out, np.ndarray) else value
+    if not isinstance(value, tuple):
+        return value
+    return tuple(o if isinstance(o, np.ndarray) else v for v, o in zip(value, out, strict=False))
 
 
 def _assemble(

@@ -10,6 +10,7 @@ from mlir.passmanager import ExternalPass
 
 from sparsecomp.errors import FormatError
 from sparsecomp.ir.calls import callees, functions, name_of, reachable
+from sparsecomp.ir.verify import check_tensor_type
 from sparsecomp.ir.walk import retype_function
 from sparsecomp.transforms.base import SparsecompPass
 
@@ -182,6 +183,14 @@ class DecomposeFormatsPass(SparsecompPass):
             with location:
                 layout = rule_attr(rule, location)
                 new = ir.RankedTensorType.get(old.shape, old.element_type, layout)
+            problems = list(check_tensor_type(new))  # a rule of another rank: refused here
+            if problems:
+                what = problems[0].split(" but ")[0]  # "composable maps 2 dimensions"
+                raise _Refused(
+                    location,
+                    f"'{DECOMPOSE}' = {rule} does not fit an argument of rank {old.rank}: "
+                    f"its {what}",
+                )
             if alone:  # this argument alone: its uses take a tensor of any encoding
                 done.add(index)
                 body.arguments[index].set_type(new)

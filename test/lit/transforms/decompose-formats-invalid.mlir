@@ -72,3 +72,12 @@ func.func @second(%a: tensor<?x?xf32, #csr>) {
   call @shared_helper(%a) : (tensor<?x?xf32, #csr>) -> ()
   return
 }
+
+// -----
+
+// A rule of another rank than its argument's (a matrix layout for a rank-3
+// tensor) is refused at the argument, not left for the verifier after the pass.
+// expected-error@+1 {{'sparse_iter.decompose' = "hyb:1:2" does not fit an argument of rank 3: its composable maps 2 dimensions}}
+func.func @wrong_rank(%a: tensor<?x?x?xf32> {sparse_iter.decompose = "hyb:1:2"}) {
+  return
+}
