@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from mlir import ir
 from mlir.passmanager import ExternalPass
 
-from sparsecomp.errors import PipelineError
+from sparsecomp.errors import PipelineError, SparsecompError
 from sparsecomp.ir.verify import verify
 
 _TRUE = {"true", "1", "on", "yes"}
@@ -140,6 +140,11 @@ class SparsecompPass:
         an error at ``op``, not a crash."""
         try:
             self.run(op, pass_)
+        except SparsecompError as exc:  # the input's fault, said in the error: no traceback
+            where = f" (at {exc.location})" if exc.location else ""
+            hint = f"\n  hint: {exc.hint}" if exc.hint else ""
+            op.location.emit_error(f"{self.NAME}: {exc.message}{where}{hint}")
+            pass_.signal_pass_failure()
         except Exception:  # a bug in the pass: report it at the anchor, do not crash
             op.location.emit_error(
                 f"internal error in pass '{self.NAME}':\n{traceback.format_exc()}"

@@ -97,3 +97,17 @@ module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_sha
     return %d : tensor<?x?xf32>
   }
 }
+
+// -----
+
+// A function without a target in a module of several, fed to the pass on its own
+// (stage I's passes give it its callers'): a located error, not an internal one.
+// expected-error@+1 {{sparse-iter-gpu-tensorize: no sparse_iter.target on this function and the module has several targets (cpu, gpu)}}
+module attributes {sparse_iter.targets = {
+    cpu = #sparse_iter.cpu<x86_64, features = [avx2, fma], vector_bits = 256, threads = 2>,
+    gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k16]>}} {
+  func.func private @helper(%a: tensor<?x?xf32, #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>>, %b: tensor<?x?xf32>, %c: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    %0 = linalg.matmul ins(%a, %b : tensor<?x?xf32, #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>>, tensor<?x?xf32>) outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %0 : tensor<?x?xf32>
+  }
+}
