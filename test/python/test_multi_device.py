@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import sparsecomp
 from long_runs import strength
-from sparsecomp.errors import TargetError
+from sparsecomp.errors import ConversionWarning, TargetError
+from sparsecomp.formats import SparseTensor
 from sparsecomp.runtime import executable
 from sparsecomp.targets import CpuTarget, target_from_attr
 
@@ -175,3 +176,55 @@ def test_common_target() -> None:
     assert wide.missing_on(narrow) == ["avx2", "fma"]
     assert narrow.missing_on(wide) == ["sse4.2"]
     assert wide.missing_on(arm) == ["x86_64"]
+
+
+CHAIN_TRANSPOSED = """
+#sp = #sparse_iter.sparsity<unstructured>
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#tr = [affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (k, n)>,
+       affine_map<(m, n, k) -> (m, n)>]
+module attributes {sparse_iter.targets = {
+    cpu = #sparse_iter.cpu<x86_64, features = [avx2, fma], vector_bits = 256, threads = 0>,
+    gpu = #sparse_iter.cuda<sm_80, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k32]>}} {
+  func.func @f(%s: tensor<?x?xf32, #sp>, %d: tensor<?xf32>, %b: tensor<?x?xf32>,
+               %c: tensor<?x?xf32>) -> tensor<?x?xf32> attributes {sparse_iter.target = "cpu"} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %m = tensor.dim %s, %c0 : tensor<?x?xf32, #sp>
+    %n = tensor.dim %s, %c1 : tensor<?x?xf32, #sp>
+    %e = tensor.empty(%m, %n) : tensor<?x?xf32, #sp>
+    %q = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel",
+                         "parallel"], sparse_iter.target = "gpu"}
+      ins(%s, %d : tensor<?x?xf32, #sp>, tensor<?xf32>) outs(%e : tensor<?x?xf32, #sp>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %p = arith.mulf %x, %y : f32
+      linalg.yield %p : f32
+    } -> tensor<?x?xf32, #sp>
+    %r = linalg.matmul indexing_maps = #tr ins(%q, %b : tensor<?x?xf32, #sp>, tensor<?x?xf32>)
+                       outs(%c : tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %r : tensor<?x?xf32>
+  }
+}
+"""
+
+
+def test_a_conversion_between_device_parts_is_planned_and_not_blamed_on_an_argument() -> None:
+    """A GPU part's sparse result that the CPU part reads transposed (CSR there, CSC
+    here): plan() listed no conversion, and the runtime's warning named argument 0 of
+    'f__part1', which the caller never passes (session 44)."""
+    import warnings
+
+    exe = sparsecomp.compile(CHAIN_TRANSPOSED, "cuda-emu")
+    plan = exe.plan()
+    assert [c.location for c in plan.conversions] == ["between 'f__part0' and 'f__part1'"]
+    rng = np.random.default_rng(3)
+    s = sp.random(12, 9, density=0.3, format="csr", dtype=np.float32, random_state=3)
+    d = rng.standard_normal(12).astype(np.float32)
+    b = rng.standard_normal((12, 5)).astype(np.float32)
+    c = rng.standard_normal((9, 5)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConversionWarning)
+        got = exe.f(SparseTensor.from_scipy(s, "csr"), d, b, c)
+    want = c + (sp.diags(d) @ s).T @ b
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.formats.tensor import SparseTensor
+from sparsecomp.runtime.plan import Conversion
 
 
 class ChainFunction:
@@ -52,6 +54,12 @@ class ChainFunction:
         for step in self._steps:
             function = self._functions[step["function"]]
             given = [args[a[1]] if a[0] == "arg" else made[a[1]][a[2]] for a in step["args"]]
+            for i, (a, spec) in enumerate(zip(step["args"], function.signature.args, strict=False)):
+                value = given[i]
+                # an earlier part's result in another layout: converted here, as plan() lists
+                # it (the part's own conversion warned of an argument the caller never passed)
+                if a[0] != "arg" and isinstance(value, SparseTensor) and spec.layout is not None:
+                    given[i] = value.to(spec.layout)
             out = function(*given)
             count = len(function.signature.results)
             made.append(() if count == 0 else (out,) if count == 1 else tuple(out))
@@ -59,6 +67,31 @@ class ChainFunction:
         if not results:
             return None
         return results[0] if len(results) == 1 else tuple(results)
+
+    def conversions(self) -> list[Conversion]:
+        """The layout conversions between parts: an earlier part's sparse result that a
+        later one takes in another layout."""
+        found = []
+        for step in self._steps:
+            consumer = self._functions[step["function"]].signature
+            for i, a in enumerate(step["args"]):
+                if a[0] == "arg" or i >= len(consumer.args):
+                    continue
+                producer = self._functions[self._steps[a[1]]["function"]].signature
+                made, taken = producer.results[a[2]], consumer.args[i]
+                if made.layout is None or taken.layout is None or made.layout == taken.layout:
+                    continue
+                found.append(
+                    Conversion(
+                        self.name,
+                        f"between '{self._steps[a[1]]['function']}' and '{step['function']}'",
+                        made.layout.attr_text(),
+                        taken.layout.attr_text(),
+                        str(taken.dtype),
+                        tuple(d if isinstance(d, int) else None for d in taken.shape),
+                    )
+                )
+        return found
 
     def describe(self) -> str:
         """``name: part (device) -> part (device)``."""

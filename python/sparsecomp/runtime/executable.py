@@ -517,7 +517,9 @@ class Executable:
             emulated = "emulates" in part.manifest
             transfers += [Transfer(name, device, emulated) for name in part.functions]
         cut = tuple((c.name, tuple(c.parts)) for c in self.chains.values())
-        return Plan(tuple(Conversion.from_json(c) for c in found), tuple(transfers), cut)
+        between = [c for chain in self.chains.values() for c in chain.conversions()]
+        conversions = (*(Conversion.from_json(c) for c in found), *between)
+        return Plan(conversions, tuple(transfers), cut)
 
     def save(self, directory: str | Path) -> Path:
         """Copy the library, manifest, runtime libraries and stage IR to ``directory``.
