@@ -310,7 +310,8 @@ class SparseTensor:
                 part.recheck()
             return
         st = self._storage
-        writable = any(b is not None and b.flags.writeable for b in (*st.positions, *st.coordinates))
+        indices = (*st.positions, *st.coordinates)
+        writable = any(b is not None and b.flags.writeable for b in indices)
         if self._checked and not writable:
             return
         assert isinstance(self.layout, Layout)
