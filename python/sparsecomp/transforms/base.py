@@ -8,8 +8,10 @@ shows). ``run(op, pass_)`` does the work on the anchor operation (a
 
 Before ``run``, every pass verifies the ``sparse_iter`` rules ODS does not check
 (:mod:`sparsecomp.ir.verify`), so passes only see well-formed input. Errors are
-reported through MLIR locations and ``signal_pass_failure``; a Python exception
-escaping ``run`` is turned into a located internal error, never a crash.
+reported through MLIR locations and ``signal_pass_failure``; a
+:class:`SparsecompError` escaping ``run`` (the input's fault, said in its message)
+is reported at the anchor with its hint, any other exception as a located
+internal error with its traceback, never a crash.
 """
 
 from __future__ import annotations
