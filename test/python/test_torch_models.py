@@ -736,3 +736,53 @@ def test_linear_subclasses_with_their_own_forward_stay_dense() -> None:
     assert set(done) == {"1"}
     assert isinstance(model[0], _Scaled)
     torch.testing.assert_close(model(x), want, rtol=1e-4, atol=1e-5)
+
+
+# -- session 44: sparse matrices as data ----------------------------------------------
+
+
+def _graph(n: int = 40, seed: int = 3) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    edges = torch.randint(0, n, (2, 4 * n), generator=g)
+    values = torch.rand(4 * n, generator=g)
+    return torch.sparse_coo_tensor(edges, values, (n, n), check_invariants=True).coalesce()
+
+
+def test_sparse_matrix_auto_gives_a_contiguous_result_from_its_first_call() -> None:
+    """An "auto" SparseMatrix's first call returned a transposed view (y.view(-1)
+    failed); its later calls were contiguous, as docs/torch.md says."""
+    a = _graph()
+    s = st.SparseMatrix(a, "auto")
+    b = torch.randn(40, 8)
+    for _ in range(2):
+        y = s(b)
+        assert y.is_contiguous()
+        torch.testing.assert_close(y, a.to_dense() @ b, rtol=1e-4, atol=1e-5)
+
+
+def test_sparse_matrix_says_what_it_copies_and_refuses_half() -> None:
+    """Values that require grad lost their gradient silently (SparseMatrix copies them);
+    a float16 matrix became float32 silently."""
+    a = _graph()
+    w = a.values().clone().requires_grad_()
+    weighted = torch.sparse_coo_tensor(a.indices(), w, a.shape, check_invariants=True)
+    with pytest.warns(UserWarning, match="copies the matrix's values"):
+        st.SparseMatrix(weighted, trainable=True)
+    with pytest.raises(SparsecompError, match=r"float32 or float64 values, got torch\.float16"):
+        st.SparseMatrix(a.to(torch.float16))
+
+
+def test_call_out_not_contiguous_is_named() -> None:
+    """out= of a transposed tensor: "must be a contiguous dense CPU tensor, got
+    torch.strided on cpu", which it was."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    import sparsecomp
+
+    exe = sparsecomp.compile(Path(__file__).resolve().parents[2] / "examples" / "spmm.mlir")
+    a = sp.random(16, 20, density=0.2, format="csr", dtype=np.float32, random_state=0)
+    b = torch.randn(20, 100)
+    shape = r"must be contiguous: shape \(16, 100\) with strides"
+    with pytest.raises(SparsecompError, match=shape):
+        st.call(exe.spmm, a, b, out=torch.empty(100, 16).t())

@@ -31,6 +31,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -517,7 +518,19 @@ class SparseMatrix(nn.Module):
                     "SparseMatrix takes a scipy.sparse or torch.sparse matrix, got a dense tensor",
                     hint="pass matrix.to_sparse() (its nonzeros are kept)",
                 )
-            matrix = from_torch(matrix, "the matrix").to_scipy()
+            if matrix.dtype not in (torch.float32, torch.float64):  # to_scipy widens f16
+                raise SparsecompError(
+                    f"SparseMatrix holds float32 or float64 values, got {matrix.dtype}",
+                    hint="convert it first, e.g. matrix.to(torch.float32)",
+                )
+            if matrix.requires_grad:
+                warnings.warn(
+                    "SparseMatrix copies the matrix's values: a gradient reaches its own "
+                    "values (S.linear.values, with trainable=True), not the tensor they came "
+                    "from; for a gradient to that tensor, torch.sparse.mm computes one",
+                    stacklevel=2,
+                )
+            matrix = from_torch(matrix.detach(), "the matrix").to_scipy()
         if not sp.issparse(matrix) or len(matrix.shape) != 2:
             raise SparsecompError("SparseMatrix takes a scipy.sparse or torch.sparse matrix")
         if matrix.dtype not in (np.float32, np.float64):
@@ -561,7 +574,10 @@ class SparseMatrix(nn.Module):
         ):  # autocast: in the weight's own dtype, as SparseLinear does
             b = b.to(lin.values.dtype)
         if lin._placed is None or not lin._row_major or lin.values.device.type == "cuda":
-            return lin(b.t()).t()  # an "auto" layout's first call, Y^T = W X^T layouts, GPUs
+            # an "auto" layout's first call, Y^T = W X^T layouts, GPUs; the result is
+            # contiguous, as the row-major path's is (an "auto" layout that chose a
+            # row-major one in this call gave a transposed view)
+            return lin(b.t()).t().contiguous()
         refuse_func_grad(b, lin.values)
         pattern, fwd_perm, fwd_index, bwd_perm, bwd_index, lay, lay_t = lin._placed
         shape = [lin.out_features, lin.in_features]

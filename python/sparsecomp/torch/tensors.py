@@ -165,7 +165,11 @@ def _block(name: str) -> tuple[int, int]:
     return r, c
 
 
-@torch.compiler.disable(recursive=True)
+@torch.compiler.disable(
+    recursive=True,
+    reason="sparsecomp.torch.call runs eagerly; a compiled graph traces SparseLinear, "
+    "SparseMatrix and the sparsecomp:: ops",
+)
 def call(fn: Any, *args: Any, out: Any = None, sparse_layout: str = "csr") -> Any:
     """Call an ``Executable`` or ``Function`` with torch tensors; results come back as tensors.
 
@@ -215,9 +219,14 @@ def _on_gpu(t: Any) -> bool:
 def _out_array(t: Any, i: int) -> Any:
     if not isinstance(t, torch.Tensor):
         return t
-    if t.device.type != "cpu" or t.layout != torch.strided or not t.is_contiguous():
+    if t.device.type != "cpu" or t.layout != torch.strided:
         raise SparsecompError(
             f"out[{i}] must be a contiguous dense CPU tensor, got {t.layout} on {t.device}"
+        )
+    if not t.is_contiguous():
+        raise SparsecompError(
+            f"out[{i}] must be contiguous: shape {tuple(t.shape)} with strides {t.stride()}",
+            hint="pass a contiguous tensor (torch.empty(shape)) and copy it into this view",
         )
     if t.is_neg() or t.is_conj():
         raise SparsecompError(
