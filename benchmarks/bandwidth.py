@@ -85,5 +85,18 @@ def spmv_bytes(m: sp.csr_matrix) -> int:
     return 4 * (2 * m.nnz + (rows + 1) + cols + rows)
 
 
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a 64 MiB array (default 512 MiB)")
+    parser.add_argument("--repeat", type=int, default=5, help="passes per method (best)")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat takes a positive number")
+    print(measure((64 if args.quick else 512) << 20, args.repeat).describe())
+    return 0
+
+
 if __name__ == "__main__":
-    print(measure().describe())
+    raise SystemExit(main())

@@ -120,6 +120,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--markdown", type=Path, help="also write the report to this file")
     args = parser.parse_args(argv)
+    _validate(parser, args)
     args.command = " ".join(sys.argv[1:] if argv is None else argv)
     if args.repeat is None:
         args.repeat = 2 if args.quick else 3
@@ -130,6 +131,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.min_time is None:
         args.min_time = 0.0 if args.quick else 0.05
     return args
+
+
+def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse unknown names and an output folder that is not there before the run (a
+    typo in --ops ran every matrix, then ended in a KeyError)."""
+
+    def known(option: str, given: str, names: list[str]) -> None:
+        unknown = sorted({n for n in given.split(",") if n} - set(names))
+        if unknown:
+            parser.error(f"{option}: unknown {', '.join(unknown)}; known: {', '.join(names)}")
+
+    known("--ops", args.ops, list(OPS))
+    known("--peers", args.peers, [*PEERS, "upstream"])
+    if args.upstream != "all":
+        known("--upstream", args.upstream, ["best", *VARIANTS])
+    known("--matrices", args.matrices, [m.name for m in matrices.suite(args.scale, args.quick)])
+    if args.markdown is not None and not args.markdown.resolve().parent.is_dir():
+        parser.error(f"--markdown: no folder {args.markdown.resolve().parent}")
+
+
+#: The peers --peers names (besides "upstream", whose variants --upstream names).
+PEERS = (
+    "sparsecomp", "sparsecomp-scipy", "sparsecomp-up", "sparsecomp-up-out",
+    "sparsecomp-prepared", "sparsecomp-unsorted", "scipy", "dense", "torch", "mkl",
+    "mkl-opt", "mkl-opt-sorted",
+)  # fmt: skip
 
 
 def make_peers(args: argparse.Namespace) -> list[Peer]:
@@ -150,6 +177,7 @@ def make_peers(args: argparse.Namespace) -> list[Peer]:
     ]
     variants = ["best", *VARIANTS] if args.upstream == "all" else args.upstream.split(",")
     factories += [("upstream", partial(UpstreamPeer, v)) for v in variants if v]
+    assert {name for name, _ in factories} == {*PEERS, "upstream"}
     return [make() for name, make in factories if not wanted or name in wanted]
 
 

@@ -174,7 +174,14 @@ def main(argv: list[str] | None = None) -> int:
         known = json.loads(Path(args.times).read_text())
     specs = suite(args.quick)
     if args.matrices:
-        specs = [s for s in specs if s.name in args.matrices.split(",")]
+        wanted = args.matrices.split(",")
+        unknown = sorted(set(wanted) - {s.name for s in specs})
+        if unknown:
+            parser.error(
+                f"unknown matrices {', '.join(unknown)}; the suite has "
+                + ", ".join(s.name for s in specs)
+            )
+        specs = [s for s in specs if s.name in wanted]
     device = device_of(args.target)
     runs = GPU_RUNS if device == "cuda" else RUNS
     _, source = load_coefficients(device)
@@ -189,14 +196,17 @@ def main(argv: list[str] | None = None) -> int:
         stats = matrix_stats(a)
         # Compile first: a build's tail keeps a core busy for a while, and our two
         # threads then wait for it.
+        # the matrix as built (its quick and full forms share a name) on this target:
+        # a file of times from another size or device is not reused for this one
+        case = f"{spec.name}@{a.shape[0]}x{a.shape[1]}:{a.nnz}/{args.target}"
         for op, _ in runs:
             for layout in candidates(stats, op, device):
-                if any(f"{spec.name}/{op}/{k}/{layout}" not in known for _, k in runs):
+                if any(f"{case}/{op}/{k}/{layout}" not in known for _, k in runs):
                     sweep.kernel(op, layout)
         for op, k in runs:
             times = {}
             for layout in candidates(stats, op, device):
-                key = f"{spec.name}/{op}/{k}/{layout}"
+                key = f"{case}/{op}/{k}/{layout}"
                 if key not in known:
                     known[key] = sweep.time(a, op, k, layout, args.reps)
                 times[layout] = known[key]

@@ -18,8 +18,10 @@ Run: ``.venv/bin/python benchmarks/spgemm_builds.py [--matrices a,b] [--ordered]
 from __future__ import annotations
 
 import argparse
+import atexit
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -35,7 +37,9 @@ def _compile(source: str, one_pass_entries: int | None) -> object:
     from sparsecomp.lowering import rowemit
 
     shipped = rowemit.ONE_PASS_ENTRIES
-    os.environ["SPARSECOMP_CACHE_DIR"] = tempfile.mkdtemp(prefix="spgemm-builds-")
+    cache = tempfile.mkdtemp(prefix="spgemm-builds-")  # each build cold, in its own cache
+    atexit.register(shutil.rmtree, cache, True)  # removed when the run ends (they piled up)
+    os.environ["SPARSECOMP_CACHE_DIR"] = cache
     try:
         if one_pass_entries is not None:
             rowemit.ONE_PASS_ENTRIES = one_pass_entries

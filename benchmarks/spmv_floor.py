@@ -21,7 +21,9 @@ Every kernel's result is checked against scipy's first.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -69,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 5)
     min_time = args.min_time if args.min_time is not None else (0.0 if args.quick else 0.05)
-    os.environ.setdefault("SPARSECOMP_CACHE_DIR", tempfile.mkdtemp(prefix="spmv-floor-"))
+    if "SPARSECOMP_CACHE_DIR" not in os.environ:  # a cache of its own, removed at the end
+        cache = tempfile.mkdtemp(prefix="spmv-floor-")
+        atexit.register(shutil.rmtree, cache, True)
+        os.environ["SPARSECOMP_CACHE_DIR"] = cache
 
     from peers import Case, Unavailable
     from peers.torch_cpu import TorchPeer

@@ -386,7 +386,7 @@ def _ms(c: Cell | None) -> str:
     return "n/a" if c is None or c.seconds is None else f"{c.seconds * 1e3:.1f}"
 
 
-def plot(rows: list[Row], path: str) -> None:
+def plot(rows: list[Row], path: str, setting: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -410,7 +410,7 @@ def plot(rows: list[Row], path: str) -> None:
         ax.set_yscale("log")
         ax.set_xlabel("sparsity (%)")
         ax.set_ylabel("speedup over dense torch")
-        ax.set_title(f"BertLayer {what}, batch 8 x seq 128, CPU")
+        ax.set_title(f"BertLayer {what}, {setting}, CPU")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center right")
     fig.tight_layout(rect=(0, 0, 0.8, 1))
@@ -420,11 +420,13 @@ def plot(rows: list[Row], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="a small layer, two levels (smoke)")
-    p.add_argument("--sparsity", type=float, nargs="*", default=[0.5, 0.6, 0.7, 0.8, 0.9, 0.95])
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--calls", type=int, default=2)
+    p.add_argument(
+        "--sparsity", type=float, nargs="*", help="levels (0.5 ... 0.95; quick: 0.5 0.9)"
+    )
+    p.add_argument("--batch", type=int, help="8 (quick: 2)")
+    p.add_argument("--seq", type=int, help="128 (quick: 16)")
+    p.add_argument("--reps", type=int, help="rounds (3; quick: 1)")
+    p.add_argument("--calls", type=int, help="calls per round (2; quick: 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-coo", action="store_true", help="leave torch COO out (slow)")
     p.add_argument("--markdown", help="also write the tables to this file")
@@ -432,16 +434,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot", help="write the speedup plot (PNG) to this file")
     p.add_argument("--from-json", help="print the tables and plot of a saved --json run")
     args = p.parse_args(argv)
-    args.hidden, args.heads, args.ffn = 768, 12, 3072
-    if args.quick:
-        args.hidden, args.heads, args.ffn = 64, 4, 128
-        args.batch, args.seq, args.reps, args.calls = 2, 16, 1, 1
-        args.sparsity = [0.5, 0.9]
-    rows = load(args.from_json) if args.from_json else run(args)
-    notes = [
+    args.hidden, args.heads, args.ffn = (64, 4, 128) if args.quick else (768, 12, 3072)
+    defaults = {  # --quick changes the defaults only: an option given stays as given
+        "batch": (8, 2), "seq": (128, 16), "reps": (3, 1), "calls": (2, 1),
+        "sparsity": ([0.5, 0.6, 0.7, 0.8, 0.9, 0.95], [0.5, 0.9]),
+    }  # fmt: skip
+    for name, (full, quick) in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+    setting = (
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}; "
-        f"batch {args.batch}, sequence {args.seq}, hidden {args.hidden}, FFN {args.ffn}",
+        f"batch {args.batch}, sequence {args.seq}, hidden {args.hidden}, FFN {args.ffn}"
+    )
+    title = f"batch {args.batch} x seq {args.seq}"
+    if args.from_json:
+        rows, saved = load(args.from_json)
+        setting = saved.get("setting", "the run's setting was not saved with it")
+        title = saved.get("title", "a saved run")
+    else:
+        rows = run(args)
+    notes = [
+        setting,
         f"STen: {_sten_status() or 'ran (sten ' + _sten_version() + ')'}",
         f"torch semi-structured 2:4 on the CPU: {_semi_structured_status()}",
     ]
@@ -468,24 +482,27 @@ def main(argv: list[str] | None = None) -> int:
             for r in rows
         ]
         with open(args.json, "w") as f:
-            json.dump(raw, f, indent=1)
+            json.dump({"setting": setting, "title": title, "rows": raw}, f, indent=1)
     if args.plot:
-        plot(rows, args.plot)
+        plot(rows, args.plot, title)
     return 0
 
 
-def load(path: str) -> list[Row]:
-    """The rows of a run saved with ``--json``."""
+def load(path: str) -> tuple[list[Row], dict[str, Any]]:
+    """The rows of a run saved with ``--json``, and its setting (``setting``, ``title``:
+    none for a file of an older run, a bare list of rows)."""
     with open(path) as f:
         raw = json.load(f)
-    return [
+    saved = raw if isinstance(raw, dict) else {"rows": raw}
+    rows = [
         Row(
             r["sparsifier"],
             r["sparsity"],
             {p: {k: Cell(*c) for k, c in cs.items()} for p, cs in r["cells"].items()},
         )
-        for r in raw
+        for r in saved["rows"]
     ]
+    return rows, {k: v for k, v in saved.items() if k != "rows"}
 
 
 def _sten_version() -> str:

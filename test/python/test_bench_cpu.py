@@ -186,3 +186,36 @@ def test_spgemm_builds_quick(repo, ordered: bool):
     assert rows[-1].startswith("| geomean"), proc.stdout
     cells = [c.strip() for c in rows[0].split("|")[1:-1]]
     assert all(float(c) > 0 for c in cells[1:]), rows[0]
+
+
+@pytest.mark.parametrize(
+    ("argument", "said"),
+    [
+        (["--ops", "bogus"], "--ops: unknown bogus"),
+        (["--peers", "nosuch"], "--peers: unknown nosuch"),
+        (["--upstream", "nosuch"], "--upstream: unknown nosuch"),
+        (["--matrices", "nosuch"], "--matrices: unknown nosuch"),
+        (["--markdown", "/nonexistent_dir/x.md"], "--markdown: no folder /nonexistent_dir"),
+    ],
+)
+def test_cpu_benchmark_refuses_unknown_names_before_it_runs(repo, argument, said) -> None:
+    """A typo in --ops ran every matrix and ended in a KeyError; a --markdown path in a
+    missing folder failed after the whole run (session 44)."""
+    proc = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "cpu.py"), "--quick", *argument],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert said in proc.stderr
+    assert "#" not in proc.stderr  # refused before any matrix was built or timed
+
+
+def test_bandwidth_takes_its_options(repo) -> None:
+    """bandwidth.py ran its 512 MiB measurement whatever it was given, --help included."""
+    proc = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "bandwidth.py"), "--help"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0
+    assert "--quick" in proc.stdout
+    assert "GB/s" not in proc.stdout

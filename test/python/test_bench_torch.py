@@ -27,7 +27,9 @@ def test_torch_bert_quick(repo, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "### Forward + backward" in proc.stdout
     assert "WRONG" not in proc.stdout
-    rows = json.loads(raw.read_text())
+    saved = json.loads(raw.read_text())
+    assert "batch 2, sequence 16" in saved["setting"]  # the run's own, kept with it
+    rows = saved["rows"]
     kinds = {r["sparsifier"].split()[0] for r in rows}
     assert kinds == {"random", "n:m", "n:m:g"}
     for row in rows:
@@ -36,6 +38,12 @@ def test_torch_bert_quick(repo, tmp_path):
             assert seconds is not None, (row["sparsifier"], what, note)
             assert seconds > 0
     assert png.stat().st_size > 10_000
+    again = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "torch_bert.py"), "--from-json", str(raw)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert "batch 2, sequence 16, hidden 64, FFN 128" in again.stdout  # not the defaults
 
 
 def test_gpu_bert_layer_is_huggingfaces(repo):

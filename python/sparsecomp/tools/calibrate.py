@@ -16,6 +16,7 @@ three minutes on two cores, compiles included; ``--quick`` uses smaller
 matrices. ``--refit`` times nothing: after a change of the model's
 features it computes them again for the stored measurements and fits anew
 (candidates the new model adds stay unmeasured until the next calibration).
+``--show`` measures nothing and prints the stored coefficients.
 """
 
 from __future__ import annotations
@@ -263,7 +264,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller matrices")
     parser.add_argument("--reps", type=int, default=5, help="timed calls per case (best)")
-    parser.add_argument("--print", action="store_true", help="print the coefficients as Python")
+    parser.add_argument(
+        "--print",
+        action="store_true",
+        help="after calibrating, also print the fitted coefficients (JSON) on stdout",
+    )
+    parser.add_argument(
+        "--show",
+        action="store_true",
+        help="measure nothing: print the stored calibration's coefficients (JSON) and exit",
+    )
     parser.add_argument(
         "--refit",
         action="store_true",
@@ -281,6 +291,14 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    if args.show:
+        device = "host" if args.target == "host" else "cuda"
+        stored = calibration_path(device)
+        if not stored.is_file():
+            print(f"calibrate: no calibration at {stored}", file=sys.stderr)
+            return 1
+        print(json.dumps(json.loads(stored.read_text())["coefficients"], indent=1))
+        return 0
     start = time.perf_counter()
     if args.target == "host":
         runner = Runner(args.reps)

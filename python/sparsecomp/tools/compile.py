@@ -135,7 +135,8 @@ def _explained(exe: Any, args: argparse.Namespace, options: dict[str, Any], sour
         dtype = function.signature.args[argument].dtype  # a .mtx reads as float64
         typed = matrix.astype(dtype) if matrix.dtype != dtype else matrix
         choice = exe.prepare(typed, function=name, k=args.k).choice  # as exe.prepare chooses
-        print(f"{name} ({op}, k={args.k}): {choice.layout}: {choice.why} "
+        k = f", k={args.k}" if op in ("spmm", "sddmm") else ""  # SpMV has no k
+        print(f"{name} ({op}{k}): {choice.layout}: {choice.why} "
               f"[decided in {choice.seconds * 1e3:.0f} ms]")  # fmt: skip
         text = with_layouts(text, name, {argument: parse_layout(choice.layout).attr_text()})
     return compile_mlir(text, args.target, cache_results=not args.no_cache, **options)
