@@ -129,3 +129,38 @@ def test_a_product_the_tensor_cores_do_not_take_says_why(caplog, tmp_path) -> No
     got = exe(SparseTensor.from_dense(a, exe.functions["spmm"].signature.args[0].layout), b,
               np.zeros((32, 6), np.float32))  # fmt: skip
     np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+
+
+#: 2:4 in upstream syntax with its result sized from A (tensor.dim, as every example of the
+#: docs writes it), and with an f16 accumulator: both had stayed off mma.sp (session 44)
+NV_24_SIZED = """
+#NV_24 = #sparse_tensor.encoding<{
+  map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4]) }>
+func.func @matmul(%A: tensor<?x?xf16, #NV_24>, %B: tensor<?x?xf16>) -> tensor<?x?xACC> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : ACC
+  %m = tensor.dim %A, %c0 : tensor<?x?xf16, #NV_24>
+  %n = tensor.dim %B, %c1 : tensor<?x?xf16>
+  %e = tensor.empty(%m, %n) : tensor<?x?xACC>
+  %C = linalg.fill ins(%z : ACC) outs(%e : tensor<?x?xACC>) -> tensor<?x?xACC>
+  %D = linalg.matmul ins(%A, %B: tensor<?x?xf16, #NV_24>, tensor<?x?xf16>)
+                     outs(%C: tensor<?x?xACC>) -> tensor<?x?xACC>
+  return %D : tensor<?x?xACC>
+}
+"""
+
+
+@pytest.mark.parametrize("acc", ["f32", "f16"])
+def test_upstream_2_4_sized_by_its_matrix_and_f16_results_reach_mma_sp(acc: str) -> None:
+    program = NV_24_SIZED.replace("ACC", acc)
+    texts = cuda.ptx(program, "cuda:sm_90")
+    assert any("mma.sp.sync" in text for text in texts.values()), list(texts)
+    rng = np.random.default_rng(5)
+    f = sparsecomp.compile(program, "cuda-emu:sm_90").functions["matmul"]
+    assert "mma_sp" in str(f.signature.args[0].layout)
+    a, b = _two_of_four(rng, 24, 40), rng.standard_normal((40, 9)).astype(np.float16)
+    got = f(SparseTensor.from_dense(a, f.signature.args[0].layout), b)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    tol = 1e-3 if acc == "f32" else 2e-2
+    np.testing.assert_allclose(np.asarray(got, np.float32), ref, rtol=tol, atol=tol)

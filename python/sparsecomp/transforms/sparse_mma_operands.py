@@ -16,8 +16,12 @@ from sparsecomp.targets import CudaTarget
 from sparsecomp.transforms.base import SparsecompPass
 from sparsecomp.transforms.gpu_tensorize import _is_2_4, is_matmul
 
-#: the element types of the products sparse tensor cores take (A, B) -> C
-_TYPES = ("f16", "f16", "f32")
+#: the element types of the products sparse tensor cores take (A, B) -> C: an f32 or an
+#: f16 accumulator, as for ``nm[2, 4]`` (an f16 C had stayed off them in this form)
+_TYPES = (("f16", "f16", "f32"), ("f16", "f16", "f16"))
+#: ops that read only an argument's shape, which any layout has (a result sized by
+#: ``tensor.dim`` of the matrix, as every example writes it, had kept it off them)
+_SHAPE_ONLY = ("tensor.dim",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +32,7 @@ class SparseMmaOperandsPass(SparsecompPass):
     on a CUDA target with sparse MMAs (``mma.sp``, sm_80 and later), the 2:4
     layout whose metadata is laid out as ``mma.sp.m16n8k16`` reads it
     (``nmMetadata = mma_sp_m16n8k16``: the resolver, ``targets/resolve.py``),
-    where it is the first operand of an f16 x f16 -> f32 matrix product; that
+    where it is the first operand of an f16 x f16 -> f32 (or f16) matrix product; that
     product then runs on the sparse tensor cores (``sparse-iter-gpu-tensorize``).
     A program written with a concrete layout, as MLIR's own sm80-lt tests
     write 2:4 (``#sparse_tensor.encoding<{map = (i, j) -> (i : dense, j
@@ -36,9 +40,10 @@ class SparseMmaOperandsPass(SparsecompPass):
     ``#sparse_iter.layout``), had plain 2:4 metadata (each kept entry's
     column) and took the scalar schedule, silently. This pass gives such a
     function argument the ``mma.sp`` metadata where every use of it is the
-    first operand of such a product in a function for such a target: the
-    runtime packs the caller's matrix into the argument's layout, so callers
-    see no difference. An argument with any other use, a layout that names
+    first operand of such a product (f16 x f16 -> f32 or f16) in a function for
+    such a target, or reads only its shape (``tensor.dim``): the runtime packs
+    the caller's matrix into the argument's layout, so callers see no
+    difference. An argument with any other use, a layout that names
     its metadata (``nmMetadata = indices``), other element types and CPU
     targets are left as they are. Runs in the layouts stage, after named ops
     are generalized.
@@ -67,7 +72,9 @@ class SparseMmaOperandsPass(SparsecompPass):
             target = function_target(fn)
             if not isinstance(target, CudaTarget) or not target.sparse_mma_shapes:
                 continue
-            metadata = f"mma_sp_{target.sparse_mma_shapes[0]}"
+            if "m16n8k16" not in target.sparse_mma_shapes:
+                continue  # the shape of the 2:4 tensor-core kernel's mma.sp
+            metadata = "mma_sp_m16n8k16"
             entry = fn.regions[0].blocks[0]
             changed = False
             for arg in entry.arguments:
@@ -98,13 +105,17 @@ def _sparse_mma_layout(arg: ir.Value, metadata: str) -> Layout | None:
     uses = list(arg.uses)
     if not uses:
         return None
+    products = 0
     for use in uses:
         user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if user.name in _SHAPE_ONLY:
+            continue
         if use.operand_number != 0 or not is_matmul(user) or len(user.results) != 1:
             return None
         types = [ir.RankedTensorType(v.type).element_type for v in user.operands]
-        if tuple(str(t) for t in types) != _TYPES:
+        if tuple(str(t) for t in types) not in _TYPES:
             return None
+        products += 1
         if any(layout_of(v.type) is not None for v in list(user.operands)[1:]):
             return None
-    return wanted
+    return wanted if products else None

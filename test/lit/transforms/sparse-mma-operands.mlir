@@ -63,3 +63,27 @@ module attributes {sparse_iter.targets = {cpu = #sparse_iter.cpu<x86_64, feature
     return %d : tensor<?x?xf32>
   }
 }
+
+// -----
+
+#nv24 = #sparse_iter.layout<{map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4])}>
+
+// A result sized from the matrix (tensor.dim reads only its shape) and an f16
+// accumulator: both products still take the mma.sp layout.
+// CHECK-LABEL: func.func @sized_f16
+// CHECK-SAME: %[[A:[a-z0-9]+]]: tensor<?x?xf16, #sparse_iter.layout<{{.*}}nmMetadata = mma_sp_m16n8k16}>>
+// CHECK: tensor.dim %[[A]]
+// CHECK: linalg.matmul ins(%[[A]], %{{.*}} : tensor<?x?xf16, #sparse_iter.layout<{{.*}}nmMetadata = mma_sp_m16n8k16}>>, tensor<?x?xf16>) outs(%{{.*}} : tensor<?x?xf16>)
+module attributes {sparse_iter.targets = {gpu = #sparse_iter.cuda<sm_90, mma_shapes = [m16n8k16], sparse_mma_shapes = [m16n8k32, m16n8k16]>}} {
+  func.func @sized_f16(%a: tensor<?x?xf16, #nv24>, %b: tensor<?x?xf16>) -> tensor<?x?xf16> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %z = arith.constant 0.0 : f16
+    %m = tensor.dim %a, %c0 : tensor<?x?xf16, #nv24>
+    %n = tensor.dim %b, %c1 : tensor<?x?xf16>
+    %e = tensor.empty(%m, %n) : tensor<?x?xf16>
+    %c = linalg.fill ins(%z : f16) outs(%e : tensor<?x?xf16>) -> tensor<?x?xf16>
+    %d = linalg.matmul ins(%a, %b : tensor<?x?xf16, #nv24>, tensor<?x?xf16>) outs(%c : tensor<?x?xf16>) -> tensor<?x?xf16>
+    return %d : tensor<?x?xf16>
+  }
+}
