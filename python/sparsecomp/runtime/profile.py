@@ -423,9 +423,18 @@ def _profile_in_python(hook: ctypes.c_void_p, call: Callable[[], Any]) -> Profil
 
 
 def _scaled(t: Traffic, factor: float) -> Traffic:
+    """``t``'s counts times ``factor`` (a sampled profile), rounded, with the bounds the
+    exact counts keep: each rounded alone, 15557 active lanes came out of 486 requests
+    (a lane utilization above 1)."""
     if factor == 1.0:
         return t
-    return Traffic(*(round(v * factor) for v in dataclasses.astuple(t)))
+    s = Traffic(*(round(v * factor) for v in dataclasses.astuple(t)))
+    return dataclasses.replace(
+        s,
+        active_lanes=min(s.active_lanes, WARP * s.requests),
+        coalesced_sectors=min(s.coalesced_sectors, s.sectors),
+        ideal_sectors=min(s.ideal_sectors, s.sectors),
+    )
 
 
 def _count(everything: np.ndarray, result: Any, longest: int, mean: float, warps: int,
