@@ -6,6 +6,7 @@ Knobs that change compiler output must be part of the compile cache key.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -54,9 +55,12 @@ def compile_daemon_idle() -> float:
     run leaves no daemon behind for long)."""
     value = os.environ.get("SPARSECOMP_COMPILE_DAEMON_IDLE", "")
     try:
-        return max(float(value), 1.0) if value else 600.0
+        seconds = float(value) if value else 600.0
     except ValueError:
         return 600.0
+    if math.isnan(seconds):  # nan passed max() and ended the daemon at its first wait
+        return 600.0
+    return max(seconds, 1.0)
 
 
 def native_calls() -> bool:

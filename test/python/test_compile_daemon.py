@@ -350,3 +350,15 @@ def test_the_daemon_listens_before_importing_what_gpu_builds_need(repo: Path) ->
                           cwd=repo, env=env, timeout=600, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_a_directory_at_the_sockets_path_is_replaced(tmp_path: Path) -> None:
+    """A directory where the daemon's socket goes stopped every daemon at its start (each
+    process then built in a worker of its own, silently, 0.2-0.3 s more)."""
+    path = tmp_path / "d.sock"
+    (path / "inside").mkdir(parents=True)
+    _start(path, 5)
+    try:
+        assert path.is_socket()
+    finally:
+        _stop(str(path))

@@ -65,3 +65,49 @@ def test_knobs_set_after_start_reach_the_server(
     written = list(tmp_path.iterdir())
     assert len(written) == 1
     assert str(written[0]) in str(info.value)
+
+
+def test_an_interrupted_exchange_does_not_answer_the_next_build(
+    private_cache: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SPARSECOMP_COMPILE_DAEMON=0: Ctrl-C while the worker built left its answer in the
+    pipe, read as the next build's: every later compile in the process failed on another
+    build's files (session 44)."""
+    monkeypatch.setenv("SPARSECOMP_COMPILE_DAEMON", "0")
+    sparsecomp.compile(SCALE + "\n// started\n")  # the worker runs
+    real = server.daemon.read_answer
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(server.daemon, "read_answer", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sparsecomp.compile(SCALE + "\n// interrupted\n")
+    monkeypatch.setattr(server.daemon, "read_answer", real)
+    x = np.arange(4.0)
+    for n in range(2):
+        exe = sparsecomp.compile(SCALE + f"\n// again {n}\n")
+        np.testing.assert_array_equal(exe.scale(x), 2 * x)
+
+
+def test_a_damaged_allocator_object_is_built_again(private_cache: None) -> None:
+    """An empty objects/kernel_alloc-*.o in the cache was linked into every kernel built
+    after it (kernels that then failed to load: undefined __wrap_malloc)."""
+    from sparsecomp import knobs
+    from sparsecomp.compiler import aot
+
+    good = aot.allocator_object()
+    good.write_bytes(b"")
+    again = aot.allocator_object()
+    assert again == good
+    assert again.read_bytes()[:4] == b"\x7fELF"
+    assert knobs.cache_dir() in again.parents
+
+
+def test_a_nan_idle_time_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SPARSECOMP_COMPILE_DAEMON_IDLE=nan passed max() and ended every daemon at its
+    first wait."""
+    from sparsecomp import knobs
+
+    monkeypatch.setenv("SPARSECOMP_COMPILE_DAEMON_IDLE", "nan")
+    assert knobs.compile_daemon_idle() == 600.0

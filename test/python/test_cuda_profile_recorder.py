@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparsecomp
+from sparsecomp.errors import SparsecompError
 from sparsecomp.runtime import gpu_model
 from sparsecomp.runtime import profile as P
 
@@ -133,3 +134,12 @@ def test_a_heavily_sampled_profile_keeps_its_ratios_bounded(exes) -> None:
     prof = exes["spmv"].functions["spmv"].profile(a, np.ones(1500, np.float32), max_records=1000)
     assert prof.sampled < 0.05
     assert all(t.lane_utilization <= 1.0 for t in [prof.total, *prof.sites.values()])
+
+
+def test_a_prepared_operand_is_not_profiled_as_nothing(exes) -> None:
+    """exe.profile(exe.prepare(A, "ell"), x) ran a variant the recorder does not count: a
+    profile of 0 accesses, every efficiency 1.0 (session 44)."""
+    a = sp.random(200, 150, density=0.02, format="csr", dtype=np.float32, random_state=2)
+    exe = exes["spmv"]
+    with pytest.raises(SparsecompError, match="a prepared operand runs a variant"):
+        exe.functions["spmv"].profile(exe.prepare(a, "ell"), np.ones(150, np.float32))

@@ -102,7 +102,7 @@ def allocator_object() -> Path:
     source = ALLOCATOR.read_bytes()
     digest = hashlib.sha256(source).hexdigest()[:16]
     obj = knobs.cache_dir() / "objects" / f"kernel_alloc-{digest}.o"
-    if obj.is_file():
+    if obj.is_file() and _an_object(obj):
         return obj
     obj.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=obj.parent, prefix=".build-") as tmp:
@@ -110,6 +110,18 @@ def allocator_object() -> Path:
         _run(["cc", "-O2", "-fPIC", "-c", ALLOCATOR, "-o", built])
         os.replace(built, obj)  # atomic: another process may be building it too
     return obj
+
+
+def _an_object(path: Path) -> bool:
+    """Whether ``path`` looks like an ELF object: an empty or garbled one in the cache
+    was linked into every kernel built after it (an empty one: kernels without
+    ``__wrap_malloc`` that failed to load, published to the cache)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False
+    return len(head) == 64 and head[:4] == b"\x7fELF"
 
 
 def runtime_needs(llvm_module: ir.Module) -> list[str]:

@@ -141,11 +141,18 @@ def _by_worker(job: dict[str, Any], filename: str, progress: Progress) -> dict[s
         assert server.proc.stdin is not None
         assert server.proc.stdout is not None
         try:
-            server.proc.stdin.write(json.dumps(job) + "\n")
-            server.proc.stdin.flush()
-        except BrokenPipeError:
-            pass
-        answer = daemon.read_answer(iter(server.proc.stdout.readline, ""), progress)
+            try:
+                server.proc.stdin.write(json.dumps(job) + "\n")
+                server.proc.stdin.flush()
+            except BrokenPipeError:
+                pass
+            answer = daemon.read_answer(iter(server.proc.stdout.readline, ""), progress)
+        except BaseException:
+            # interrupted mid-exchange (Ctrl-C): the worker's answer would be read as the
+            # next job's (every later compile in the process failed on another build's
+            # files); the next build starts a new worker
+            _shutdown()
+            raise
         if answer is None:  # the worker died
             crash = server.crash()
             _shutdown()

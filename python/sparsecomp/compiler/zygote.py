@@ -23,6 +23,7 @@ import json
 import os
 import select
 import selectors
+import shutil
 import signal
 import socket
 import sys
@@ -115,7 +116,10 @@ def _child(conn: socket.socket, stderr: IO[bytes], others: list[socket.socket]) 
 def _listening(path: Path) -> Iterator[tuple[socket.socket, int]]:
     """A socket listening on ``path``, and the inode of ``path`` it made."""
     with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # a dead daemon's socket (the lock keeps out a live one's twin)
+        if path.is_dir() and not path.is_symlink():  # not ours to keep: the socket's name
+            shutil.rmtree(path)  # (in this user's private directory; it stopped every daemon)
+        else:
+            path.unlink()  # a dead daemon's socket (the lock keeps out a live one's twin)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     inode = path.stat().st_ino

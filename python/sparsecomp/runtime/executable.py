@@ -236,6 +236,15 @@ class Function:
         ``max_records`` accesses the recorder samples blocks and scales its
         counts (``Profile.sampled``); 0 keeps every access.
         """
+        if any(isinstance(a, Prepared) and a.variant is not self for a in args):
+            # it runs another library, which the recorder here does not count: a profile
+            # of nothing (0 accesses, every efficiency 1.0)
+            raise SparsecompError(
+                f"'{self.name}': a prepared operand runs a variant compiled for its layout, "
+                "which profile() does not count",
+                hint="profile with the matrix itself, or compile the function with that "
+                "layout as its own (sparsecomp.compile(..., profile=True)) and profile that",
+            )
         return profile_call(self._library, lambda: self(*args), max_records)
 
     def __repr__(self) -> str:
