@@ -15,6 +15,7 @@ and every sparsecomp pass runs it on its input.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from mlir import ir
@@ -66,10 +67,26 @@ def check_tensor_type(ty: ir.Type) -> Iterator[Problem]:
         return
     problems = list(check_attr(enc))
     yield from problems
+    element = ir.RankedTensorType(ty).element_type
+    if _unsupported_element(element):  # (f80: an internal error deep in the lowering)
+        yield (
+            f"a sparse tensor's element type {element} is not supported: i1 to i64, f16, "
+            "bf16, f32, f64 and complex ones are"
+        )
     if not problems and name in ("layout", "composable"):
         rank, tensor_rank = _layout_rank(enc), ir.RankedTensorType(ty).rank
         if rank is not None and rank != tensor_rank:
             yield f"{name} maps {rank} dimensions but the tensor {ty} has rank {tensor_rank}"
+
+
+def _unsupported_element(element: ir.Type) -> bool:
+    """A float other than f16, bf16, f32 and f64 (f80, tf32, the f8 kinds), or an
+    integer wider than 64 bits (types as the bindings print them)."""
+    name = str(element)
+    if match := re.fullmatch(r"[su]?i(\d+)", name):
+        return int(match.group(1)) > 64
+    floats = re.fullmatch(r"(b?f\d+\w*|tf32)", name)
+    return floats is not None and name not in ("f16", "bf16", "f32", "f64")
 
 
 def _strip(ty: ir.RankedTensorType) -> tuple[list[int], str]:

@@ -65,7 +65,13 @@ def guard(op: ir.Operation) -> None:
         safe = arith.select(by_zero, one, b)
         if op.name in SIGNED:  # MIN / -1 overflows: divide by 1 (MIN, and remainder 0)
             width = _width(ty)
-            minimum = _constant(ty, -(1 << (width - 1)))
+            # wider than 64 bits, 1 << (width - 1) is built in the IR: the bindings' integer
+            # attributes hold 64 (an i128 division failed here with an internal error)
+            minimum = (
+                _constant(ty, -(1 << (width - 1)))
+                if width <= 64
+                else arith.shli(one, _constant(ty, width - 1))
+            )
             overflow = arith.andi(
                 arith.cmpi(arith.CmpIPredicate.eq, b, _constant(ty, -1)),
                 arith.cmpi(arith.CmpIPredicate.eq, a, minimum),

@@ -188,3 +188,10 @@ func.func @sparsify_without_sparsifier(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #
   %0 = "sparse_iter.sparsify"(%x) : (tensor<?x?xf32>) -> tensor<?x?xf32, #csr>
   return %0 : tensor<?x?xf32, #csr>
 }
+
+// -----
+
+// An element type the lowering has no form for: refused at the verifier, not an
+// internal error in lower-iterations (session 44).
+// expected-error@+1 {{a sparse tensor's element type f80 is not supported}}
+func.func private @f80(tensor<?x?xf80, #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>>)

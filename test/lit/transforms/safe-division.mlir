@@ -57,3 +57,16 @@ func.func @constants(%i: index, %v: vector<4xi32>, %x: i16) -> (index, vector<4x
   %n = arith.divsi %x, %cm1 : i16
   return %q, %r, %n : index, vector<4xi32>, i16
 }
+
+// -----
+
+// Wider than 64 bits: MIN is built as 1 << 127 (an attribute of the bindings holds 64).
+// CHECK-LABEL: func.func @wide
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i128
+// CHECK-DAG: %[[SHIFT:.*]] = arith.constant 127 : i128
+// CHECK: arith.shli %[[ONE]], %[[SHIFT]] : i128
+// CHECK: arith.divsi
+func.func @wide(%a: i128, %b: i128) -> i128 {
+  %c = arith.divsi %a, %b : i128
+  return %c : i128
+}
