@@ -193,5 +193,5 @@ func.func @sparsify_without_sparsifier(%x: tensor<?x?xf32>) -> tensor<?x?xf32, #
 
 // An element type the lowering has no form for: refused at the verifier, not an
 // internal error in lower-iterations (session 44).
-// expected-error@+1 {{a sparse tensor's element type f80 is not supported}}
+// expected-error@+1 {{a sparse tensor's element type f80 is not supported: i1 to i64, f16, bf16, f32, f64 and complex ones are}}
 func.func private @f80(tensor<?x?xf80, #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32}>>)
