@@ -50,8 +50,7 @@ def normalize(text: str) -> str | None:
     from mlir import ir, passmanager
 
     from sparsecomp.ir.context import make_context
-    from sparsecomp.ir.walk import preorder
-    from sparsecomp.lowering.sizes import NAMES
+    from sparsecomp.lowering.sizes import drop_names
 
     with make_context():
         try:
@@ -60,9 +59,7 @@ def normalize(text: str) -> str | None:
             return None
         pipeline = "builtin.module(linalg-generalize-named-ops,canonicalize,cse)"
         passmanager.PassManager.parse(pipeline).run(module.operation)
-        for op in preorder(module.operation):
-            if op.name == "func.func" and NAMES in op.attributes:
-                del op.attributes[NAMES]
+        drop_names(module.operation)
         return str(module)
 
 

@@ -306,15 +306,14 @@ def test_same_ir_as_the_mlir_example(name: str) -> None:
     from mlir import ir, passmanager
 
     from sparsecomp.ir.context import make_context
+    from sparsecomp.lowering.sizes import drop_names
 
     def clean(text: str) -> str:
         with make_context():
             module = ir.Module.parse(text)
             pipeline = "builtin.module(linalg-generalize-named-ops,canonicalize,cse)"
             passmanager.PassManager.parse(pipeline).run(module.operation)
-            for op in module.body.operations:
-                if "sparse_iter.size_names" in op.attributes:
-                    del op.attributes["sparse_iter.size_names"]
+            drop_names(module.operation)
             return str(module)
 
     python = {"spmv": spmv, "spmm": spmm, "sddmm": sddmm}[name]

@@ -18,6 +18,7 @@ import pytest
 import scipy.sparse as sp
 
 import sparsecomp
+from script_corpus import import_file
 from sparsecomp.errors import ArgumentError, SparsecompError
 from sparsecomp.formats import SparseTensor
 from sparsecomp.script import Tensor, f16, f32, i8, i32
@@ -398,7 +399,7 @@ def test_reductions_and_result_types_written_wrong_are_explained(tmp_path: Path)
         path = tmp_path / "k.py"
         path.write_text(textwrap.dedent(text))
         with pytest.raises(ScriptError, match=message):
-            _load(path).k.mlir
+            import_file(path).k.mlir
     typed = """
         import sparsecomp
         from sparsecomp.script import Tensor, f32, f64
@@ -410,16 +411,5 @@ def test_reductions_and_result_types_written_wrong_are_explained(tmp_path: Path)
     path = tmp_path / "typed.py"
     path.write_text(textwrap.dedent(typed))
     with pytest.raises(ScriptError, match="the value is f32, but 'y' holds f64") as info:
-        _load(path).k.mlir
+        import_file(path).k.mlir
     assert "f64(expr)" in (info.value.hint or "")
-
-
-def _load(path: Path) -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"kernels_{abs(hash(path))}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

@@ -111,6 +111,14 @@ def _record(op: ir.Operation, accesses: Any) -> None:
     func.attributes[ATTR] = ir.ArrayAttr.get(old + pairs)
 
 
+def drop_names(module: ir.Operation) -> None:
+    """Remove the size names of ``module``'s functions (:data:`NAMES`): IR compared
+    with what a printer re-emits, which makes its own names up."""
+    for op in preorder(module):
+        if op.name == "func.func" and NAMES in op.attributes:
+            del op.attributes[NAMES]
+
+
 def size_symbols(func: ir.Operation, n_args: int) -> dict[tuple[int, int], str]:
     """``(arg, dim) -> symbol`` for argument dimensions that must be equal; a class
     with a static size has ``(CONSTANT, size)`` among its keys (:func:`fixed_sizes`)."""

@@ -485,15 +485,13 @@ def _cleaned(text: str) -> dict[str, str]:
     from mlir import passmanager
 
     from sparsecomp.ir.context import make_context
-    from sparsecomp.lowering.sizes import NAMES
+    from sparsecomp.lowering.sizes import drop_names
 
     with make_context():
         module = ir.Module.parse(text)
         pipeline = "builtin.module(linalg-generalize-named-ops,canonicalize,cse)"
         passmanager.PassManager.parse(pipeline).run(module.operation)
-        for op in module.body.operations:
-            if NAMES in op.operation.attributes:
-                del op.operation.attributes[NAMES]
+        drop_names(module.operation)
         return {
             ir.StringAttr(op.attributes["sym_name"]).value: str(op)
             for op in module.body.operations
