@@ -93,9 +93,10 @@ def best_of(fns: dict[str, Callable[[], Any]], reps: int, calls: int) -> dict[st
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="small matrices, few rounds")
-    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--reps", type=int, help="timed rounds (default 7; 2 with --quick)")
     args = p.parse_args(argv)
-    scale, reps, calls = (10, 2, 2) if args.quick else (16, args.reps, 5)
+    scale, reps, calls = (10, 2, 2) if args.quick else (16, 7, 5)
+    reps = args.reps if args.reps is not None else reps  # given: it holds with --quick too
     mats = {
         f"rmat{scale}": matrices.rmat(scale),
         "band": matrices.band(2**scale),

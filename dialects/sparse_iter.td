@@ -234,6 +234,12 @@ def SparseIter_KeywordListParameter
   let printer = [{ ::sparsecomp::sparse_iter::printKeywordList($_printer, $_self) }];
 }
 
+def SparseIter_OptionalKeywordListParameter
+    : OptionalParameter<"::mlir::ArrayAttr", "a list of bare identifiers, or none"> {
+  let parser = [{ ::sparsecomp::sparse_iter::parseKeywordList($_parser) }];
+  let printer = [{ ::sparsecomp::sparse_iter::printKeywordList($_printer, $_self) }];
+}
+
 def SparseIter_OptionalKeywordParameter
     : OptionalParameter<"::mlir::StringAttr", "a bare identifier, or none"> {
   let parser = [{ ::sparsecomp::sparse_iter::parseKeyword($_parser) }];
@@ -283,6 +289,10 @@ def SparseIter_CudaTargetAttr : SparseIter_Attr<"CudaTarget", "cuda"> {
     shapes the resolver may plan for: dense tensor-core shapes (`mma.sync`,
     e.g. `m16n8k16`) and sparse ones (`mma.sp`, 2:4, e.g. `m16n8k32`).
 
+    Either list may be left out: the target then has every shape of that
+    kind its compute capability runs (`#sparse_iter.cuda<sm_90>`, as the
+    `cuda:sm_90` target string means).
+
     Example:
 
     ```mlir
@@ -292,10 +302,11 @@ def SparseIter_CudaTargetAttr : SparseIter_Attr<"CudaTarget", "cuda"> {
   }];
   let parameters = (ins
     SparseIter_SmParameter:$sm,
-    SparseIter_KeywordListParameter:$mma_shapes,
-    SparseIter_KeywordListParameter:$sparse_mma_shapes
+    SparseIter_OptionalKeywordListParameter:$mma_shapes,
+    SparseIter_OptionalKeywordListParameter:$sparse_mma_shapes
   );
-  let assemblyFormat = "`<` $sm `,` struct($mma_shapes, $sparse_mma_shapes) `>`";
+  let assemblyFormat =
+      "`<` $sm (`,` struct($mma_shapes, $sparse_mma_shapes)^)? `>`";
 }
 
 def SparseIter_SparsifierAttr : SparseIter_Attr<"Sparsifier", "sparsifier"> {

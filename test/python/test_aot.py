@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,10 +29,12 @@ from sparsecomp.compiler.aot import (
     optimizer_flags,
     runtime_needs,
 )
-from sparsecomp.errors import SparsecompError, ToolchainError
+from sparsecomp.errors import SparsecompError, TargetError, ToolchainError
 from sparsecomp.ir import odsgen
 from sparsecomp.runtime.libs import RuntimeLibraryError, library_path
 from sparsecomp.targets.cpu import CpuTarget, detect_host
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 KERNELS = Path(__file__).resolve().parents[1] / "lit" / "pipelines" / "sparsecomp-cpu-backend.mlir"
 LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
@@ -374,6 +378,23 @@ def test_kernel_allocator_keeps_large_blocks_for_the_next_call(tmp_path: Path) -
     assert out.splitlines() == ["reused 1", "small 0 large 0", "kept 8"]
 
 
+def test_a_result_larger_than_memory_stops_with_a_message(tmp_path: Path) -> None:
+    """An SpMM of empty operands whose dense result is 4 TB: malloc refuses it, and the
+    process stops with a message that says so (SIGABRT), where the kernel wrote through
+    the NULL it got (a silent SIGSEGV)."""
+    code = f"""
+import numpy as np, scipy.sparse as sp, sparsecomp
+spmm = sparsecomp.compile({str(EXAMPLES / "spmm.mlir")!r})
+spmm(sp.csr_matrix((100_000, 0), dtype=np.float32), np.empty((0, 10_000_000), np.float32))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    assert done.returncode == -signal.SIGABRT, done.stderr
+    assert "sparsecomp: out of memory: a kernel could not allocate 4000000000064 bytes" in (
+        done.stderr
+    )
+
+
 def test_kernels_allocate_through_the_wrapped_malloc() -> None:
     """A kernel that allocates calls the library's own malloc (no PLT call to libc's),
     and a product with large temporaries called again is still exact."""
@@ -405,3 +426,14 @@ func.func @sq(%A: tensor<?x?xf64, #csr>, %m: index) -> tensor<?x?xf64, #csr> {
     }
     assert callers
     assert all("__wrap_malloc" in c for c in callers), callers
+
+
+def test_another_architecture_is_a_target_error(tmp_path: Path) -> None:
+    """A target of another architecture than this machine's is refused at the link
+    with a TargetError that says why (it was cc's "file in wrong format")."""
+    import platform
+
+    other = "aarch64" if platform.machine().lower() in ("x86_64", "amd64") else "x86_64"
+    target = f"#sparse_iter.cpu<{other}, features = [], vector_bits = 128, threads = 1>"
+    with pytest.raises(TargetError, match=f"the kernels are for {other}, and this machine"):
+        sparsecomp.compile(EXAMPLES / "spmv.mlir", target, cache_results=False)

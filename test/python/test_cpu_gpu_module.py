@@ -356,3 +356,35 @@ def test_a_gpu_part_with_no_launch_is_remarked() -> None:
     (said,) = exe.parts["gpu"].manifest["remarks"]
     assert said.startswith("<source>:10:10: remark: in 'step__part1': no loop runs on the GPU")
     assert not exe.manifest["remarks"]  # the CPU part is no GPU build
+    assert exe.remarks == (said,)
+
+
+_COLUMN_SUM = """
+#sp = #sparse_iter.sparsity<unstructured>
+func.func @colsum(%A: tensor<?x?xf32, #sp>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>],
+                       iterator_types = ["reduction", "parallel"]}
+      ins(%A : tensor<?x?xf32, #sp>) outs(%y : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+"""
+
+
+def test_sparsecomp_compile_prints_the_remarks(tmp_path: Path, capsys) -> None:
+    """A column sum over CSR for a GPU runs in host code: ``sparsecomp-compile`` prints
+    the remark on stderr, as a compiler does (it was only logged at INFO, unseen), at
+    the file compiled, also where the cache holds the kernel built from another file
+    (it named that file)."""
+    from sparsecomp.tools import compile as compile_tool
+
+    for name in ("colsum.mlir", "again.mlir"):
+        source = tmp_path / name
+        source.write_text(_COLUMN_SUM)
+        out = str(tmp_path / name.replace(".mlir", ""))
+        assert compile_tool.main([str(source), "--target", "cuda:sm_80", "-o", out]) == 0
+        err = capsys.readouterr().err
+        assert err.startswith(f"{source}:4:8: remark: in 'colsum': no loop runs on the GPU")

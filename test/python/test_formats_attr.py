@@ -196,6 +196,17 @@ def test_targets_print_like_mlir(ctx: ir.Context) -> None:
         assert target_from_attr(text) == target
 
 
+def test_cuda_target_shape_lists_may_be_left_out(ctx: ir.Context) -> None:
+    """``#sparse_iter.cuda<sm_90>`` is the target ``cuda:sm_90`` names (it was a parse
+    error, "expected ','"); a list left out is every shape of its kind the sm has."""
+    assert mlir_print("#sparse_iter.cuda<sm_90>", ctx) == "#sparse_iter.cuda<sm_90>"
+    assert target_from_attr("#sparse_iter.cuda<sm_90>") == CudaTarget.for_sm(90)
+    some = target_from_attr("#sparse_iter.cuda<sm_80, sparse_mma_shapes = [m16n8k16]>")
+    assert some == CudaTarget(80, CudaTarget.for_sm(80).mma_shapes, ("m16n8k16",))
+    none = target_from_attr("#sparse_iter.cuda<sm_75, mma_shapes = []>")
+    assert none == CudaTarget(75, (), ())
+
+
 def test_targets_accept_named_parameters_in_any_order(ctx: ir.Context) -> None:
     text = "#sparse_iter.cpu<aarch64, threads = 4, vector_bits = 128, features = [neon]>"
     want = CpuTarget("aarch64", ("neon",), 128, 4)

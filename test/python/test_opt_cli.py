@@ -338,6 +338,15 @@ def test_split_input_file_with_custom_marker(capsys, tmp_path) -> None:
     assert ["@third" in p for p in parts] == [False, False, True]
 
 
+def test_split_input_file_with_an_empty_marker_splits_at_the_default(capsys, tmp_path) -> None:
+    """``--split-input-file=`` is mlir-opt's default marker (it split at every blank
+    line, and the chunks lost their aliases)."""
+    path = write(tmp_path, "\n\n// -----\n\n".join(CHUNKS))
+    result = opt(capsys, path, "--split-input-file=")
+    assert result.rc == 0
+    assert len(result.out.split("\n// -----\n")) == len(CHUNKS)
+
+
 # -- --verify-diagnostics --------------------------------------------------------
 
 

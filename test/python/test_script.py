@@ -368,8 +368,8 @@ def test_errors_point_at_the_python_line(
 
 def test_call_errors(tmp_path: Path) -> None:
     A = sp.random(5, 4, density=0.5, format="csr", dtype=np.float32, random_state=0)
-    with pytest.raises(SparsecompError, match="takes 2 arguments, got 1"):
-        spmv(A)
+    with pytest.raises(TypeError, match=r"spmv\(\) missing 1 required argument\(s\): 'x'"):
+        spmv(A)  # as Python binds a call
     with pytest.raises(ScriptError, match="argument 'x' of 'spmv' is f32, got f64"):
         spmv(A, np.ones(4))
     unbound = load_kernel(

@@ -21,7 +21,7 @@ import sparsecomp
 from script_corpus import import_file
 from sparsecomp.errors import ArgumentError, SparsecompError
 from sparsecomp.formats import SparseTensor
-from sparsecomp.script import Tensor, f16, f32, i8, i32
+from sparsecomp.script import Tensor, f16, f32, f64, i8, i32
 from sparsecomp.script.parse import ScriptError
 
 
@@ -104,7 +104,9 @@ def test_one_symbol_twice_in_an_annotation(private_cache: None) -> None:
 
 
 def test_declared_result_size_is_checked(private_cache: None) -> None:
-    """A result declared of size N, computed over M: the call checks M == N."""
+    """A result declared of size N, computed over M: the call checks M == N (different
+    symbols may be one size, as in jaxtyping; the printer's kernels name every
+    dimension with a symbol of its own)."""
 
     @sparsecomp.kernel
     def rowsum(A: Tensor[f32, ("M", "N")]) -> Tensor[f32, "N"]:
@@ -413,3 +415,184 @@ def test_reductions_and_result_types_written_wrong_are_explained(tmp_path: Path)
     with pytest.raises(ScriptError, match="the value is f32, but 'y' holds f64") as info:
         import_file(path).k.mlir
     assert "f64(expr)" in (info.value.hint or "")
+
+
+#: A module number that a kernel's 0-d result of the same name must shadow.
+total = 100.0
+
+
+@sparsecomp.kernel
+def normalize_by_total(x: Tensor[f32, "N"]) -> Tensor[f32, "N"]:
+    total += x[i]  # noqa: F823 (index notation: a 0-d result, not the module's total)
+    y[i] = x[i] / total
+    return y
+
+
+def test_kernel_reads_follow_python_scoping(private_cache: None) -> None:
+    """Session 45's battery: a name the kernel assigns shadows a module number (it read
+    the module's 100.0); a reduction reading its target at its own indices reads the
+    target's value before the statement (it read the running total); a default
+    argument is used where the call leaves it out (it was ignored)."""
+    x = np.array([1.0, 3.0], np.float32)
+    np.testing.assert_allclose(normalize_by_total(x), x / x.sum())
+
+    @sparsecomp.kernel
+    def grow(X: Tensor[f32, ("M", "N")], y: Tensor[f32, "M"]) -> Tensor[f32, "M"]:
+        y[i] += y[i] * X[i, j]
+        return y
+
+    X, y = np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1.0, 2.0], np.float32)
+    np.testing.assert_allclose(grow(X, y), y + y * X.sum(axis=1))
+
+    @sparsecomp.kernel
+    def scale(x: Tensor[f32, "N"], alpha: f32 = 2.0) -> Tensor[f32, "N"]:
+        y[i] = alpha * x[i]
+        return y
+
+    np.testing.assert_allclose(scale(x), 2 * x)
+    np.testing.assert_allclose(scale(x=x), 2 * x)
+    np.testing.assert_allclose(scale(x, 3.0), 3 * x)
+
+
+def test_sparse_result_of_product_max_min_starts_from_identity(private_cache: None) -> None:
+    """A new sparse result of ``*=``, ``max`` or ``min`` starts from 1, -inf, +inf (it
+    started from 0: all zeros); it keeps the nonzeros of the dense result, for the
+    layout names and for upstream encodings."""
+    upstream = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>"
+
+    @sparsecomp.kernel
+    def prod(X: Tensor[f32, ("M", "N")], Y: Tensor[f32, ("N", "K")]) -> Tensor[
+        f32, ("M", "K"), "csr"
+    ]:
+        C[i, k] *= X[i, j] + Y[j, k]
+        return C
+
+    @sparsecomp.kernel
+    def most(A: Tensor[f32, ("M", "N"), "csr"], B: Tensor[f32, ("N", "K")]) -> Tensor[
+        f32, ("M", "K"), "csr"
+    ]:
+        C[i, k] = max(C[i, k], A[i, j] * B[j, k])
+        return C
+
+    @sparsecomp.kernel
+    def least(A: Tensor[f32, ("M", "N"), "csr"], B: Tensor[f32, ("N", "K")]) -> Tensor[
+        f32, ("M", "K"), upstream
+    ]:
+        C[i, k] = min(C[i, k], A[i, j] * B[j, k])
+        return C
+
+    rng = np.random.default_rng(3)
+    X, Y = rng.uniform(0.5, 1.5, (3, 4)).astype(np.float32), np.zeros((4, 2), np.float32)
+    np.testing.assert_allclose(prod(X, Y).to_dense(), np.prod(X, axis=1)[:, None] * [1, 1],
+                               rtol=1e-5)  # fmt: skip
+    A = sp.random(6, 5, density=0.4, format="csr", dtype=np.float32, random_state=2)
+    B = rng.standard_normal((5, 3)).astype(np.float32)
+    products = A.toarray()[:, :, None] * B[None, :, :]  # zeros where A has none, as dense
+    np.testing.assert_allclose(most(A, B).to_dense(), products.max(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(least(A, B).to_dense(), products.min(axis=1), rtol=1e-6)
+
+
+def test_result_annotations_and_dead_code_are_read_as_written(private_cache: None) -> None:
+    """A plain tuple of results is read as ``tuple[...]`` (it was ignored: a declared csr
+    result came back dense); a static size in a result sizes it; a statement after the
+    return is refused (a later return won)."""
+
+    @sparsecomp.kernel
+    def two(A: Tensor[f32, ("M", "N"), "csr"]) -> (Tensor[f32, ("M", "N"), "csr"],
+                                                   Tensor[f64, "M"]):  # fmt: skip
+        B[i, j] = 2.0 * A[i, j]
+        s[i] += f64(A[i, j])
+        return B, s
+
+    A = sp.random(4, 5, density=0.5, format="csr", dtype=np.float32, random_state=0)
+    B, s = two(A)
+    assert isinstance(B, SparseTensor)
+    assert s.dtype == np.float64
+    np.testing.assert_allclose(B.to_dense(), 2 * A.toarray())
+    np.testing.assert_allclose(s, A.toarray().sum(axis=1), rtol=1e-6)
+
+    @sparsecomp.kernel
+    def widen(x: Tensor[f32, "N"]) -> Tensor[f32, ("N", 3)]:
+        Y[i, k] = x[i] * 1.0
+        return Y
+
+    x = np.arange(2, dtype=np.float32)
+    np.testing.assert_array_equal(widen(x), np.repeat(x[:, None], 3, axis=1))
+    with pytest.raises(ScriptError, match="after the kernel's return") as info:
+
+        @sparsecomp.kernel
+        def dead(x: Tensor[f32, "N"]) -> Tensor[f32, "N"]:
+            y[i] = x[i] + 1.0
+            return y
+            z[i] = y[i] * 100.0
+            return z
+
+    assert info.value.location.split(":")[-2:] == [str(_line_of("z[i] = y[i] * 100.0")), "13"]
+
+
+def _line_of(text: str) -> int:
+    """The line of this file that holds ``text`` (its first)."""
+    return next(n for n, line in enumerate(Path(__file__).read_text().splitlines(), 1)
+                if text in line)  # fmt: skip
+
+
+def test_misread_statements_get_their_own_message(private_cache: None) -> None:
+    """``s = max(e, s)``, a call of a @loops function, an undefined name in a string
+    annotation (``from __future__ import annotations``, as this file has) and a
+    fraction meeting an index variable each say what they are (the first two said
+    'not a kernel defined before this one', the third a NameError traceback or a
+    type variable)."""
+    from sparsecomp.script import loops
+
+    with pytest.raises(ScriptError, match=r"no max reduction: the result comes first"):
+
+        @sparsecomp.kernel
+        def gmax(A: Tensor[f32, ("M", "N"), "csr"]):
+            s = max(A[i, j], s)
+            return s
+
+    @loops
+    def twice(x: "tensor<?xf32>") -> "tensor<?xf32>":
+        return x
+
+    with pytest.raises(ScriptError, match="'twice' is a @loops function"):
+
+        @sparsecomp.kernel
+        def calls(x: Tensor[f32, "N"]) -> Tensor[f32, "N"]:
+            y = twice(x)
+            return y
+
+    with pytest.raises(ScriptError, match="name 'f23' is not defined"):
+
+        @sparsecomp.kernel
+        def typo(x: Tensor[f32, "N"], alpha: f23) -> Tensor[f32, "N"]:
+            y[i] = alpha * x[i]
+            return y
+
+    def make(layout: str) -> Any:
+        @sparsecomp.kernel
+        def rowsum(A: Tensor[f32, ("M", "N"), layout]) -> Tensor[f32, "M"]:
+            y[i] += A[i, j]
+            return y
+
+        return rowsum
+
+    A = sp.random(4, 5, density=0.5, format="csr", dtype=np.float32, random_state=0)
+    np.testing.assert_allclose(make("csr")(A), A.toarray().sum(axis=1), rtol=1e-6)
+
+    @sparsecomp.kernel
+    def ramp(x: Tensor[f32, "N"]) -> Tensor[f32, "N"]:
+        y[i] = x[i] * (0.5 * i) + (i - 0.5)
+        return y
+
+    n = np.arange(4)
+    np.testing.assert_allclose(ramp(np.ones(4, np.float32)), 0.5 * n + n - 0.5)
+
+    @sparsecomp.kernel
+    def compare(x: Tensor[f32, "N"]) -> Tensor[f32, "N"]:
+        y[i] = x[i] if i > 1.5 else 0.0
+        return y
+
+    with pytest.raises(ScriptError, match=r"1\.5 is not a value of type index") as info:
+        compare(np.ones(4, np.float32))
+    assert "f32(i)" in str(info.value)

@@ -136,3 +136,15 @@ def test_storage_size_op_equals_the_buffers(size_kernels, index, rows, cols, den
         size_kernels.functions[f"s{index}"](t) == t.storage_bytes == _predict(t, all_counts=False)
     )
     assert size_kernels.dense(m.toarray()) == rows * cols * 8
+
+
+def test_storage_bytes_refuses_what_no_tensor_can_be() -> None:
+    """A negative count or size, or a value dtype no sparse tensor holds, is a
+    FormatError (``nse=-100`` gave -788 bytes, ``float128`` 32 a value)."""
+    with pytest.raises(FormatError, match="nse=-1"):
+        storage_bytes("csr", (2, 8), "float32", nse=-1)
+    with pytest.raises(FormatError, match="dimension 0 is -2"):
+        storage_bytes("csr", (-2, 8), "float32", nse=1)
+    with pytest.raises(FormatError, match="value dtype float128 is not supported"):
+        storage_bytes("csr", (2, 8), "float128", nse=1)
+    assert storage_bytes("csr", (2, 8), "float32", nse=0) == 3 * 4  # positions only

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shlex
 import subprocess
 import tempfile
@@ -39,7 +40,7 @@ from pathlib import Path
 from mlir import ir
 
 from sparsecomp import knobs
-from sparsecomp.errors import ToolchainError
+from sparsecomp.errors import TargetError, ToolchainError
 from sparsecomp.ir.odsgen import tool
 from sparsecomp.ir.parsing import location_text
 from sparsecomp.runtime.libs import library_path
@@ -75,6 +76,14 @@ def build_shared_library(
     keeps ``kernel.ll``, the LLVM IR that was compiled. ``sources``: C files
     compiled into the library with it (the CUDA runtime shim).
     """
+    host = platform.machine().lower()
+    if {"amd64": "x86_64", "arm64": "aarch64"}.get(host, host) != target.arch:
+        raise TargetError(
+            f"the kernels are for {target.arch}, and this machine ({host}) links only its "
+            f"own: its cc cannot make an {target.arch} library",
+            hint="compile on a machine of that architecture (the IR for any target: "
+            "sparsecomp-opt)",
+        )
     libraries = [library_path(name) for name in needs]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -362,7 +362,7 @@ def build(
         aot.build_shared_library(module, out, common, needs, sources)
     remarks = [format_diagnostic(d) for d in log.diagnostics if d.severity == "remark"]
     remarks += host_only
-    write_manifest(out, common, functions, needs, targets, conversions, profile, remarks)
+    write_manifest(out, common, functions, needs, targets, conversions, profile, remarks, filename)
     if device is not None:
         _add_device(out, device, kernels)
     if emulate is not None:

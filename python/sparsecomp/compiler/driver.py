@@ -225,10 +225,26 @@ def compile(
             exe = _cached(key, verbose) or _built(key, build, cache_results, verbose)
     elif exe is None:
         exe = _built(key, build, cache_results, verbose)
-    manifests = [exe.manifest, *(part.manifest for part in exe.parts.values())]
-    for remark in (r for m in manifests for r in m.get("remarks", [])):
-        LOG.info("sparsecomp: %s", remark)  # a product the tensor cores do not take
+    _name_source(exe, filename)
+    for remark in exe.remarks:  # a product the tensor cores do not take, ...
+        LOG.info("sparsecomp: %s", remark)
     return _with_variants(exe, text, target, cache_results, options)
+
+
+def _name_source(exe: Executable, filename: str) -> None:
+    """The locations of ``exe``'s remarks and conversions in ``filename``: a kernel the
+    cache holds was built from the same text, maybe in another file (the cache key has
+    no file name), and its manifest names that one."""
+    for manifest in (exe.manifest, *(part.manifest for part in exe.parts.values())):
+        built = manifest.get("source")
+        if not built or built == filename:
+            continue
+        old, new = f"{built}:", f"{filename}:"
+        renamed = lambda t: new + t[len(old) :] if t.startswith(old) else t  # noqa: E731
+        manifest["remarks"] = [renamed(r) for r in manifest.get("remarks", [])]
+        for c in manifest.get("conversions", []):
+            c["location"] = renamed(c["location"])
+        manifest["source"] = filename
 
 
 #: How often a kernel that another process removes from the cache while this one

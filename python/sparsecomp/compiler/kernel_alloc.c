@@ -22,6 +22,7 @@
  */
 #include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define MIN_CACHED ((size_t)1 << 20)
@@ -40,11 +41,37 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 void *__real_malloc(size_t size);
 void __real_free(void *ptr);
 
+/* A kernel's allocation that malloc refused, once more after the idle blocks
+ * are given back; then the process ends with a message that says so (MLIR's
+ * lowered code uses what malloc returns unchecked: a NULL result was written
+ * through, a segfault with no word of why, as a 2 x 2^33 column count did on
+ * a 23 GiB machine). */
+static void *out_of_memory(size_t size) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < IDLE_BLOCKS; ++i) {
+    __real_free(idle[i].ptr);
+    idle[i].ptr = NULL;
+  }
+  idle_bytes = 0;
+  pthread_mutex_unlock(&lock);
+  void *ptr = __real_malloc(size);
+  if (ptr != NULL)
+    return ptr;
+  fprintf(stderr,
+          "sparsecomp: out of memory: a kernel could not allocate %zu bytes (%.3g GiB) "
+          "for a result or a temporary; the process stops here\n",
+          size, (double)size / (double)((size_t)1 << 30));
+  fflush(stderr);
+  abort();
+}
+
 /* Hidden: the kernel's own calls bind to these at link time, and no other
  * library in the process can reach them. */
 __attribute__((visibility("hidden"))) void *__wrap_malloc(size_t size) {
-  if (size < MIN_CACHED)
-    return __real_malloc(size);
+  if (size < MIN_CACHED) {
+    void *ptr = __real_malloc(size);
+    return ptr != NULL || size == 0 ? ptr : out_of_memory(size);
+  }
   void *ptr = NULL;
   pthread_mutex_lock(&lock);
   int best = -1;
@@ -60,7 +87,11 @@ __attribute__((visibility("hidden"))) void *__wrap_malloc(size_t size) {
     idle[best].ptr = NULL;
   }
   pthread_mutex_unlock(&lock);
-  return ptr != NULL ? ptr : __real_malloc(size);
+  if (ptr == NULL)
+    ptr = __real_malloc(size);
+  if (ptr == NULL && size != 0)
+    ptr = out_of_memory(size);
+  return ptr;
 }
 
 __attribute__((visibility("hidden"))) void __wrap_free(void *ptr) {

@@ -37,6 +37,7 @@ def write_manifest(
     conversions: list[dict[str, Any]] | None = None,
     profile: bool = False,
     remarks: list[str] | None = None,
+    source: str | None = None,
 ) -> None:
     """``manifest.json``: ``target`` is what the library's shared code needs (the
     common target of the module's CPU targets); ``targets`` the module's CPU
@@ -44,7 +45,9 @@ def write_manifest(
     ``conversions`` the layout conversions the program runs (``exe.plan()``);
     ``remarks`` what the compile remarked (``file:line:col: remark: ...``: a
     product that the GPU's tensor cores do not take, and why), which
-    ``sparsecomp.compile`` logs."""
+    ``sparsecomp.compile`` logs; ``source`` the file name those locations and the
+    conversions' give the program (a later compile of the same text from another
+    file finds this kernel in the cache and names its own file)."""
     from sparsecomp._version import __version__
     from sparsecomp.runtime.loader import digest, manifest_text
 
@@ -60,6 +63,7 @@ def write_manifest(
         "functions": functions,
         "conversions": conversions or [],
         "remarks": remarks or [],
+        "source": source,
         "profile": profile,
     }
     (out / cache.MANIFEST).write_text(manifest_text(manifest))

@@ -30,6 +30,7 @@ from sparsecomp.formats.composable import Composable
 from sparsecomp.formats.layout import Layout
 from sparsecomp.formats.levels import Level
 from sparsecomp.formats.names import AnyLayout, parse_layout
+from sparsecomp.formats.validate import check_value_dtype
 
 __all__ = ["data_levels", "storage_bytes"]
 
@@ -71,7 +72,12 @@ def storage_bytes(
     resolved = parse_layout(layout, len(shape)) if isinstance(layout, str) else layout
     if isinstance(resolved, Composable):
         raise FormatError("a composable layout's size is the sum of its parts' sizes")
-    itemsize = np.dtype(dtype).itemsize
+    itemsize = check_value_dtype(dtype).itemsize
+    negative = [f"nse={nse}"] if nse is not None and nse < 0 else []
+    negative += [f"dimension {d} is {n}" for d, n in enumerate(shape) if n < 0]
+    negative += [f"counts[{lvl}]={n}" for lvl, n in (counts or {}).items() if n < 0]
+    if negative:
+        raise FormatError(f"sizes and counts are >= 0: {', '.join(negative)}")
     known = dict(counts or {})
     missing = [lvl for lvl in data_levels(resolved) if lvl not in known]
     if missing and nse is not None:

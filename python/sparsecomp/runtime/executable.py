@@ -513,6 +513,14 @@ class Executable:
         prepared = prepare(own, A, layout, k, variant_for, device, balance)
         return dataclasses.replace(prepared, owner=target.family or str(target.directory))
 
+    @property
+    def remarks(self) -> tuple[str, ...]:
+        """What the compile remarked, located (``file:line:col: remark: ...``): a GPU
+        build's function whose loops all stay in host code, a product the tensor cores
+        do not take. The compile logs each at INFO; ``sparsecomp-compile`` prints them."""
+        manifests = [self.manifest, *(part.manifest for part in self.parts.values())]
+        return tuple(dict.fromkeys(r for m in manifests for r in m.get("remarks", [])))
+
     def plan(self) -> Plan:
         """The layout conversions the program runs, in program order, and, for a program
         built for several devices, the data that crosses to a GPU at each call of its

@@ -43,6 +43,11 @@ def constant(t: ir.Type, value: float | int) -> ir.Value:
     return arith.constant(t, int(value))
 
 
+def _fraction(e: Any) -> bool:
+    """Whether ``e`` is a number with a fractional part (``0.5``, not ``2.0`` or ``2``)."""
+    return isinstance(e, Const) and isinstance(e.value, float) and not e.value.is_integer()
+
+
 def combine(reduce: str, acc: ir.Value, value: ir.Value) -> ir.Value:
     """``acc (reduce) value`` for a reduction: ``add``, ``mul``, ``max``, ``min``."""
     f = is_float(acc.type)
@@ -102,7 +107,8 @@ class Body:
         try:
             return constant(ir.IndexType.get() if is_index(t) else t, e.value)
         except ValueError:
-            raise self.fail(e.at, f"{e.value} is not a value of type {t}") from None
+            hint = "an index variable is an integer: convert it, f32(i)" if is_index(t) else None
+            raise self.fail(e.at, f"{e.value} is not a value of type {t}", hint=hint) from None
 
     def pair(self, *args: Any) -> tuple[ir.Value, ir.Value]:
         """Both operands ``a, b`` (of an expected type ``want``), of one type (numbers
@@ -110,8 +116,12 @@ class Body:
         a, b, want = args
         if isinstance(a, Const) and not isinstance(b, Const):
             y = self.emit(b, want)
+            if is_index(y.type) and _fraction(a) and want is not None and is_float(want):
+                y = self.convert(y, want)  # 0.5 * i: i as the statement's float type
             return self.emit(a, y.type), y
         x = self.emit(a, want)
+        if is_index(x.type) and _fraction(b) and want is not None and is_float(want):
+            x = self.convert(x, want)  # i - 0.5, likewise
         y = self.emit(b, x.type)
         if x.type == y.type:
             return x, y

@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from mlir import ir
-from mlir.dialects import arith, func, linalg, tensor
+from mlir.dialects import arith, func, linalg, sparse_tensor, tensor
 
+from sparsecomp.dialects import sparse_iter
 from sparsecomp.errors import SparsecompError
 from sparsecomp.lowering.sizes import ATTR as SAME_SIZES
 from sparsecomp.lowering.sizes import NAMES as SIZE_NAMES
@@ -37,6 +38,7 @@ from sparsecomp.script.parse import (
 )
 from sparsecomp.script.types import Scalar, TensorType, encoding_text
 
+si: Any = sparse_iter  # generated at run time from the .td; untyped
 _ITERATOR = {kind: f"#linalg.iterator_type<{kind}>" for kind in ("parallel", "reduction")}
 
 
@@ -247,10 +249,16 @@ class FunctionEmitter:
             existing = self.env.get(s.target)
             if existing is not None and not isinstance(existing.type, ir.RankedTensorType):
                 raise self.fail(s.at, f"'{s.target}' is a scalar argument: it has no elements")
+            # a read of the target at its own indices is its value as the statement
+            # starts: the out argument where the statement does not reduce, an input
+            # where it does (there the out argument is the running total)
+            reduces = any(v not in s.indices for a in reads for v in a.indices)
             own = [
                 a
                 for a in reads
-                if existing is not None and (a.tensor, a.indices) == (s.target, s.indices)
+                if existing is not None
+                and not reduces
+                and (a.tensor, a.indices) == (s.target, s.indices)
             ]
             inputs = [a for a in reads if a not in own]
             loops = list(s.indices)
@@ -268,6 +276,14 @@ class FunctionEmitter:
             out = existing if existing is not None else self.new_output(s, inputs, loops)
             self.check_rank(s.target, ir.RankedTensorType(out.type), s.indices, s.at)
             self.generic(s, inputs, own, loops, out)
+            ann = self.result_annotation(s.target) if existing is None else None
+            if ann is not None and ann.encoding and s.reduce not in (None, "add"):
+                dense = ir.RankedTensorType(self.env[s.target].type)
+                enc = self.encoding(ann.encoding, s.at, dense.rank)
+                sparse = ir.RankedTensorType.get(dense.shape, dense.element_type, enc)
+                upstream = str(enc).startswith("#sparse_tensor")
+                convert = sparse_tensor.convert if upstream else si.set_encoding
+                self.env[s.target] = convert(sparse, self.env[s.target])
 
     def check_access(self, a: Access) -> None:
         if a.tensor not in self.env:
@@ -305,7 +321,7 @@ class FunctionEmitter:
                 f"{ann.shape}, assigned with {len(s.indices)}",
             )
         elt = self.element_type(s, inputs)
-        sources: list[tuple[ir.Value, int | None]] = []
+        sources: list[tuple[ir.Value | None, int | None]] = []
         for pos, var in enumerate(s.indices):
             source = self.extent(var, inputs, ann, pos)
             sym = ann.shape[pos] if ann is not None else None
@@ -326,30 +342,39 @@ class FunctionEmitter:
                 )
             sources.append(source)
         # the dims' index constants first, then the dims, as a hand-written function has them
-        dynamic = sorted({d for v, d in sources if d is not None and _dynamic(v, d)})
+        dynamic = sorted(
+            {d for v, d in sources if v is not None and d is not None and _dynamic(v, d)}
+        )
         constants = {d: self.constant(lambda d=d: _index(d), ("index", d)) for d in dynamic}
         mixed: list[int | ir.Value] = []
         for value, dim in sources:
+            if value is None:  # a static size the annotation gives
+                mixed.append(dim)
+                continue
             if dim is None:  # a size argument
                 mixed.append(value)
                 continue
             static = ir.RankedTensorType(value.type).shape[dim]
             mixed.append(tensor.dim(value, constants[dim]) if _dynamic(value, dim) else static)
         enc = self.encoding(ann.encoding, s.at, len(mixed)) if ann and ann.encoding else None
-        empty = tensor.empty(mixed, elt, encoding=enc)
         reduce = s.reduce
-        if reduce is None or enc is not None:
-            return empty
+        if reduce is None or (enc is not None and reduce == "add"):
+            return tensor.empty(mixed, elt, encoding=enc)
+        # a product, max or min starts from its identity, everywhere: computed dense, and
+        # a sparse result keeps the nonzeros of that (:meth:`statement` converts it)
         start = self.constant(lambda: identity(reduce, elt), (str(elt), reduce))
-        return linalg.fill(start, outs=[empty])
+        return linalg.fill(start, outs=[tensor.empty(mixed, elt)])
 
     def extent(
         self, var: str, inputs: list[Access], ann: TensorType | None, pos: int
-    ) -> tuple[ir.Value, int | None] | None:
+    ) -> tuple[ir.Value | None, int | None] | None:
         """Where the size of ``var`` (dimension ``pos`` of a new result) comes from:
-        an ``index`` argument the result's declared shape names, else the first
-        input ``var`` indexes, else an argument with the declared size symbol."""
+        ``(None, n)`` for a static size ``n`` the annotation gives, an ``index``
+        argument the result's declared shape names, else the first input ``var``
+        indexes, else an argument with the declared size symbol."""
         sym = ann.shape[pos] if ann is not None else None
+        if isinstance(sym, int):  # a static size: the result's type has it (the size
+            return None, sym  # checks compare it with the inputs' at run time)
         if isinstance(sym, str) and isinstance(self.env.get(sym), ir.Value):
             if isinstance(self.env[sym].type, ir.IndexType):
                 return self.env[sym], None

@@ -29,6 +29,7 @@ compile cache as any compiled ``.mlir`` is.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -66,11 +67,12 @@ class Kernel:
         *,
         private: bool = False,
         attributes: dict[str, str] | None = None,
+        namespace: dict[str, Any] | None = None,
     ) -> None:
         self.fn = fn
         self.constants = tuple(constants)
         self.private = private
-        self.definition = parse(fn)
+        self.definition = parse(fn, namespace)
         self.definition.attributes = dict(attributes or {})
         self.__sparsecomp_kernel__ = True  # what parse looks for in a call
         self.__name__ = fn.__name__
@@ -206,7 +208,7 @@ class Kernel:
         element types and ranks find it by one dictionary lookup). Arguments may be
         named as the kernel's parameters are; ``out``: the result's destination, as a
         compiled function takes it (an array, or a tuple with one per result)."""
-        if named:
+        if named or len(args) < len(self.definition.params):
             args = self._positional(args, named)
         sizes = tuple(
             getattr(args[a], "shape", ())[d] if a < len(args) else None for a, d in self._sized
@@ -230,9 +232,12 @@ class Kernel:
         return fn(*typed, **extra)
 
     def _positional(self, args: tuple[Any, ...], named: dict[str, Any]) -> tuple[Any, ...]:
-        """``args`` and the ``named`` ones in the kernel's parameter order, as Python
-        binds a call (a ``TypeError`` for an unknown, repeated or missing one)."""
+        """``args`` and the ``named`` ones in the kernel's parameter order, the function's
+        defaults for the others, as Python binds a call (a ``TypeError`` for an unknown,
+        repeated or missing one)."""
         params = list(self.definition.params)
+        defaults = tuple(getattr(self.fn, "__defaults__", None) or ())
+        fallback = dict(zip(params[len(params) - len(defaults) :], defaults, strict=True))
         if len(args) > len(params):
             raise TypeError(
                 f"{self.__name__}() takes {len(params)} arguments but {len(args)} were given"
@@ -244,6 +249,8 @@ class Kernel:
             if name in bound:
                 raise TypeError(f"{self.__name__}() got multiple values for argument '{name}'")
             bound[name] = value
+        for name, value in fallback.items():
+            bound.setdefault(name, value)
         missing = [p for p in params if p not in bound]
         if missing:
             raise TypeError(
@@ -307,8 +314,21 @@ def kernel(
     private function (in :func:`assemble`); ``attributes``: the function's
     attributes, name -> MLIR attribute text (``{"sparse_iter.target": '"gpu"'}``)."""
     if fn is None:
-        return lambda f: Kernel(f, constants, private=private, attributes=attributes)
-    return Kernel(fn, constants, private=private, attributes=attributes)
+
+        def decorate(f: Callable[..., Any]) -> Kernel:
+            where = _definer(sys._getframe(1))
+            return Kernel(f, constants, private=private, attributes=attributes, namespace=where)
+
+        return decorate
+    where = _definer(sys._getframe(1))
+    return Kernel(fn, constants, private=private, attributes=attributes, namespace=where)
+
+
+def _definer(frame: Any) -> dict[str, Any]:
+    """The local names of the function that defines a kernel (none at module level):
+    its string annotations (``from __future__ import annotations``) may name them, and
+    Python keeps no closure cell for a name that only an annotation uses."""
+    return {} if frame.f_code.co_name == "<module>" else dict(frame.f_locals)
 
 
 def assemble(

@@ -104,6 +104,8 @@ class LoopKernel:
     """A ``@loops`` function: its syntax tree, read when decorated; its IR,
     built on demand (:meth:`module`); see the module."""
 
+    __sparsecomp_loops__ = True  # what a @kernel's parse looks for in a call
+
     def __init__(
         self,
         fn: Callable[..., Any],

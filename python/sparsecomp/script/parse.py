@@ -24,6 +24,7 @@ Anything else is refused with a :class:`ScriptError` at its line.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import inspect
@@ -35,6 +36,9 @@ import numpy as np
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.script.types import SCALARS, Scalar, TensorType
+
+#: The code flag of a function compiled under ``from __future__ import annotations``.
+_FUTURE_ANNOTATIONS = __future__.annotations.compiler_flag
 
 #: one-argument math functions: name -> math dialect op name
 MATH = {
@@ -149,6 +153,8 @@ class _Reader:
         self.params: set[str] = set()
         self.zero_d: set[str] = set()  # 0-d results of the statements read so far
         self.indices: set[str] = set()  # every name used as a subscript
+        self.assigned: set[str] = set()  # every name the body assigns (its locals)
+        self.namespace: dict[str, Any] = {}  # the locals of the function defining it
 
     def at(self, node: ast.AST) -> Node:
         """Where ``node`` is in the file (its source was read dedented)."""
@@ -268,6 +274,18 @@ class _Reader:
                 return
             if isinstance(call, ast.Call) and not isinstance(node.targets[0], ast.Subscript):
                 what = ast.unparse(call.func)
+                if what in ("max", "min"):
+                    raise self.fail(
+                        node,
+                        f"'{ast.unparse(node)}' is no {what} reduction: the result comes first",
+                        hint=f"write s = {what}(s, expr)",
+                    )
+                if getattr(self.lookup(what), "__sparsecomp_loops__", False) is True:
+                    raise self.fail(
+                        node,
+                        f"'{what}' is a @loops function: a kernel calls @kernel functions only",
+                        hint="call the @loops function from Python, or write it as a @kernel",
+                    )
                 raise self.fail(
                     node,
                     f"'{what}' is not a kernel defined before this one",
@@ -330,8 +348,8 @@ class _Reader:
     def number(self, name: str) -> float | int | None:
         """The value of a Python number the kernel reads by name (a module constant,
         ``ALPHA = 0.5``), where the name is no argument or index variable."""
-        if name in self.params or name in self.indices:
-            return None
+        if name in self.params or name in self.indices or name in self.assigned:
+            return None  # a local shadows a module's number, as in Python
         value = self.scope().get(name)
         if isinstance(value, np.generic):
             value = value.item()  # a numpy scalar: ALPHA = np.float32(0.5)
@@ -340,9 +358,10 @@ class _Reader:
         return None
 
     def scope(self) -> dict[str, Any]:
-        """The names the function sees: its module's globals and its closure (a cell
-        not filled yet, as the kernel's own name while it is decorated, is left out)."""
-        scope = dict(getattr(self.fn, "__globals__", {}))
+        """The names the function sees: its module's globals, the locals of the function
+        that defined it, and its closure (a cell not filled yet, as the kernel's own
+        name while it is decorated, is left out)."""
+        scope = {**getattr(self.fn, "__globals__", {}), **self.namespace}
         code, cells = getattr(self.fn, "__code__", None), getattr(self.fn, "__closure__", None)
         for name, cell in zip(code.co_freevars if code else (), cells or (), strict=False):
             try:
@@ -379,24 +398,48 @@ class _Reader:
         return tuple(e.id for e in elts)  # type: ignore[union-attr]
 
 
-def _annotations(fn: Any) -> dict[str, Any]:
+def _annotations(fn: Any, reader: _Reader, func: ast.FunctionDef) -> dict[str, Any]:
     """``fn``'s annotations, evaluated; a plain name that is not defined (``alpha:
-    "T"``) is a scalar of type variable ``T``."""
+    "T"``) is a scalar of type variable ``T``.
+
+    Under ``from __future__ import annotations`` every annotation is a string,
+    evaluated here in what the function sees (:meth:`_Reader.scope`): ``"T"`` is
+    then the quoted ``'T'`` (a type variable), and a bare name that is not defined
+    there (a misspelt ``f23``) is an error."""
+    future = bool(getattr(fn, "__code__", None) and fn.__code__.co_flags & _FUTURE_ANNOTATIONS)
+    scope = reader.scope()
+    nodes: dict[str, ast.AST] = {a.arg: a for a in func.args.args}
+    nodes["return"] = func.returns or func
     out = {}
     for key, value in inspect.get_annotations(fn).items():
         if isinstance(value, str):
             try:
-                value = eval(value, getattr(fn, "__globals__", {}))
-            except NameError:
-                if not value.isidentifier():
-                    raise
+                value = eval(value, scope)
+            except NameError as e:
+                if future or not value.isidentifier():
+                    where = f"{'the result' if key == 'return' else repr(key)}"
+                    raise reader.fail(
+                        nodes.get(key, func),
+                        f"the annotation of {where} of '{fn.__name__}' names what is not "
+                        f"defined: {e}",
+                        hint='define it before the kernel (a type variable is written as a '
+                        'string, alpha: "T")',
+                    ) from None
                 value = TypeVariable(value)
+            except Exception as e:
+                raise reader.fail(
+                    nodes.get(key, func),
+                    f"cannot evaluate the annotation {value!r} of '{fn.__name__}': {e}",
+                    hint=None,
+                ) from None
         out[key] = value
     return out
 
 
-def parse(fn: Any) -> Definition:
-    """Read the Python function ``fn`` (its source and annotations) into a :class:`Definition`."""
+def parse(fn: Any, namespace: dict[str, Any] | None = None) -> Definition:
+    """Read the Python function ``fn`` (its source and annotations) into a :class:`Definition`;
+    ``namespace``: the names of the function that defined it (its locals), seen after
+    its module's and before its closure's."""
     try:
         lines, first = inspect.getsourcelines(fn)
         filename = inspect.getsourcefile(fn) or "<unknown>"
@@ -413,12 +456,18 @@ def parse(fn: Any) -> Definition:
     if not isinstance(func, ast.FunctionDef):
         raise ScriptError(f"{fn!r} is not a plain function")
     reader = _Reader(fn, filename, first, indent)
+    reader.namespace = dict(namespace or {})
     reader.params = {a.arg for a in func.args.args}
     for node in ast.walk(func):
         if isinstance(node, ast.Subscript):
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             reader.indices |= {item.id for item in items if isinstance(item, ast.Name)}
-    hints = _annotations(fn)
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        targets += [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+        for t in targets:
+            t = t.value if isinstance(t, ast.Subscript) else t
+            reader.assigned |= {t.id} if isinstance(t, ast.Name) else set()
+    hints = _annotations(fn, reader, func)
     params: dict[str, TensorType | Scalar | str] = {}
     for arg in func.args.args:
         hint = hints.get(arg.arg)
@@ -437,8 +486,23 @@ def parse(fn: Any) -> Definition:
     results: list[TensorType | None] = list(getattr(ret, "__args__", ())) if ret is not None else []
     if isinstance(ret, TensorType):
         results = [ret]
+    elif isinstance(ret, tuple):  # -> (Tensor[...], Tensor[...]), as tuple[...] reads
+        results = list(ret)
+    for r in results:
+        if r is not None and not isinstance(r, TensorType):
+            raise reader.fail(
+                func.returns or func,
+                f"the return annotation names {r!r}, not a Tensor[...]",
+                hint="annotate results as -> Tensor[...] or -> tuple[Tensor[...], ...]",
+            )
     definition = Definition(fn.__name__, filename, params, results, reader.at(func))
     for node in func.body:
+        if definition.returns:
+            raise reader.fail(
+                node,
+                "this statement comes after the kernel's return: it would never run",
+                hint="remove it, or move the return after it",
+            )
         reader.statement(node, definition)
     if not definition.returns:
         raise reader.fail(func, f"kernel '{fn.__name__}' returns nothing", hint="end with return C")

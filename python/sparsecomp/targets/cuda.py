@@ -69,11 +69,16 @@ class CudaTarget:
 
     @classmethod
     def from_node(cls, node: AttrNode) -> CudaTarget:
-        (chip,), named = node.fields("cuda", 1, ("mma_shapes", "sparse_mma_shapes"))
-        mma, sparse = named["mma_shapes"], named["sparse_mma_shapes"]
+        """The target an attribute describes; a shape list it leaves out is every shape
+        of that kind the compute capability has (:meth:`for_sm`)."""
+        keys = ("mma_shapes", "sparse_mma_shapes")
+        (chip,), named = node.fields("cuda", 1, (), optional=keys)
         if not (isinstance(chip, Keyword) and re.fullmatch(r"sm_\d+", chip.name)):
             raise TargetError(f"expected a compute capability such as sm_90, got {chip}")
+        every = cls.for_sm(int(chip.name[3:]))
+        mma = named.get("mma_shapes", [Keyword(s) for s in every.mma_shapes])
+        sparse = named.get("sparse_mma_shapes", [Keyword(s) for s in every.sparse_mma_shapes])
         if not all(isinstance(s, Keyword) for s in [*mma, *sparse]):
             raise TargetError("MMA shapes must be bare names: [m16n8k16]")
         shapes = (tuple(s.name for s in mma), tuple(s.name for s in sparse))
-        return cls(int(chip.name[3:]), *shapes)
+        return cls(every.sm, *shapes)

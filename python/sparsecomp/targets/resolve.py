@@ -271,7 +271,9 @@ def select_target(
         return host()
     raise TargetError(
         f"no sparse_iter.target on this function and the module has several targets "
-        f"({', '.join(sorted(module_targets))}); name one, or pass the option target=NAME"
+        f"({', '.join(sorted(module_targets))}); name one on the function "
+        '(attributes {sparse_iter.target = "NAME"}), or, in sparsecomp-opt, pass the '
+        "option target=NAME of sparse-iter-specialize-encodings"
     )
 
 

@@ -342,7 +342,13 @@ def page() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description="Print docs/api.md, the Python API reference, from the docstrings.",
+    )
+    parser.parse_args(argv)
     sys.stdout.write(page())
     return 0
 

@@ -98,6 +98,8 @@ def _compiled(args: argparse.Namespace, options: dict[str, Any]) -> int:
     except SparsecompError as exc:
         print(exc.for_tool("sparsecomp-compile"), file=sys.stderr)
         return 1
+    for remark in exe.remarks:  # as a compiler prints its remarks
+        print(remark, file=sys.stderr)
     kernels = [k["ptx"] for k in exe.manifest.get("kernels", [])]
     kernels += [k["cubin"] for k in exe.manifest.get("kernels", []) if k["cubin"]]
     print(f"wrote {args.output}: {', '.join([*exe.functions, *kernels])}")

@@ -123,4 +123,9 @@ def passes_markdown() -> str:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(
+        description="Print docs/passes.md, the passes and named pipelines, from the registry.",
+    ).parse_args()
     print(passes_markdown(), end="")

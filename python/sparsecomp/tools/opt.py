@@ -122,7 +122,7 @@ def split_pass_flags(
     for arg in argv:
         name, has_value, value = arg.partition("=")
         if name == "--split-input-file" and has_value:
-            marker = value
+            marker = value.strip() or DEFAULT_SPLIT  # an empty one, as mlir-opt: the default
             tool_args.append(name)
         elif arg.startswith("--") and len(arg) > 2 and name not in own:
             pass_flags.append(arg)

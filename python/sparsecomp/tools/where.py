@@ -30,7 +30,11 @@ RUNNER_LIBRARIES = ("c_runner_utils", "runner_utils", "omp")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sparsecomp.tools.where", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m sparsecomp.tools.where",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the docstring's lines
+    )
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("tool", nargs="?", help="a bundled tool: mlir-opt, mlir-runner, llc ...")
     group.add_argument(

@@ -143,6 +143,18 @@ module @devices attributes {sparse_iter.targets = {
   func.func private @on_gpu() attributes {sparse_iter.target = "gpu"}
 }
 
+// A CUDA target's shape lists may be left out (every shape its sm has), or given
+// one at a time; an empty list is kept as written.
+// CHECK-LABEL: module @short_cuda
+// CHECK-SAME: a = #sparse_iter.cuda<sm_90>
+// CHECK-SAME: b = #sparse_iter.cuda<sm_80, sparse_mma_shapes = [m16n8k16]>
+// CHECK-SAME: c = #sparse_iter.cuda<sm_80, mma_shapes = []>
+module @short_cuda attributes {sparse_iter.targets = {
+    a = #sparse_iter.cuda<sm_90>,
+    b = #sparse_iter.cuda<sm_80, sparse_mma_shapes = [m16n8k16]>,
+    c = #sparse_iter.cuda<sm_80, mma_shapes = []>}} {
+}
+
 // A CPU target may name the vendor's cores its code is tuned for; printed
 // only where set, after the other fields, whatever order they came in.
 // CHECK-LABEL: module @tuned

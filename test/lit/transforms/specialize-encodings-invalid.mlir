@@ -69,7 +69,7 @@ func.func @negative_branch(%a: tensor<?x?xf32, #sp>) -> tensor<?x?xf32, #sp> {
 
 // With several targets, a function must say which one it is for.
 module attributes {sparse_iter.targets = {a = #sparse_iter.cpu<x86_64, features = [], vector_bits = 128, threads = 0>, b = #sparse_iter.cuda<sm_80, mma_shapes = [], sparse_mma_shapes = []>}} {
-  // expected-error@+1 {{no sparse_iter.target on this function and the module has several targets (a, b); name one, or pass the option target=NAME}}
+  // expected-error@+1 {{no sparse_iter.target on this function and the module has several targets (a, b); name one on the function (attributes {sparse_iter.target = "NAME"}), or, in sparsecomp-opt, pass the option target=NAME of sparse-iter-specialize-encodings}}
   func.func private @negative_which(tensor<?x?xf32, #sparse_iter.sparsity<unstructured, density = 0.1>>)
 }
 
