@@ -277,12 +277,19 @@ def with_static_sizes(text: str, function: str, sizes: Mapping[int, Mapping[int,
 
 
 def _reads_any_shape(op: ir.Operation, operand: int) -> bool:
-    """Whether ``op`` takes its ``operand``-th operand with any static sizes as an input."""
+    """Whether ``op`` takes its ``operand``-th operand with any static sizes as an input.
+
+    Not a linalg op with a sparse ``outs`` of dynamic sizes: a loop sized statically
+    by the input and dynamically by the output is "unexpected conversion mismatch" to
+    MLIR's sparsifier (an SpMM into CSR had no variant for its static ``K``)."""
     if op.name in _SHAPE_AGNOSTIC:
         return operand == 0
     if op.name.startswith("linalg.") and "operandSegmentSizes" in op.attributes:
         ins = next(iter(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])))
-        return operand < ins
+        outs = [ir.RankedTensorType(v.type) for v in list(op.operands)[ins:]
+                if isinstance(v.type, ir.RankedTensorType)]  # fmt: skip
+        sparse = any(t.encoding is not None and not t.has_static_shape for t in outs)
+        return operand < ins and not sparse
     return False
 
 
