@@ -362,3 +362,23 @@ def test_a_directory_at_the_sockets_path_is_replaced(tmp_path: Path) -> None:
         assert path.is_socket()
     finally:
         _stop(str(path))
+
+
+def test_a_stopped_daemon_is_given_up(private_daemon: Path, monkeypatch) -> None:
+    """A daemon stopped with SIGSTOP takes no job: the client gives it up after
+    ``ACCEPT_SECONDS`` and builds in a compile server of its own (it waited forever),
+    and asks it no more in this process."""
+    monkeypatch.setattr(daemon, "ACCEPT_SECONDS", 2.0)
+    monkeypatch.setattr(daemon, "_unresponsive", False)
+    (pid,) = _daemons(str(private_daemon))
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        exe = sparsecomp.compile(SCALE.format(factor=6.0), cache_results=False)
+        np.testing.assert_allclose(exe(np.arange(3.0)), [0.0, 6.0, 12.0])
+        assert daemon._unresponsive
+        exe = sparsecomp.compile(SCALE.format(factor=7.0), cache_results=False)
+        np.testing.assert_allclose(exe(np.arange(3.0)), [0.0, 7.0, 14.0])
+        assert time.monotonic() - started < 120
+    finally:
+        os.kill(pid, signal.SIGCONT)

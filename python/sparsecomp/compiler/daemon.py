@@ -37,6 +37,7 @@ import contextlib
 import fcntl
 import functools
 import hashlib
+import itertools
 import json
 import os
 import socket
@@ -53,6 +54,11 @@ from sparsecomp.compiler.worker_process import child_environment
 
 #: Seconds a client waits for a daemon it started to listen.
 START_SECONDS = 60.0
+#: Seconds a client waits for the daemon to take a job (to connect, and for the
+#: child it forks to say so): a fork away on a healthy daemon, even under load.
+ACCEPT_SECONDS = 20.0
+#: Set when the daemon did not take a job in time: this process asks it no more.
+_unresponsive = False
 #: The lock a client holds while it looks for a daemon and starts one (any key).
 START_LOCK = "start.lock"
 #: The longest socket path ``AF_UNIX`` takes (108 bytes with the terminating NUL).
@@ -87,9 +93,10 @@ def address() -> Path:
 
 def _connect(path: Path) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(ACCEPT_SECONDS)  # a full backlog of a stopped daemon blocks connect
     try:
         sock.connect(str(path))
-    except OSError:
+    except OSError:  # TimeoutError among them
         sock.close()
         return None
     return sock
@@ -236,16 +243,28 @@ def exchange(
     died), its progress messages passed to ``progress``; None where no daemon runs.
 
     A connection that ends without a word (a daemon that left or was killed before it
-    took the job) is tried once more, on the daemon :func:`connect` finds or starts."""
+    took the job) is tried once more, on the daemon :func:`connect` finds or starts.
+    A daemon that does not take the job within :data:`ACCEPT_SECONDS` (stopped with
+    SIGSTOP, or hung: its clients waited forever) is given up for this process, whose
+    builds then go to a compile server of its own (None)."""
+    global _unresponsive
     for _ in range(2):
-        sock = connect()
+        sock = None if _unresponsive else connect()
         if sock is None:
             return None
         heard: list[str] = []
         answer = None
         with sock, sock.makefile("r") as lines, contextlib.suppress(ConnectionError):
-            sock.sendall((json.dumps(job) + "\n").encode())
-            answer = read_answer(_noting(lines, heard), progress)
+            sock.settimeout(ACCEPT_SECONDS)
+            try:
+                sock.sendall((json.dumps(job) + "\n").encode())
+                taken = lines.readline()  # the child's {"accepted": true}
+            except TimeoutError:
+                _unresponsive = True
+                return None
+            sock.settimeout(None)  # a build takes what it takes
+            if taken:
+                answer = read_answer(_noting(itertools.chain([taken], lines), heard), progress)
         if answer is not None:
             return answer
         if heard:  # it ran the job, and ended before answering
@@ -267,6 +286,8 @@ def read_answer(
     end (the process answering ended first). Also the compile server's protocol."""
     for line in lines:
         answer: dict[str, Any] = json.loads(line)
+        if "accepted" in answer:  # the daemon's child took the job
+            continue
         if "progress" not in answer:
             return answer
         if progress is not None:

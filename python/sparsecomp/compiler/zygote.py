@@ -105,6 +105,7 @@ def _child(conn: socket.socket, stderr: IO[bytes], others: list[socket.socket]) 
 
         line = reader.readline()
         if line:
+            emit({"accepted": True})  # within the client's ACCEPT_SECONDS
             emit(jobs.run(json.loads(line), emit))
     except BaseException:
         code = 70
