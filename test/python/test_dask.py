@@ -297,6 +297,55 @@ def test_a_partition_the_kernel_cannot_take_is_named(client, exe) -> None:
         sd.map(exe, "spmv", D, np.ones(40, np.complex128)).compute()
     with pytest.raises(SparsecompError, match=r"operand 1 has 41 rows; .*the matrix is 50x40"):
         sd.map(exe, "spmv", D, np.ones(41))
+    with pytest.raises(SparsecompError, match=r"operand 1 is a list; .* rank-1 array"):
+        sd.map(exe, "spmv", D, [1.0] * 40)  # it was an AttributeError
+    with pytest.raises(SparsecompError, match=r"operand 1 is of rank 1; .* rank-2 array"):
+        sd.map(exe, "spmm", D, np.ones(40))
+    with pytest.raises(SparsecompError, match=r"split names position\(s\) \[5\]"):
+        sd.map(exe, "spmv", D, np.ones(40), split=[5])  # it was accepted
+
+
+def test_a_reduction_over_all_rows_is_refused_as_not_row_wise(client) -> None:
+    """A function of a 0-d result is no row-wise function: map says so (it said it
+    could not tell the columns of a rank-0 result)."""
+    total = sparsecomp.compile(
+        """
+        #csr = #sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed)}>
+        func.func @total(%A: tensor<?x?xf64, #csr>, %s: tensor<f64>) -> tensor<f64> {
+          %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>,
+                                                affine_map<(i, j) -> ()>],
+                               iterator_types = ["reduction", "reduction"]}
+              ins(%A : tensor<?x?xf64, #csr>) outs(%s : tensor<f64>) {
+          ^bb0(%a: f64, %o: f64):
+            %t = arith.addf %a, %o : f64
+            linalg.yield %t : f64
+          } -> tensor<f64>
+          return %r : tensor<f64>
+        }
+        """
+    )
+    D = sd.from_scipy(power_law(20, 20, seed=3), parts=2, client=client)
+    with pytest.raises(SparsecompError, match=r"row-wise functions.*'total' returns a scalar"):
+        sd.map(total, "total", D, np.zeros((), np.float64))
+
+
+def test_a_closed_client_is_named(exe) -> None:
+    """A matrix whose client was closed, or a closed client given: a clear error (a map
+    failed at compute with "Missing dependency", from_scipy with an AttributeError)."""
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    c = distributed.Client(cluster)
+    A = power_law(20, 20, seed=4)
+    D = sd.from_scipy(A, parts=2, client=c)
+    y = c.compute(sd.map(exe, "spmv", D, np.ones(20)), sync=True)  # this client's cluster
+    np.testing.assert_allclose(y, A @ np.ones(20))
+    c.close()
+    cluster.close()
+    with pytest.raises(SparsecompError, match="the Dask client is closed"):
+        sd.map(exe, "spmv", D, np.ones(20))
+    with pytest.raises(SparsecompError, match="the Dask client is closed"):
+        sd.from_scipy(A, parts=2, client=c)
 
 
 def test_workers_without_mlir_or_a_compiler_run_the_shipped_executable(exe) -> None:

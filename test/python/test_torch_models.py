@@ -203,6 +203,28 @@ def test_transformer_encoder_layer_runs_its_sparse_layers_in_eval(monkeypatch) -
     assert all(not m._forward_pre_hooks for m in ref.modules())
 
 
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")  # torch's
+def test_an_encoder_with_a_padding_mask_keeps_plain_tensors() -> None:
+    """``nn.TransformerEncoder`` (nested tensors on, the default) with a padding mask, in
+    eval: its sparse layers get plain tensors and the result is the dense model's where
+    it is defined (torch failed, "NestedTensorImpl doesn't support sizes"); ``densify_``
+    gives the encoder its nested tensors back."""
+    torch.manual_seed(0)
+    layers = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
+    encoder = nn.TransformerEncoder(layers, 2).eval()
+    st.sparsify_(encoder, {"*.linear*": ("scalar_fraction:0.6", "bsr:4x1")})
+    ref = _dense_copy(encoder).eval()
+    x = torch.randn(3, 10, 64)
+    mask = torch.zeros(3, 10, dtype=torch.bool)
+    mask[0, 6:] = True
+    with torch.no_grad():
+        got, want = encoder(x, src_key_padding_mask=mask), ref(x, src_key_padding_mask=mask)
+    keep = ~mask  # the padded positions: nested tensors give 0 there, the slow path not
+    torch.testing.assert_close(got[keep], want[keep], rtol=1e-4, atol=1e-4)
+    st.densify_(encoder)
+    assert encoder.use_nested_tensor
+
+
 def test_second_order_gradients_are_refused_clearly() -> None:
     model = nn.Sequential(nn.Linear(16, 8))
     st.sparsify_(model, {"*": ("scalar_fraction:0.5", "csr")})

@@ -118,6 +118,9 @@ def test_sparsify_by_class_and_unmatched_rule_is_an_error() -> None:
         st.sparsify_(model, {"encoder.*": "threshold:0.1"})
     done = st.sparsify_(model, {torch.nn.Linear: "threshold:0.1"})
     assert sorted(done) == ["0", "1"]
+    with pytest.raises(SparsecompError, match="matched '1'; already a SparseLinear: 1") as info:
+        st.sparsify_(model, {"1": "threshold:0.2"})  # it said only "the linear modules: "
+    assert "resparsify_" in (info.value.hint or "")
 
 
 def test_layers_read_as_dense_weights_are_left_dense_with_a_warning() -> None:
@@ -465,3 +468,59 @@ def test_grouped_nm_placement_gathers_by_blocks() -> None:
     assert staged.gather_kind(perm.numpy()) == (8, 8, 10)
     x = torch.randn(5, 40)
     torch.testing.assert_close(layer(x), x @ layer.weight.t(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "first_use",
+    ["auto call", "weight", "to_dense_linear", "load another pattern"],
+)
+def test_state_built_under_inference_mode_serves_autograd_later(first_use: str) -> None:
+    """A layer's first use under ``torch.inference_mode`` (an ``"auto"`` layer's choice,
+    ``.weight``, ``to_dense_linear``, loading another pattern) keeps no inference tensor:
+    a later call recording gradients works, as a dense ``nn.Linear``'s does (it failed,
+    "Inference tensors cannot be saved for backward")."""
+    torch.manual_seed(0)
+    x = torch.randn(7, 64)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 96))
+    st.sparsify_(
+        model, {"*": ("scalar_fraction:0.7", "auto" if first_use == "auto call" else "csr")}
+    )
+    other = torch.nn.Sequential(torch.nn.Linear(64, 96))
+    st.sparsify_(other, {"*": ("scalar_fraction:0.5", "csr")})
+    with torch.inference_mode():
+        if first_use == "auto call":
+            model(x)
+        elif first_use == "weight":
+            _ = model[0].weight
+        elif first_use == "to_dense_linear":
+            model[0].to_dense_linear()
+        else:
+            model.load_state_dict(other.state_dict())
+    model(x).sum().backward()
+    model[0].weight.sum().backward()
+    dense = model[0].to_dense_linear()
+    torch.testing.assert_close(model(x), dense(x), rtol=1e-4, atol=1e-5)
+    assert model[0].values.grad is not None
+
+
+def test_hooks_of_a_replaced_layer_go_with_it() -> None:
+    """``sparsify_`` and ``densify_`` give the new layer the replaced one's hooks, whose
+    handles still remove them (they were dropped: the output changed silently), and
+    ``fuse_activations_`` leaves a pair with hooks unfused, saying why."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.ReLU(), torch.nn.Linear(96, 32))
+    handle = model[0].register_forward_hook(lambda mod, inp, out: out * 2)
+    model[2].register_forward_pre_hook(lambda mod, inp: (inp[0] + 1,))
+    x = torch.randn(4, 64)
+    with torch.no_grad():
+        before = model(x)
+        st.sparsify_(model, {"*": ("threshold:0", "csr")})  # every entry kept
+        torch.testing.assert_close(model(x), before, rtol=1e-4, atol=1e-5)
+        st.densify_(model)
+        torch.testing.assert_close(model(x), before, rtol=1e-4, atol=1e-5)
+        handle.remove()
+        assert not model[0]._forward_hooks
+    st.sparsify_(model, {"0": ("scalar_fraction:0.5", "csr")})
+    model[1].register_forward_hook(lambda mod, inp, out: None)  # on the ReLU
+    with pytest.raises(SparsecompError, match=r"have forward hooks, or their activations do \(0\)"):
+        st.fuse_activations_(model)

@@ -503,3 +503,46 @@ def test_bf16_public_function_is_uncallable_not_fatal(tmp_path: Path) -> None:
     np.testing.assert_array_equal(got, [1.5])
     exe = sparsecomp.compile(BF16_PUBLIC)
     assert "bf16 has no numpy equivalent" in exe.functions.uncallable["id"]
+
+
+
+def test_sparse_tensors_deallocated_as_upstream_tests_do(tmp_path: Path) -> None:
+    """``bufferization.dealloc_tensor`` of sparse tensors, as MLIR's integration tests end
+    their ``main`` (``sparse_codegen_dim.mlir``): of an empty DCSR tensor whose sizes are
+    printed, and of a computed CSR result in a function called from Python (both
+    stopped the lowering)."""
+    dcsr, csr = _encoding("dcsr"), _encoding("csr")
+    program = f"""
+#DCSR = {dcsr}
+func.func @main() {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %t = tensor.empty() : tensor<4x5xf64, #DCSR>
+  %n = tensor.dim %t, %c0 : tensor<4x5xf64, #DCSR>
+  %m = tensor.dim %t, %c1 : tensor<4x5xf64, #DCSR>
+  vector.print %n : index
+  vector.print %m : index
+  bufferization.dealloc_tensor %t : tensor<4x5xf64, #DCSR>
+  return
+}}
+"""
+    (printed,) = _run(tmp_path, program)
+    np.testing.assert_array_equal(printed, [4, 5])
+    rows = f"""
+#CSR = {csr}
+#id = affine_map<(i, j) -> (i, j)>
+func.func @rows(%a: tensor<?x?xf64, #CSR>) -> index {{
+  %r = linalg.generic {{indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}}
+      ins(%a : tensor<?x?xf64, #CSR>) outs(%a : tensor<?x?xf64, #CSR>) {{
+  ^bb0(%x: f64, %o: f64):
+    %y = arith.mulf %x, %x : f64
+    linalg.yield %y : f64
+  }} -> tensor<?x?xf64, #CSR>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %r, %c0 : tensor<?x?xf64, #CSR>
+  bufferization.dealloc_tensor %r : tensor<?x?xf64, #CSR>
+  return %n : index
+}}
+"""
+    a = sp.random(5, 4, density=0.5, format="csr", random_state=0)
+    assert sparsecomp.compile(rows)(a) == 5

@@ -88,8 +88,15 @@ class DistributedMatrix:
 
 
 def client_of(client: Any) -> Any:
-    """``client``, or the current Dask client; a clear error where there is none."""
+    """``client``, or the current Dask client; a clear error where there is none, or
+    where it is closed (a map on its matrix failed at compute with "Missing dependency",
+    from_scipy with an AttributeError)."""
     if client is not None:
+        if getattr(client, "status", "running") in ("closing", "closed"):
+            raise SparsecompError(
+                "the Dask client is closed",
+                hint="start a new one and persist the matrix there: A.persist(client)",
+            )
         return client
     from distributed import get_client
 

@@ -103,6 +103,7 @@ def map(
         raise SparsecompError(
             f"map runs functions of one result; '{function}' has {len(signature.results)}"
         )
+    _check_row_wise(function, signature, result, A.shape)
     roles = _roles(A, signature, operands, split)
     packed, digests = _packed(A, exe, function, client, layout, _columns(operands, roles))
     broadcast = {i: _whole(op) for i, op in enumerate(operands) if roles[i] == "broadcast"}
@@ -217,6 +218,12 @@ def _roles(
     from sparsecomp.runtime.prepared import infer_op
 
     rows, cols = A.shape
+    wrong = [i for i in split or () if not 0 <= i < len(operands)]
+    if wrong:
+        raise SparsecompError(
+            f"split names position(s) {wrong}; the function takes {len(operands)} operand(s) "
+            f"after the matrix, at positions 0 to {len(operands) - 1}"
+        )
     own = [*signature.args[0].shape, None, None][:2]
     row_size, col_size = (s if isinstance(s, str) else None for s in own)
     roles = []
@@ -225,6 +232,13 @@ def _roles(
         if spec.kind != "dense" or spec.rank == 0:
             roles.append("scalar")
             continue
+        if not hasattr(value, "shape") or np.ndim(value) != spec.rank:
+            array = hasattr(value, "shape")
+            what = f"of rank {np.ndim(value)}" if array else f"a {type(value).__name__}"
+            raise SparsecompError(
+                f"operand {i + 1} is {what}; the function takes a rank-{spec.rank} array there",
+                hint=None if array else "pass numpy or dask arrays (np.asarray(...))",
+            )
         lead = value.shape[0]
         size = spec.shape[0] if isinstance(spec.shape[0], str) else None
         if split is not None:
@@ -249,6 +263,23 @@ def _roles(
         first_dense = False
         roles.append(role)
     return roles
+
+
+def _check_row_wise(function: str, signature: Any, result: Any, shape: tuple[int, int]) -> None:
+    """A located refusal where ``function``'s result is not a row per matrix row, as its
+    signature says: a 0-d result, or one whose first size is the matrix's column symbol
+    (``A^T x`` on a matrix split in two parts of as many rows as it has columns gave the
+    two parts' results stacked)."""
+    rows, cols = ([*signature.args[0].shape, None, None])[:2]
+    first = result.shape[0] if result.rank else None
+    if result.rank == 0 or (isinstance(first, str) and first == cols != rows):
+        what = "a scalar" if result.rank == 0 else f"as many rows as the matrix's columns ({first})"
+        raise SparsecompError(
+            f"map runs row-wise functions, whose result has a row per matrix row; "
+            f"'{function}' returns {what}",
+            hint="a reduction over all rows runs on the whole matrix (A.to_scipy()), or "
+            "split its operands yourself",
+        )
 
 
 def _checked(role: str, i: int, lead: int, want: int, shape: tuple[int, int]) -> str:

@@ -113,9 +113,9 @@ def fuse_activations_(model: nn.Module) -> list[str]:
     Returns the qualified names of the layers it fused. None found, and none
     fused before, is an error (with the reason most likely).
     """
-    from sparsecomp.torch.model import module_paths
+    from sparsecomp.torch.model import has_hooks, module_paths
 
-    done, shared, untraced = [], [], []
+    done, shared, untraced, hooked = [], [], [], []
     paths = module_paths(model)
     for name, parent in list(model.named_modules()):
         pairs = _pairs(parent)
@@ -131,6 +131,12 @@ def fuse_activations_(model: nn.Module) -> list[str]:
                 shared.append(", ".join(paths[id(layer)]))
                 LOG.info("sparsecomp.torch: %s not fused: the layer is shared", shared[-1])
                 continue
+            if has_hooks(layer) or has_hooks(getattr(parent, act_name)):
+                # fused, the layer's hooks would see the activation's output, and the
+                # activation's would run on an nn.Identity
+                hooked.append(f"{name}.{layer_name}" if name else layer_name)
+                LOG.info("sparsecomp.torch: %s not fused: it has hooks", hooked[-1])
+                continue
             setattr(layer, UNFUSED, (parent, act_name, getattr(parent, act_name)))
             layer.activation = kind
             setattr(parent, act_name, nn.Identity())
@@ -138,6 +144,12 @@ def fuse_activations_(model: nn.Module) -> list[str]:
             LOG.info("sparsecomp.torch: %s applies %s in its kernel", qualified, kind)
             done.append(qualified)
     fused = any(isinstance(m, SparseLinear) and m.activation for m in model.modules())
+    if not fused and hooked:
+        raise SparsecompError(
+            "fuse_activations_: the SparseLinear layers that feed a GELU or ReLU module "
+            f"have forward hooks, or their activations do ({', '.join(hooked)}): fused, "
+            "a layer's hook would see the activation's output"
+        )
     if not fused and shared:
         raise SparsecompError(
             "fuse_activations_: the SparseLinear layers that feed a GELU or ReLU module "

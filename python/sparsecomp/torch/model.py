@@ -136,12 +136,21 @@ def sparsify_(
                 else:
                     chosen.append((name, module, rule))
                 break
-    unused = [repr(key) for i, (key, _) in enumerate(parsed) if i not in used]
+    missed = [key for i, (key, _) in enumerate(parsed) if i not in used]
+    unused = [repr(key) for key in missed]
     if unused:  # checked before any change: a failed call leaves the model as it was
         names = ", ".join(n for n, m in model.named_modules() if is_linear(m))
+        sparse = [
+            n for n, m in model.named_modules()
+            if isinstance(m, SparseLinear) and any(_matches(k, n, m) for k in missed)
+        ]  # fmt: skip
         raise SparsecompError(
-            f"sparsify_: no nn.Linear (or transformers Conv1D) matched {', '.join(unused)}",
-            hint=f"the linear modules: {names[:400]}" if names else "the model has none",
+            f"sparsify_: no nn.Linear (or transformers Conv1D) matched {', '.join(unused)}"
+            + (f"; already a SparseLinear: {', '.join(sparse)}" if sparse else ""),
+            hint="resparsify_ chooses a sparse layer's entries again; densify_ first for "
+            "another layout"
+            if sparse
+            else (f"the linear modules: {names[:400]}" if names else "the model has none"),
         )
     meta = [name for name, module, _ in chosen if linear_weight(module).is_meta]
     if meta:  # before any change, as above
@@ -164,12 +173,21 @@ def sparsify_(
         done[name] = sparse
     paths = module_paths(model)
     for (name, module, _), sparse in zip(chosen, done.values(), strict=True):
+        carry_hooks(module, sparse)
         for path in paths[id(module)]:  # a shared layer stays shared
             _replace(model, path, sparse)
     for layer in model.modules():
         if isinstance(layer, nn.TransformerEncoderLayer) and not hasattr(layer, _NO_FAST_PATH):
             if isinstance(layer.linear1, SparseLinear) or isinstance(layer.linear2, SparseLinear):
                 setattr(layer, _NO_FAST_PATH, layer.register_forward_pre_hook(_no_fast_path))
+    for encoder in model.modules():
+        # an encoder packs a padded batch into a nested tensor for its layers' fast path,
+        # which the hook above turns off: the layers' slow path then got the nested
+        # tensor ("NestedTensorImpl doesn't support sizes")
+        if isinstance(encoder, nn.TransformerEncoder) and not hasattr(encoder, _NESTED):
+            if any(hasattr(layer, _NO_FAST_PATH) for layer in encoder.layers):
+                setattr(encoder, _NESTED, getattr(encoder, "use_nested_tensor", False))
+                encoder.use_nested_tensor = False
     if left:
         warnings.warn(
             f"sparsify_ left {len(left)} selected nn.Linear dense: {'; '.join(left)}",
@@ -181,6 +199,9 @@ def sparsify_(
 #: the attribute of an ``nn.TransformerEncoderLayer`` holding the handle of the hook
 #: that keeps torch's fast path off (see the module)
 _NO_FAST_PATH = "_sparsecomp_no_fast_path"
+#: the attribute of an ``nn.TransformerEncoder`` holding its ``use_nested_tensor`` as
+#: it was before sparsify_ turned it off (densify_ gives it back)
+_NESTED = "_sparsecomp_use_nested_tensor"
 
 
 def _no_fast_path(module: nn.Module, args: Any) -> None:
@@ -273,6 +294,7 @@ def densify_(model: nn.Module) -> list[str]:
         assert isinstance(module, SparseLinear)
         unfused(module)  # a fused activation goes back into its own module
         dense = _dense_module(module)
+        carry_hooks(module, dense)
         for path in paths[id(module)]:  # a shared layer stays shared
             _replace(model, path, dense)
     for layer in model.modules():
@@ -280,7 +302,34 @@ def densify_(model: nn.Module) -> list[str]:
         if handle is not None:
             handle.remove()
             delattr(layer, _NO_FAST_PATH)
+        if hasattr(layer, _NESTED):
+            layer.use_nested_tensor = getattr(layer, _NESTED)
+            delattr(layer, _NESTED)
     return names
+
+
+#: A module's hooks on its calls (forward and backward), as torch keeps them.
+HOOKS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+         "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks",
+         "_backward_pre_hooks")  # fmt: skip
+
+
+def has_hooks(module: nn.Module) -> bool:
+    """Whether hooks run at ``module``'s calls (``register_forward_hook`` and the like)."""
+    return any(getattr(module, name, None) for name in HOOKS)
+
+
+def carry_hooks(old: nn.Module, new: nn.Module) -> None:
+    """Give ``new`` the hooks of the ``old`` module it replaces: the same tables, so that
+    the handles their ``register_*`` calls returned still remove them (a replaced
+    layer's hooks were dropped, and a hook that rescaled its output no longer ran)."""
+    if not has_hooks(old):
+        return
+    for name in HOOKS:
+        if hasattr(old, name):
+            setattr(new, name, getattr(old, name))
+    if hasattr(old, "_is_full_backward_hook"):
+        new._is_full_backward_hook = old._is_full_backward_hook
 
 
 def _replace(model: nn.Module, name: str, new: nn.Module) -> None:

@@ -55,6 +55,17 @@ _KEYS = itertools.count()
 _UNCHOSEN: weakref.WeakValueDictionary[int, SparseLinear] = weakref.WeakValueDictionary()
 
 
+def _kept_state() -> Any:
+    """A context for state a layer keeps across calls: outside ``torch.inference_mode``
+    (a tensor made there is an inference tensor, which a later call recording
+    gradients cannot save: "Inference tensors cannot be saved for backward")."""
+    import contextlib
+
+    if torch.is_inference_mode_enabled() and not torch.compiler.is_compiling():
+        return torch.inference_mode(False)
+    return contextlib.nullcontext()
+
+
 def _torch(array: np.ndarray) -> Tensor:
     """``array`` as a tensor sharing its memory; an empty one made by torch: a program
     ``torch.export`` captured with two empty ``from_numpy`` tensors failed in
@@ -183,6 +194,10 @@ class SparseLinear(nn.Module):
     # -- layout -------------------------------------------------------------------
     def _adopt(self, layout: str, batch: int | None = None) -> None:
         """Pack the pattern for ``layout`` (``"auto"`` waits for a batch size)."""
+        with _kept_state():
+            self._adopted(layout, batch)
+
+    def _adopted(self, layout: str, batch: int | None) -> None:
         self._check_pattern()
         self._traced_choice = []  # (a new list: one Dynamo has read keeps its old items)
         if layout == "auto":
@@ -394,7 +409,8 @@ class SparseLinear(nn.Module):
             if kept is not None and kept[0] == mark:
                 return kept[1]
         rows, cols = structure.coordinates(self.indptr.cpu().numpy(), self.indices.cpu().numpy())
-        flat = torch.from_numpy(rows * self.in_features + cols).to(self.values.device)
+        with _kept_state():
+            flat = torch.from_numpy(rows * self.in_features + cols).to(self.values.device)
         if not compiling:
             self._flat = (mark, flat)
         return flat
@@ -453,6 +469,10 @@ class SparseLinear(nn.Module):
         self._loaded_layout = state.get("layout", "csr")
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+        with _kept_state():
+            self._load_pattern(state_dict, prefix, *args)
+
+    def _load_pattern(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
         # Adopt the saved pattern's sizes first, so that loading never fails on a
         # pattern with another number of entries.
         for name in ("values", "indptr", "indices"):

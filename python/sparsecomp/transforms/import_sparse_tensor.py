@@ -14,6 +14,7 @@ from sparsecomp.ir.verify import types_of
 from sparsecomp.ir.walk import preorder, retype_function
 from sparsecomp.transforms.base import SparsecompPass
 
+_DEALLOC = "bufferization.dealloc_tensor"
 #: Discardable attribute on functions left with upstream encodings: why.
 UPSTREAM_ATTR = "sparse_iter.upstream"
 
@@ -91,6 +92,11 @@ class ImportSparseTensorPass(SparsecompPass):
     upstream sparsifier. With ``allow-upstream=false`` such functions are an
     error instead.
 
+    In the functions it imports, a ``bufferization.dealloc_tensor`` of a sparse
+    tensor is erased: sparse_iter's lowering owns those buffers and frees them
+    (the op, in nearly every upstream integration test, stopped the lowering,
+    and kept a ``tensor.empty`` it alone used alive), and no use may follow it.
+
     Before:
 
     ```mlir
@@ -117,6 +123,11 @@ class ImportSparseTensorPass(SparsecompPass):
             name = name_of(func)
             if name not in kept:
                 convert.rewrite(func)
+                for dealloc in [o for o in preorder(func) if o.name == _DEALLOC]:
+                    if isinstance(t := dealloc.operands[0].type, ir.RankedTensorType) and (
+                        t.encoding is not None
+                    ):
+                        dealloc.erase()
             elif not self.allow_upstream:
                 func.location.emit_error(f"cannot import '{name}': it {kept[name]}")
                 pass_.signal_pass_failure()

@@ -106,3 +106,21 @@ func.func private @dense_only(tensor<4x8xf32>)
 // CHECK-SAME: #sparse_iter.layout
 // CHECK-NOT: sparse_iter.upstream
 func.func private @imported(tensor<4x8xf32, #CSR>)
+
+// -----
+
+// A dealloc_tensor of a sparse tensor is erased where the function is imported (the
+// lowering frees its buffers); a dense one's stays.
+
+#DCSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : compressed, d1 : compressed) }>
+
+// CHECK-LABEL: func.func @freed
+// CHECK-NOT:     bufferization.dealloc_tensor %{{.*}} : tensor<4x5xf64, #sparse_iter
+// CHECK:         bufferization.dealloc_tensor %{{.*}} : tensor<3xf64>
+// CHECK:         return
+func.func @freed(%d: tensor<3xf64>) {
+  %t = tensor.empty() : tensor<4x5xf64, #DCSR>
+  bufferization.dealloc_tensor %t : tensor<4x5xf64, #DCSR>
+  bufferization.dealloc_tensor %d : tensor<3xf64>
+  return
+}
