@@ -140,16 +140,16 @@ def sparsify_(
     unused = [repr(key) for key in missed]
     if unused:  # checked before any change: a failed call leaves the model as it was
         names = ", ".join(n for n, m in model.named_modules() if is_linear(m))
-        sparse = [
+        already = [
             n for n, m in model.named_modules()
             if isinstance(m, SparseLinear) and any(_matches(k, n, m) for k in missed)
         ]  # fmt: skip
         raise SparsecompError(
             f"sparsify_: no nn.Linear (or transformers Conv1D) matched {', '.join(unused)}"
-            + (f"; already a SparseLinear: {', '.join(sparse)}" if sparse else ""),
+            + (f"; already a SparseLinear: {', '.join(already)}" if already else ""),
             hint="resparsify_ chooses a sparse layer's entries again; densify_ first for "
             "another layout"
-            if sparse
+            if already
             else (f"the linear modules: {names[:400]}" if names else "the model has none"),
         )
     meta = [name for name, module, _ in chosen if linear_weight(module).is_meta]
