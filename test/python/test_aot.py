@@ -425,7 +425,8 @@ func.func @sq(%A: tensor<?x?xf64, #csr>, %m: index) -> tensor<?x?xf64, #csr> {
         if "<malloc@plt>" in block.split(">:", 1)[-1] and ">:" in block
     }
     assert callers
-    assert all("__wrap_malloc" in c for c in callers), callers
+    own = ("__wrap_malloc", "out_of_memory")  # the allocator's (its retry when refused)
+    assert all(any(f in c for f in own) for c in callers), callers
 
 
 def test_another_architecture_is_a_target_error(tmp_path: Path) -> None:

@@ -236,3 +236,31 @@ def test_sm_75_keeps_f32_products_off_tf32_tensor_cores() -> None:
     b = np.random.default_rng(7).standard_normal((24, 9)).astype(np.float32)
     got = exe(SparseTensor.from_scipy(a, "bsr:16x8"), b)
     np.testing.assert_allclose(got, a.toarray() @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_static_width_variant_that_would_leave_the_gpu_is_not_taken(caplog) -> None:
+    """A BSR 16x8 product in f64 takes the scalar schedule; its variant for a static K
+    mapped no loop to the GPU (a partial block's types): the call runs the dynamic
+    kernel, which launches, rather than that variant (it ran all in host code)."""
+    import logging
+
+    src = """
+#s = #sparse_iter.sparsity<block[16, 8]>
+func.func @spmm(%A: tensor<?x?xf64, #s>, %B: tensor<?x?xf64>,
+                %C: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf64, #s>, tensor<?x?xf64>)
+                     outs(%C : tensor<?x?xf64>) -> tensor<?x?xf64>
+  return %r : tensor<?x?xf64>
+}
+"""
+    exe = sparsecomp.compile(src, "cuda-emu:sm_80")
+    assert "gpu.launch" in (exe.directory / "gpu.mlir").read_text()
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (32, 16)) * np.kron(rng.random((2, 2)) < 0.7, np.ones((16, 8)))
+    b = rng.uniform(-1, 1, (16, 8))
+    with caplog.at_level(logging.INFO, logger="sparsecomp"):
+        got = exe(SparseTensor.from_dense(a, "bsr:16x8"), b, np.zeros((32, 8)))
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
+    said = [r.getMessage() for r in caplog.records if "no variant for the sizes" in r.getMessage()]
+    assert said, [r.getMessage() for r in caplog.records]
+    assert "its loops would stay in host code" in said[0]

@@ -227,7 +227,7 @@ def compile(
         exe = _built(key, build, cache_results, verbose)
     _name_source(exe, filename)
     for remark in exe.remarks:  # a product the tensor cores do not take, ...
-        LOG.info("sparsecomp: %s", remark)
+        LOG.info("%s", remark)  # (the logger's name says sparsecomp)
     return _with_variants(exe, text, target, cache_results, options)
 
 

@@ -388,7 +388,15 @@ class Executable:
 
             def resized(sizes: Mapping[int, Mapping[int, int]], name: str = name) -> Function:
                 assert self._recompile is not None
-                return self._recompile(name, {}, sizes).functions[name]
+                sized = self._recompile(name, {}, sizes)
+                host_only = f"in '{name}': no loop runs on the GPU"
+                if any(host_only in r for r in sized.remarks) and not any(
+                    host_only in r for r in self.remarks
+                ):  # a BSR product's partial blocks with a static K: the mapping refused
+                    raise SparsecompError(
+                        "its loops would stay in host code, where this build launches them"
+                    )
+                return sized.functions[name]
 
             def into(
                 destinations: Mapping[int, int | None], name: str = name
