@@ -122,7 +122,7 @@ def _fused(exe) -> bool:
 @settings(max_examples=12, deadline=None)
 @given(
     kind=st.sampled_from(["spmm", "linear"]),
-    layout=st.sampled_from(["csr", "bsr:2x2", "bsr:8x1", "csc"]),
+    layout=st.sampled_from(["csr", "bsr:2x2", "bsr:8x1", "csc", "hyb", "bsr+csr:4x4"]),
     act=st.sampled_from(sorted(ACTIVATIONS)),
     m=st.integers(1, 40),
     k=st.integers(1, 30),
@@ -144,6 +144,20 @@ def test_activation_after_a_product_equals_numpy(kind, layout, act, m, k, n, den
     got = exe.f(SparseTensor.from_scipy(a, layout), b, alpha)
     want = ACTIVATIONS[act][1](z, alpha)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("kind", ["spmm", "linear"])
+@pytest.mark.parametrize("layout", ["hyb", "bsr+csr:4x4"])
+def test_activation_reading_constants_after_a_composable_product(kind, layout) -> None:
+    """A ReLU (``maximumf`` with a constant defined outside its body) after a product
+    over a composable operand: each part's nest applies it (an internal error in
+    sparse-iter-lower-iterations: the parts' ops came as views without a block)."""
+    rng = np.random.default_rng(1)
+    a = sp.random(37, 29, density=0.2, format="csr", dtype=np.float32, random_state=rng)
+    b = rng.standard_normal((29, 11) if kind == "spmm" else (11, 29)).astype(np.float32)
+    z = a.toarray() @ b if kind == "spmm" else b @ a.toarray().T
+    got = _program(kind, layout, "relu").f(SparseTensor.from_scipy(a, layout), b, np.float32(1))
+    np.testing.assert_allclose(got, np.maximum(z, 0), rtol=2e-5, atol=2e-5)
 
 
 @pytest.mark.parametrize(

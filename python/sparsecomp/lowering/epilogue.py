@@ -47,7 +47,9 @@ def _identity(attr: ir.Attribute) -> bool:
 def _defined_before(value: ir.Value, op: ir.Operation) -> bool:
     """Whether ``value`` (from outside a consumer's body) is available at ``op``:
     an argument of a block enclosing ``op``, or the result of an op before
-    ``op`` in ``op``'s block."""
+    ``op`` in ``op``'s block. (``op`` may come as an OpView: a composable
+    operand's parts are clones, whose ``linalg.generic`` view has no ``block``.)"""
+    op = op.operation
     if isinstance(value, ir.BlockArgument):
         holder: ir.Operation = op
         while True:
