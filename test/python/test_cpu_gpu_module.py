@@ -374,6 +374,24 @@ func.func @colsum(%A: tensor<?x?xf32, #sp>, %y: tensor<?xf32>) -> tensor<?xf32> 
 """
 
 
+def test_a_host_loop_beside_a_launch_is_remarked() -> None:
+    """A column sum whose output's fill launches on the GPU while its reduction over
+    CSR (a scatter) stays in host code: the loop gets a remark (none said so: the
+    remark was only for a function of which no loop launched)."""
+    filled = _COLUMN_SUM.replace(
+        "func.func @colsum(%A: tensor<?x?xf32, #sp>, %y: tensor<?xf32>) -> tensor<?xf32> {",
+        "func.func @colsum(%A: tensor<?x?xf32, #sp>, %y0: tensor<?xf32>) -> tensor<?xf32> {\n"
+        "  %zero = arith.constant 0.0 : f32\n"
+        "  %y = linalg.fill ins(%zero : f32) outs(%y0 : tensor<?xf32>) -> tensor<?xf32>",
+    )
+    exe = sparsecomp.compile(filled, "cuda-emu:sm_80")
+    assert "gpu.launch" in (exe.directory / "gpu.mlir").read_text()  # the fill
+    (said,) = exe.remarks
+    assert "in 'colsum': this loop's arithmetic stays in the host code" in said
+    a = sp.random(30, 20, density=0.2, format="csr", dtype=np.float32, random_state=0)
+    np.testing.assert_allclose(exe(a, np.ones(20, np.float32)), a.sum(axis=0).A1, rtol=1e-5)
+
+
 def test_sparsecomp_compile_prints_the_remarks(tmp_path: Path, capsys) -> None:
     """A column sum over CSR for a GPU runs in host code: ``sparsecomp-compile`` prints
     the remark on stderr, as a compiler does (it was only logged at INFO, unseen), at

@@ -230,15 +230,55 @@ def _host_only(module: ir.Module, filename: str) -> list[str]:
             continue
         every = reached(name, set())
         loops = [o for o in every if o.name in ("scf.for", "scf.while")]
-        if not loops or any(o.name == "gpu.launch" for o in every):
+        if not loops:
             continue
-        where = location_text(loops[0].location, filename)
-        remarks.append(
-            f"{where}: remark: in '{name}': no loop runs on the GPU: none is parallel over "
-            "independent output rows (a transposed product over CSR, which scatters into "
-            "its rows, is one such), so all of its work stays in the host code"
-        )
+        if not any(o.name == "gpu.launch" for o in every):
+            where = location_text(loops[0].location, filename)
+            remarks.append(
+                f"{where}: remark: in '{name}': no loop runs on the GPU: none is parallel "
+                "over independent output rows (a transposed product over CSR, which "
+                "scatters into its rows, is one such), so all of its work stays in the "
+                "host code"
+            )
+            continue
+        for loop in _host_arithmetic_loops(op):  # others launch: this one stays
+            where = location_text(loop.location, filename)
+            remarks.append(
+                f"{where}: remark: in '{name}': this loop's arithmetic stays in the host "
+                "code: it is not parallel over independent output rows (a sum over a CSR "
+                "matrix's rows into its columns, which scatters, is one such)"
+            )
     return remarks
+
+
+#: Floating-point arithmetic: a host loop holding it computes what a kernel could have.
+_FLOAT_ARITHMETIC = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf",
+                     "arith.maximumf", "arith.minimumf", "math.fma")  # fmt: skip
+
+
+def _host_arithmetic_loops(func: ir.Operation) -> list[ir.Operation]:
+    """The outermost loops of ``func``'s host code (outside every ``gpu.launch``, and
+    launching none) that do floating-point arithmetic (sizes, positions and prefix
+    sums are integer work the host does by design)."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    child = child.operation
+                    if child.name == "gpu.launch":
+                        continue
+                    if child.name in ("scf.for", "scf.while"):
+                        inner = preorder(child)
+                        names = {o.name for o in inner}
+                        if "gpu.launch" not in names and names & set(_FLOAT_ARITHMETIC):
+                            found.append(child)
+                            continue
+                    visit(child)
+
+    visit(func)
+    return found
 
 
 def _functions(module: ir.Module) -> dict[str, Any]:

@@ -524,8 +524,9 @@ class Executable:
     @property
     def remarks(self) -> tuple[str, ...]:
         """What the compile remarked, located (``file:line:col: remark: ...``): a GPU
-        build's function whose loops all stay in host code, a product the tensor cores
-        do not take. The compile logs each at INFO; ``sparsecomp-compile`` prints them."""
+        build's function whose loops all stay in host code, or a loop of one whose
+        arithmetic does, a product the tensor cores do not take. The compile logs each
+        at INFO; ``sparsecomp-compile`` prints them."""
         manifests = [self.manifest, *(part.manifest for part in self.parts.values())]
         return tuple(dict.fromkeys(r for m in manifests for r in m.get("remarks", [])))
 
