@@ -462,7 +462,7 @@ def parse(fn: Any, namespace: dict[str, Any] | None = None) -> Definition:
         if isinstance(node, ast.Subscript):
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             reader.indices |= {item.id for item in items if isinstance(item, ast.Name)}
-        targets = node.targets if isinstance(node, ast.Assign) else []
+        targets = list(node.targets) if isinstance(node, ast.Assign) else []
         targets += [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
         for t in targets:
             t = t.value if isinstance(t, ast.Subscript) else t
