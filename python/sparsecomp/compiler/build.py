@@ -24,6 +24,7 @@ from sparsecomp.ir.targets import module_targets
 from sparsecomp.ir.verify import TARGET_ATTR, TARGETS_ATTR, verify
 from sparsecomp.ir.walk import preorder
 from sparsecomp.runtime.loader import manifest_text
+from sparsecomp.runtime.plan import HOST_ONLY
 from sparsecomp.targets import CpuTarget, CudaTarget
 from sparsecomp.tools.diagnostics import format_diagnostic
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
@@ -235,7 +236,7 @@ def _host_only(module: ir.Module, filename: str) -> list[str]:
         if not any(o.name == "gpu.launch" for o in every):
             where = location_text(loops[0].location, filename)
             remarks.append(
-                f"{where}: remark: in '{name}': no loop runs on the GPU: none is parallel "
+                f"{where}: remark: in '{name}': {HOST_ONLY}: none is parallel "
                 "over independent output rows (a transposed product over CSR, which "
                 "scatters into its rows, is one such), so all of its work stays in the "
                 "host code"

@@ -103,7 +103,7 @@ def map(
         raise SparsecompError(
             f"map runs functions of one result; '{function}' has {len(signature.results)}"
         )
-    _check_row_wise(function, signature, result, A.shape)
+    _check_row_wise(function, signature, result)
     roles = _roles(A, signature, operands, split)
     packed, digests = _packed(A, exe, function, client, layout, _columns(operands, roles))
     broadcast = {i: _whole(op) for i, op in enumerate(operands) if roles[i] == "broadcast"}
@@ -265,7 +265,7 @@ def _roles(
     return roles
 
 
-def _check_row_wise(function: str, signature: Any, result: Any, shape: tuple[int, int]) -> None:
+def _check_row_wise(function: str, signature: Any, result: Any) -> None:
     """A located refusal where ``function``'s result is not a row per matrix row, as its
     signature says: a 0-d result, or one whose first size is the matrix's column symbol
     (``A^T x`` on a matrix split in two parts of as many rows as it has columns gave the

@@ -33,7 +33,7 @@ from sparsecomp.runtime.chain import ChainFunction
 from sparsecomp.runtime.destinations import Destinations, MakeVariant
 from sparsecomp.runtime.fastcall import MISS, native_router
 from sparsecomp.runtime.libs import LIBRARIES, library_path
-from sparsecomp.runtime.plan import Conversion, Plan, Transfer
+from sparsecomp.runtime.plan import HOST_ONLY, Conversion, Plan, Transfer
 from sparsecomp.runtime.prepared import Prepared, infer_op, prepare
 from sparsecomp.runtime.profile import MAX_RECORDS, Profile, profile_call
 from sparsecomp.runtime.specialize import SizeSpecializer, Specializer, static_candidates
@@ -389,7 +389,7 @@ class Executable:
             def resized(sizes: Mapping[int, Mapping[int, int]], name: str = name) -> Function:
                 assert self._recompile is not None
                 sized = self._recompile(name, {}, sizes)
-                host_only = f"in '{name}': no loop runs on the GPU"
+                host_only = f"in '{name}': {HOST_ONLY}"
                 if any(host_only in r for r in sized.remarks) and not any(
                     host_only in r for r in self.remarks
                 ):  # a BSR product's partial blocks with a static K: the mapping refused

@@ -20,6 +20,9 @@ from sparsecomp.errors import SparsecompError
 
 #: How a dense (unencoded) tensor is named in a conversion.
 DENSE = "dense"
+#: The words of the remark a GPU build gives a function none of whose loops it
+#: launches ("in 'f': no loop runs on the GPU: ..."): its work stays in host code.
+HOST_ONLY = "no loop runs on the GPU"
 
 
 @dataclass(frozen=True)
