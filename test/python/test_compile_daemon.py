@@ -382,3 +382,84 @@ def test_a_stopped_daemon_is_given_up(private_daemon: Path, monkeypatch) -> None
         assert time.monotonic() - started < 120
     finally:
         os.kill(pid, signal.SIGCONT)
+
+
+def _counting_exchange(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """The jobs sent to the daemon from now on (still sent: the real exchange runs)."""
+    sent: list[dict] = []
+    real = daemon.exchange
+
+    def counted(job, progress=None):
+        sent.append(job)
+        return real(job, progress)
+
+    monkeypatch.setattr(daemon, "exchange", counted)
+    return sent
+
+
+def test_a_prefetched_build_is_the_one_compile_takes(
+    private_daemon: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``server.prefetch`` sends the job before the driver asks; ``compile`` of the same
+    text and target takes its answer and files (one job in all, no directory left)."""
+    from sparsecomp import knobs
+    from sparsecomp.compiler import server
+    from sparsecomp.targets import detect_host
+
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path))  # no other test's builds
+    sent = _counting_exchange(monkeypatch)
+    text = SCALE.format(factor=6.0)
+    server.prefetch(text, "<source>", detect_host(), {}, None)
+    exe = sparsecomp.compile(text, cache_results=False)
+    np.testing.assert_array_equal(exe(np.arange(4.0)), 6.0 * np.arange(4.0))
+    assert len(sent) == 1
+    builds = {p for p in (knobs.cache_dir() / "kernels").glob(".build-*")}
+    assert builds == {exe.directory}  # the prefetch's own directory is gone
+
+
+def test_a_prefetch_of_another_job_is_dropped(
+    private_daemon: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prefetched job that is not the build asked for (other text, other options) is
+    not used: the build is its own, and the prefetch's directory goes."""
+    from sparsecomp import knobs
+    from sparsecomp.compiler import server
+    from sparsecomp.targets import detect_host
+
+    monkeypatch.setenv("SPARSECOMP_CACHE_DIR", str(tmp_path))  # no other test's builds
+    sent = _counting_exchange(monkeypatch)
+    server.prefetch(SCALE.format(factor=7.0), "<source>", detect_host(), {}, None)
+    exe = sparsecomp.compile(SCALE.format(factor=8.0), cache_results=False)
+    np.testing.assert_array_equal(exe(np.arange(4.0)), 8.0 * np.arange(4.0))
+    assert len(sent) == 2
+    deadline = time.monotonic() + 60
+    kernels = knobs.cache_dir() / "kernels"
+    while set(kernels.glob(".build-*")) != {exe.directory} and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert set(kernels.glob(".build-*")) == {exe.directory}
+
+
+def test_sparsecomp_compile_sends_its_job_before_importing_the_driver(
+    private_daemon: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """The command line's build of a file for the host is one job, sent from the
+    prefetch; a second run finds it cached and sends none."""
+    from sparsecomp.compiler import server
+    from sparsecomp.tools import compile as tool
+
+    sent = _counting_exchange(monkeypatch)
+    prefetched: list[str] = []
+    real = server.prefetch
+    monkeypatch.setattr(server, "prefetch", lambda *a: (prefetched.append(a[1]), real(*a)))
+    source = tmp_path / "scale.mlir"
+    source.write_text(SCALE.format(factor=9.0))
+    assert tool.main([str(source), "-o", str(tmp_path / "out")]) == 0
+    assert prefetched == [str(source)]
+    assert len(sent) == 1
+    assert tool.main([str(source), "-o", str(tmp_path / "again")]) == 0
+    assert len(prefetched) == 1
+    assert len(sent) == 1
+    exe = sparsecomp.load(tmp_path / "again")
+    np.testing.assert_array_equal(exe(np.arange(3.0)), 9.0 * np.arange(3.0))
+    capsys.readouterr()

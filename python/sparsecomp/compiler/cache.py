@@ -15,10 +15,10 @@ import contextlib
 import fcntl
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -51,9 +51,28 @@ def _sources() -> list[Path]:
     return found
 
 
+#: The distribution whose version is part of every cache key.
+MLIR_DISTRIBUTION = "xtc-mlir-python-bindings"
+
+
 @functools.cache
 def mlir_version() -> str:
-    return importlib.metadata.version("xtc-mlir-python-bindings")
+    """The installed MLIR bindings' version: from the name of their ``.dist-info``
+    directory on ``sys.path``, which a wheel's install writes, else through
+    ``importlib.metadata`` (whose import, 25-30 ms, a cached call paid in every new
+    process)."""
+    prefix = MLIR_DISTRIBUTION.replace("-", "_") + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix) and name.endswith(".dist-info"):
+                return name[len(prefix) : -len(".dist-info")]
+    import importlib.metadata
+
+    return importlib.metadata.version(MLIR_DISTRIBUTION)
 
 
 def cache_key(source: str, target: str, options: dict[str, object]) -> str:

@@ -38,7 +38,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sparsecomp.compiler import cache
+from sparsecomp.compiler import cache, server
+from sparsecomp.compiler.server import print_progress as _progress
 from sparsecomp.errors import SparsecompError, TargetError
 from sparsecomp.runtime import Executable, load
 from sparsecomp.targets import CpuTarget, CudaTarget, detect_host
@@ -321,8 +322,6 @@ def _build(
     out: Path,
     report: Progress | None,
 ) -> None:
-    from sparsecomp.compiler import server
-
     server.build(text, filename, cpu, options, out, report, emulate, profile, gpu, emulate_devices)
 
 
@@ -385,7 +384,3 @@ def _with_variants(
     exe.recompile = recompile
     exe.compile_options = dict(options)
     return exe
-
-
-def _progress(stage: str, seconds: float) -> None:
-    print(f"sparsecomp: {stage:8s} {seconds * 1000:8.1f} ms", file=sys.stderr)

@@ -24,11 +24,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sparsecomp import knobs
-from sparsecomp.compiler import daemon
+from sparsecomp.compiler import cache, daemon, server
 from sparsecomp.errors import SparsecompError
+from sparsecomp.targets import detect_host
 from sparsecomp.tools.pipes import run_tool, source_of
 
 
@@ -75,12 +77,37 @@ def _main(argv: Sequence[str] | None) -> int:
     names = ("vector_bits", "unroll", "panel_bytes", "slice_bytes")
     given = {name: getattr(args, name) for name in names}
     options = {k: v for k, v in given.items() if v is not None}
-    if knobs.compile_daemon() and not knobs.compile_in_process():
+    if knobs.compile_daemon() and not knobs.compile_in_process() and not _prefetched(args, options):
         daemon.connect_early()  # it starts while the driver imports (a cold compile)
     try:
         return _compiled(args, options)
     finally:
         daemon.forget_early()
+        server.forget_prefetch()
+
+
+def _prefetched(args: argparse.Namespace, options: dict[str, Any]) -> bool:
+    """Whether the build of a ``--target host`` file was sent to the daemon before the
+    driver's import (:func:`.server.prefetch`), or is not needed (the cache holds it).
+    The driver makes the same job and takes the answer; false (nothing sent) for other
+    targets, standard input and a file this cannot read, which the driver reports."""
+    if args.target != "host" or args.input == "-":
+        return False
+    try:
+        text = Path(args.input).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if not text.strip():
+        return False
+    try:
+        cpu = detect_host()
+    except SparsecompError:  # the driver says so
+        return False
+    if not args.no_cache and cache.lookup(cache.cache_key(text, cpu.attr_text(), options)):
+        return True
+    progress = server.print_progress if args.verbose else None
+    server.prefetch(text, str(Path(args.input)), cpu, options, progress)
+    return True
 
 
 def _compiled(args: argparse.Namespace, options: dict[str, Any]) -> int:
