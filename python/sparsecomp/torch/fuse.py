@@ -37,6 +37,7 @@ import torch
 from torch import fx, nn
 
 from sparsecomp.errors import SparsecompError
+from sparsecomp.torch.modules import has_hooks, module_paths
 from sparsecomp.torch.nn import TORCH_ACTIVATIONS, SparseLinear
 
 LOG = logging.getLogger("sparsecomp")
@@ -113,8 +114,6 @@ def fuse_activations_(model: nn.Module) -> list[str]:
     Returns the qualified names of the layers it fused. None found, and none
     fused before, is an error (with the reason most likely).
     """
-    from sparsecomp.torch.model import has_hooks, module_paths
-
     done, shared, untraced, hooked = [], [], [], []
     paths = module_paths(model)
     for name, parent in list(model.named_modules()):

@@ -58,6 +58,7 @@ from torch import nn
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.sparsifiers import Sparsifier
 from sparsecomp.torch.fuse import unfused
+from sparsecomp.torch.modules import carry_hooks, module_paths
 from sparsecomp.torch.nn import SparseLinear
 
 
@@ -275,15 +276,6 @@ def _dense_module(sparse: SparseLinear) -> nn.Module:
     return dense.to(device=linear.weight.device, dtype=linear.weight.dtype)
 
 
-def module_paths(model: nn.Module) -> dict[int, list[str]]:
-    """Every qualified name of each module of ``model``, by ``id``: a module shared
-    by several parents (ALBERT's layers) has several."""
-    paths: dict[int, list[str]] = defaultdict(list)
-    for name, module in model.named_modules(remove_duplicate=False):
-        paths[id(module)].append(name)
-    return paths
-
-
 def densify_(model: nn.Module) -> list[str]:
     """Replace every ``SparseLinear`` by an ``nn.Linear`` with its weight (and an
     activation :func:`~.fuse.fuse_activations_` fused by its module); returns their names."""
@@ -306,30 +298,6 @@ def densify_(model: nn.Module) -> list[str]:
             layer.use_nested_tensor = getattr(layer, _NESTED)
             delattr(layer, _NESTED)
     return names
-
-
-#: A module's hooks on its calls (forward and backward), as torch keeps them.
-HOOKS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-         "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks",
-         "_backward_pre_hooks")  # fmt: skip
-
-
-def has_hooks(module: nn.Module) -> bool:
-    """Whether hooks run at ``module``'s calls (``register_forward_hook`` and the like)."""
-    return any(getattr(module, name, None) for name in HOOKS)
-
-
-def carry_hooks(old: nn.Module, new: nn.Module) -> None:
-    """Give ``new`` the hooks of the ``old`` module it replaces: the same tables, so that
-    the handles their ``register_*`` calls returned still remove them (a replaced
-    layer's hooks were dropped, and a hook that rescaled its output no longer ran)."""
-    if not has_hooks(old):
-        return
-    for name in HOOKS:
-        if hasattr(old, name):
-            setattr(new, name, getattr(old, name))
-    if hasattr(old, "_is_full_backward_hook"):
-        new._is_full_backward_hook = old._is_full_backward_hook
 
 
 def _replace(model: nn.Module, name: str, new: nn.Module) -> None:
