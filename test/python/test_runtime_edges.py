@@ -111,6 +111,26 @@ def test_index_arrays_edited_in_place_are_converted_again(
     np.testing.assert_allclose(spmv(a, x), a.toarray() @ x)
 
 
+@pytest.mark.parametrize("fmt", ["coo", "csc"])
+def test_an_edit_that_repeats_coordinates_under_a_stale_canonical_flag(
+    spmv: sparsecomp.Executable, fmt: str
+) -> None:
+    """Index arrays edited in place so that coordinates repeat, scipy's
+    ``has_canonical_format`` still True: the conversion summed the repeats, and its
+    kept gather read slot sums out of bounds (IndexError). Repeats are summed, as
+    scipy does."""
+    a = sp.random(50, 40, density=0.1, format="csr", dtype=np.float32, random_state=3)
+    a = a.asformat(fmt)
+    x = np.arange(40, dtype=np.float32)
+    np.testing.assert_allclose(spmv(a, x), a @ x, rtol=1e-5)
+    if fmt == "coo":
+        a.row[:] = a.row[::-1].copy()
+    else:
+        a.indices[:] = np.sort(a.indices)  # sorted over all columns: repeats in a column
+    assert a.has_canonical_format
+    np.testing.assert_allclose(spmv(a, x), a.toarray() @ x, rtol=1e-5)
+
+
 def _damage(path: Path, how: str) -> None:
     data = path.read_bytes()
     if how == "truncated":

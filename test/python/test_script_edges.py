@@ -197,6 +197,38 @@ def test_float_or_huge_number_for_an_int_scalar_is_refused(private_cache: None) 
         scale(a, 2**40)
 
 
+def test_numpy_scalars_pass_as_python_numbers_do(private_cache: None) -> None:
+    """``np.int64(3)`` for an i32 parameter was refused ("is i32, got i64") and
+    ``np.int32(2)`` for an f32 one, where the Python numbers 3 and 2 pass: numpy
+    scalars are numbers passed as their parameter's type, with the same checks."""
+
+    @sparsecomp.kernel
+    def scale(A: Tensor[i32, ("M", "N")], alpha: i32) -> Tensor[i32, ("M", "N")]:
+        B[i, j] = alpha * A[i, j]
+        return B
+
+    @sparsecomp.kernel
+    def fscale(A: Tensor[f32, ("M", "N")], alpha: f32) -> Tensor[f32, ("M", "N")]:
+        B[i, j] = alpha * A[i, j]
+        return B
+
+    a = np.array([[2, 4, 6]], np.int32)
+    np.testing.assert_array_equal(scale(a, np.int64(3)), a * 3)
+    np.testing.assert_array_equal(scale(a, np.uint8(2)), a * 2)
+    np.testing.assert_array_equal(fscale(a.astype(np.float32), np.int32(2)), a * 2.0)
+    with pytest.raises(ArgumentError, match=r"expected an i32 scalar, got np\.float64\(2\.5\)"):
+        scale(a, np.float64(2.5))
+    with pytest.raises(ArgumentError, match="argument 'alpha'"):
+        scale(a, np.int64(2**40))
+
+
+def test_a_list_for_a_tensor_says_to_pass_an_array(private_cache: None) -> None:
+    """A list was reported as a 0-d argument (or an f64 one)."""
+    with pytest.raises(SparsecompError, match=r"argument 'x' of 'dot' is a list") as info:
+        dot([1.0, 2.0], np.ones(2, np.float32))
+    assert "np.asarray(x, np.float32)" in str(info.value)
+
+
 def test_integer_literal_out_of_range_is_located() -> None:
     @sparsecomp.kernel
     def plus(A: Tensor[i8, "N"]) -> Tensor[i8, "N"]:

@@ -167,3 +167,65 @@ def test_prepare_times_a_shortlist_and_matches_scipy(op: str) -> None:
         ys = rng.standard_normal((90, 6)).astype(np.float32)
         got = exe(prepared, xs, ys).to_dense()
         np.testing.assert_allclose(got, a.multiply(xs @ ys.T).toarray(), atol=1e-4)
+
+
+@pytest.mark.parametrize("pick", ["bsr:2x2", "csr"])
+def test_a_candidate_that_does_not_compile_leaves_the_race(
+    pick: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shortlisted layout the kernel has no form for (a complex SpMV has no composable
+    one) raised CompileError out of prepare(); it now leaves the race, and the why says
+    so. CSR's own error is still the caller's."""
+    from sparsecomp.errors import CompileError
+
+    monkeypatch.setattr(tournament, "_time", lambda variant, args: 1.0)
+
+    def variant_for(name: str):
+        if name == "bsr:2x2":
+            raise CompileError("<variant>:2:1: error: no form for it")
+        return lambda *args: None
+
+    signature = Signature(
+        "f", "f", (ArgSpec("sparse", np.dtype(np.float32), (None, "s0")),
+                   ArgSpec("dense", np.dtype(np.float32), ("s0", None))), ()
+    )  # fmt: skip
+    model = Choice(pick, "the model's reason", 0.001, {"bsr:2x2": 1, "csr": 2, "ell": 3})
+    a = sp.random(50, 40, density=0.1, format="csr", dtype=np.float32, random_state=0)
+    got = tournament.tournament(signature, 0, a, model, 8, variant_for)
+    assert got.layout == "csr"
+    assert set(got.measured) == {"csr", "ell"}
+    assert "bsr:2x2 does not compile for this kernel" in got.why
+
+    def broken(name: str):
+        raise CompileError(f"{name}: error: nothing compiles")
+
+    with pytest.raises(CompileError, match="nothing compiles"):
+        tournament.tournament(signature, 0, a, model, 8, broken)
+
+
+COMPLEX_SPMV = """
+func.func @spmv(%A: tensor<?x?xcomplex<f64>, #sparse_iter.sparsity<unstructured>>,
+                %x: tensor<?xcomplex<f64>>) -> tensor<?xcomplex<f64>> {
+  %c0 = arith.constant 0 : index
+  %zero = complex.constant [0.0 : f64, 0.0 : f64] : complex<f64>
+  %m = tensor.dim %A, %c0 : tensor<?x?xcomplex<f64>, #sparse_iter.sparsity<unstructured>>
+  %e = tensor.empty(%m) : tensor<?xcomplex<f64>>
+  %y0 = linalg.fill ins(%zero : complex<f64>) outs(%e : tensor<?xcomplex<f64>>)
+      -> tensor<?xcomplex<f64>>
+  %y = linalg.matvec ins(%A, %x : tensor<?x?xcomplex<f64>, #sparse_iter.sparsity<unstructured>>,
+                                  tensor<?xcomplex<f64>>)
+                     outs(%y0 : tensor<?xcomplex<f64>>) -> tensor<?xcomplex<f64>>
+  return %y : tensor<?xcomplex<f64>>
+}
+"""
+
+
+def test_prepare_of_a_complex_spmv_without_a_layout() -> None:
+    """The model shortlists composable layouts (hyb, bsr+csr), which a complex kernel
+    has no form for: prepare() chose among the others instead of failing."""
+    a = sp.random(300, 300, density=0.02, random_state=2, format="csr") * (1 + 2j)
+    a = (a + sp.eye(300)).tocsr()
+    x = np.arange(300) * (1 - 1j)
+    exe = sparsecomp.compile(COMPLEX_SPMV)
+    prepared = exe.prepare(a)
+    np.testing.assert_allclose(exe(prepared, x), a @ x)

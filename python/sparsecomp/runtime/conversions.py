@@ -245,8 +245,28 @@ def _convert(value: Any, layout: AnyLayout) -> tuple[SparseTensor, _Entry | None
         if padding.size:
             slots[padding] = 0
         take.append((slots, padding if padding.size else None))
+    if not _one_to_one(take, _source_values(value).size):
+        return _plain(value, layout), None
     entry = _Entry(None, _guard(value), structure, take, _kept(value))
     return _gather(entry, _source_values(value)), entry
+
+
+def _one_to_one(take: list[tuple[np.ndarray, np.ndarray | None]], stored: int) -> bool:
+    """Whether each of the operand's ``stored`` slots went to exactly one place: not so
+    where the conversion summed repeated coordinates (a scipy matrix whose
+    ``has_canonical_format`` is stale: its index arrays edited in place), whose sums of
+    slot numbers are no slots (a gather read out of bounds)."""
+    used = [
+        slots if padding is None else np.delete(slots, padding) for slots, padding in take
+    ]
+    every = np.concatenate(used) if used else np.zeros(0, np.int64)
+    if every.size != stored:
+        return False
+    if not stored:
+        return True
+    if every.min() < 0 or every.max() >= stored:
+        return False
+    return bool(np.bincount(every, minlength=stored).max() <= 1)
 
 
 def _plain(value: Any, layout: AnyLayout) -> SparseTensor:

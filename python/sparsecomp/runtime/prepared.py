@@ -12,6 +12,7 @@ then calls the variant with the packed tensor: no conversion per call.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -145,6 +146,16 @@ def prepare(
         )
     else:
         balance = None
+    try:
+        variant = variant_for(name, balance)
+    except SparsecompError as why:
+        if choice is None or name == "csr":  # a layout asked for: its error is the caller's
+            raise
+        # the model's pick, untimed (large operands), and not a form this kernel has
+        why_text = f"{choice.why}; {name} does not compile for this kernel (forced, it says why)"
+        LOG.info("sparsecomp: %s: %s", name, why)
+        choice = dataclasses.replace(choice, layout="csr", why=why_text)
+        name = "csr"
+        variant = variant_for(name, balance)
     tensor = given.to(name) if given is not None else SparseTensor.from_scipy(A, name)
-    variant = variant_for(name, balance)
     return Prepared(tensor, name, choice, signature.name, variant, argument, balance)

@@ -28,12 +28,14 @@ machine.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.choice import Choice
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import Signature
@@ -68,6 +70,8 @@ LOSING = 2.0
 #: How much faster than CSR another layout must run on the sample to be chosen, in the
 #: median of its timed calls (one noisy call does not decide).
 MARGIN = 0.10
+
+LOG = logging.getLogger("sparsecomp")
 
 
 def sample_rows(
@@ -178,8 +182,24 @@ def tournament(
         seconds = choice.seconds + time.perf_counter() - start
         return dataclasses.replace(choice, why=why, seconds=seconds)
     compiling = time.perf_counter()
-    variants = {name: variant_for(name) for name in shortlist}  # compiled before timing
+    variants, failed = {}, []
+    for name in shortlist:  # compiled before timing
+        try:
+            variants[name] = variant_for(name)
+        except SparsecompError as error:
+            if name == "csr":  # the kernel's own layout: its error is the caller's
+                raise
+            failed.append(f"{name} does not compile for this kernel (forced, it says why)")
+            LOG.info("sparsecomp: %s: %s", name, error)
     start += time.perf_counter() - compiling
+    if failed:  # a complex SpMV has no composable form (hyb, bsr+csr): the others race
+        shortlist = [name for name in shortlist if name in variants]
+        choice = dataclasses.replace(choice, why=f"{choice.why}; {'; '.join(failed)}")
+        if choice.layout not in variants:
+            choice = dataclasses.replace(choice, layout="csr")
+        if len(shortlist) == 1:
+            seconds = choice.seconds + time.perf_counter() - start
+            return dataclasses.replace(choice, seconds=seconds)
     tensors = {name: _packed(sample, name, dtype) for name in shortlist}
     args = call_args(signature, argument, sample.shape, k)
 

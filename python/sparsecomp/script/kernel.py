@@ -45,7 +45,23 @@ def _kind(arg: Any) -> tuple[Any, ...]:
 
 
 def _is_number(arg: Any) -> bool:
-    return isinstance(arg, int | float) and not isinstance(arg, bool)
+    """A Python int or float, or a numpy integer or floating scalar (``np.int64(3)``,
+    what numpy code hands out): a number passed as its parameter's type."""
+    if isinstance(arg, int | float):
+        return not isinstance(arg, bool)
+    return type(arg).__module__ == "numpy" and getattr(arg, "ndim", None) == 0 and (
+        getattr(getattr(arg, "dtype", None), "kind", "") in ("i", "u", "f")
+    )
+
+
+def _array_dtype(p: TensorType, arg: Any) -> str:
+    """The numpy name of the element type an array for ``p`` has (``arg``'s own where
+    ``p``'s is a type variable)."""
+    import numpy as np
+
+    if isinstance(p.dtype, str):
+        return str(_dtype_of(arg).name)
+    return str(np.dtype(p.dtype.dtype).name)
 
 
 def _dtype_of(arg: Any) -> Any:
@@ -177,7 +193,13 @@ class Kernel:
                 f"'{self.__name__}' takes {len(d.params)} arguments, got {len(args)}"
             )
         names = []
-        for name, a in zip(d.params, args, strict=True):
+        for (name, p), a in zip(d.params.items(), args, strict=True):
+            if isinstance(p, TensorType) and isinstance(a, list | tuple):
+                raise SparsecompError(  # as a compiled function refuses one
+                    f"argument '{name}' of '{self.__name__}' is a {type(a).__name__}; "
+                    "a tensor argument is an array",
+                    hint=f"pass np.asarray({name}, np.{_array_dtype(p, a)})",
+                )
             try:
                 names.append(None if _is_number(a) else scalar_of(_dtype_of(a)).name)
             except SparsecompError as e:
@@ -275,8 +297,9 @@ class Kernel:
                 arg = np.float32(arg)  # an f16 scalar is passed as f32 (emit.param_type)
             elif _is_number(arg):
                 dtype = np.dtype(scalar.dtype)
+                whole = isinstance(arg, int) or np.dtype(type(arg)).kind in ("i", "u")
                 exact = dtype.kind == "f" or (
-                    isinstance(arg, int) and np.iinfo(dtype).min <= arg <= np.iinfo(dtype).max
+                    whole and np.iinfo(dtype).min <= int(arg) <= np.iinfo(dtype).max
                 )
                 if not exact:  # numpy would truncate 2.5 to 2, or overflow
                     raise ArgumentError(
