@@ -92,7 +92,8 @@ def test_composable_names() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("bsr:0x4", "block size must be positive"),
+        ("bsr:0x4", "'bsr:0x4': block sizes must be positive, got 0x4"),
+        ("bsr+csr:3x0", "block sizes must be positive, got 3x0"),
         ("nm:5:4", "structured\\[n, m\\] needs 0 < n <= m"),
         ("hyb:1:12", "power-of-two max_width"),
         ("csx", "unknown layout 'csx' for rank 2"),

@@ -219,6 +219,8 @@ def _parameterized(name: str) -> Layout | None:
         return Layout(_levels("dense_fixed", f"compressed_fixed[{m.group(1)}]"), DimMap.identity(2))
     if m := re.fullmatch(r"bsr:(\d+)x(\d+)", name):
         r, c = int(m.group(1)), int(m.group(2))
+        if not (r and c):
+            raise FormatError(f"'{name}': block sizes must be positive, got {r}x{c}")
         levels = _levels("dense_fixed", "compressed_varied", "dense_fixed", "dense_fixed")
         return Layout(levels, DimMap.blocked((r, c)))
     if m := re.fullmatch(r"nm:(\d+):(\d+)", name):
