@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 import sparsecomp
+from sparsecomp.errors import TargetError
 from sparsecomp.tools import compile as compile_tool
 from sparsecomp.tools import run as run_tool
 
@@ -53,6 +56,43 @@ def test_compile_reports_located_errors(tmp_path: Path, monkeypatch, capsys) -> 
     assert compile_tool.main([str(bad), "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert f"{bad}:3:3: error:" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--vector-bits", "100"], "--vector-bits must be -1 (the target's), 0, 128, 256 or 512"),
+        (["--unroll", "0"], "--unroll must be between 1 and 16, got 0"),
+        (["--panel-bytes", "-1"], "--panel-bytes must be >= 0"),
+    ],
+)
+def test_an_option_out_of_range_names_the_flag(flags: list[str], message: str, capsys) -> None:
+    """It was placed at <pass-pipeline>:1:16 in a pass the user never named."""
+    assert compile_tool.main([str(REPO / "examples/spmv.mlir"), "-o", "unused", *flags]) == 1
+    err = capsys.readouterr().err
+    assert message in err
+    assert "pass-pipeline" not in err
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"unroll": True}, "compile option unroll= takes int, got True"),
+        ({"unroll": "2"}, "compile option unroll= takes int, got '2'"),
+        ({"vector_bits": 100}, "vector_bits= must be -1"),
+        ({"gpu_balance": "cols"}, "gpu_balance= must be 'rows' or 'nonzeros'"),
+        ({"gpu_tf32": 1}, "gpu_tf32= takes bool, got 1"),
+    ],
+)
+def test_compile_options_are_checked_where_given(options: dict, message: str) -> None:
+    with pytest.raises(sparsecomp.SparsecompError, match=re.escape(message)):
+        sparsecomp.compile(str(REPO / "examples/spmv.mlir"), **options)
+
+
+def test_a_target_of_another_type_is_a_target_error() -> None:
+    """``target=None`` was an AttributeError from inside the driver."""
+    with pytest.raises(TargetError, match="a target is text or a CpuTarget, not None"):
+        sparsecomp.compile(str(REPO / "examples/spmv.mlir"), target=None)
 
 
 def test_run_executes_a_printing_function(tmp_path: Path) -> None:

@@ -229,6 +229,106 @@ def test_a_list_for_a_tensor_says_to_pass_an_array(private_cache: None) -> None:
     assert "np.asarray(x, np.float32)" in str(info.value)
 
 
+def test_a_0d_value_computed_from_0d_results(private_cache: None) -> None:
+    """``n = sqrt(s)`` was "'sqrt' is not a kernel defined before this one" and
+    ``mean = s / 4.0`` "assigns no elements"; both are 0-d statements now."""
+
+    @sparsecomp.kernel
+    def standardize(x: Tensor[f64, "N"]):
+        s += x[i]
+        mean = s / 4.0
+        y[i] = x[i] - mean
+        v += y[i] * y[i]
+        sd = sqrt(v)
+        z[i] = y[i] / sd
+        return z
+
+    x = np.array([1.0, 2.0, 3.0, 6.0])
+    y = x - x.mean()
+    np.testing.assert_allclose(standardize(x), y / np.sqrt((y * y).sum()))
+
+
+def test_a_constant_assigned_in_a_kernel_says_where_to_write_it() -> None:
+    with pytest.raises(ScriptError, match=r"'n = \.\.\.' assigns no elements and reads no tensor"):
+
+        @sparsecomp.kernel
+        def twice(A: Tensor[f32, ("M", "N")]) -> Tensor[f32, ("M", "N")]:
+            n = 2.0
+            B[i, j] = A[i, j] * n
+            return B
+
+        twice(np.ones((2, 2), np.float32))
+
+
+@sparsecomp.kernel
+def axpy(x: Tensor[f32, "N"], y: Tensor[f32, "N"], a: f32 = 2.0) -> Tensor[f32, "N"]:
+    z[i] = a * x[i] + y[i]
+    return z
+
+
+def test_a_call_inside_a_kernel_binds_as_python_does(private_cache: None) -> None:
+    """Defaults, keywords and numbers in a call of another kernel ("takes 3 arguments,
+    got 2"; "arguments are plain names, by position")."""
+
+    @sparsecomp.kernel
+    def calls(x: Tensor[f32, "N"], y: Tensor[f32, "N"], b: f32) -> Tensor[f32, "N"]:
+        u = axpy(x, y)
+        v = axpy(y=u, x=x, a=b)
+        w = axpy(v, y, -3)
+        return w
+
+    x, y = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+    np.testing.assert_allclose(calls(x, y, 5.0), -3 * (5 * x + (2 * x + y)) + y)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("axpy(x, y, a=x, y=x)", "'axpy' gets 'y' twice"),
+        ("axpy(x, y, c=x)", "'axpy' has no parameter 'c'"),
+        ("axpy(x)", r"'axpy' takes 3 arguments, got 2 \(no 'y'\)"),
+        ("axpy(x, y + y)", "argument 'y \\+ y' is neither a name nor a number"),
+        ("axpy(x, 2.0)", "'axpy' takes a tensor as 'y', not a number"),
+    ],
+)
+def test_a_bad_call_inside_a_kernel_is_located(call: str, message: str, tmp_path: Path) -> None:
+    source = f"""
+import numpy as np
+import sparsecomp
+from sparsecomp.script import Tensor, f32
+from test_script_edges import axpy
+
+@sparsecomp.kernel
+def calls(x: Tensor[f32, "N"], y: Tensor[f32, "N"]) -> Tensor[f32, "N"]:
+    u = {call}
+    return u
+calls(np.ones(2, np.float32), np.ones(2, np.float32))
+"""
+    path = tmp_path / "calls.py"
+    path.write_text(source)
+    with pytest.raises(ScriptError, match=message) as info:
+        import_file(path)
+    assert info.value.location.startswith(f"{path}:9:")
+
+
+def test_a_call_with_another_layout_says_so(private_cache: None) -> None:
+    """A csr tensor given for a csc parameter failed verification with both MLIR types."""
+
+    @sparsecomp.kernel
+    def spmv_csc(A: Tensor[f32, ("M", "N"), "csc"], x: Tensor[f32, "N"]) -> Tensor[f32, "M"]:
+        y[i] += A[i, j] * x[j]
+        return y
+
+    @sparsecomp.kernel
+    def caller(A: Tensor[f32, ("M", "N"), "csr"], x: Tensor[f32, "N"]) -> Tensor[f32, "M"]:
+        y = spmv_csc(A, x)
+        return y
+
+    a = sp.random(6, 5, density=0.3, format="csr", dtype=np.float32, random_state=0)
+    with pytest.raises(ScriptError, match="'spmv_csc' takes 'A' as csc, and 'A' here is csr"):
+        caller(a, np.ones(5, np.float32))
+
+
 def test_integer_literal_out_of_range_is_located() -> None:
     @sparsecomp.kernel
     def plus(A: Tensor[i8, "N"]) -> Tensor[i8, "N"]:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sparsecomp import options as options_module
 from sparsecomp.compiler import cache, server
 from sparsecomp.compiler.server import print_progress as _progress
 from sparsecomp.errors import SparsecompError, TargetError
@@ -46,15 +47,7 @@ from sparsecomp.targets import CpuTarget, CudaTarget, detect_host
 from sparsecomp.targets.cuda import SM_VERSIONS
 
 Progress = Callable[[str, float], None]
-_OPTIONS = {
-    "vector_bits",
-    "unroll",
-    "panel_bytes",
-    "slice_bytes",
-    "gpu_columns",
-    "gpu_balance",
-    "gpu_tf32",
-}
+_OPTIONS = set(options_module.KINDS)
 EMULATION_PREFIX = "cuda-emu:"
 CUDA_PREFIX = "cuda:"
 
@@ -136,6 +129,8 @@ def _target(target: str | CpuTarget) -> CpuTarget:
         return detect_host()
     from sparsecomp.targets import target_from_attr
 
+    if not isinstance(target, str):
+        raise TargetError(f"a target is text or a CpuTarget, not {target!r}", hint=TARGETS)
     if not target.lstrip().startswith("#"):
         raise TargetError(f"unknown target '{target}'", hint=TARGETS)
     parsed = target_from_attr(target)
@@ -200,6 +195,7 @@ def compile(
         raise SparsecompError(
             f"unknown compile option(s) {sorted(unknown)}; known: {sorted(_OPTIONS)}"
         )
+    options_module.check(options)
     text, filename = _source_text(source)
     # "cuda-emu" alone: the CUDA targets a module names, emulated (compiler/parts.py)
     emulate_devices = target == EMULATE_DEVICES

@@ -432,18 +432,59 @@ class FunctionEmitter:
         self.env[s.target] = op.result
 
     # -- calls ----------------------------------------------------------------------------
+    def call_values(self, c: Call) -> list[ir.Value]:
+        """A call's argument values: names' values, and numbers (written, or the callee's
+        defaults) as constants of their parameter's type."""
+        callee = c.kernel.definition
+        named = [_element_name(self.env[a]) if isinstance(a, str) else None for a in c.args]
+        types = bind_types(callee, named)
+        values = []
+        for (name, p), a in zip(callee.params.items(), c.args, strict=True):
+            if isinstance(a, str):
+                values.append(self.env[a])
+                continue
+            if isinstance(p, TensorType):
+                raise self.fail(c.at, f"'{callee.name}' takes a tensor as '{name}', not a number")
+            if isinstance(p, str) and p not in types:
+                raise self.fail(c.at, f"the number given as '{name}' binds no type to '{p}'",
+                                hint="pass a name of a scalar argument instead")  # fmt: skip
+            t = self.param_type(p)
+            exact = isinstance(t, ir.FloatType) or float(a.value).is_integer()
+            if not exact:
+                raise self.fail(c.at, f"'{name}' is {t}, given {a.value!r}")
+            value = float(a.value) if isinstance(t, ir.FloatType) else int(a.value)
+            values.append(self.constant(lambda t=t, v=value: arith.constant(t, v),
+                                        (str(t), value)))  # fmt: skip
+        return values
+
+    def check_layouts(self, c: Call, f: func.FuncOp, values: list[ir.Value]) -> None:
+        """A located error for an argument whose layout is not the callee's parameter's
+        (a csr tensor for a csc parameter): a call converts nothing."""
+        callee = c.kernel.definition
+        for (name, p), a, value, want in zip(
+            callee.params.items(), c.args, values, f.type.inputs, strict=True
+        ):
+            if value.type == want or not isinstance(p, TensorType):
+                continue
+            mine = self.d.params.get(a) if isinstance(a, str) else None
+            have = mine.encoding if isinstance(mine, TensorType) else None
+            raise self.fail(
+                c.at,
+                f"'{callee.name}' takes '{name}' as {p.encoding or 'dense'}, and "
+                f"'{a}' here is {have or 'dense' if mine is not None else value.type}",
+                hint="a call inside a kernel converts no layout: declare the argument in the "
+                "callee's layout, or call the two kernels from Python (which converts)",
+            )
+
     def call(self, c: Call) -> None:
         with self.loc(c.at):
             callee = c.kernel.definition
-            if len(c.args) != len(callee.params):
-                raise self.fail(
-                    c.at, f"'{callee.name}' takes {len(callee.params)} arguments, got {len(c.args)}"
-                )
             for a in c.args:
-                if a not in self.env:
+                if isinstance(a, str) and a not in self.env:
                     raise self.fail(c.at, f"'{a}' is not an argument or an earlier result")
-            values = [self.env[a] for a in c.args]
+            values = self.call_values(c)
             f = self.module.callee(c.kernel, values)
+            self.check_layouts(c, f, values)
             results = f.type.results
             if len(results) != len(c.targets):
                 raise self.fail(
@@ -453,6 +494,11 @@ class FunctionEmitter:
             done = func.CallOp(results, ir.FlatSymbolRefAttr.get(f.sym_name.value), values)
             for name, value in zip(c.targets, done.results, strict=True):
                 self.env[name] = value
+
+
+def _element_name(value: ir.Value) -> str:
+    t = value.type
+    return str(ir.RankedTensorType(t).element_type if isinstance(t, ir.RankedTensorType) else t)
 
 
 def _dynamic(value: ir.Value, dim: int) -> bool:

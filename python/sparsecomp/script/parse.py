@@ -81,6 +81,17 @@ class Node:
     col: int
 
 
+def _is_plain_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _reads_a_tensor(e: Any) -> bool:
+    """Whether expression ``e`` reads an element of a tensor (a 0-d one among them)."""
+    if isinstance(e, Access):
+        return True
+    return isinstance(e, Op) and any(_reads_a_tensor(a) for a in e.args)
+
+
 @dataclass(frozen=True)
 class Access:
     tensor: str
@@ -124,11 +135,13 @@ class Statement:
 
 @dataclass(frozen=True)
 class Call:
-    """``targets = kernel(args)``: ``kernel`` is the called ``Kernel`` object."""
+    """``targets = kernel(args)``: ``kernel`` is the called ``Kernel`` object; ``args``
+    in its parameter order, each a name or (a number written, or the callee's
+    default) a :class:`Const`."""
 
     targets: tuple[str, ...]
     kernel: Any
-    args: tuple[str, ...]
+    args: tuple[str | Const, ...]
     at: Node
 
 
@@ -272,7 +285,11 @@ class _Reader:
                 value = self.expr(call.args[1])
                 into.body.append(Statement(name, idx, call.func.id, value, self.at(node)))
                 return
-            if isinstance(call, ast.Call) and not isinstance(node.targets[0], ast.Subscript):
+            if (
+                isinstance(call, ast.Call)
+                and not isinstance(node.targets[0], ast.Subscript)
+                and ast.unparse(call.func) not in MATH  # n = sqrt(s): a 0-d statement
+            ):
                 what = ast.unparse(call.func)
                 if what in ("max", "min"):
                     raise self.fail(
@@ -292,13 +309,14 @@ class _Reader:
                     hint="a kernel calls @kernel functions defined above it (no recursion)",
                 )
             name, idx = self.target(node.targets[0])
-            if not idx:
+            value = self.expr(node.value)
+            if not idx and not _reads_a_tensor(value):  # n = 2.0: no element type to take
                 raise self.fail(
                     node,
-                    f"'{name} = ...' assigns no elements",
-                    hint=f"write {name}[i, ...] = ... over index variables",
+                    f"'{name} = ...' assigns no elements and reads no tensor",
+                    hint=f"write {name}[i, ...] = ... over index variables; a constant is "
+                    "written where it is used, or defined outside the kernel",
                 )
-            value = self.expr(node.value)
             reduce, value = self.max_min(name, idx, value)
             into.body.append(Statement(name, idx, reduce, value, self.at(node)))
             return
@@ -380,14 +398,58 @@ class _Reader:
         elts = target.elts if isinstance(target, ast.Tuple) else [target]
         if not all(isinstance(e, ast.Name) for e in elts):
             raise self.fail(node, "a kernel call's results are bound to plain names")
-        args = node.value.args
-        if node.value.keywords or not all(isinstance(a, ast.Name) for a in args):
-            raise self.fail(node, "a kernel call's arguments are plain names, by position")
+        kernel = self.lookup(node.value.func.id)
         return Call(
             tuple(e.id for e in elts),  # type: ignore[attr-defined]
-            self.lookup(node.value.func.id),
-            tuple(a.id for a in args),  # type: ignore[attr-defined]
+            kernel,
+            self.call_arguments(node, kernel),
             self.at(node),
+        )
+
+    def call_arguments(self, node: ast.Assign, kernel: Any) -> tuple[str | Const, ...]:
+        """A kernel call's arguments in the callee's parameter order, bound as Python binds
+        a call: by position, by keyword, else the callee's default."""
+        call = node.value
+        assert isinstance(call, ast.Call)
+        params = list(kernel.definition.params)
+        defaults = tuple(getattr(kernel.fn, "__defaults__", None) or ())
+        bound: dict[str, str | Const] = {}
+        given = [(params[n] if n < len(params) else None, a) for n, a in enumerate(call.args)]
+        given += [(k.arg, k.value) for k in call.keywords]
+        for name, a in given:
+            if name is None or name not in params:
+                what = "too many arguments" if name is None else f"no parameter '{name}'"
+                raise self.fail(node, f"'{kernel.__name__}' has {what}",
+                                hint=f"its parameters: {', '.join(params)}")  # fmt: skip
+            if name in bound:
+                raise self.fail(node, f"'{kernel.__name__}' gets '{name}' twice")
+            bound[name] = self.call_argument(node, a)
+        at = self.at(node)
+        for name, value in zip(params[len(params) - len(defaults) :], defaults, strict=True):
+            if name not in bound and _is_plain_number(value):
+                bound[name] = Const(value, at)
+        missing = [p for p in params if p not in bound]
+        if missing:
+            raise self.fail(
+                node,
+                f"'{kernel.__name__}' takes {len(params)} arguments, got {len(bound)} "
+                f"(no {', '.join(repr(m) for m in missing)})",
+            )
+        return tuple(bound[p] for p in params)
+
+    def call_argument(self, node: ast.Assign, a: ast.expr) -> str | Const:
+        """A kernel call's argument: a name, or a number (a scalar parameter's value)."""
+        if isinstance(a, ast.Name):
+            return a.id
+        number = a.operand if isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub) else a
+        if isinstance(number, ast.Constant) and _is_plain_number(number.value):
+            value = number.value
+            assert isinstance(value, int | float)
+            return Const(-value if number is not a else value, self.at(node))
+        raise self.fail(
+            node,
+            f"a kernel call's argument '{ast.unparse(a)}' is neither a name nor a number",
+            hint="compute it into a name first (T[i, j] = ...), then pass the name",
         )
 
     def returned(self, node: ast.Return) -> tuple[str, ...]:

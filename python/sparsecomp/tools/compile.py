@@ -30,6 +30,7 @@ from typing import Any
 from sparsecomp import knobs
 from sparsecomp.compiler import cache, daemon, server
 from sparsecomp.errors import SparsecompError
+from sparsecomp.options import check as check_options
 from sparsecomp.targets import detect_host
 from sparsecomp.tools.pipes import run_tool, source_of
 
@@ -77,6 +78,11 @@ def _main(argv: Sequence[str] | None) -> int:
     names = ("vector_bits", "unroll", "panel_bytes", "slice_bytes")
     given = {name: getattr(args, name) for name in names}
     options = {k: v for k, v in given.items() if v is not None}
+    try:
+        check_options(options, flags=True)
+    except SparsecompError as exc:
+        print(exc.for_tool("sparsecomp-compile"), file=sys.stderr)
+        return 1
     if knobs.compile_daemon() and not knobs.compile_in_process() and not _prefetched(args, options):
         daemon.connect_early()  # it starts while the driver imports (a cold compile)
     try:

@@ -12,6 +12,7 @@ from sparsecomp.errors import SparsecompError
 from sparsecomp.ir.attrs import encoding_of
 from sparsecomp.ir.walk import preorder
 from sparsecomp.lowering.slices import DEFAULT_SLICE_BYTES
+from sparsecomp.options import unroll_error, vector_bits_error
 from sparsecomp.transforms.base import SparsecompPass
 
 
@@ -146,12 +147,10 @@ class LowerIterationsPass(SparsecompPass):
     slice_bytes: int = DEFAULT_SLICE_BYTES
 
     def __post_init__(self) -> None:
-        if self.vector_bits not in (-1, 0, 128, 256, 512):
-            raise ValueError(
-                f"vector-bits must be -1 (the target's), 0, 128, 256 or 512, got {self.vector_bits}"
-            )
-        if not 1 <= self.unroll <= 16:
-            raise ValueError(f"unroll must be between 1 and 16, got {self.unroll}")
+        if (why := vector_bits_error(self.vector_bits)) is not None:
+            raise ValueError(f"vector-bits {why}")
+        if (why := unroll_error(self.unroll)) is not None:
+            raise ValueError(f"unroll {why}")
         if self.panel_bytes < 0:
             raise ValueError(f"panel-bytes must be >= 0 (0: no panels), got {self.panel_bytes}")
         if self.slice_bytes < 0:

@@ -17,6 +17,7 @@ from sparsecomp.ir.context import emit_remark
 from sparsecomp.ir.targets import function_target
 from sparsecomp.ir.walk import preorder
 from sparsecomp.lowering.abi import uncallable
+from sparsecomp.options import vector_bits_error
 from sparsecomp.targets import CpuTarget
 from sparsecomp.transforms.base import SparsecompPass
 from sparsecomp.transforms.import_sparse_tensor import UPSTREAM_ATTR
@@ -119,10 +120,8 @@ class LowerUpstreamPass(SparsecompPass):
     vector_bits: int = -1
 
     def __post_init__(self) -> None:
-        if self.vector_bits not in (-1, 0, 128, 256, 512):  # as sparse-iter-lower-iterations
-            raise ValueError(
-                f"vector-bits must be -1 (the target's), 0, 128, 256 or 512, got {self.vector_bits}"
-            )
+        if (why := vector_bits_error(self.vector_bits)) is not None:
+            raise ValueError(f"vector-bits {why}")
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         from sparsecomp.compiler import upstream, upstream_worker
