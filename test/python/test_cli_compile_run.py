@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -169,3 +170,33 @@ def test_a_closed_pipe_ends_the_tools_quietly(tmp_path: Path) -> None:
     assert done.stderr.strip() in ("status 0", "status 141"), done.stderr
     done = piped("true")  # a reader gone before the first write: always a closed pipe
     assert done.stderr.strip() == "status 141", done.stderr
+
+
+def test_ctrl_c_while_a_tool_imports_ends_it_with_130(tmp_path: Path) -> None:
+    """A KeyboardInterrupt raised inside MLIR's module initialization segfaulted
+    sparsecomp-opt; the entry points take Ctrl-C over until the tool has imported.
+    Here a tool module interrupts itself while it imports."""
+    (tmp_path / "slow_tool.py").write_text(
+        "import os, signal, time\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(30)\n"
+        "def main():\n    return 0\n"
+    )
+    code = "import sys\nfrom sparsecomp.tools import launch\nsys.exit(launch._launch('slow_tool'))"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 130
+    assert done.stderr == "interrupted\n"
+
+
+def test_the_entry_points_launch_their_tools(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom sparsecomp.tools import launch\n"
+         "sys.argv = ['sparsecomp-run', sys.argv[1]]\nsys.exit(launch.run())",
+         str(tmp_path / "p.mlir")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "cannot read" in done.stderr
