@@ -37,6 +37,7 @@ import sparsecomp.dask as sd
 from sparsecomp.dask import worker
 from sparsecomp.dask.partition import balanced, local_indptr, owners
 from sparsecomp.errors import SparsecompError
+from sparsecomp.script import Tensor, f64
 
 # A killed worker leaves its sockets to the garbage collector, and distributed warns
 # about ports; neither is about sparsecomp.
@@ -329,6 +330,42 @@ def test_a_reduction_over_all_rows_is_refused_as_not_row_wise(client) -> None:
         sd.map(total, "total", D, np.zeros((), np.float64))
 
 
+def test_a_transposed_product_is_refused_where_part_rows_equal_columns(client) -> None:
+    """``A^T x`` on a 2000x1000 matrix split in two parts of 1000 rows: each part's
+    result had the expected length, and map stacked them (a wrong (2000,) result).
+    Its result's size is now the matrix's column symbol in the signature."""
+
+    @sparsecomp.kernel
+    def spmvt(A: Tensor[f64, ("M", "N"), "csr"], x: Tensor[f64, "M"]) -> Tensor[f64, "N"]:
+        y[j] += A[i, j] * x[i]
+        return y
+
+    exe = spmvt.compile("host")
+    assert exe.functions["spmvt"].signature.results[0].shape == ("N",)
+    rng = np.random.default_rng(4)  # five entries a row: two balanced parts of 100 rows
+    cols = np.concatenate([rng.choice(100, 5, replace=False) for _ in range(200)])
+    A = sp.csr_matrix((rng.standard_normal(1000), cols, np.arange(0, 1001, 5)), (200, 100))
+    D = sd.from_scipy(A, parts=2, client=client)
+    assert [p.row_stop - p.row_start for p in D.parts] == [100, 100]
+    with pytest.raises(SparsecompError, match=r"'spmvt' returns as many rows as the matrix's"):
+        sd.map(exe, "spmvt", D, np.ones(200)).compute()
+
+
+def test_map_takes_an_executable_and_says_what_else_it_got(client, exe) -> None:
+    @sparsecomp.kernel
+    def scale(A: Tensor[f64, ("M", "N"), "csr"], x: Tensor[f64, "N"]) -> Tensor[f64, "M"]:
+        y[i] += A[i, j] * x[j]
+        return y
+
+    D = sd.from_scipy(power_law(20, 20, seed=5), parts=2, client=client)
+    with pytest.raises(SparsecompError, match="not a @kernel") as info:
+        sd.map(scale, "scale", D, np.ones(20))
+    assert "scale.compile('host')" in str(info.value)
+    with pytest.raises(SparsecompError, match="not Function") as info:
+        sd.map(exe.functions["spmv"], "spmv", D, np.ones(20))
+    assert "sd.map(exe, 'spmv', ...)" in str(info.value)
+
+
 def test_a_closed_client_is_named(exe) -> None:
     """A matrix whose client was closed, or a closed client given: a clear error (a map
     failed at compute with "Missing dependency", from_scipy with an AttributeError)."""
@@ -586,6 +623,36 @@ def test_persist_makes_the_partitions_again_after_a_restart(exe) -> None:
         D.persist()
         np.testing.assert_allclose(sd.map(exe, "spmv", D, x).compute(), A @ x, rtol=1e-10)
     cluster.close()
+
+
+def test_a_maps_result_says_it_cannot_be_made_again_after_a_restart(exe) -> None:
+    """Its persist() resubmitted the futures the restart dropped, silently; the next
+    map failed with "lost dependencies"."""
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    sddmm = sparsecomp.compile(REPO / "examples" / "sddmm.mlir")
+    with distributed.Client(cluster) as c:
+        S = sp.random(60, 50, density=0.1, format="csr", dtype=np.float32, random_state=3)
+        X, Y = np.ones((60, 4), np.float32), np.ones((50, 4), np.float32)
+        R = sd.map(sddmm, "sddmm", sd.from_scipy(S, parts=2, client=c), X, Y).persist()
+        c.restart()
+        with pytest.raises(SparsecompError, match="it is a map's result"):
+            R.persist()
+    cluster.close()
+
+
+def test_from_files_reads_a_file_written_again(client, tmp_path: Path) -> None:
+    """A read task was keyed by the path alone: a file rewritten (a time step's matrix)
+    came back as the partition read before while the old matrix was alive."""
+    path = tmp_path / "step.npz"
+    seen = []
+    for step in range(2):
+        A = sp.random(40, 30, density=0.2, format="csr", random_state=step)
+        sp.save_npz(path, A)
+        D = sd.from_files([str(path)], client=client)
+        seen.append(D)  # the previous matrix stays alive, as in a loop
+        np.testing.assert_allclose(D.to_scipy().toarray(), A.toarray())
 
 
 def test_from_files_reads_matrix_market_as_the_kernels_dtype(client, tmp_path: Path) -> None:

@@ -74,6 +74,15 @@ class Part:
     functions: dict[str, Any] = field(default_factory=dict)
 
 
+#: bf16 arithmetic in f32 and the conversions as integer arithmetic, before LLVM
+#: (as sparsecomp-cpu-codegen does): LLVM's code for bf16 calls __truncsfbf2, which
+#: GCC 12's libgcc lacks, and the kernel did not load.
+BF16_PASSES = (
+    "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
+    "arith-expand{include-bf16=true}"
+)
+
+
 def pipeline(cpu: CpuTarget, vector_bits: int = -1) -> str:
     """The sparsifier's pass list with sparsecomp's passes and, if threaded, OpenMP.
 
@@ -96,6 +105,8 @@ def pipeline(cpu: CpuTarget, vector_bits: int = -1) -> str:
     text = text[:at] + DENSIFY + text[at:]
     at = text.index(_SPECIFIER_TO_LLVM)
     text = FIRST_PASSES + text[:at] + OWN_PASSES + text[at:]
+    at = text.index("convert-to-llvm{")
+    text = text[:at] + BF16_PASSES + "," + text[at:]
     if not threaded:
         return text
     # The stock sparsifier lowers scf.parallel sequentially (convert-scf-to-cf):

@@ -10,6 +10,7 @@ lost partition again on another worker.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,8 +62,15 @@ class DistributedMatrix:
         from their tasks where the cluster dropped them (``client.restart()`` drops
         every result, and the futures that named them do not say so: a ``map``
         afterwards fails with "lost dependencies" until this runs); the partitions
-        are packed again at the next ``map``."""
+        are packed again at the next ``map``. A ``map``'s result has no tasks: once
+        dropped, its ``persist`` is an error (run the ``map`` again)."""
         client = client_of(client or self.client)
+        if self.tasks is None and any(_dropped(p) for p in self.pieces):
+            raise SparsecompError(
+                "the cluster dropped this matrix's partitions (client.restart()), and it has "
+                "no tasks to make them again: it is a map's result",
+                hint="persist the matrices it was computed from and run the map again",
+            )
         self.pieces = list(client.persist(self.tasks if self.tasks is not None else self.pieces))
         self.packed.clear()
         return self
@@ -135,6 +143,26 @@ def from_scipy(A: Any, parts: int | None = None, client: Any = None) -> Distribu
     return matrix.persist(client)
 
 
+def _dropped(piece: Any) -> bool:
+    """Whether ``piece`` (a persisted one: a future, or a ``Delayed`` holding futures)
+    names a result the cluster dropped."""
+    from distributed import futures_of
+
+    return any(f.status in ("cancelled", "lost") for f in futures_of(piece))
+
+
+def _stamp(path: Any) -> tuple[int, int] | None:
+    """A file's modification time and size, where this process sees the file: part of
+    its read task's key, so that a file written again is read again (the key was the
+    path alone, and Dask answered with the partition read before). None (a key of its
+    own each time) where only the workers see it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 def from_files(paths: Sequence[str], client: Any = None, dtype: Any = None) -> DistributedMatrix:
     """One row partition per file (scipy ``.npz`` or Matrix Market ``.mtx``), read
     on the workers, stacked in the order given. ``dtype``: the values' type (scipy
@@ -143,7 +171,11 @@ def from_files(paths: Sequence[str], client: Any = None, dtype: Any = None) -> D
 
     client = client_of(client)
     kind = None if dtype is None else np.dtype(dtype).str
-    tasks = [dask.delayed(worker.read_piece, pure=True)(str(p), kind) for p in paths]
+    stamps = [_stamp(p) for p in paths]  # a file rewritten is another task: read again
+    tasks = [
+        dask.delayed(worker.read_piece, pure=stamp is not None)(str(p), kind, stamp)
+        for p, stamp in zip(paths, stamps, strict=True)
+    ]
     if not tasks:
         raise SparsecompError("from_files needs at least one file")
     pieces = list(client.persist(tasks))

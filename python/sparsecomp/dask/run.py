@@ -21,7 +21,7 @@ SpMM do), ``"max"`` or ``"min"``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -91,6 +91,7 @@ def map(
     client = client_of(client or A.client)  # by default, the cluster holding A
     if combine not in ("sum", "max", "min"):
         raise SparsecompError(f"combine is 'sum', 'max' or 'min', not {combine!r}")
+    _check_executable(exe, function)
     signature = exe.functions[function].signature
     sparse = [i for i, a in enumerate(signature.args) if a.kind == "sparse"]
     if sparse != [0] or len(signature.args) != len(operands) + 1:
@@ -265,6 +266,25 @@ def _roles(
     return roles
 
 
+def _check_executable(exe: Any, function: str) -> None:
+    """A refusal of what is no executable (a ``@kernel``, one of its functions) before
+    anything is sent to the cluster."""
+    if hasattr(exe, "definition") and hasattr(exe, "compile"):  # a script kernel
+        raise SparsecompError(
+            "map takes a compiled executable, not a @kernel",
+            hint=f"compile it first: sd.map({exe.__name__}.compile('host'), "
+            f"'{exe.__name__}', ...)",
+        )
+    functions = getattr(exe, "functions", None)
+    if not isinstance(functions, Mapping):
+        hint = None
+        if hasattr(exe, "signature"):  # exe.functions["name"]
+            hint = f"pass the executable and the name: sd.map(exe, '{exe.signature.name}', ...)"
+        raise SparsecompError(
+            f"map takes an executable (sparsecomp.compile), not {type(exe).__name__}", hint=hint
+        )
+
+
 def _check_row_wise(function: str, signature: Any, result: Any) -> None:
     """A located refusal where ``function``'s result is not a row per matrix row, as its
     signature says: a 0-d result, or one whose first size is the matrix's column symbol
@@ -272,8 +292,14 @@ def _check_row_wise(function: str, signature: Any, result: Any) -> None:
     two parts' results stacked)."""
     rows, cols = ([*signature.args[0].shape, None, None])[:2]
     first = result.shape[0] if result.rank else None
-    if result.rank == 0 or (isinstance(first, str) and first == cols != rows):
-        what = "a scalar" if result.rank == 0 else f"as many rows as the matrix's columns ({first})"
+    if result.rank == 0 or (isinstance(first, str) and first != rows):
+        what = (
+            "a scalar"
+            if result.rank == 0
+            else f"as many rows as the matrix's columns ({first})"
+            if first == cols
+            else f"as many rows as size {first}, not the matrix's rows"
+        )
         raise SparsecompError(
             f"map runs row-wise functions, whose result has a row per matrix row; "
             f"'{function}' returns {what}",

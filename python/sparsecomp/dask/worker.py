@@ -23,9 +23,10 @@ def piece(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tupl
     return sp.csr_matrix((data, indices, indptr), shape=shape)
 
 
-def read_piece(path: str, dtype: str | None = None) -> Any:
+def read_piece(path: str, dtype: str | None = None, stamp: Any = None) -> Any:
     """A partition read from a file: scipy's ``.npz`` or Matrix Market (``.mtx``),
-    its values as ``dtype`` where given."""
+    its values as ``dtype`` where given. ``stamp`` (the file's modification time and
+    size as the client saw them) only keys the task."""
     import scipy.io  # type: ignore[import-untyped]
     import scipy.sparse as sp
 

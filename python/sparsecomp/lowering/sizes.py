@@ -158,6 +158,31 @@ def size_symbols(func: ir.Operation, n_args: int) -> dict[tuple[int, int], str]:
     return symbols
 
 
+def with_result_sizes(
+    func: ir.Operation, symbols: dict[tuple[int, int], str], keys: list[tuple[int, int]]
+) -> dict[tuple[int, int], str]:
+    """``symbols`` and a symbol for each argument dimension in ``keys`` (those a
+    result's sizes come from) that has none: the name the source gave it
+    (``"N"``), else the next free ``s<k>``; existing names are kept."""
+    extended = dict(symbols)
+    used = set(symbols.values())
+    named: dict[tuple[int, int], str] = {}
+    if NAMES in func.attributes:
+        for attr in ir.DictAttr(func.attributes[NAMES]):
+            arg, dim = list(ir.DenseI64ArrayAttr(attr.attr))
+            named.setdefault((arg, dim), attr.name)
+    synthetic = (f"s{n}" for n in itertools.count())
+    for key in keys:
+        if key in extended:
+            continue
+        name = named.get(key)
+        if name is None or name in used:
+            name = next(s for s in synthetic if s not in used)
+        extended[key] = name
+        used.add(name)
+    return extended
+
+
 def fixed_sizes(symbols: dict[tuple[int, int], str]) -> dict[str, int]:
     """``symbol -> size`` for the classes of :func:`size_symbols` with a static size."""
     return {name: size for (arg, size), name in symbols.items() if arg == CONSTANT}

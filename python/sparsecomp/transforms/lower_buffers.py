@@ -47,11 +47,7 @@ def _destination_sizes(func: ir.Operation, into: list[int], shapes: list[list[An
     for r, dest in enumerate(into):
         if dest < 0:
             continue
-        value = ret.operands[r]
-        while not isinstance(value, ir.BlockArgument) and value.owner.name == "tensor.cast":
-            value = value.owner.operands[0]  # a static-size variant casts its result back
-        if not isinstance(value, ir.BlockArgument) and value.owner.name == MATERIALIZE:
-            value = value.owner.operands[0]
+        value = _returned(ret.operands[r])
         for d, size in enumerate(sizes.result_dims(func, value)):
             if size is None:
                 raise SparsecompError(
@@ -65,6 +61,34 @@ def _destination_sizes(func: ir.Operation, into: list[int], shapes: list[list[An
     if pairs:
         old = list(func.attributes[sizes.ATTR]) if sizes.ATTR in func.attributes else []
         func.attributes[sizes.ATTR] = ir.ArrayAttr.get(old + pairs)
+
+
+def _returned(value: ir.Value) -> ir.Value:
+    """A returned value, through the casts and materializations a return goes through."""
+    while not isinstance(value, ir.BlockArgument) and value.owner.name == "tensor.cast":
+        value = value.owner.operands[0]  # a static-size variant casts its result back
+    if not isinstance(value, ir.BlockArgument) and value.owner.name == MATERIALIZE:
+        value = value.owner.operands[0]
+    return value
+
+
+def _result_dims(func: ir.Operation, value: ir.Value | None, ty: ir.Type) -> list[Any]:
+    """Where a returned tensor's sizes come from (:func:`sizes.result_dims`); empty for
+    a scalar or a function with several returns."""
+    if value is None or not isinstance(ty, ir.RankedTensorType):
+        return []
+    return list(sizes.result_dims(func, _returned(value)))
+
+
+def _result_shape(ty: ir.Type, dims: list[Any], symbols: dict, known: dict) -> list[Any]:
+    """A result's shape for the ABI: static sizes, and the size symbol of the argument
+    dimension a dynamic one comes from (``A^T x``'s result has ``A``'s column symbol),
+    where the body shows it; None where it does not."""
+    shape = static_shape(ty)
+    for d, size in enumerate(dims):
+        if shape[d] is None and isinstance(size, tuple) and size in symbols:
+            shape[d] = known.get(symbols[size], symbols[size])
+    return shape
 
 
 def _flat_destinations(fty: ir.FunctionType, into: list[int]) -> list[int]:
@@ -82,6 +106,17 @@ def _abi(func: ir.Operation, fty: ir.FunctionType) -> str:
     if into:
         _destination_sizes(func, into, shapes)
     symbols = sizes.size_symbols(func, len(fty.inputs))
+    found = returns(func)
+    returned = list(found[0].operands) if len(found) == 1 else [None] * len(fty.results)
+    dims = [_result_dims(func, v, ty) for v, ty in zip(returned, fty.results, strict=True)]
+    free = [
+        size
+        for sizes_of in dims
+        for size in sizes_of
+        if isinstance(size, tuple) and size[0] >= 0 and size[1] >= 0
+        and size[0] < len(shapes) and shapes[size[0]][size[1]] is None
+    ]  # fmt: skip
+    symbols = sizes.with_result_sizes(func, symbols, free)
     # a symbol some argument has statically: every dimension it names has that size
     known = sizes.fixed_sizes(symbols) | {
         symbols[(n, d)]: size
@@ -101,7 +136,7 @@ def _abi(func: ir.Operation, fty: ir.FunctionType) -> str:
             entry["shape"] = [known.get(symbol, symbol)]
         args.append(entry)
     results = [
-        describe(ty, layout_of(ty), static_shape(ty))
+        describe(ty, layout_of(ty), _result_shape(ty, dims[r], symbols, known))
         for r, ty in enumerate(fty.results)
         if not into or into[r] < 0
     ]
