@@ -248,16 +248,19 @@ def test_a_0d_value_computed_from_0d_results(private_cache: None) -> None:
     np.testing.assert_allclose(standardize(x), y / np.sqrt((y * y).sum()))
 
 
+def _a_kernel_assigning_a_constant() -> Any:
+    @sparsecomp.kernel
+    def twice(A: Tensor[f32, ("M", "N")]) -> Tensor[f32, ("M", "N")]:
+        n = 2.0
+        B[i, j] = A[i, j] * n
+        return B
+
+    return twice
+
+
 def test_a_constant_assigned_in_a_kernel_says_where_to_write_it() -> None:
     with pytest.raises(ScriptError, match=r"'n = \.\.\.' assigns no elements and reads no tensor"):
-
-        @sparsecomp.kernel
-        def twice(A: Tensor[f32, ("M", "N")]) -> Tensor[f32, ("M", "N")]:
-            n = 2.0
-            B[i, j] = A[i, j] * n
-            return B
-
-        twice(np.ones((2, 2), np.float32))
+        _a_kernel_assigning_a_constant()
 
 
 @sparsecomp.kernel
