@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 import textwrap
@@ -31,6 +32,20 @@ def test_forward_equals_dense_torch(layout: str) -> None:
     layer = st.SparseLinear.from_dense(w, b, layout, keep)
     x = torch.randn(3, 5, 36)
     torch.testing.assert_close(layer(x), x @ w.T + b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["hyb", "bsr:1x4", "csr"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_output_is_contiguous_as_nn_linears(layout: str, grad: bool) -> None:
+    """hyb and bsr:1xC layers returned a transposed view: y.view(B, T * C), which
+    merges the features with the dimension before them, failed."""
+    w, keep, b = _masked(16, 16, 0.5, 2)
+    layer = st.SparseLinear.from_dense(w, b, layout, keep)
+    x = torch.randn(2, 8, 16, requires_grad=grad)
+    with torch.set_grad_enabled(grad):
+        y = layer(x)
+    assert y.is_contiguous()
+    torch.testing.assert_close(y.view(2, 8 * 16), (x @ w.T + b).view(2, 8 * 16))
 
 
 def test_nm_layout_holds_an_nm_sparsified_weight() -> None:
@@ -524,3 +539,68 @@ def test_hooks_of_a_replaced_layer_go_with_it() -> None:
     model[1].register_forward_hook(lambda mod, inp, out: None)  # on the ReLU
     with pytest.raises(SparsecompError, match=r"have forward hooks, or their activations do \(0\)"):
         st.fuse_activations_(model)
+
+
+@pytest.mark.parametrize("other", ["fewer", "moved"])
+def test_loading_another_pattern_drops_the_optimizers_state_of_the_old(other: str) -> None:
+    """Restore a checkpoint, then keep training: the optimizer's moments were of the
+    pattern before the load (another length: the next step failed inside torch; the
+    same length: other entries' moments). They are dropped, with a warning."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32))
+    st.sparsify_(model, {"0": ("scalar_fraction:0.5", "csr")})
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(4, 16)
+
+    def step() -> None:
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        opt.step()
+
+    step()
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+    if other == "fewer":
+        st.resparsify_(model, "scalar_fraction:0.9", opt)  # keeps the state, cut to 51
+    else:  # the same number of entries, in other columns
+        saved["0.indices"] = (saved["0.indices"] + 1) % 16
+    step()
+    model.load_state_dict(saved)
+    values = model[0].values
+    with pytest.warns(UserWarning, match="state of a SparseLinear's values was dropped"):
+        step()
+    assert opt.state[values]["exp_avg"].shape == values.shape
+    assert int(opt.state[values]["step"]) == 1  # afresh
+    step()  # and no warning for an unchanged pattern
+    assert int(opt.state[values]["step"]) == 2
+
+
+def test_an_optimizer_restored_with_the_model_keeps_its_state() -> None:
+    """A checkpoint of both: the optimizer's loaded state is of the loaded pattern."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32))
+    st.sparsify_(model, {"0": ("scalar_fraction:0.5", "csr")})
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x = torch.randn(4, 16)
+
+    def step() -> None:
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        opt.step()
+
+    step()
+    saved = copy.deepcopy((model.state_dict(), opt.state_dict()))
+    st.resparsify_(model, "scalar_fraction:0.9", opt)
+    step()
+    model.load_state_dict(saved[0])
+    opt.load_state_dict(saved[1])
+    step()  # no warning (warnings are errors here)
+    assert int(opt.state[model[0].values]["step"]) == 2
+
+
+def test_assigning_a_weight_says_what_to_do() -> None:
+    """It was torch's KeyError "attribute 'weight' already exists"."""
+    w, keep, b = _masked(8, 6, 0.5, 3)
+    layer = st.SparseLinear.from_dense(w, b, "csr", keep)
+    with pytest.raises(SparsecompError, match="weight is its pattern and values") as info:
+        layer.weight = torch.nn.Parameter(torch.randn(8, 6))
+    assert "from_dense" in str(info.value)

@@ -9,10 +9,12 @@ n:m) the forward pass computes ``Y = X W^T`` with
 torch holds them (the kernel transposes in registers, see :mod:`.kernels`).
 In other layouts it computes ``Y^T = W X^T`` with ``sparsecomp::sparse_mm``
 on the input transposed (shared between layers reading one input,
-:mod:`.transpose`) and returns ``Y`` as a transposed view of that product:
-a following sparse layer's ``X^T`` is then the product itself, with no
-copy. The backward pass gives ``values`` a gradient only at kept entries, so
-any optimizer keeps the pattern (see :mod:`.optim` for the policies).
+:mod:`.transpose`) and returns ``Y`` contiguous, as ``nn.Linear`` does (a
+transposed view of the product saved a copy, but failed the ``.view()`` calls
+that merge the features with the dimension before them). The backward pass
+gives ``values`` a gradient only at kept entries, so any optimizer keeps the
+pattern (see :mod:`.optim` for the policies); a ``state_dict`` of another
+pattern drops an optimizer's state of the old one (:mod:`.stale_state`).
 
 A layer may end with an activation (``activation = "gelu"`` or ``"relu"``,
 set by :func:`sparsecomp.torch.fuse_activations_`). Where no gradient is
@@ -42,7 +44,7 @@ from torch import Tensor, nn
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
-from sparsecomp.torch import kernels, ops, shared, structure, tracing
+from sparsecomp.torch import kernels, ops, shared, stale_state, structure, tracing
 from sparsecomp.torch.tracing import refuse_func_grad
 from sparsecomp.torch.transpose import transposed_input
 
@@ -149,6 +151,7 @@ class SparseLinear(nn.Module):
         super().__init__()
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.values = nn.Parameter(torch.as_tensor(values).detach().clone().contiguous())
+        stale_state.track(self.values)
         if self.values.dim() != 1:
             raise SparsecompError(f"values must be 1-D, got shape {tuple(self.values.shape)}")
         self.register_buffer("indptr", torch.as_tensor(indptr, dtype=torch.int32).clone())
@@ -344,7 +347,9 @@ class SparseLinear(nn.Module):
             y = ops.sparse_linear(self.values, flat, *args)
             return _activate(y, act).reshape(*lead, self.out_features)
         yt = ops.sparse_mm(self.values, transposed_input(x, self), *args)
-        return _activate(yt.t(), act).reshape(*lead, self.out_features)
+        # contiguous, as nn.Linear's output is: a transposed view failed the .view()s
+        # that merge the features with the dimension before them (y.view(B, T * C))
+        return _activate(yt.t(), act).contiguous().reshape(*lead, self.out_features)
 
     def _forward_cuda(
         self,
@@ -370,7 +375,7 @@ class SparseLinear(nn.Module):
         else:
             mm = ops.layout_mm if traced else ops.run_layout_mm
             yt = mm(self.values, flat.t().contiguous(), perm, index, layout, shape, self.bias)
-            y = _activate(yt.t(), self.activation)
+            y = _activate(yt.t(), self.activation).contiguous()  # as nn.Linear's
         return y.reshape(*x.shape[:-1], self.out_features)
 
     def _wants_grad(self, x: Tensor) -> bool:
@@ -383,6 +388,16 @@ class SparseLinear(nn.Module):
             or self.values.requires_grad
             or (self.bias is not None and self.bias.requires_grad)
         )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "weight":  # torch's own answer was a KeyError ("already exists")
+            raise SparsecompError(
+                "a SparseLinear's weight is its pattern and values; it is not assigned",
+                hint="SparseLinear.from_dense(w, bias, layout) makes a layer of another "
+                "weight, layer.values holds the kept entries, and st.densify_(model) gives "
+                "back nn.Linear layers",
+            )
+        super().__setattr__(name, value)
 
     # -- conversions --------------------------------------------------------------
     @property
@@ -475,6 +490,12 @@ class SparseLinear(nn.Module):
     def _load_pattern(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
         # Adopt the saved pattern's sizes first, so that loading never fails on a
         # pattern with another number of entries.
+        replaced = any(
+            _differs(state_dict.get(prefix + name), getattr(self, name))
+            for name in ("indptr", "indices")
+        )
+        if replaced:  # an optimizer's per-entry state is of the old pattern
+            stale_state.pattern_replaced(self.values)
         for name in ("values", "indptr", "indices"):
             saved = state_dict.get(prefix + name)
             old = getattr(self, name)
@@ -506,6 +527,13 @@ TORCH_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "gelu": nn.functional.gelu,
     "relu": nn.functional.relu,
 }
+
+
+def _differs(saved: Tensor | None, current: Tensor) -> bool:
+    """Whether a saved pattern buffer is another than the layer's."""
+    if saved is None:
+        return False
+    return saved.shape != current.shape or not torch.equal(saved.to(current.device), current)
 
 
 def _activate(y: Tensor, activation: str) -> Tensor:
