@@ -143,3 +143,18 @@ def test_a_loaded_executable_reports_its_own_schedule(tmp_path) -> None:
             np.testing.assert_allclose(loaded(prepared, x), a @ x, rtol=1e-4, atol=1e-3)
     plain = sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_90")
     assert "gpu_balance" not in plain.manifest
+
+
+def test_a_block_choice_for_an_f32_kernel_says_it_runs_as_tf32() -> None:
+    """On a blocky matrix prepare() moves an f32 SpMM from CSR (f32 FMAs) to bsr:16x16,
+    whose products run on the tensor cores as tf32: about 1000x the error, unsaid."""
+    rng = np.random.default_rng(0)
+    mask = np.kron(rng.random((8, 8)) < 0.5, np.ones((16, 16)))
+    a = sp.csr_matrix((mask * rng.standard_normal(mask.shape)).astype(np.float32))
+    b = rng.standard_normal((128, 32)).astype(np.float32)
+    exe = sparsecomp.compile(EXAMPLES / "spmm.mlir", target="cuda-emu:sm_80")
+    prepared = exe.prepare(a, k=32)
+    assert prepared.choice is not None
+    said = "tensor cores as tf32" in prepared.choice.why
+    assert said == prepared.layout.startswith("bsr")
+    np.testing.assert_allclose(exe(prepared, b), a @ b, rtol=1e-2, atol=1e-2)

@@ -251,6 +251,16 @@ class Function:
         return f"<sparsecomp function {self.signature.describe()}>"
 
 
+def _runs_tf32(signature: Signature, prepared: Prepared) -> bool:
+    """Whether ``prepared``'s variant multiplies f32 blocks (BSR, or a composable's BSR
+    part) that a GPU's tensor cores take as tf32."""
+    argument = prepared.argument
+    if signature.args[argument].dtype.name != "float32":
+        return False
+    name = prepared.layout
+    return name.startswith("bsr:") or name.startswith("bsr+csr:")
+
+
 class Functions(Mapping[str, Function]):
     """Name -> :class:`Function`; unknown names raise :class:`UnknownFunctionError`."""
 
@@ -465,7 +475,9 @@ class Executable:
         gets its schedule chosen for the matrix (``Prepared.balance``: by rows, or
         its entries split evenly where the row lengths vary widely,
         :mod:`sparsecomp.formats.gpu_balance`), unless the executable was compiled
-        with ``gpu_balance``; ``balance="rows"`` or ``"nonzeros"`` forces one.
+        with ``gpu_balance``; ``balance="rows"`` or ``"nonzeros"`` forces one. An f32
+        function's BSR choice multiplies its blocks on the tensor cores as tf32 (unless
+        compiled with ``gpu_tf32=False``), and the choice's ``why`` says so.
         """
         if function is None:
             if self._only is None:
@@ -519,6 +531,17 @@ class Executable:
         if balance is None and ("gpu_balance" in self.compile_options or self.recompile is None):
             balance = own_balance  # the user's choice, or all a loaded executable has
         prepared = prepare(own, A, layout, k, variant_for, device, balance)
+        choice = prepared.choice
+        tf32 = self.compile_options.get("gpu_tf32", True)
+        if choice is not None and device != "host" and tf32 and _runs_tf32(own, prepared):
+            # the kernel compiled for a CSR argument ran f32 FMAs; this layout's block
+            # products run on the tensor cores (an error about 1000x f32's)
+            note = ("its block products run on the tensor cores as tf32 (10-bit mantissas; "
+                    "compile with gpu_tf32=False to keep f32)")  # fmt: skip
+            LOG.info("sparsecomp: %s: %s: %s", own.name, prepared.layout, note)
+            prepared = dataclasses.replace(
+                prepared, choice=dataclasses.replace(choice, why=f"{choice.why}; {note}")
+            )
         return dataclasses.replace(prepared, owner=target.family or str(target.directory))
 
     @property
