@@ -120,5 +120,5 @@ def test_a_bad_index_in_a_sliced_row_raises(
 
 
 def test_bad_budget_is_refused() -> None:
-    with pytest.raises(Exception, match="slice-bytes must be >= 0"):
+    with pytest.raises(Exception, match="slice_bytes= must be >= 0"):
         sparsecomp.compile(K.spmm("csr"), slice_bytes=-1)

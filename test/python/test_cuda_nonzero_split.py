@@ -145,7 +145,7 @@ def test_spmm_split_schedule(spmm_split) -> None:
 
 
 def test_bad_balance_is_refused() -> None:
-    with pytest.raises(SparsecompError, match="balance must be 'rows' or 'nonzeros'"):
+    with pytest.raises(SparsecompError, match="gpu_balance= must be 'rows' or 'nonzeros'"):
         sparsecomp.compile(EXAMPLES / "spmv.mlir", "cuda-emu:sm_80", gpu_balance="entries")
 
 
