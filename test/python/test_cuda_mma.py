@@ -11,6 +11,7 @@ block rows; and a kernel with two registers swapped must give a wrong one.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from gpu_rebuild import rebuild
 from long_runs import strength
 from mma_reference import tf32 as _tf32
 from sparsecomp.compiler import cuda
-from sparsecomp.formats import SparseTensor
+from sparsecomp.formats import SparseTensor, parse_layout
 from sparsecomp.formats.layout import standard_layout
 from sparsecomp.targets.fragments import M16N8K8_TF32, M16N8K16_F16, SHAPES
 
@@ -221,6 +222,33 @@ def test_profile_counts_warp_mmas() -> None:
     assert p.h100_tensor_seconds == pytest.approx(12 * 2 * 16 * 8 * 8 / 494.7e12)
     assert p.h100_seconds == max(p.h100_bandwidth_seconds, p.h100_tensor_seconds)
     assert "MMA tf32: 12 warp instructions" in str(p)
+
+
+TRANSPOSED_B = OURS.replace(
+    "linalg.matmul ins",
+    "linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, "
+    "affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins",
+).replace("%n = tensor.dim %B, %c1", "%n = tensor.dim %B, %c0")
+
+
+@pytest.mark.parametrize("which", ["transposed_b", "bsr_plus_csr"])
+def test_a_block_product_off_the_tensor_cores_is_remarked(which: str) -> None:
+    """A BSR A @ B^T, and bsr+csr's BSR part, took the scalar schedule unremarked."""
+    if which == "transposed_b":
+        source = TRANSPOSED_B.format(r=16, c=8)
+        why = "its indexing maps are not C[m, n] += A[m, k] * B[k, n]"
+    else:
+        composable = parse_layout("bsr+csr:16x8").attr_text()
+        source = re.sub(r"#bsr = .*?crdWidth = 32}>", lambda _: f"#bsr = {composable}",
+                        OURS.format(r=16, c=8), count=1, flags=re.DOTALL)  # fmt: skip
+        why = "a composable operand's parts are multiplied part by part"
+    exe = sparsecomp.compile(source, "cuda-emu:sm_80")
+    assert any(f"this product takes the scalar schedule: {why}" in r for r in exe.remarks)
+    rng = np.random.default_rng(3)
+    a = _block_matrix(32, 24, 16, 8, 0.5, 3)
+    b = rng.standard_normal((9, 24) if which == "transposed_b" else (24, 9)).astype(np.float32)
+    want = a.toarray() @ (b.T if which == "transposed_b" else b)
+    np.testing.assert_allclose(exe(a, b), want, rtol=1e-5, atol=1e-5)
 
 
 def test_sm_75_keeps_f32_products_off_tf32_tensor_cores() -> None:

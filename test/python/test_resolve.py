@@ -132,6 +132,23 @@ def test_mma_sp_metadata(elt, index, target, metadata):
 
 
 @pytest.mark.parametrize(
+    ("maps", "op"),
+    [
+        (("(m, n) -> (m, n)", "(m, n) -> (n)", "(m, n) -> (m)"), "linalg.matvec"),
+        (("(m, n, k) -> (m, k)", "(m, n, k) -> (n, k)", "(m, n, k) -> (m, n)"), "linalg.matmul"),
+        (("(m, n) -> (m, n)", "(m, n) -> (m)"), "linalg.reduce"),
+    ],
+    ids=["matvec", "a_b_transposed", "row_sum"],
+)
+def test_mma_sp_metadata_only_for_the_product_its_kernel_computes(maps, op):
+    """An f16 SpMV, A @ B^T or row sum over nm[2, 4] got the mma.sp words, which only the
+    2:4 tensor-core kernel (C += A B) reads: the build failed in stage loops."""
+    target = CudaTarget(80, ("m16n8k16",), ("m16n8k16",))
+    enc = Encoding(Sparsity("nm", (2, 4), 0.5), use(maps, 0, "f16", op))
+    assert resolve(enc, (16, 32), target).nm_metadata == ""
+
+
+@pytest.mark.parametrize(
     ("density", "densify", "expected"),
     [(0.6, True, "dense"), (0.5, True, "dense"), (0.49, True, "csr"), (1.0, True, "csr"),
      (0.6, False, "csr")],

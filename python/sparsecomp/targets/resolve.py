@@ -388,6 +388,20 @@ def _named(name: str, rank: int) -> Layout:
     return layout
 
 
+def _a_of_a_product(use: Use) -> bool:
+    """Whether ``use`` is the ``A`` of ``C[m, n] += A[m, k] * B[k, n]``, which the 2:4
+    tensor-core kernel computes (a matvec, ``A @ B^T`` or a row sum given its metadata
+    words failed to compile: no other kernel reads them)."""
+    maps = use.indexing_maps
+    return (
+        use.op_name in ("linalg.matmul", "linalg.generic")
+        and use.operand_index == 0
+        and len(maps) == 3
+        and all(m.n_loops == 3 for m in maps)
+        and [m.results for m in maps] == [(0, 2), (2, 1), (0, 1)]
+    )
+
+
 def _nm(n: int, m: int, rank: int, use: Use, target: Target) -> Layout:
     exprs = tuple(LevelExpr(d) for d in range(rank - 1))
     exprs += (LevelExpr(rank - 1, "floordiv", m), LevelExpr(rank - 1, "mod", m))
@@ -398,8 +412,7 @@ def _nm(n: int, m: int, rank: int, use: Use, target: Target) -> Layout:
         isinstance(target, CudaTarget)
         and (n, m) == (2, 4)
         and _MMA_SP_SHAPE in target.sparse_mma_shapes
-        and use.op_name
-        and use.operand_index == 0
+        and _a_of_a_product(use)
         and use.element_type in _MMA_SP_TYPES
     ):
         # the words the 2:4 tensor-core kernel reads; no other kernel reads metadata

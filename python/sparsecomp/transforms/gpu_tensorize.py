@@ -11,6 +11,7 @@ from mlir.dialects import bufferization, func, memref, tensor
 from mlir.passmanager import ExternalPass
 
 from sparsecomp.dialects import sparse_iter
+from sparsecomp.formats.composable import Composable
 from sparsecomp.formats.layout import Layout, short_name, standard_layout
 from sparsecomp.ir.attrs import layout_of
 from sparsecomp.ir.context import emit_remark
@@ -50,6 +51,25 @@ def _matmul_maps(op: ir.Operation) -> bool:
         return False
     maps = tuple(str(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"]))
     return maps == _MATMUL_MAPS and len(op.operands) == 3
+
+
+def _product_shaped(op: ir.Operation) -> bool:
+    """Whether ``op`` is a product of two matrices into a third whatever its maps: a
+    ``linalg.matmul``, or a generic of three 2-d operands over two parallel loops and
+    one reduction whose body is a multiply-add."""
+    if any(
+        not isinstance(v.type, ir.RankedTensorType) or ir.RankedTensorType(v.type).rank != 2
+        for v in op.operands
+    ):
+        return False
+    if op.name == "linalg.matmul":
+        return True
+    if op.name != "linalg.generic":
+        return False
+    kinds = [str(k) for k in ir.ArrayAttr(op.attributes["iterator_types"])]
+    return sorted(k.split("<")[-1].rstrip(">") for k in kinds) == [
+        "parallel", "parallel", "reduction"
+    ] and _multiply_adds(op.regions[0].blocks[0])
 
 
 def is_matmul(op: ir.Operation) -> bool:
@@ -223,7 +243,19 @@ class GpuTensorizePass(SparsecompPass):
     def _spec(self, op: ir.Operation, device: CudaTarget) -> _Spec | str | None:
         """The kernel for ``op``; None where it is not a product of a BSR or 2:4 matrix
         and dense ones; or, where it is one the tensor cores do not take, why not."""
-        if not _matmul_maps(op) or len(op.results) != 1:
+        if len(op.results) != 1 or len(op.operands) != 3:
+            return None
+        first = layout_of(op.operands[0].type)
+        if isinstance(first, Composable) and _product_shaped(op):
+            if any(_bsr_blocks(p.layout) or _nm_ratio(p.layout) for p in first.parts):
+                return ("a composable operand's parts are multiplied part by part, and the "
+                        "tensor cores take a whole BSR or n:m operand (prepare the matrix "
+                        "as bsr:RxC for them)")  # fmt: skip
+            return None
+        if not _matmul_maps(op):
+            if (_bsr_blocks(first) or _nm_ratio(first)) and _product_shaped(op):
+                return ("its indexing maps are not C[m, n] += A[m, k] * B[k, n] (a "
+                        "transposed operand: transpose it before the product)")  # fmt: skip
             return None
         a, b, out = (v.type for v in op.operands)
         layout = layout_of(a)
