@@ -238,6 +238,18 @@ def test_unknown_pass_column_in_pipeline(capsys, tmp_path) -> None:
     assert line.startswith(f"<pass-pipeline>:1:{pipeline.index('no-such-pass') + 1}: error: ")
 
 
+def test_a_named_pipeline_nested_under_a_function_is_placed_and_explained(
+    capsys, tmp_path
+) -> None:
+    """Its first module pass failed at column 72 of the pipeline's own file, past the
+    25 characters written."""
+    pipeline = "func.func(sparsecomp-cpu)"
+    result = opt(capsys, write(tmp_path, SIMPLE), f"--pass-pipeline={pipeline}").failed()
+    line = result.err_lines[0]
+    assert line.startswith(f"<pass-pipeline>:1:{pipeline.index('sparsecomp-cpu') + 1}: error: ")
+    assert "write builtin.module(sparsecomp-cpu)" in result.err
+
+
 @pytest.mark.parametrize(
     ("args", "value"),
     [

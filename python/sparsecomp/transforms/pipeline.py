@@ -40,6 +40,9 @@ class Element:
     options: str = ""  # the text between braces, verbatim
     children: list[Element] | None = None
     column: int = 0  # 1-based column of the name in the pipeline text, 0 if unknown
+    #: the named pipeline it came from (its errors are placed at that name, which the
+    #: caller wrote: a column in the pipeline's file pointed past the caller's text)
+    via: str = ""
 
     @property
     def location(self) -> str | None:
@@ -183,10 +186,19 @@ def expand(elements: list[Element], stack: tuple[str, ...] = ()) -> list[Element
                 raise PipelineError(message, location=e.location)
             if e.name in stack:
                 raise PipelineError(f"named pipeline '{e.name}' includes itself")
-            out += expand(_load_named(named[e.name]), (*stack, e.name))
+            inner = expand(_load_named(named[e.name]), (*stack, e.name))
+            out += [_placed_at(x, e.column, e.via or e.name) for x in inner]
         else:
             out.append(e)
     return out
+
+
+def _placed_at(element: Element, column: int, via: str) -> Element:
+    """``element`` (of a named pipeline) placed at the name the caller wrote."""
+    children = None
+    if element.children is not None:
+        children = [_placed_at(c, column, via) for c in element.children]
+    return dataclasses.replace(element, column=column, via=via, children=children)
 
 
 def make_pass(element: Element) -> SparsecompPass:
@@ -250,7 +262,12 @@ def _add_upstream(pm: PassManager, text: str, element: Element) -> None:
         if bad
         else first.replace("<Pass-Options-Parser>: ", "")
     )
-    raise PipelineError(f"pass '{element.name}': {reason}", location=element.location)
+    hint = None
+    if element.via:
+        hint = f"'{element.name}' is in the named pipeline '{element.via}'"
+        if "restricted to 'builtin.module'" in reason:
+            hint += f", whose passes run on a module: write builtin.module({element.via})"
+    raise PipelineError(f"pass '{element.name}': {reason}", location=element.location, hint=hint)
 
 
 def _add(
