@@ -70,6 +70,7 @@ def test_indexing_map_keeps_compound_results_unknown():
     ("sparsity", "shape", "expected"),
     [
         (Sparsity("block", (4, 8)), (None, None), "bsr:4x8"),
+        (Sparsity("block", (1, 1)), (None, None), "csr"),  # an entry a block
         (Sparsity("nm", (2, 4)), (8, 16), "nm:2:4"),
         (Sparsity("ragged"), (None, None), "ell"),
         (UNSTRUCTURED, (None, None), "csr"),

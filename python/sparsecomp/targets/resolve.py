@@ -10,11 +10,12 @@ tensor of rank r (the first that applies):
    ``dense`` (every level ``dense_fixed``). Density 1.0 means *unknown* and
    never densifies; without ``densify`` density alone never makes a tensor
    dense: the user asks for it.
-3. ``"block"`` [R, C]: ``bsr:RxC`` (r = 2 only).
+3. ``"block"`` [R, C]: ``bsr:RxC`` (r = 2 only); [1, 1] is ``csr`` (an entry a block).
 4. ``"nm"`` [n, m]: n:m along the innermost dimension, earlier dimensions
-   dense (``nm:N:M`` for matrices). On CUDA, a 2:4 f16 operand 0 of an op,
-   when the target lists the ``m16n8k16`` sparse MMA shape, gets its ``mma.sp``
-   metadata (the words the 2:4 tensor-core kernel reads; others keep indices).
+   dense (``nm:N:M`` for matrices). On CUDA, a 2:4 f16 ``A`` of a product
+   ``C[m, n] += A[m, k] * B[k, n]``, when the target lists the ``m16n8k16``
+   sparse MMA shape, gets its ``mma.sp`` metadata (the words the 2:4
+   tensor-core kernel reads; other uses keep indices).
 5. ``"ragged"``: ``ell`` (r = 2 only); CSR in functions that go to the
    upstream sparsifier (:func:`upstream_form`).
 6. ``"unstructured"``: r = 1 a compressed vector; r = 2 ``csr``, or ``csc``
@@ -371,6 +372,10 @@ def _choose(encoding: Encoding, rank: int, target: Target, densify: bool) -> Lay
         return _named("dense", rank)
     if kind in ("block", "ragged") and rank != 2:
         raise FormatError(f"'{kind}' sparsity needs a rank-2 tensor, got rank {rank}")
+    if kind == "block" and tuple(params) == (1, 1):
+        # a 1x1 block is an entry: CSR (BSR 1x1 stored a block row per row, and on a GPU
+        # took neither the tensor cores nor CSR's schedule, unremarked)
+        return _named("csr", rank)
     if kind == "block":
         return _named(f"bsr:{params[0]}x{params[1]}", rank)
     if kind == "ragged":
