@@ -35,6 +35,15 @@ F32 = np.zeros((2, 3), np.float32)
 X5 = np.zeros(5, np.float32)
 
 
+def test_numpy_scalars_of_another_dtype_pass_as_their_values(exe: Executable) -> None:
+    """np.int32(3) for an int64 argument and np.float64(1) for a float32 one were refused
+    ("expected dtype"), where 3 and 1.0 pass, and a Python kernel takes them."""
+    assert bool(exe.less(np.float64(1), 2.0)) is True
+    assert bool(exe.less(np.int16(3), np.float32(2.5))) is False
+    first, second = exe.twice(np.int32(3))
+    assert first.shape == second.shape == (3,)
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -71,11 +80,12 @@ X5 = np.zeros(5, np.float32)
         (lambda e: e.views(np.zeros(5)), r"views: argument 0 .*: expected size 6 in dimension 0"),
         (lambda e: e.less("1", 2.0), r"less: argument 0 \(float32\): expected a float32 scalar"),
         (lambda e: e.less(10**400, 2.0), r"less: argument 0 \(float32\): expected a float32"),
-        (lambda e: e.less(np.float64(1), 2.0), r"expected dtype float32, got float64"),
+        (lambda e: e.less(np.complex64(1), 2.0), r"expected dtype float32, got complex64"),
         (lambda e: e.twice(True), r"expected a int64 scalar, got True"),
         (lambda e: e.twice(2.0), r"expected a int64 scalar, got 2.0"),
         (lambda e: e.twice(2**70), r"expected a int64 scalar"),
-        (lambda e: e.twice(np.int32(3)), r"expected dtype int64, got int32"),
+        (lambda e: e.twice(np.float64(3)), r"expected a int64 scalar, got 3.0"),
+        (lambda e: e.twice(np.uint64(2**63)), r"expected a int64 scalar, got 9223372036854775808"),
         (lambda e: e.half(np.float16(1)), r"half: argument 0 is a float16 scalar"),
         (lambda e: e(X5), r"the kernel has 13 public functions, 'spmv', 'scale', "),
     ],

@@ -332,6 +332,79 @@ def test_a_call_with_another_layout_says_so(private_cache: None) -> None:
         caller(a, np.ones(5, np.float32))
 
 
+@sparsecomp.kernel
+def frobenius(A: Tensor[f64, ("M", "N"), "csr"]):
+    s += A[i, j] * A[i, j]
+    return s
+
+
+@sparsecomp.kernel
+def row_sums(A: Tensor[f32, ("M", "N"), "csr"]) -> Tensor[f32, "M"]:
+    r[i] += A[i, j]
+    return r
+
+
+def test_a_0d_result_of_a_call_is_read_by_its_name(private_cache: None) -> None:
+    """``s = frobenius(A)`` then ``rsqrt(s)`` or ``n = sqrt(s)``: "'s' is not a scalar
+    argument" (only ``s[()]`` was read), as a 0-d reduction's result is."""
+
+    @sparsecomp.kernel
+    def normalized(A: Tensor[f64, ("M", "N"), "csr"]) -> Tensor[f64, ("M", "N"), "csr"]:
+        s = frobenius(A)
+        n = sqrt(s)
+        B[i, j] = A[i, j] / n
+        return B
+
+    a = sp.random(6, 5, density=0.4, format="csr", random_state=2)
+    np.testing.assert_allclose(normalized(a).to_dense(), a.toarray() / np.sqrt((a.data**2).sum()))
+
+
+def test_a_declared_result_size_holds_for_a_calls_result(private_cache: None) -> None:
+    """A result declared ``"N"`` that a call returns with ``A``'s rows came back (5,) for
+    a 5x4 matrix, unchecked; the call is now refused as a statement's result is."""
+
+    @sparsecomp.kernel
+    def col_sums_wrong(A: Tensor[f32, ("M", "N"), "csr"]) -> Tensor[f32, "N"]:
+        r = row_sums(A)
+        return r
+
+    a = sp.random(5, 4, density=0.5, format="csr", dtype=np.float32, random_state=1)
+    with pytest.raises(ArgumentError, match="does not match size symbol"):
+        col_sums_wrong(a)
+    square = sp.random(4, 4, density=0.5, format="csr", dtype=np.float32, random_state=1)
+    np.testing.assert_allclose(col_sums_wrong(square), square.toarray().sum(1), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("axpy(x, y, x)", "'axpy' takes a number as 'a', and 'x' is a tensor"),
+        ("axpy(z, z)", "in the call of 'axpy': argument 'x' of 'axpy' is f32, got f64"),
+    ],
+)
+def test_a_call_with_the_wrong_kinds_is_located(call: str, message: str, tmp_path: Path) -> None:
+    """A tensor for a scalar parameter was MLIR's verifier text; an f64 tensor for an
+    f32 one had no location and a hint for Python callers (.astype)."""
+    source = f"""
+import numpy as np
+import sparsecomp
+from sparsecomp.script import Tensor, f32, f64
+from test_script_edges import axpy
+
+@sparsecomp.kernel
+def calls(x: Tensor[f32, "N"], y: Tensor[f32, "N"], z: Tensor[f64, "N"]) -> Tensor[f32, "N"]:
+    u = {call}
+    return u
+calls(np.ones(2, np.float32), np.ones(2, np.float32), np.ones(2))
+"""
+    path = tmp_path / "calls.py"
+    path.write_text(source)
+    with pytest.raises(ScriptError, match=message) as info:
+        import_file(path)
+    assert info.value.location.startswith(f"{path}:9:")
+    assert ".astype" not in str(info.value)
+
+
 def test_integer_literal_out_of_range_is_located() -> None:
     @sparsecomp.kernel
     def plus(A: Tensor[i8, "N"]) -> Tensor[i8, "N"]:

@@ -173,12 +173,17 @@ _FLOAT_MAX = int(np.finfo(np.float64).max)
 
 
 def scalar_value(spec: ArgSpec, value: Any, where: str) -> Any:
-    """A Python scalar for a scalar argument: same-dtype numpy scalars, or a Python number."""
+    """A Python scalar for a scalar argument: a numpy scalar (or 0-d array) of its dtype,
+    or a number: a Python one, or a numpy one of another dtype taken as its Python value
+    (``np.float32(3.0)`` for an f64 argument, as ``3.0`` is; a Python kernel took them,
+    the executable it compiles refused them)."""
     dtype = spec.dtype
     if isinstance(value, np.generic | np.ndarray) and np.ndim(value) == 0:
-        if value.dtype != dtype:
+        if value.dtype == dtype:
+            return int(value.item()) if dtype == np.bool_ else value.item()
+        if value.dtype.kind not in "biuf":
             raise ArgumentError(f"{where}: expected dtype {dtype}, got {value.dtype}")
-        return int(value.item()) if dtype == np.bool_ else value.item()
+        value = value.item()
     if isinstance(value, bool | np.bool_):
         ok = dtype.kind == "b"
     elif isinstance(value, int):

@@ -24,6 +24,7 @@ from sparsecomp.dialects import sparse_iter
 from sparsecomp.errors import SparsecompError
 from sparsecomp.lowering.sizes import ATTR as SAME_SIZES
 from sparsecomp.lowering.sizes import NAMES as SIZE_NAMES
+from sparsecomp.lowering.sizes import result_dims
 from sparsecomp.script.body import Body, combine, identity
 from sparsecomp.script.parse import (
     Access,
@@ -182,6 +183,7 @@ class FunctionEmitter:
             )
         ftype = ir.FunctionType.get(inputs, [v.type for v in results])
         f.attributes["function_type"] = ir.TypeAttr.get(ftype)
+        self.declared_result_sizes(f, results)
         tied = self.tied()
         same = [ir.DenseI64ArrayAttr.get([*a, *b]) for a, b in self.same if not tied(a, b)]
         if same:
@@ -191,6 +193,21 @@ class FunctionEmitter:
                 {sym: ir.DenseI64ArrayAttr.get([*at]) for sym, at in self.first.items()}
             )
         return f
+
+    def declared_result_sizes(self, f: func.FuncOp, results: list[ir.Value]) -> None:
+        """A declared result size that another argument dimension gives the result (one
+        returned from a call: ``r = row_sums(A)`` declared ``"N"``, its size ``A``'s
+        rows) is that symbol's size too, checked at each call (it was not: the result
+        came back with the callee's size)."""
+        for value, declared in zip(results, self.d.results or [], strict=False):
+            if not isinstance(declared, TensorType) or not isinstance(
+                value.type, ir.RankedTensorType
+            ):
+                continue
+            dims = result_dims(f.operation, value)
+            for sym, size in zip(declared.shape, dims, strict=False):
+                if isinstance(sym, str) and isinstance(size, tuple) and size[0] >= 0:
+                    self.same_size(sym, *size)
 
     def same_size(self, symbol: str, argument: int, dim: int) -> None:
         """Argument ``argument``'s dimension ``dim`` has size ``symbol``: one symbol is one
@@ -436,8 +453,19 @@ class FunctionEmitter:
         """A call's argument values: names' values, and numbers (written, or the callee's
         defaults) as constants of their parameter's type."""
         callee = c.kernel.definition
+        for (name, p), a in zip(callee.params.items(), c.args, strict=True):
+            if not isinstance(a, str):
+                continue
+            tensor = isinstance(self.env[a].type, ir.RankedTensorType)
+            if tensor != isinstance(p, TensorType):  # the verifier's text said it, unlocated
+                want, got = ("a tensor", "a number") if not tensor else ("a number", "a tensor")
+                raise self.fail(c.at, f"'{callee.name}' takes {want} as '{name}', and '{a}' "
+                                f"is {got}")  # fmt: skip
         named = [_element_name(self.env[a]) if isinstance(a, str) else None for a in c.args]
-        types = bind_types(callee, named)
+        try:
+            types = bind_types(callee, named)
+        except SparsecompError as e:  # its hint is for calls from Python (.astype)
+            raise self.fail(c.at, f"in the call of '{callee.name}': {e.message}") from None
         values = []
         for (name, p), a in zip(callee.params.items(), c.args, strict=True):
             if isinstance(a, str):

@@ -81,6 +81,23 @@ class Node:
     col: int
 
 
+def _returns_0d(d: Any, k: int) -> bool:
+    """Whether kernel definition ``d``'s result ``k`` is 0-d: so declared, or, undeclared,
+    last assigned by a statement with no indices (``s += ...``) or a call's 0-d result."""
+    results = d.results or []
+    if k < len(results) and isinstance(results[k], TensorType):
+        return bool(results[k].rank == 0)
+    name = d.returns[k] if k < len(d.returns) else None
+    found = False
+    for s in d.body:
+        if isinstance(s, Statement) and s.target == name:
+            found = not s.indices
+        elif isinstance(s, Call) and name in s.targets:
+            inner = getattr(s.kernel, "definition", None)
+            found = inner is not None and _returns_0d(inner, s.targets.index(name))
+    return found
+
+
 def _is_plain_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -256,6 +273,11 @@ class _Reader:
         last = into.body[-1] if into.body else None
         if isinstance(last, Statement) and not last.indices:
             self.zero_d.add(last.target)  # a 0-d result: read by its name in later ones
+        if isinstance(last, Call):  # s = fro(A): a 0-d result too, read as s
+            definition = getattr(last.kernel, "definition", None)
+            for k, target in enumerate(last.targets):
+                if definition is not None and _returns_0d(definition, k):
+                    self.zero_d.add(target)
 
     def _statement(self, node: ast.stmt, into: Definition) -> None:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
