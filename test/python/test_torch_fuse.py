@@ -246,3 +246,43 @@ def test_threads_calling_the_same_layers(layout: str) -> None:
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(forward, range(8)))
+
+
+class _ReadsWeight(nn.Module):
+    """T5's FFN: its forward reads the second layer's ``.weight`` (its dtype)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wi = nn.Linear(16, 32, bias=False)
+        self.act = nn.ReLU()
+        self.wo = nn.Linear(32, 16, bias=False)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        h = self.act(self.wi(h))
+        if isinstance(self.wo.weight, torch.Tensor) and h.dtype != self.wo.weight.dtype:
+            h = h.to(self.wo.weight.dtype)
+        return self.wo(h)
+
+
+@pytest.mark.parametrize("run_first", [False, True])
+def test_a_forward_reading_a_weight_fuses(run_first: bool) -> None:
+    """torch.fx's trace (fuse_activations_) read .weight, which kept a mark made of fx
+    proxies: every later forward failed; after a forward, the trace compared the kept
+    mark with proxies and nothing fused ("data-dependent control flow")."""
+
+    def make() -> nn.Module:
+        torch.manual_seed(0)
+        model = nn.Sequential(_ReadsWeight()).eval()
+        st.sparsify_(model, {"*": ("scalar_fraction:0.7", "csr")})
+        return model
+
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        want = make()(x)
+    model = make()
+    if run_first:
+        with torch.no_grad():
+            model(x)
+    assert st.fuse_activations_(model) == ["0.wi"]
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), want)

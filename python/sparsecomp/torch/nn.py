@@ -414,7 +414,11 @@ class SparseLinear(nn.Module):
     def _flat_positions(self) -> Tensor:
         """Each stored entry's position in the row-major dense weight (kept, see
         :attr:`weight`; made afresh while tracing, where no state is kept)."""
-        compiling = torch.compiler.is_compiling()
+        # torch.fx's symbolic trace (fuse_activations_ traces models: T5's FFN reads
+        # .weight) hands proxies: a mark kept of them broke every later call
+        compiling = torch.compiler.is_compiling() or any(
+            isinstance(t, torch.fx.Proxy) for t in (self.values, self.indptr, self.indices)
+        )
         mark: tuple[Any, ...] = ()
         if not compiling:
             mark = (self.indptr.data_ptr(), structure.version(self.indptr),
