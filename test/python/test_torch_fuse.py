@@ -286,3 +286,12 @@ def test_a_forward_reading_a_weight_fuses(run_first: bool) -> None:
     assert st.fuse_activations_(model) == ["0.wi"]
     with torch.no_grad():
         torch.testing.assert_close(model(x), want)
+
+
+def test_an_activation_the_kernels_do_not_compute_is_named() -> None:
+    """GPT-2's gelu_new (the tanh GELU) was not fused, and the error named only the
+    modules fx could not trace."""
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(approximate="tanh"), nn.Linear(16, 4))
+    st.sparsify_(model, {"*": ("scalar_fraction:0.5", "csr")})
+    with pytest.raises(SparsecompError, match=r"after SparseLinear layers \(1 \(GELU\)\) compute"):
+        st.fuse_activations_(model)

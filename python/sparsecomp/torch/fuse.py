@@ -77,6 +77,13 @@ class _OneLevel(fx.Tracer):
         return True
 
 
+def _an_activation(module: nn.Module) -> bool:
+    """Whether ``module`` looks like an activation by its class's name (for the message
+    of an activation that is not one the kernels compute)."""
+    name = type(module).__name__.lower()
+    return any(w in name for w in ("gelu", "relu", "silu", "swish", "tanh", "sigmoid", "activ"))
+
+
 def _pairs(parent: nn.Module) -> list[tuple[str, str]] | None:
     """``(layer, activation)`` child names of ``parent`` whose calls chain directly;
     None where fx cannot trace ``parent``'s forward."""
@@ -114,7 +121,7 @@ def fuse_activations_(model: nn.Module) -> list[str]:
     Returns the qualified names of the layers it fused. None found, and none
     fused before, is an error (with the reason most likely).
     """
-    done, shared, untraced, hooked = [], [], [], []
+    done, shared, untraced, hooked, others = [], [], [], [], []
     paths = module_paths(model)
     for name, parent in list(model.named_modules()):
         pairs = _pairs(parent)
@@ -123,7 +130,11 @@ def fuse_activations_(model: nn.Module) -> list[str]:
             continue
         for layer_name, act_name in pairs:
             layer = getattr(parent, layer_name)
-            kind = activation_of(getattr(parent, act_name))
+            act = getattr(parent, act_name)
+            kind = activation_of(act)
+            if not kind and _an_activation(act):  # GPT-2's gelu_new: the tanh form
+                others.append(f"{name}.{act_name}" if name else act_name)
+                others[-1] += f" ({type(act).__name__})"
             if not kind or layer.activation:
                 continue
             if len(paths[id(layer)]) > 1:  # its other parents would get the activation too
@@ -163,6 +174,12 @@ def fuse_activations_(model: nn.Module) -> list[str]:
             if untraced
             else ""
         )
+        if others:
+            where += (
+                f"; the activations after SparseLinear layers ({', '.join(others[:3])}"
+                + (" ..." if len(others) > 3 else "")
+                + ") compute other functions than exact GELU or ReLU (the tanh GELU, SiLU...)"
+            )
         raise SparsecompError(
             f"fuse_activations_: no SparseLinear feeds a GELU or ReLU module directly{where}",
             hint="sparsify_ the linear layers first; an activation called as a function "
