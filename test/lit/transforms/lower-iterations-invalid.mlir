@@ -127,7 +127,7 @@ func.func @diagonal_access(%A: tensor<?x?xf32, #csr>, %y: tensor<?xf32>) -> tens
 
 // Each part would overwrite the output the earlier parts computed.
 func.func @composable_overwrite(%A: tensor<?x?xf32, #hyb>, %D: tensor<?x?xf32>) -> tensor<?x?xf32> {
-  // expected-error@+1 {{cannot lower this linalg.generic: a composable operand is lowered part by part, which needs the body to accumulate into the output (out + f(a, ...)); convert it to one layout first}}
+  // expected-error@+1 {{cannot lower this linalg.generic: a composable operand is lowered part by part, which needs the body to accumulate into the output (out + f(a, ...), f not reading out); convert it to one layout first}}
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
                        iterator_types = ["parallel", "parallel"]}
     ins(%A : tensor<?x?xf32, #hyb>) outs(%D : tensor<?x?xf32>) {
