@@ -6,6 +6,7 @@ import copy
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import numpy as np
 import pytest
@@ -541,11 +542,8 @@ def test_hooks_of_a_replaced_layer_go_with_it() -> None:
         st.fuse_activations_(model)
 
 
-@pytest.mark.parametrize("other", ["fewer", "moved"])
-def test_loading_another_pattern_drops_the_optimizers_state_of_the_old(other: str) -> None:
-    """Restore a checkpoint, then keep training: the optimizer's moments were of the
-    pattern before the load (another length: the next step failed inside torch; the
-    same length: other entries' moments). They are dropped, with a warning."""
+def _adam_on_a_sparse_layer() -> tuple[torch.nn.Module, torch.optim.Optimizer, Any]:
+    """A one-layer sparse model, its Adam, and a training step (taken once)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32))
     st.sparsify_(model, {"0": ("scalar_fraction:0.5", "csr")})
@@ -558,6 +556,15 @@ def test_loading_another_pattern_drops_the_optimizers_state_of_the_old(other: st
         opt.step()
 
     step()
+    return model, opt, step
+
+
+@pytest.mark.parametrize("other", ["fewer", "moved"])
+def test_loading_another_pattern_drops_the_optimizers_state_of_the_old(other: str) -> None:
+    """Restore a checkpoint, then keep training: the optimizer's moments were of the
+    pattern before the load (another length: the next step failed inside torch; the
+    same length: other entries' moments). They are dropped, with a warning."""
+    model, opt, step = _adam_on_a_sparse_layer()
     saved = {k: v.clone() for k, v in model.state_dict().items()}
     if other == "fewer":
         st.resparsify_(model, "scalar_fraction:0.9", opt)  # keeps the state, cut to 51
@@ -576,18 +583,7 @@ def test_loading_another_pattern_drops_the_optimizers_state_of_the_old(other: st
 
 def test_an_optimizer_restored_with_the_model_keeps_its_state() -> None:
     """A checkpoint of both: the optimizer's loaded state is of the loaded pattern."""
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32))
-    st.sparsify_(model, {"0": ("scalar_fraction:0.5", "csr")})
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    x = torch.randn(4, 16)
-
-    def step() -> None:
-        opt.zero_grad()
-        model(x).pow(2).mean().backward()
-        opt.step()
-
-    step()
+    model, opt, step = _adam_on_a_sparse_layer()
     saved = copy.deepcopy((model.state_dict(), opt.state_dict()))
     st.resparsify_(model, "scalar_fraction:0.9", opt)
     step()
