@@ -95,14 +95,8 @@ def build(
             text, filename, cpu, options, out, progress, emulate, profile, device, emulate_devices
         )
         return
-    job = {
-        "text": text, "filename": filename, "target": cpu.attr_text(), "options": options,
-        "emulate": emulate.attr_text() if emulate is not None else None, "profile": profile,
-        "device": device.attr_text() if device is not None else None,
-        "emulate_devices": emulate_devices,
-        "out": str(out), "verbose": progress is not None,
-        "env": jobs.knobs_environment(),
-    }  # fmt: skip
+    job = _job(text, filename, cpu, options, out, progress, emulate, profile, device,
+               emulate_devices)  # fmt: skip
     answer = _prefetched_answer(job)
     if answer is not None and "crash" in answer:
         raise _crashed(filename, answer["crash"])
@@ -113,6 +107,29 @@ def build(
     if not answer["ok"]:
         cls = getattr(errors, answer["error"], SparsecompError)
         raise cls(answer["message"], location=answer["location"], hint=answer["hint"])
+
+
+def _job(
+    text: str,
+    filename: str,
+    cpu: CpuTarget,
+    options: dict[str, Any],
+    out: Path,
+    progress: Progress,
+    emulate: CudaTarget | None = None,
+    profile: bool = False,
+    device: CudaTarget | None = None,
+    emulate_devices: bool = False,
+) -> dict[str, Any]:
+    """The JSON job of a build (see the module), the caller's knobs with it."""
+    return {
+        "text": text, "filename": filename, "target": cpu.attr_text(), "options": options,
+        "emulate": emulate.attr_text() if emulate is not None else None, "profile": profile,
+        "device": device.attr_text() if device is not None else None,
+        "emulate_devices": emulate_devices,
+        "out": str(out), "verbose": progress is not None,
+        "env": jobs.knobs_environment(),
+    }  # fmt: skip
 
 
 class _Prefetch(threading.Thread):
@@ -166,12 +183,7 @@ def prefetch(text: str, filename: str, cpu: CpuTarget, options: dict[str, Any],
         out = cache.new_build_dir()
     except SparsecompError:  # the build says so
         return
-    job = {
-        "text": text, "filename": filename, "target": cpu.attr_text(), "options": options,
-        "emulate": None, "profile": False, "device": None, "emulate_devices": False,
-        "out": str(out), "verbose": progress is not None,
-        "env": jobs.knobs_environment(),
-    }  # fmt: skip
+    job = _job(text, filename, cpu, options, out, progress)
     forget_prefetch()
     started = _Prefetch(job, progress)
     started.start()

@@ -28,7 +28,7 @@ from sparsecomp.formats.stats import matrix_stats
 from sparsecomp.formats.tensor import SparseTensor
 from sparsecomp.runtime.abi import Signature
 from sparsecomp.runtime.marshal import check_dtype
-from sparsecomp.runtime.tournament import tournament
+from sparsecomp.runtime.tournament import tournament, uncompiled
 
 LOG = logging.getLogger("sparsecomp")
 
@@ -152,9 +152,9 @@ def prepare(
         if choice is None or name == "csr":  # a layout asked for: its error is the caller's
             raise
         # the model's pick, untimed (large operands), and not a form this kernel has
-        why_text = f"{choice.why}; {name} does not compile for this kernel (forced, it says why)"
-        LOG.info("sparsecomp: %s: %s", name, why)
-        choice = dataclasses.replace(choice, layout="csr", why=why_text)
+        choice = dataclasses.replace(
+            choice, layout="csr", why=f"{choice.why}; {uncompiled(name, why)}"
+        )
         name = "csr"
         variant = variant_for(name, balance)
     tensor = given.to(name) if given is not None else SparseTensor.from_scipy(A, name)

@@ -155,6 +155,13 @@ def _time(variant: Callable[..., Any], args: list[Any]) -> float:
     return time.perf_counter() - start
 
 
+def uncompiled(name: str, error: SparsecompError) -> str:
+    """A choice's words for layout ``name``, which the kernel has no form for (the
+    compile ``error`` logged: forcing the layout shows it too)."""
+    LOG.info("sparsecomp: %s: %s", name, error)
+    return f"{name} does not compile for this kernel (forced, it says why)"
+
+
 def tournament(
     signature: Signature,
     argument: int,
@@ -189,8 +196,7 @@ def tournament(
         except SparsecompError as error:
             if name == "csr":  # the kernel's own layout: its error is the caller's
                 raise
-            failed.append(f"{name} does not compile for this kernel (forced, it says why)")
-            LOG.info("sparsecomp: %s: %s", name, error)
+            failed.append(uncompiled(name, error))
     start += time.perf_counter() - compiling
     if failed:  # a complex SpMV has no composable form (hyb, bsr+csr): the others race
         shortlist = [name for name in shortlist if name in variants]
