@@ -57,7 +57,10 @@ def _warm() -> None:
     from sparsecomp.ir.light_dialects import linalg, llvm  # noqa: F401
 
     light_dialects.prefer()
-    from sparsecomp.compiler import build  # noqa: F401
+    from sparsecomp.compiler import build, llvmlib
+
+    del build
+    llvmlib.enable()  # each child builds its kernel's object in process
 
     for name in _DIALECTS:
         with contextlib.suppress(ImportError):
