@@ -804,3 +804,25 @@ def test_misread_statements_get_their_own_message(private_cache: None) -> None:
     with pytest.raises(ScriptError, match=r"1\.5 is not a value of type index") as info:
         compare(np.ones(4, np.float32))
     assert "f32(i)" in str(info.value)
+
+
+@sparsecomp.kernel
+def threshold(A: Tensor[f64, ("M", "N"), "csr"], t: f64) -> Tensor[f64, ("M", "N"), "csr"]:
+    E[i, j] = where(A[i, j] > t, A[i, j], 0.0)  # noqa: F821
+    return E
+
+
+def test_thresholding_visits_only_stored_entries(private_cache: None) -> None:
+    """``where(A > t, A, 0.0)`` vanishes where ``A`` is zero, whatever ``t``: the
+    canonicalizer had moved the 0.0 out of the body, which then read as an arbitrary
+    value, and the kernel ran over the dense M x N space (a 10^5 x 8*10^4 matrix
+    asked for 60 GB)."""
+    exe = threshold.compile()
+    assert not exe.remarks, exe.remarks  # no "computed dense" fallback
+    g = np.random.default_rng(5)
+    a = sp.random(300, 200, density=0.05, format="csr", random_state=g)
+    want = a.copy()
+    want.data[want.data <= 0.5] = 0
+    want.eliminate_zeros()
+    got = threshold(a, 0.5).to_scipy()
+    np.testing.assert_array_equal(got.toarray(), want.toarray())

@@ -94,6 +94,17 @@ def _op_class(op: ir.Operation, args: list[Zero]) -> Zero:
     return Zero.OTHER
 
 
+def _defined_outside(value: ir.Value) -> Zero:
+    """The class of a value the body takes from outside: a constant's own (the
+    canonicalizer moves ``where(a > t, a, 0.0)``'s zero out of the body), any other
+    value an arbitrary one."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return Zero.OTHER
+    owner = owner.operation
+    return _constant_class(owner) if owner.name == "arith.constant" else Zero.OTHER
+
+
 def classify(block: ir.Block, sparse_args: list[int], out_arg: int) -> Zero:
     """The class of the yielded value when block arguments ``sparse_args`` are zero.
 
@@ -106,7 +117,7 @@ def classify(block: ir.Block, sparse_args: list[int], out_arg: int) -> Zero:
     for op in block.operations:
         if op.operation.name == "linalg.yield":
             return known.get(op.operands[0], Zero.OTHER)
-        args = [known.get(v, Zero.OTHER) for v in op.operands]
+        args = [known[v] if v in known else _defined_outside(v) for v in op.operands]
         cls = _op_class(op.operation, args)
         for r in op.results:
             known[r] = cls
