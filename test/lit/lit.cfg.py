@@ -17,7 +17,7 @@ config.test_source_root = os.path.dirname(__file__)  # noqa: F821
 # The venv's scripts (sparsecomp-opt) and the pinned LLVM tools (FileCheck, not).
 bin_dirs = [os.path.dirname(sys.executable), str(odsgen.tool("FileCheck").parent)]
 config.environment["PATH"] = os.pathsep.join([*bin_dirs, os.environ.get("PATH", "")])  # noqa: F821
-for knob in ("SPARSECOMP_CACHE_DIR", "HOME", "XDG_CACHE_HOME"):
+for knob in ("SPARSECOMP_CACHE_DIR", "HOME", "XDG_CACHE_HOME", "PYTHONPATH"):
     if knob in os.environ:
         config.environment[knob] = os.environ[knob]  # noqa: F821
 assert shutil.which("sparsecomp-opt", path=config.environment["PATH"]), "pip install -e ."  # noqa: F821

@@ -680,6 +680,81 @@ def test_an_explicit_layout_is_compiled_here_for_the_workers(client, exe) -> Non
     assert set(D.layouts["spmv"]) == {"bsr:2x2"}
 
 
+# -- a battery of user-style programs (session 47) ---------------------------------
+
+
+def test_a_matrix_persisted_on_another_client_runs_there(exe) -> None:
+    """``D.persist(c2)`` made the partitions on c2 but kept c1 as the matrix's client:
+    after c1 closed, the hint's own fix still said "the Dask client is closed", and
+    with both alive every map lost its dependencies."""
+    A = power_law(120, 90, seed=21)
+    x = np.random.default_rng(21).standard_normal(90)
+    clusters = [
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                 dashboard_address=":0")
+        for _ in range(2)
+    ]  # fmt: skip
+    first, second = (distributed.Client(c, set_as_default=False) for c in clusters)
+    try:
+        D = sd.from_scipy(A, parts=3, client=first)
+        np.testing.assert_allclose(first.compute(sd.map(exe, "spmv", D, x)).result(), A @ x)
+        assert D.persist(second) is D and D.client is second
+        np.testing.assert_allclose(second.compute(sd.map(exe, "spmv", D, x)).result(), A @ x)
+        first.close()
+        np.testing.assert_allclose(second.compute(sd.map(exe, "spmv", D, x)).result(), A @ x)
+    finally:
+        for c in (first, second, *clusters):
+            c.close()
+
+
+def test_a_distributed_matrix_pickles_without_its_client(client, exe) -> None:
+    """Its client field (a live connection) made pickle and client.submit(f, D) fail
+    with a TypeError about asyncio."""
+    import cloudpickle
+
+    A = power_law(60, 50, seed=22)
+    D = sd.from_scipy(A, parts=2, client=client)
+    sd.map(exe, "spmv", D, np.ones(50)).compute()  # packed partitions: left behind
+    E = cloudpickle.loads(cloudpickle.dumps(D))
+    assert E.client is None and not E.packed and E.shape == D.shape
+    x = np.random.default_rng(22).standard_normal(50)
+    np.testing.assert_allclose(sd.map(exe, "spmv", E, x, client=client).compute(), A @ x)
+    assert client.submit(lambda M: M.shape, D).result() == (60, 50)
+
+
+def test_user_mistakes_with_distributed_matrices_are_explained(client, exe, tmp_path) -> None:
+    A = power_law(200, 64, seed=23, heavy=0)
+    with pytest.raises(SparsecompError, match="from_dask_array takes a dask.array, not csr"):
+        sd.from_dask_array(A, client=client)  # an AttributeError about .chunks
+    path = tmp_path / "one.npz"
+    sp.save_npz(path, A)
+    for one in (str(path), path):  # a str was read as one file per character
+        np.testing.assert_allclose(sd.from_files(one, client=client).to_scipy().toarray(),
+                                   A.toarray())  # fmt: skip
+    D = sd.from_scipy(A, parts=2, client=client)
+    with pytest.raises(SparsecompError, match=r"'spmv' takes 1 operand\(s\) after the matrix, "
+                       r"and map got 0: spmv\(sparse float64"):  # fmt: skip
+        sd.map(exe, "spmv", D)
+    x = da.from_array(np.ones(128), chunks=32)
+    with pytest.raises(SparsecompError, match="sizes are unknown") as info:
+        sd.map(exe, "spmv", D, x[x > 0])  # it said "nan rows"
+    assert "compute_chunk_sizes" in str(info.value.hint)
+
+
+def test_a_partitions_layout_error_names_the_matrix_row(client) -> None:
+    """The partition's own row number ("row 50" for row 150) under a prefix that
+    names the matrix's rows."""
+    dense = np.zeros((200, 64))
+    dense[:, 0] = 1.0
+    dense[150, :4] = 1.0  # four nonzeros in one group of four: not 2:4
+    nm = sparsecomp.compile(
+        (REPO / "examples" / "spmv.mlir").read_text().replace("f32", "f64")
+    )
+    D = sd.from_scipy(sp.csr_matrix(dense), parts=2, client=client)
+    with pytest.raises(SparsecompError, match=r"partition 1 \(rows \d+:200\): .*row 150\b"):
+        sd.map(nm, "spmv", D, np.ones(64), layout="nm:2:4").compute()
+
+
 def test_a_dead_workers_directory_is_swept(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Each worker wrote its shipped executables to a directory of its pid, never
     removed (700 of them, 1.9 GB, had piled up in /tmp)."""

@@ -62,8 +62,10 @@ class DistributedMatrix:
         from their tasks where the cluster dropped them (``client.restart()`` drops
         every result, and the futures that named them do not say so: a ``map``
         afterwards fails with "lost dependencies" until this runs); the partitions
-        are packed again at the next ``map``. A ``map``'s result has no tasks: once
-        dropped, its ``persist`` is an error (run the ``map`` again)."""
+        are packed again at the next ``map``. ``client``: where to keep them (the
+        matrix's own client by default), the default of later calls from then on.
+        A ``map``'s result has no tasks: once dropped, its ``persist`` is an error
+        (run the ``map`` again)."""
         client = client_of(client or self.client)
         if self.tasks is None and any(_dropped(p) for p in self.pieces):
             raise SparsecompError(
@@ -73,7 +75,14 @@ class DistributedMatrix:
             )
         self.pieces = list(client.persist(self.tasks if self.tasks is not None else self.pieces))
         self.packed.clear()
+        self.client = client  # the calls' default from now on: the partitions live there
         return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its client (a live connection) and packed partitions: the
+        partitions' futures and tasks travel, and a process that loads the matrix
+        uses its own current client (Dask's rule for a future)."""
+        return {**self.__dict__, "client": None, "packed": {}}
 
     def to_scipy(self, client: Any = None) -> Any:
         """The whole matrix on this machine, as scipy CSR."""
@@ -163,13 +172,19 @@ def _stamp(path: Any) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
-def from_files(paths: Sequence[str], client: Any = None, dtype: Any = None) -> DistributedMatrix:
+def from_files(
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    client: Any = None,
+    dtype: Any = None,
+) -> DistributedMatrix:
     """One row partition per file (scipy ``.npz`` or Matrix Market ``.mtx``), read
-    on the workers, stacked in the order given. ``dtype``: the values' type (scipy
+    on the workers, stacked in the order given (one path: one partition). ``dtype``: the values' type (scipy
     reads a real ``.mtx`` as float64; a float32 kernel takes ``dtype=np.float32``)."""
     import dask
 
     client = client_of(client)
+    if isinstance(paths, str | os.PathLike):  # one file, not its name's characters
+        paths = [paths]  # type: ignore[list-item]
     kind = None if dtype is None else np.dtype(dtype).str
     stamps = [_stamp(p) for p in paths]  # a file rewritten is another task: read again
     tasks = [
@@ -188,6 +203,11 @@ def from_dask_array(array: Any, client: Any = None) -> DistributedMatrix:
     import dask
 
     client = client_of(client)
+    if not hasattr(array, "to_delayed") or not hasattr(array, "chunks"):
+        raise SparsecompError(
+            f"from_dask_array takes a dask.array, not {type(array).__name__}",
+            hint="a scipy.sparse matrix: sparsecomp.dask.from_scipy(A); files: from_files",
+        )
     if array.ndim != 2 or len(array.chunks[1]) != 1:
         raise SparsecompError(
             "from_dask_array takes a 2-D dask.array chunked by rows only",

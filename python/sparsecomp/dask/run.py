@@ -94,10 +94,15 @@ def map(
     _check_executable(exe, function)
     signature = exe.functions[function].signature
     sparse = [i for i, a in enumerate(signature.args) if a.kind == "sparse"]
-    if sparse != [0] or len(signature.args) != len(operands) + 1:
+    if sparse != [0]:
         raise SparsecompError(
             f"map runs functions whose first argument is the one sparse matrix; "
             f"'{function}' takes {len(signature.args)} arguments, sparse at {sparse}"
+        )
+    if len(signature.args) != len(operands) + 1:
+        raise SparsecompError(
+            f"'{function}' takes {len(signature.args) - 1} operand(s) after the matrix, "
+            f"and map got {len(operands)}: {signature.describe()}"
         )
     result = signature.results[0] if len(signature.results) == 1 else None
     if result is None:
@@ -241,6 +246,12 @@ def _roles(
                 hint=None if array else "pass numpy or dask arrays (np.asarray(...))",
             )
         lead = value.shape[0]
+        if isinstance(lead, float) and lead != lead:  # NaN: dask's unknown chunk sizes
+            raise SparsecompError(
+                f"operand {i + 1} is a dask array whose sizes are unknown (after boolean "
+                "indexing or a filter); map needs its rows to split it",
+                hint="call x.compute_chunk_sizes() first",
+            )
         size = spec.shape[0] if isinstance(spec.shape[0], str) else None
         if split is not None:
             role = "split" if i in split else "broadcast"

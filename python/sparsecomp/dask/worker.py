@@ -7,6 +7,7 @@ and never imports MLIR.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,14 @@ def prepare(
     try:
         return exe.prepare(piece, layout, function=function).tensor
     except SparsecompError as e:
-        raise SparsecompError(f"{_where(index, part)}: {e.message}", hint=e.hint) from None
+        message = _matrix_rows(e.message, part)
+        raise SparsecompError(f"{_where(index, part)}: {message}", hint=e.hint) from None
+
+
+def _matrix_rows(message: str, part: Part) -> str:
+    """``message`` about the partition's own matrix with each ``row N`` it names
+    counted in the whole matrix (a layout's check said "row 50" for row 150)."""
+    return re.sub(r"\brow (\d+)", lambda m: f"row {int(m.group(1)) + part.row_start}", message)
 
 
 def call(

@@ -157,8 +157,8 @@ def tf32_round(e: Emitter, value: str) -> str:
 def warp_launch(e: Emitter, mtiles: str, n: str, warps: int, tiles: int) -> str:
     """Open the ``gpu.launch`` of an MMA kernel and the guard of its warp's 16-row tile.
 
-    ``warps`` warps per block take consecutive tiles (grid ``x``), groups of
-    ``8 * tiles`` output columns tile grid ``y``. Sets ``e.group`` and
+    ``warps`` warps per block take consecutive tiles (``%bx``), groups of
+    ``8 * tiles`` output columns tile ``%by`` (:func:`open_launch`). Sets ``e.group`` and
     ``e.thread``; returns the warp's tile index. Two ``e.end()`` close it.
     """
     gx = e(f"arith.ceildivsi {mtiles}, {e.c(warps)}", "index")
@@ -171,14 +171,19 @@ def warp_launch(e: Emitter, mtiles: str, n: str, warps: int, tiles: int) -> str:
 
 def open_launch(e: Emitter, gx: str, gy: str, threads: int, workgroup: str = "") -> str:
     """Open a ``gpu.launch`` of ``gx x gy`` blocks of ``threads`` threads (``%bx``,
-    ``%by``, ``%tx``), with ``workgroup`` attributions if given; set ``e.group`` and
+    ``%by``, ``%tx``; the blocks in one grid dimension, ``%bx`` and ``%by`` derived), with ``workgroup`` attributions if given; set ``e.group`` and
     ``e.thread`` (the lane's place in the MMA fragments); return the thread's warp."""
     buffers = f" workgroup({workgroup})" if workgroup else ""
+    blocks = e(f"arith.muli {gx}, {gy}", "index")
     e.begin(
-        f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {e.c(1)}) "
+        f"gpu.launch blocks(%lx, %ly, %lz) in (%gx = {blocks}, %gy = {e.c(1)}, %gz = {e.c(1)}) "
         f"threads(%tx, %ty, %tz) in (%sx = {e.c(threads)}, %sy = {e.c(1)}, "
         f"%sz = {e.c(1)}){buffers} {{"
     )
+    # One grid dimension, x: CUDA's y holds 65535 blocks, a column group's count past
+    # 2.1M columns (x holds 2^31 - 1); x-fastest order, as a 2-D grid runs its blocks.
+    e.raw(f"%bx = arith.remui %lx, {gx} : index")
+    e.raw(f"%by = arith.divui %lx, {gx} : index")
     lane = e(f"arith.remui %tx, {e.c(32)}", "index")
     e.group = e(f"arith.shrui {lane}, {e.c(2)}", "index")
     e.thread = e(f"arith.andi {lane}, {e.c(3)}", "index")

@@ -27,18 +27,31 @@ def _size(value: ir.Value, d: int) -> ir.Value:
     return arith.ConstantOp(index, ty.shape[d]).result
 
 
-def check_op(op: ir.Operation, func: ir.Operation, module: ir.Operation) -> None:
+def check_op(op: ir.Operation, func: ir.Operation, module: ir.Operation) -> bool:
     """Before a ``tensor.expand_shape`` of a sparse tensor: fail at run time unless the
-    sizes of each group of its result multiply out to the source dimension's."""
+    sizes of each group of its result multiply out to the source dimension's; false
+    (an error at the op) for a group with more than one dynamic size."""
     if op.name != "tensor.expand_shape":
-        return
+        return True
     source, result = op.operands[0], op.results[0]
     if not (_encoded(source.type) or _encoded(result.type)):
-        return
+        return True
     groups = [
         [ir.IntegerAttr(d).value for d in g] for g in ir.ArrayAttr(op.attributes["reassociation"])
     ]
     static = list(ir.DenseI64ArrayAttr(op.attributes["static_output_shape"]))
+    for d, group in enumerate(groups):
+        unknown = [k for k in group if static[k] == ir.ShapedType.get_dynamic_size()]
+        if len(unknown) > 1:
+            op.location.emit_error(
+                f"'{name_of(func)}' expands dimension {d} of a sparse tensor into "
+                f"{len(unknown)} dynamic sizes (result dimensions "
+                f"{', '.join(map(str, unknown))}): the sparsifier reshapes a sparse tensor "
+                "with at most one dynamic size in each group (with two it gave every new "
+                "dimension the source's size); give all but one of them as constants, or "
+                "reshape a dense copy"
+            )
+            return False
     dynamic = iter(list(op.operands)[1:])
     index = ir.IndexType.get()
     with ir.InsertionPoint(op), op.location:
@@ -61,6 +74,7 @@ def check_op(op: ir.Operation, func: ir.Operation, module: ir.Operation) -> None
                 "(tensor.expand_shape's output_shape must multiply out to it)"
             )
             fatal.fail_if(bad, text, [have, product], module)
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +86,10 @@ class CheckReshapesPass(SparsecompPass):
     dimension undefined, and the sparsifier's reshape of a sparse tensor
     then writes positions past its buffers (a vector of 10 entries expanded
     to ``[10 floordiv 4, 4]``: invalid positions, or a corrupted heap and
-    a crash later). Before each such op with a dynamic size in a group, this
+    a crash later). A group with two dynamic sizes or more is refused, at the
+    op: the sparsifier gave each of them the source dimension's size (a 12 x 5
+    matrix expanded to ``[%q, %m, 5]`` came out 12 x 12 x 5, whatever ``%q``
+    and ``%m``). Before each op with a dynamic size in a group, this
     pass compares the group's product with the source dimension; if they
     differ, the program reports both with the op's location and exits with
     status 1 (``sparsecomp.ir.fatal``). Runs on the fallback's module
@@ -103,4 +120,6 @@ class CheckReshapesPass(SparsecompPass):
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         for func in functions(op):
             for inner in list(preorder(func)):
-                check_op(inner, func, op)
+                if not check_op(inner, func, op):
+                    pass_.signal_pass_failure()
+                    return

@@ -191,6 +191,14 @@ class LowerUpstreamPass(SparsecompPass):
         splice(lowered, _ModuleView(op))
 
 
+#: What MLIR's sparse codegen says when an op on a sparse tensor has no rewrite.
+_UNLOWERED = "failed to legalize unresolved materialization"
+_UNLOWERED_NOTE = (
+    "note: the sparsifier's error below means that it has no rewrite for an op on a sparse "
+    "tensor (the 'live user' it names; e.g. tensor.concat of sparse tensors, a slice of a "
+    "tensor without a slice encoding, i1 values): compute that op on a dense copy "
+    "(sparse_iter.unset_encoding, or sparse_tensor.convert to a tensor without encoding)"
+)
 _DIAGNOSTIC = re.compile(r"^(.*?):(\d+):(\d+): (error|warning|note|remark): (.*)$", re.S)
 
 
@@ -204,6 +212,8 @@ def _report(
     """
     names = ", ".join(f"'{n}'" for n in why)
     reasons = [f"note: '{n}' went to the upstream sparsifier: it {r}" for n, (_, r) in why.items()]
+    if any(_UNLOWERED in line for line in said):
+        reasons.append(_UNLOWERED_NOTE)
     errors: list[tuple[ir.Location, str]] = [
         (funcs[0].location, "\n".join([f"{what} compiling {names}", *reasons]))
     ]

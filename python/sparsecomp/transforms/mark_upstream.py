@@ -36,7 +36,8 @@ _BODY_OPS = frozenset(
     f"sparse_tensor.{n}" for n in ("unary", "binary", "reduce", "select", "yield")
 )
 #: Tensor ops on sparse tensors that the sparsifier rewrites and sparse_iter does not.
-_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape", "tensor.concat")
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.reshape", "tensor.concat",
+             "tensor.cast")  # fmt: skip
 
 
 def _encoded(op: ir.Operation) -> bool:
