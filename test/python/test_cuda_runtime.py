@@ -309,6 +309,40 @@ def test_grids_of_many_rows_fit_the_driver_limits(kernel: str) -> None:
         assert gx * gy * gz * np.prod(launch["block"]) >= m  # every row has a thread
 
 
+
+#: SpMM on the tensor cores (BSR 4x4 f32: the packed mma.sync kernel; 16x8: the plain one).
+BSR_MATMUL = """
+#BSR = #sparse_tensor.encoding<{{map = (i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed,
+                                                i mod {r} : dense, j mod {c} : dense)}}>
+func.func @mm(%A: tensor<?x?xf32, #BSR>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {{
+  %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #BSR>, tensor<?x?xf32>)
+                     outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("block", [(4, 4), (16, 8)])
+def test_tensor_core_grids_of_many_columns_fit_the_driver_limits(block: tuple[int, int]) -> None:
+    """B of 2.1M columns: the MMA kernels put a block per 32 columns on grid y, past
+    CUDA's 65535 (the emulator ran it; a GPU refuses the launch). They now launch on
+    one dimension, x."""
+    r, c = block
+    exe = sparsecomp.compile(BSR_MATMUL.format(r=r, c=c), target="cuda:sm_80")
+    n = 2_100_000
+    A = SparseTensor.from_dense(np.ones((r, c), np.float32), f"bsr:{r}x{c}")
+    B, C = np.ones((c, n), np.float32), np.zeros((r, n), np.float32)
+    driver = FakeDriver()
+    old = use_driver(driver.driver)
+    try:
+        exe(A, B, C)
+    finally:
+        use_driver(old)
+    assert driver.launches
+    for launch in driver.launches:
+        gx, gy, gz = launch["grid"]
+        assert gx < 2**31 and max(gy, gz) <= 65535, launch["grid"]
+
 def test_functions_are_looked_up_once(spmm_cuda: sparsecomp.Executable, fake: FakeDriver) -> None:
     """The host code asks for the kernel before every launch; the driver is asked once."""
     A = sp.random(20, 10, density=0.3, format="csr", dtype=np.float32, random_state=1)
