@@ -76,3 +76,56 @@ def test_func_grad_is_refused_with_a_clear_error() -> None:
     params = dict(model.named_parameters())
     with pytest.raises(SparsecompError, match=r"(?s)gradient transforms .* torch\.autograd"):
         grad(lambda p: functional_call(model, p, (x,)).sum())(params)
+
+
+@pytest.mark.parametrize("layout", ["csr", "bsr:4x1", "hyb"])
+def test_functional_call_runs_the_pattern_it_is_given(layout: str) -> None:
+    """functional_call(a, b's state) ran b's values on a's pattern (placed once, from
+    a's buffers), silently; a runs its own pattern again afterwards."""
+    a, _ = _model(layout, seed=0)
+    b, dense_b = _model(layout, seed=1)
+    x = torch.randn(4, 32)
+    state = {**dict(b.named_parameters()), **dict(b.named_buffers())}
+    for _ in range(2):  # the borrowed placement, then its memo
+        torch.testing.assert_close(functional_call(a, state, (x,)), dense_b(x), rtol=1e-4,
+                                   atol=1e-5)  # fmt: skip
+    dense_a = nn.Sequential(a[0].to_dense_linear(), nn.GELU(), a[2].to_dense_linear())
+    torch.testing.assert_close(a(x), dense_a(x), rtol=1e-4, atol=1e-5)
+
+
+def test_an_ensemble_of_other_patterns_is_refused_and_of_one_pattern_runs() -> None:
+    """stack_module_state of layers sparsified apart: every member but the first ran
+    the first's pattern. Members sharing the pattern (copies) still run."""
+    a, _ = _model("csr", seed=0)
+    b, _ = _model("csr", seed=1)
+    x = torch.randn(4, 32)
+
+    def ensemble(models: list[nn.Module]) -> torch.Tensor:
+        params, buffers = stack_module_state(models)
+        call = lambda p, q, x: functional_call(a, (p, q), (x,))  # noqa: E731
+        return vmap(call, in_dims=(0, 0, None))(params, buffers, x)
+
+    with pytest.raises(SparsecompError, match="another sparsity pattern in some members"):
+        ensemble([a, b])
+    twin = copy.deepcopy(a)
+    with torch.no_grad():
+        twin[0].values.mul_(2.0)
+    got = ensemble([a, twin])
+    torch.testing.assert_close(got[0], a(x), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(got[1], twin(x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_pattern_written_in_place_is_placed_again() -> None:
+    """indices.copy_(...) under no_grad changed .weight and not the forward pass."""
+    a, _ = _model("csr", seed=0)
+    b, dense_b = _model("csr", seed=1)
+    x = torch.randn(4, 32)
+    a(x)  # placed, and used once
+    with torch.no_grad():
+        for mine, theirs in zip(a.modules(), b.modules(), strict=True):
+            if isinstance(mine, st.SparseLinear):
+                mine.indptr.copy_(theirs.indptr)
+                mine.indices.copy_(theirs.indices)
+                mine.values.copy_(theirs.values)
+                mine.bias.copy_(theirs.bias)
+    torch.testing.assert_close(a(x), dense_b(x), rtol=1e-4, atol=1e-5)

@@ -600,3 +600,96 @@ def test_assigning_a_weight_says_what_to_do() -> None:
     with pytest.raises(SparsecompError, match="weight is its pattern and values") as info:
         layer.weight = torch.nn.Parameter(torch.randn(8, 6))
     assert "from_dense" in str(info.value)
+
+
+# -- a battery of user-style models (session 47) ---------------------------------------
+
+
+class _TiedBias(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+        self.b.bias = self.a.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_a_bias_shared_by_two_layers_stays_shared() -> None:
+    """Each SparseLinear held a copy of the bias: the tie was gone, silently, and the
+    bias's gradient was no longer the sum of both uses."""
+    torch.manual_seed(0)
+    m = _TiedBias()
+    st.sparsify_(m, {"*": ("scalar_fraction:0.5", "csr")})
+    assert m.a.bias is m.b.bias
+    d = _TiedBias()
+    with torch.no_grad():
+        d.a.weight.copy_(m.a.weight)
+        d.b.weight.copy_(m.b.weight)
+        d.a.bias.copy_(m.a.bias)
+    x = torch.randn(8, 16)
+    m(x).sum().backward()
+    d(x).sum().backward()
+    torch.testing.assert_close(m.a.bias.grad, d.a.bias.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("constraint", ["weight_norm", "spectral_norm", "old_weight_norm"])
+def test_a_constrained_weight_is_left_dense_with_a_warning(constraint: str) -> None:
+    """The parametrization was dropped silently (the model trained without it); the
+    old hook form moved onto the sparse layer and failed at the call."""
+    from torch.nn.utils import parametrizations
+
+    linear = torch.nn.Linear(16, 8)
+    wrap = {
+        "weight_norm": parametrizations.weight_norm,
+        "spectral_norm": parametrizations.spectral_norm,
+        "old_weight_norm": torch.nn.utils.weight_norm,
+    }[constraint]
+    if constraint == "old_weight_norm":
+        with pytest.warns(FutureWarning):  # torch deprecates it
+            linear = wrap(linear)
+    else:
+        linear = wrap(linear)
+    m = torch.nn.Sequential(linear, torch.nn.ReLU(), torch.nn.Linear(8, 4))
+    with pytest.warns(UserWarning, match="left 1 selected nn.Linear dense: 0 .*constraint"):
+        done = st.sparsify_(m, {"*": ("scalar_fraction:0.5", "csr")})
+    assert list(done) == ["2"] and not isinstance(m[0], st.SparseLinear)
+    m(torch.randn(3, 16))  # runs, with its constraint
+
+
+def test_sparsify_rules_name_the_rule_that_took_a_layer_and_see_every_name() -> None:
+    m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
+    with pytest.raises(SparsecompError, match=r"rule '0' selects only layers an earlier rule "
+                       r"took \('\*'\): the first matching rule wins"):  # fmt: skip
+        st.sparsify_(m, {"*": "scalar_fraction:0.5", "0": ("nm:1:2", "nm:1:2")})
+    fc = torch.nn.Linear(8, 8)
+    shared = torch.nn.ModuleDict({"a": fc, "b": fc})
+    done = st.sparsify_(shared, {"b": ("scalar_fraction:0.5", "csr")})  # its second name
+    assert shared["a"] is shared["b"] and isinstance(shared["b"], st.SparseLinear)
+    assert len(done) == 1
+
+
+def test_a_lazy_layer_not_called_yet_is_explained() -> None:
+    m = torch.nn.Sequential(torch.nn.LazyLinear(8), torch.nn.ReLU())
+    with pytest.raises(SparsecompError, match="lazy layers .* not called yet"):
+        st.sparsify_(m, {"*": ("scalar_fraction:0.5", "csr")})
+    m(torch.randn(2, 12))
+    st.sparsify_(m, {"*": ("scalar_fraction:0.5", "csr")})
+    assert isinstance(m[0], st.SparseLinear) and m[0].in_features == 12
+
+
+def test_fusing_a_layer_called_in_a_loop_says_so() -> None:
+    class Loop(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc, self.act = torch.nn.Linear(8, 8), torch.nn.ReLU()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for _ in range(3):
+                x = self.act(self.fc(x))
+            return x
+
+    m = Loop()
+    st.sparsify_(m, {"*": ("scalar_fraction:0.5", "csr")})
+    with pytest.raises(SparsecompError, match=r"fc \(3 calls in forward\)"):
+        st.fuse_activations_(m)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from sparsecomp.script.kernel import Kernel, assemble, kernel
 from sparsecomp.script.loops import LoopKernel, loops, op
 from sparsecomp.script.parse import ScriptError
+from sparsecomp.script.syntax import cos, erf, exp, log, rsqrt, sin, sqrt, tanh, where
 from sparsecomp.script.types import (
     Tensor,
     TensorType,
@@ -47,6 +48,9 @@ __all__ = [
     "Tensor",
     "TensorType",
     "assemble",
+    "cos",
+    "erf",
+    "exp",
     "f16",
     "f32",
     "f64",
@@ -56,7 +60,13 @@ __all__ = [
     "i64",
     "index",
     "kernel",
+    "log",
     "loops",
     "op",
+    "rsqrt",
+    "sin",
+    "sqrt",
+    "tanh",
+    "where",
     "sparsity",
 ]

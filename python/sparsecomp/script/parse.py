@@ -185,6 +185,7 @@ class _Reader:
         self.indices: set[str] = set()  # every name used as a subscript
         self.assigned: set[str] = set()  # every name the body assigns (its locals)
         self.namespace: dict[str, Any] = {}  # the locals of the function defining it
+        self.declared_at: dict[str, ast.AST] = {}  # ``E: Tensor[...]`` statements
 
     def at(self, node: ast.AST) -> Node:
         """Where ``node`` is in the file (its source was read dedented)."""
@@ -354,7 +355,18 @@ class _Reader:
             raise self.fail(node, f"cannot evaluate the annotation: {e}", hint=None) from None
         if not isinstance(t, TensorType):
             raise self.fail(node, f"'{node.target.id}' must be declared a Tensor[...]")
-        into.declared[node.target.id] = t
+        name = node.target.id
+        computed = [s for s in into.body if name in (getattr(s, "targets", None) or
+                                                       (getattr(s, "target", None),))]  # fmt: skip
+        if computed:
+            raise self.fail(
+                node,
+                f"'{name}' is declared after line {computed[0].at.line}, which computes it: "
+                "a declaration gives the type of a result computed below it",
+                hint=f"move '{name}: Tensor[...]' above the first statement that writes {name}",
+            )
+        into.declared[name] = t
+        self.declared_at[name] = node
 
     def max_min(self, name: str, idx: tuple[str, ...], value: Any) -> tuple[str | None, Any]:
         """``T[i] = max(T[i], e)`` is a max reduction of ``e`` (likewise min)."""
@@ -381,9 +393,17 @@ class _Reader:
 
     def is_kernel_call(self, node: ast.Call) -> bool:
         """Whether ``node`` calls a ``@kernel`` (a ``Kernel``, which marks itself)."""
-        if not isinstance(node.func, ast.Name):
-            return False
-        return getattr(self.lookup(node.func.id), "__sparsecomp_kernel__", False) is True
+        return getattr(self.callee(node.func), "__sparsecomp_kernel__", False) is True
+
+    def callee(self, func: ast.expr) -> Any:
+        """What a call's ``func`` names: a name, or an attribute of one (``kmod.helper``,
+        a kernel of another module); None for anything else."""
+        if isinstance(func, ast.Name):
+            return self.lookup(func.id)
+        if isinstance(func, ast.Attribute):
+            owner = self.callee(func.value)
+            return None if owner is None else getattr(owner, func.attr, None)
+        return None
 
     def number(self, name: str) -> float | int | None:
         """The value of a Python number the kernel reads by name (a module constant,
@@ -415,12 +435,11 @@ class _Reader:
 
     def kernel_call(self, node: ast.Assign) -> Call:
         assert isinstance(node.value, ast.Call)
-        assert isinstance(node.value.func, ast.Name)
         target = node.targets[0]
         elts = target.elts if isinstance(target, ast.Tuple) else [target]
         if not all(isinstance(e, ast.Name) for e in elts):
             raise self.fail(node, "a kernel call's results are bound to plain names")
-        kernel = self.lookup(node.value.func.id)
+        kernel = self.callee(node.value.func)
         return Call(
             tuple(e.id for e in elts),  # type: ignore[attr-defined]
             kernel,
@@ -538,7 +557,14 @@ def parse(fn: Any, namespace: dict[str, Any] | None = None) -> Definition:
     tree = ast.parse(textwrap.dedent(source))
     func = tree.body[0]
     if not isinstance(func, ast.FunctionDef):
-        raise ScriptError(f"{fn!r} is not a plain function")
+        what = {ast.AsyncFunctionDef: "an async def"}.get(type(func), "not a def statement")
+        if fn.__name__ == "<lambda>":
+            what = "a lambda"
+        raise ScriptError(
+            f"'{fn.__name__}' is {what}: a kernel is a plain def",
+            location=f"{filename}:{first}:{indent + 1}",
+            hint="write it as def name(A: Tensor[...], ...): ... under @sparsecomp.kernel",
+        )
     reader = _Reader(fn, filename, first, indent)
     reader.namespace = dict(namespace or {})
     reader.params = {a.arg for a in func.args.args}
@@ -562,6 +588,13 @@ def parse(fn: Any, namespace: dict[str, Any] | None = None) -> Definition:
                 arg,
                 f"argument '{arg.arg}' needs a Tensor[...] or scalar type annotation",
                 hint='for example A: Tensor[f32, ("M", "K"), "csr"] or alpha: f32',
+            )
+        if arg.arg in reader.indices:  # s[i] += A[i, j] * j: both, silently
+            raise reader.fail(
+                arg,
+                f"argument '{arg.arg}' is also an index variable of the body (a subscript "
+                f"uses it): in one expression it would be both",
+                hint="rename the argument or the index variable",
             )
         params[arg.arg] = hint
     if func.args.vararg or func.args.kwarg or func.args.kwonlyargs:
@@ -590,7 +623,24 @@ def parse(fn: Any, namespace: dict[str, Any] | None = None) -> Definition:
         reader.statement(node, definition)
     if not definition.returns:
         raise reader.fail(func, f"kernel '{fn.__name__}' returns nothing", hint="end with return C")
+    for name, annotated in zip(definition.returns, results, strict=False):
+        declared = definition.declared.get(name)
+        if annotated is not None and declared is not None and declared != annotated:
+            raise reader.fail(
+                reader.declared_at[name],
+                f"'{name}' is declared {_written(declared)} here, and the kernel's return "
+                f"annotation says {_written(annotated)}",
+                hint="make them agree (or declare the result in one place)",
+            )
     return definition
+
+
+def _written(t: TensorType) -> str:
+    """``Tensor[f32, ("M",), "coo"]`` as a user writes it."""
+    dtype = t.dtype.name if isinstance(t.dtype, Scalar) else t.dtype
+    layout = f", {t.encoding!r}" if t.encoding else ""
+    shape = repr(t.shape[0]) if len(t.shape) == 1 else repr(t.shape)
+    return f"Tensor[{dtype}, {shape}{layout}]"
 
 
 def bind_types(d: Definition, elements: list[str | None]) -> dict[str, Scalar]:

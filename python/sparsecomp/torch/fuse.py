@@ -84,11 +84,12 @@ def _an_activation(module: nn.Module) -> bool:
     return any(w in name for w in ("gelu", "relu", "silu", "swish", "tanh", "sigmoid", "activ"))
 
 
-def _pairs(parent: nn.Module) -> list[tuple[str, str]] | None:
-    """``(layer, activation)`` child names of ``parent`` whose calls chain directly;
-    None where fx cannot trace ``parent``'s forward."""
+def _pairs(parent: nn.Module) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """``(layer, activation)`` child names of ``parent`` whose calls chain directly, and
+    the layers that do so but are called more than once (in a loop: not fused); None
+    where fx cannot trace ``parent``'s forward."""
     if not any(isinstance(child, SparseLinear) for child in parent.children()):
-        return []
+        return [], []
     try:
         graph = _OneLevel().trace(parent)
     except Exception as why:
@@ -96,6 +97,7 @@ def _pairs(parent: nn.Module) -> list[tuple[str, str]] | None:
                  type(parent).__name__, str(why).splitlines()[0] if str(why) else why)  # fmt: skip
         return None
     calls: dict[str, int] = {}
+    repeated: dict[str, int] = {}
     for node in graph.nodes:
         if node.op == "call_module":
             calls[node.target] = calls.get(node.target, 0) + 1
@@ -109,10 +111,13 @@ def _pairs(parent: nn.Module) -> list[tuple[str, str]] | None:
         if len(users) != 1 or users[0].op != "call_module" or "." in users[0].target:
             continue
         act = users[0]
-        if act.args != (node,) or act.kwargs or calls[act.target] != 1 or calls[node.target] != 1:
+        if act.args != (node,) or act.kwargs:
+            continue
+        if calls[act.target] != 1 or calls[node.target] != 1:
+            repeated[str(node.target)] = calls[node.target]
             continue
         found.append((str(node.target), str(act.target)))
-    return found
+    return found, [f"{name} ({n} calls in forward)" for name, n in repeated.items()]
 
 
 def fuse_activations_(model: nn.Module) -> list[str]:
@@ -123,11 +128,14 @@ def fuse_activations_(model: nn.Module) -> list[str]:
     """
     done, shared, untraced, hooked, others = [], [], [], [], []
     paths = module_paths(model)
+    repeated: list[str] = []
     for name, parent in list(model.named_modules()):
-        pairs = _pairs(parent)
-        if pairs is None:
+        traced = _pairs(parent)
+        if traced is None:
             untraced.append(name or type(parent).__name__)
             continue
+        pairs, again = traced
+        repeated += [f"{name}.{r}" if name else r for r in again]
         for layer_name, act_name in pairs:
             layer = getattr(parent, layer_name)
             act = getattr(parent, act_name)
@@ -160,7 +168,8 @@ def fuse_activations_(model: nn.Module) -> list[str]:
             f"have forward hooks, or their activations do ({', '.join(hooked)}): fused, "
             "a layer's hook would see the activation's output"
         )
-    if not fused and shared:
+    if not fused and (shared or repeated):
+        shared += repeated
         raise SparsecompError(
             "fuse_activations_: the SparseLinear layers that feed a GELU or ReLU module "
             f"are each used in several places ({'; '.join(shared)}): fused, the "

@@ -121,6 +121,7 @@ def sparsify_(
     used: set[int] = set()
     dense = kept_dense(model)
     left: list[str] = []
+    paths = module_paths(model)
     for name, module in model.named_modules():
         if not is_linear(module):
             continue
@@ -129,8 +130,9 @@ def sparsify_(
                 "sparsify_ replaces submodules; wrap a bare nn.Linear in a model",
                 hint="sparsify_(nn.Sequential(linear), rules), or SparseLinear.from_dense",
             )
+        names = paths[id(module)] or [name]  # a shared layer: by any of its names
         for i, (key, rule) in enumerate(parsed):
-            if _matches(key, name, module):
+            if any(_matches(key, n, module) for n in names):
                 used.add(i)
                 if id(module) in dense:
                     left.append(f"{name} ({dense[id(module)]})")
@@ -145,6 +147,13 @@ def sparsify_(
             n for n, m in model.named_modules()
             if isinstance(m, SparseLinear) and any(_matches(k, n, m) for k in missed)
         ]  # fmt: skip
+        shadowed = _shadowed(model, parsed, missed)
+        if shadowed:
+            raise SparsecompError(
+                f"sparsify_: rule {shadowed[0]!r} selects only layers an earlier rule took "
+                f"({shadowed[1]!r}): the first matching rule wins",
+                hint="put the specific rules before the general ones",
+            )
         raise SparsecompError(
             f"sparsify_: no nn.Linear (or transformers Conv1D) matched {', '.join(unused)}"
             + (f"; already a SparseLinear: {', '.join(already)}" if already else ""),
@@ -152,6 +161,14 @@ def sparsify_(
             "another layout"
             if already
             else (f"the linear modules: {names[:400]}" if names else "the model has none"),
+        )
+    lazy = [name for name, module, _ in chosen
+            if isinstance(linear_weight(module), nn.parameter.UninitializedParameter)]  # fmt: skip
+    if lazy:  # before any change, as below
+        raise SparsecompError(
+            f"sparsify_: {', '.join(lazy[:5])} are lazy layers (nn.LazyLinear) not called "
+            "yet: their weights do not exist until the first call sets in_features",
+            hint="run the model once on an input of the right size, then sparsify_ it",
         )
     meta = [name for name, module, _ in chosen if linear_weight(module).is_meta]
     if meta:  # before any change, as above
@@ -168,11 +185,15 @@ def sparsify_(
         assert bias is None or isinstance(bias, torch.Tensor)
         keep = mask_of(weight, rule.sparsifier)
         sparse = SparseLinear.from_dense(weight, bias, rule.layout, keep, batch=batch)
+        if isinstance(bias, nn.Parameter) and sparse.bias is not None:
+            # the layer's own bias Parameter: one shared by two layers stays shared (a
+            # copy each untied them: their gradients no longer summed), and an optimizer
+            # made before sparsify_ still holds it
+            sparse.bias = bias
         sparse.sparsifier = str(Sparsifier.parse(rule.sparsifier))
         if not isinstance(module, nn.Linear):  # densify_ gives the model its own class back
             sparse.dense_class = type(module)
         done[name] = sparse
-    paths = module_paths(model)
     for (name, module, _), sparse in zip(chosen, done.values(), strict=True):
         carry_hooks(module, sparse)
         for path in paths[id(module)]:  # a shared layer stays shared
@@ -231,12 +252,50 @@ def kept_dense(model: nn.Module) -> dict[int, str]:
                 f"its class {type(module).__module__}.{type(module).__qualname__} has a "
                 "forward of its own, which a SparseLinear would not run",
             )
+        constraint = _weight_constraint(module)
+        if constraint:
+            why.setdefault(
+                id(module),
+                f"its weight is computed by {constraint}, whose constraint a sparse "
+                "weight would drop",
+            )
         if is_linear(module):
             own = {f"{p}.weight" if p else "weight" for p in paths[id(module)]}
             others = [n for n in owners[id(module.weight)] if n not in own]
             if others:
                 why.setdefault(id(module), f"its weight is tied to {', '.join(others)}")
     return why
+
+
+def _weight_constraint(module: nn.Module) -> str:
+    """What computes a layer's weight from other parameters (``parametrizations.weight_norm``,
+    ``spectral_norm``, ``orthogonal``, or the hook of the older ``nn.utils.weight_norm``
+    and ``spectral_norm``), or ``""``."""
+    from torch.nn.utils import parametrize
+
+    if parametrize.is_parametrized(module, "weight"):
+        found = module.parametrizations["weight"]  # type: ignore[index, union-attr]
+        return ", ".join(type(p).__name__ for p in found) + " (a parametrization)"
+    for hook in module._forward_pre_hooks.values():
+        name = type(hook).__name__
+        if name in ("WeightNorm", "SpectralNorm") and getattr(hook, "name", "") == "weight":
+            return f"{name} (a forward pre-hook of torch.nn.utils)"
+    return ""
+
+
+def _shadowed(model: nn.Module, parsed: list[tuple[Any, Any]], missed: list[Any]) -> tuple[Any, Any]:
+    """A missed rule that matches a linear layer, and the earlier rule that took it; or ()."""
+    paths = module_paths(model)
+    for key in missed:
+        for module in model.modules():
+            if not is_linear(module) or not any(_matches(key, n, module) for n in paths[id(module)]):
+                continue
+            for earlier, _ in parsed:
+                if earlier is key:
+                    break
+                if any(_matches(earlier, n, module) for n in paths[id(module)]):
+                    return key, earlier
+    return ()
 
 
 def is_linear(module: nn.Module) -> bool:

@@ -44,7 +44,7 @@ from torch import Tensor, nn
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
-from sparsecomp.torch import kernels, ops, shared, stale_state, structure, tracing
+from sparsecomp.torch import batching, kernels, ops, shared, stale_state, structure, tracing
 from sparsecomp.torch.tracing import refuse_func_grad
 from sparsecomp.torch.transpose import transposed_input
 
@@ -159,6 +159,10 @@ class SparseLinear(nn.Module):
         self.bias = None if bias is None else nn.Parameter(bias.detach().clone())
         self.layout = layout
         self._placed: tuple[Any, ...] | None = None
+        #: the pattern buffers ``_placed`` was made from, and their versions
+        self._source: tuple[Any, ...] = ()
+        #: a placement of buffers the layer was called with instead (``functional_call``)
+        self._borrowed: tuple[tuple[Any, ...], tuple[Any, ...], bool] | None = None
         self._row_major = False
         self._key = next(_KEYS)
         #: what the choice made while tracing placed (see :func:`_choose_while_tracing`)
@@ -235,6 +239,7 @@ class SparseLinear(nn.Module):
             fwd.layout,
             bwd.layout,
         )
+        self._source = _buffers_seen(self.indptr, self.indices)
 
     def _choose(self, batch: int) -> None:
         from sparsecomp.torch.kernels import program
@@ -308,6 +313,9 @@ class SparseLinear(nn.Module):
         refuse_func_grad(x, self.values, self.bias)
         traced = tracing.traced(x, self.values, self.bias)
         placed, row_major = self._placed, self._row_major
+        borrowed = False
+        if placed is not None and not torch.compiler.is_compiling():
+            placed, row_major, borrowed = self._placement_for_buffers()
         if torch.compiler.is_compiling():
             # layout "auto" chosen while tracing its first call; a frame Dynamo traces
             # again (after a graph break) must make the same calls in the same order
@@ -340,9 +348,9 @@ class SparseLinear(nn.Module):
             if traced and not self._wants_grad(x):
                 y = ops.linear(self.values, flat, fwd_perm, fwd_index, lay, shape, self.bias, act)
                 return y.reshape(*lead, self.out_features)
-            if not self._wants_grad(x):  # the kernel applies the activation as it stores Y
-                # eager: the op's implementation itself (a dispatch costs 0.1-0.2 ms),
-                # stacked with the layers that read the same input (.shared)
+            if not self._wants_grad(x) and not borrowed:  # the kernel applies the activation
+                # as it stores Y; eager: the op's implementation itself (a dispatch costs
+                # 0.1-0.2 ms), stacked with the layers that read the same input (.shared)
                 return shared.run(self, x, flat).reshape(*lead, self.out_features)
             y = ops.sparse_linear(self.values, flat, *args)
             return _activate(y, act).reshape(*lead, self.out_features)
@@ -350,6 +358,49 @@ class SparseLinear(nn.Module):
         # contiguous, as nn.Linear's output is: a transposed view failed the .view()s
         # that merge the features with the dimension before them (y.view(B, T * C))
         return _activate(yt.t(), act).contiguous().reshape(*lead, self.out_features)
+
+    def _placement_for_buffers(self) -> tuple[tuple[Any, ...], bool, bool]:
+        """``_placed`` (and ``_row_major``) for the pattern buffers this call holds, and
+        whether they are borrowed (the layer's own changed in place are placed again and
+        kept: ``indices.copy_(...)``; others the call was given, by ``functional_call``
+        with another layer's state, are placed for the call only). Under ``vmap`` (a
+        model ensemble) every member must hold this layer's pattern.
+
+        The placement was made once and kept: ``functional_call`` with another layer's
+        buffers, an ensemble of layers of other patterns and a write into the buffers
+        ran this layer's pattern with their values, silently."""
+        assert self._placed is not None
+        indptr, indices = self.indptr, self.indices
+        if _same(_buffers_seen(indptr, indices), self._source):
+            return self._placed, self._row_major, False
+        if batching.is_batched(indptr) or batching.is_batched(indices):
+            own = self._source[:2]
+            for mine, theirs in zip(own, (indptr, indices), strict=True):
+                every = batching.members(theirs)
+                if every.shape[1:] != mine.shape or not bool((every == mine).all()):
+                    raise SparsecompError(
+                        f"SparseLinear({self.in_features} -> {self.out_features}) under vmap "
+                        "with another sparsity pattern in some members (a model ensemble "
+                        "of layers sparsified apart): a member runs the layer's kernels, "
+                        "which hold one pattern",
+                        hint="vmap over values and bias only (members sharing one pattern: "
+                        "sparsify one model, then copy it), or run the members one by one",
+                    )
+            return self._placed, self._row_major, False
+        if self._source and indptr is self._source[0] and indices is self._source[1]:
+            self._adopt(self.layout)  # its own buffers, written in place
+            assert self._placed is not None
+            return self._placed, self._row_major, False
+        seen = _buffers_seen(indptr, indices)
+        if self._borrowed is None or not _same(self._borrowed[0], seen):
+            owned = (self._placed, self._source, self._row_major, self._traced_choice)
+            try:
+                self._adopt(self.layout)
+                assert self._placed is not None
+                self._borrowed = (seen, self._placed, self._row_major)
+            finally:
+                self._placed, self._source, self._row_major, self._traced_choice = owned
+        return self._borrowed[1], self._borrowed[2], True
 
     def _forward_cuda(
         self,
@@ -517,7 +568,10 @@ class SparseLinear(nn.Module):
         self._adopt(self._loaded_layout)
 
     def _apply(self, fn: Any, recurse: bool = True) -> SparseLinear:
+        moved = _same(_buffers_seen(self.indptr, self.indices), self._source)
         super()._apply(fn, recurse)
+        if moved:  # the same pattern, copied (.to(device), .cuda()): no new placement
+            self._source = _buffers_seen(self.indptr, self.indices)
         if self.values.device.type not in ("cpu", "cuda"):
             raise SparsecompError(
                 f"SparseLinear runs on the CPU or a CUDA GPU; it was moved to {self.values.device}",
@@ -531,6 +585,17 @@ TORCH_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "gelu": nn.functional.gelu,
     "relu": nn.functional.relu,
 }
+
+
+def _buffers_seen(indptr: Tensor, indices: Tensor) -> tuple[Any, ...]:
+    """The pattern buffers and their versions (an in-place write bumps them)."""
+    return (indptr, indices, indptr._version, indices._version)
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two :func:`_buffers_seen` are of the same tensors at the same versions
+    (by identity: ``==`` of tensors compares their elements)."""
+    return len(a) == len(b) == 4 and a[0] is b[0] and a[1] is b[1] and a[2:] == b[2:]
 
 
 def _differs(saved: Tensor | None, current: Tensor) -> bool:
