@@ -826,3 +826,24 @@ def test_thresholding_visits_only_stored_entries(private_cache: None) -> None:
     want.eliminate_zeros()
     got = threshold(a, 0.5).to_scipy()
     np.testing.assert_array_equal(got.toarray(), want.toarray())
+
+
+@sparsecomp.kernel
+def spmv_f16(A: Tensor[f16, ("M", "N"), "csr"], x: Tensor[f16, "N"]) -> Tensor[f16, "M"]:
+    y[i] += A[i, j] * x[j]  # noqa: F821
+    return y  # noqa: F821
+
+
+def test_an_f16_kernels_hint_for_scipy_input_is_safe_to_follow(private_cache: None) -> None:
+    """The hint said .astype(np.float16), which scipy refuses, and (for MLIR kernels)
+    with_values(A.data.astype(...)), which puts an unsorted row's values on the wrong
+    columns; SparseTensor.astype converts the tensor's own values."""
+    a = sp.csr_array((np.array([1.0, 2.0, 3.0], np.float32), np.array([2, 0, 1]),
+                      np.array([0, 2, 3])), shape=(2, 3))  # fmt: skip
+    assert not a.has_sorted_indices
+    x = np.array([1, 10, 100], np.float16)
+    with pytest.raises(ScriptError, match="is f16, got f32") as info:
+        spmv_f16(a, x)
+    assert "SparseTensor.from_scipy(A, ...).astype(np.float16)" in str(info.value.hint)
+    got = spmv_f16(SparseTensor.from_scipy(a, "csr").astype(np.float16), x)
+    np.testing.assert_allclose(got, a.toarray() @ x.astype(np.float32), rtol=1e-3)

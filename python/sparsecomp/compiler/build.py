@@ -236,10 +236,12 @@ def _host_only(module: ir.Module, filename: str) -> list[str]:
         if not any(o.name == "gpu.launch" for o in every):
             where = location_text(loops[0].location, filename)
             remarks.append(
-                f"{where}: remark: in '{name}': {HOST_ONLY}: none is parallel "
-                "over independent output rows (a transposed product over CSR, which "
-                "scatters into its rows, is one such), so all of its work stays in the "
-                "host code"
+                f"{where}: remark: in '{name}': {HOST_ONLY}: none is parallel over "
+                "independent output rows (a transposed product over CSR, which scatters "
+                "into its rows, is one such; a loop written by hand, an scf.for or a "
+                "@loops for, is one only when it carries the unit attribute "
+                "sparse_iter.parallel: attrs={'sparse_iter.parallel': 'unit'}), so all of "
+                "its work stays in the host code"
             )
             continue
         for loop in _host_arithmetic_loops(op):  # others launch: this one stays

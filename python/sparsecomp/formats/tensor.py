@@ -295,6 +295,16 @@ class SparseTensor:
             self.shape, self.layout, vals.dtype, storage, shared=self.shared, checked=self._checked
         )
 
+    def astype(self, dtype: Any) -> SparseTensor:
+        """The same index structure with the values converted to ``dtype`` (numpy's
+        rules): an ``f16`` kernel's operand from scipy, which holds no float16,
+        is ``SparseTensor.from_scipy(A, "csr").astype(np.float16)``."""
+        if self._storage is None:
+            values = np.concatenate([p.values.ravel() for p in self.parts]) if self.parts else []
+        else:
+            values = self.values
+        return self.with_values(np.asarray(values).astype(dtype))
+
     def recheck(self) -> None:
         """Validate index buffers that may have changed since construction, and those
         of a tensor built without the ``from_*`` constructors (once).

@@ -265,7 +265,7 @@ def check_dtype(spec: ArgSpec, dtype: np.dtype[Any], where: str, scipy: bool = F
         if scipy and spec.dtype == np.float16:  # scipy.sparse refuses float16
             hint = (
                 "scipy.sparse holds no float16: pass a SparseTensor, e.g. "
-                "SparseTensor.from_scipy(A, 'csr').with_values(A.data.astype(np.float16))"
+                "SparseTensor.from_scipy(A, 'csr').astype(np.float16)"
             )
         raise ArgumentError(f"{where}: expected dtype {spec.dtype}, got {dtype}", hint=hint)
 

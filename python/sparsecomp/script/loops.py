@@ -193,8 +193,11 @@ class LoopKernel:
             self._executables[key] = sparsecomp.compile(text, target, **options)
         return self._executables[key]
 
-    def __call__(self, *args: Any) -> Any:
-        return self.compile().functions[self.__name__](*args)
+    def __call__(self, *args: Any, target: Any = "host", out: Any = None) -> Any:
+        """Call the function compiled for ``target`` (as a ``@kernel``'s call takes it);
+        ``out``: the result's destination, as a compiled function takes it."""
+        function = self.compile(target).functions[self.__name__]
+        return function(*args) if out is None else function(*args, out=out)
 
     def __repr__(self) -> str:
         return f"<sparsecomp loops {self.__name__}>"

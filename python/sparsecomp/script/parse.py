@@ -663,9 +663,15 @@ def bind_types(d: Definition, elements: list[str | None]) -> dict[str, Scalar]:
                     f"(argument '{name}')"
                 )
         elif want != have:
+            convert = f"convert with .astype(np.{want.dtype.name})"
+            if want.name == "f16" and isinstance(p, TensorType) and p.encoding:
+                convert = (  # scipy.sparse refuses float16
+                    "a scipy.sparse matrix holds no float16: pass "
+                    "SparseTensor.from_scipy(A, ...).astype(np.float16)"
+                )
             raise ScriptError(
                 f"argument '{name}' of '{d.name}' is {want}, got {have}",
-                hint=f"convert with .astype(np.{want.dtype.name}), or annotate a type variable "
+                hint=f"{convert}, or annotate a type variable "
                 '(Tensor["T", ...]) to compile one kernel per element type',
             )
     for (name, p), got in zip(d.params.items(), elements, strict=True):
