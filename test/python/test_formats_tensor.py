@@ -387,7 +387,7 @@ def test_composable_rejects_duplicates() -> None:
 # -- validation errors -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [np.complex256, np.bool_, np.uint8, np.float128])
+@pytest.mark.parametrize("dtype", [np.complex256, np.uint8, np.float128])
 def test_bad_value_dtype(dtype: type) -> None:
     with pytest.raises(FormatError, match=r"value dtype .* is not supported; expected one of"):
         SparseTensor.from_dense(np.eye(2, dtype=dtype), "csr")
@@ -728,3 +728,14 @@ def test_index_buffers_cannot_be_made_writable_again() -> None:
     with pytest.raises(ValueError, match="WRITEABLE"):
         u.coordinates[1].setflags(write=True)
     t.values[0] = 7.0  # values may change
+
+
+@pytest.mark.parametrize("layout", ["csr", "coo", "csc", "bsr:2x2", "ell", "dcsr"])
+def test_bool_tensors_pack_as_the_kernels_give_them_back(layout: str) -> None:
+    """An i1 kernel returns bool SparseTensors, and from_dense refused bool to pack one
+    again ("value dtype bool is not supported")."""
+    mask = np.random.default_rng(1).random((7, 6)) > 0.6
+    t = SparseTensor.from_dense(mask, layout)
+    assert t.dtype == np.bool_ and t.nnz == int(mask.sum())
+    np.testing.assert_array_equal(t.to_dense(), mask)
+    np.testing.assert_array_equal(t.astype(np.float32).to_dense(), mask.astype(np.float32))

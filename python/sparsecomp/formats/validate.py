@@ -23,12 +23,12 @@ import numpy as np
 from sparsecomp.errors import FormatError
 from sparsecomp.formats.layout import Layout
 
-#: The value dtypes a sparse tensor may hold.
+#: The value dtypes a sparse tensor may hold (bool: an ``i1`` kernel's, as its results are).
 VALUE_DTYPES = tuple(
     np.dtype(t)
     for t in (
         "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-        "complex64", "complex128",
+        "complex64", "complex128", "bool",
     )
 )  # fmt: skip
 _INDEX_DTYPES: dict[int, np.dtype[Any]] = {
