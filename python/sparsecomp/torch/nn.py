@@ -314,7 +314,8 @@ class SparseLinear(nn.Module):
         traced = tracing.traced(x, self.values, self.bias)
         placed, row_major = self._placed, self._row_major
         borrowed = False
-        if placed is not None and not torch.compiler.is_compiling():
+        if not torch.compiler.is_compiling() and placed is not None:  # (this order: a
+            # frame Dynamo traces again must take the same branches, see below)
             placed, row_major, borrowed = self._placement_for_buffers()
         if torch.compiler.is_compiling():
             # layout "auto" chosen while tracing its first call; a frame Dynamo traces
