@@ -12,6 +12,20 @@ driver via ``cuda-bindings``; GPU arrays in :mod:`.device_arrays`).
 
 from __future__ import annotations
 
-from sparsecomp.runtime.executable import Executable, Function, UnknownFunctionError, load
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sparsecomp.runtime.executable import Executable, Function, UnknownFunctionError, load
 
 __all__ = ["Executable", "Function", "UnknownFunctionError", "load"]
+
+
+def __getattr__(name: str) -> Any:
+    """The package's names, from :mod:`.executable` on first use (PEP 562): a build
+    imports :mod:`.libs`, :mod:`.loader` and :mod:`.plan` alone, and the compile
+    daemon spent 110 ms importing the call path (numpy, scipy's readers) for them."""
+    if name in __all__:
+        from sparsecomp.runtime import executable
+
+        return getattr(executable, name)
+    raise AttributeError(f"module 'sparsecomp.runtime' has no attribute {name!r}")
