@@ -61,6 +61,21 @@ class ArgumentError(SparsecompError, ValueError):
     sizes that must agree, index widths); raised before any native code runs."""
 
 
+class KernelError(SparsecompError, ValueError):
+    """A check in compiled code failed while it ran (``sparsecomp.ir.fatal``: a reshape
+    whose sizes do not multiply out to its source's, a shape that is not whole blocks
+    of a BSR layout, a narrow index that overflowed...), on data only the call sees.
+    The call raises it where a program run by ``mlir-runner`` prints the message and
+    exits; what the kernel had allocated before the check is not freed."""
+
+    def __init__(self, message: str, *, location: str | None = None, hint: str | None = None):
+        text = message.strip()
+        head, sep, rest = text.partition(": error: ")
+        if sep and location is None and head.count(":") >= 2:  # file:line:col: error: ...
+            location, text = head, rest
+        super().__init__(text, location=location, hint=hint)
+
+
 class ConversionWarning(UserWarning):
     """A call converted a sparse operand to the kernel's layout; reported once per
     function, argument and kind of operand (see :mod:`sparsecomp.runtime.conversions`)."""

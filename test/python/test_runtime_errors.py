@@ -212,3 +212,49 @@ def test_float16_kernels_with_scipy_matrices_get_a_hint_that_works(tmp_path: Pat
     assert "scipy.sparse holds no float16" in (info.value.hint or "")
     t = SparseTensor.from_scipy(a, "csr").with_values(a.data.astype(np.float16))
     np.testing.assert_allclose(exe.spmv(t, x), a @ np.ones(5), rtol=2e-3, atol=2e-3)
+
+
+#: A reshape whose sizes only the call knows (the check runs in the kernel).
+EXPAND = """
+#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+#CSF = #sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>
+func.func @split_rows(%A: tensor<?x?xf64, #CSR>, %q: index) -> tensor<?x3x?xf64, #CSF> {
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %A, %c1 : tensor<?x?xf64, #CSR>
+  %r = tensor.expand_shape %A [[0, 1], [2]] output_shape [%q, 3, %n]
+      : tensor<?x?xf64, #CSR> into tensor<?x3x?xf64, #CSF>
+  return %r : tensor<?x3x?xf64, #CSF>
+}
+"""
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_a_check_that_fails_in_the_kernel_raises_and_the_process_goes_on(
+    native: str, tmp_path: Path
+) -> None:
+    """The kernel printed the message and called exit(1): the user's Python ended, no
+    exception to catch (the C call path and the ctypes one alike)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    source = tmp_path / "expand.mlir"
+    source.write_text(EXPAND)
+    script = textwrap.dedent(f"""
+        import numpy as np, scipy.sparse as sp, sparsecomp
+        from sparsecomp.errors import KernelError
+        exe = sparsecomp.compile({str(source)!r})
+        dense = np.zeros((4, 3, 5)); dense[0, 1, 2] = 1.0; dense[3, 2, 4] = 2.0
+        M = sp.csr_matrix(dense.reshape(12, 5))  # int32 indices: a variant, built at the call
+        for _ in range(2):
+            try:
+                exe(M, 5)
+            except KernelError as e:
+                print("raised", e.location.endswith("expand.mlir:7:8"), "product is 15" in e.message)
+        print("alive", np.array_equal(exe(M, 4).to_dense(), dense))
+    """)
+    env = {**__import__("os").environ, "SPARSECOMP_NATIVE_CALLS": native}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=600, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:3] == ["raised True True"] * 2 + ["alive True"], proc.stdout

@@ -340,6 +340,10 @@ def _with_variants(
     for function in exe.functions.values():
         function.family = family
 
+    # the program's own file in its variants' locations (a run-time error of a variant
+    # named "<variant>")
+    src = str(exe.manifest.get("source") or "<variant>")
+
     def recompile(
         function: str,
         rules: Mapping[int, str],
@@ -366,10 +370,10 @@ def _with_variants(
             with_static_sizes,
         )
 
-        variant = with_destinations(text, function, into) if into else text
-        variant = with_layouts(variant, function, rules) if rules else variant
-        variant = with_static_sizes(variant, function, sizes) if sizes else variant
-        variant = with_guards(variant, function, guards) if guards else variant
+        variant = with_destinations(text, function, into, src) if into else text
+        variant = with_layouts(variant, function, rules, src) if rules else variant
+        variant = with_static_sizes(variant, function, sizes, src) if sizes else variant
+        variant = with_guards(variant, function, guards, src) if guards else variant
         exe = compile(variant, target, cache_results=cache_results, **chosen)
         if cache_results and exe.directory.parent == cache.kernel_dir("x").parent:
             cache.record_variant(digest, exe.directory.name, variant)

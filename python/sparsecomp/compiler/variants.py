@@ -37,10 +37,16 @@ from sparsecomp.transforms.decompose_formats import DECOMPOSE
 from sparsecomp.transforms.guard_coordinates import GUARD
 
 
-def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
+def with_layouts(
+    text: str,
+    function: str,
+    rules: Mapping[int, str],
+    source: str = "<variant>",
+) -> str:
     """``text`` with each rule of ``rules`` (argument position -> a
     ``#sparse_iter.layout<...>`` or ``#sparse_iter.composable<...>``) on that
-    argument of ``function``.
+    argument of ``function``. ``source``: the file name of ``text``'s own
+    locations (each ``with_*`` takes it).
 
     A function that uses ``sparse_tensor`` ops, or calls or is called by one
     that does, goes to the upstream sparsifier, which takes no
@@ -52,7 +58,7 @@ def with_layouts(text: str, function: str, rules: Mapping[int, str]) -> str:
     the function's values but not its callee's arguments."""
     ctx = make_context()
     with ctx, ir.Location.unknown():
-        module = parse_module(text, "<variant>", ctx)
+        module = parse_module(text, source, ctx)
         func = _function(module, function)
         road = _upstream_road(module.operation, function) or _called(module.operation, function)
         if road and (types := _width_types(func, rules)):
@@ -171,19 +177,29 @@ def _retype(func: ir.Operation, types: Mapping[ir.Type, ir.Type]) -> None:
     )
 
 
-def with_guards(text: str, function: str, arguments: Sequence[int]) -> str:
+def with_guards(
+    text: str,
+    function: str,
+    arguments: Sequence[int],
+    source: str = "<variant>",
+) -> str:
     """``text`` with ``function``'s sparse ``arguments`` guarded: its kernel checks each
     coordinate of theirs as it reads it and reports through a status word
     (``sparse_iter.guard``, pass ``sparse-iter-guard-coordinates``)."""
     ctx = make_context()
     with ctx, ir.Location.unknown():
-        module = parse_module(text, "<variant>", ctx)
+        module = parse_module(text, source, ctx)
         func = _function(module, function)
         func.attributes[GUARD] = ir.DenseI64ArrayAttr.get(sorted(arguments))
         return module.operation.get_asm(enable_debug_info=True)
 
 
-def with_destinations(text: str, function: str, into: Mapping[int, int | None]) -> str:
+def with_destinations(
+    text: str,
+    function: str,
+    into: Mapping[int, int | None],
+    source: str = "<variant>",
+) -> str:
     """``text`` with ``function``'s results written into arrays the caller passes.
 
     ``into`` maps a result to the argument that receives it: an existing dense
@@ -197,7 +213,7 @@ def with_destinations(text: str, function: str, into: Mapping[int, int | None]) 
     """
     ctx = make_context()
     with ctx, ir.Location.unknown():
-        module = parse_module(text, "<variant>", ctx)
+        module = parse_module(text, source, ctx)
         func = _function(module, function)
         block = func.regions[0].blocks[0]
         fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
@@ -239,7 +255,12 @@ def with_destinations(text: str, function: str, into: Mapping[int, int | None]) 
 _SHAPE_AGNOSTIC = ("tensor.dim", "tensor.extract", "vector.transfer_read")
 
 
-def with_static_sizes(text: str, function: str, sizes: Mapping[int, Mapping[int, int]]) -> str:
+def with_static_sizes(
+    text: str,
+    function: str,
+    sizes: Mapping[int, Mapping[int, int]],
+    source: str = "<variant>",
+) -> str:
     """``text`` with ``function``'s dense arguments given static sizes: ``sizes`` maps an
     argument to ``{dimension: size}``. Calls must pass exactly those sizes (the
     signature says so, and the runtime checks it).
@@ -251,7 +272,7 @@ def with_static_sizes(text: str, function: str, sizes: Mapping[int, Mapping[int,
     """
     ctx = make_context()
     with ctx, ir.Location.unknown():
-        module = parse_module(text, "<variant>", ctx)
+        module = parse_module(text, source, ctx)
         func = _function(module, function)
         block = func.regions[0].blocks[0]
         fty = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)

@@ -1,4 +1,5 @@
-"""Errors compiled code reports at run time: a message on stderr, then exit status 1.
+"""Errors compiled code reports at run time: a message on stderr, then exit status 1,
+or, called from Python, an exception.
 
 A check whose answer is only known at run time (a tensor's dynamic shape)
 emits ``scf.if %bad { func.call @__sparsecomp_fatal_N(%size, ...) }``, and
@@ -8,6 +9,15 @@ ends the program with ``exit(1)``, which flushes what it printed before. This
 is how MLIR's own sparse runtime reports a fatal error (``MLIR_SPARSETENSOR_FATAL``:
 ``fprintf(stderr, ...)``, ``exit(1)``); it works the same under ``mlir-runner``
 and in a ``kernel.so``. Only libc is called.
+
+Before it prints, the function formats the message into a buffer and calls the
+handler that ``@__sparsecomp_fatal_handler`` (a global of the library, null
+until set) points at, if any: the Python runtime sets it when it loads a
+library, and its handler returns to the call that ran the kernel, which raises
+:class:`~sparsecomp.errors.KernelError` instead of ending the user's process
+(``runtime/_fastcall.c``; what the kernel allocated before the check leaks).
+A handler that returns (no guarded call on that thread) leaves the program to
+print and exit as before.
 """
 
 from __future__ import annotations
@@ -18,9 +28,21 @@ from mlir import ir
 from mlir.dialects import arith, func, scf
 
 PREFIX = "__sparsecomp_fatal_"
+#: Where a host that can raise the error instead of exiting puts its handler (the
+#: Python runtime: ``runtime/_fastcall.c``); null under mlir-runner.
+HANDLER = "__sparsecomp_fatal_handler"
+#: The message a handler gets is at most this long (with its NUL).
+MESSAGE_BYTES = 1024
 _DECLARATIONS = {
     "dprintf": "llvm.func @dprintf(i32, !llvm.ptr, ...) -> i32",
+    "snprintf": "llvm.func @snprintf(!llvm.ptr, i64, !llvm.ptr, ...) -> i32",
     "exit": "llvm.func @exit(i32)",
+    HANDLER: (
+        f"llvm.mlir.global external @{HANDLER}() {{addr_space = 0 : i32}} : !llvm.ptr {{\n"
+        "  %null = llvm.mlir.zero : !llvm.ptr\n"
+        "  llvm.return %null : !llvm.ptr\n"
+        "}"
+    ),
 }
 
 
@@ -55,6 +77,10 @@ def _define(module: ir.Operation, message: str, count: int) -> str:
     values = "".join(f", %i{i}" for i in range(count))
     types = "".join(", i64" for _ in range(count))
     call = f"llvm.call @dprintf(%fd, %fmt{values}) vararg(!llvm.func<i32 (i32, ptr, ...)>)"
+    format_ = (
+        f"llvm.call @snprintf(%buf, %n, %fmt{values}) "
+        "vararg(!llvm.func<i32 (ptr, i64, ptr, ...)>)"
+    )
     text = "\n".join(
         [
             *_DECLARATIONS.values(),
@@ -63,7 +89,18 @@ def _define(module: ir.Operation, message: str, count: int) -> str:
             f"func.func private @{name}({args}) {{",
             f"  %fmt = llvm.mlir.addressof @{name}_msg : !llvm.ptr",
             "  %fd = llvm.mlir.constant(2 : i32) : i32",
-            f"{casts}  %w = {call} : (i32, !llvm.ptr{types}) -> i32",
+            casts.rstrip("\n"),
+            f"  %at = llvm.mlir.addressof @{HANDLER} : !llvm.ptr",
+            "  %handler = llvm.load %at : !llvm.ptr -> !llvm.ptr",
+            "  %none = llvm.mlir.zero : !llvm.ptr",
+            '  %set = llvm.icmp "ne" %handler, %none : !llvm.ptr',
+            "  scf.if %set {",
+            f"    %n = llvm.mlir.constant({MESSAGE_BYTES} : i64) : i64",
+            "    %buf = llvm.alloca %n x i8 : (i64) -> !llvm.ptr",
+            f"    %f = {format_} : (!llvm.ptr, i64, !llvm.ptr{types}) -> i32",
+            "    llvm.call %handler(%buf) : !llvm.ptr, (!llvm.ptr) -> ()",
+            "  }",
+            f"  %w = {call} : (i32, !llvm.ptr{types}) -> i32",
             "  %one = llvm.mlir.constant(1 : i32) : i32",
             "  llvm.call @exit(%one) : (i32) -> ()",
             "  return",

@@ -46,6 +46,7 @@
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -541,6 +542,59 @@ static int dense_result(Kernel *k, Call *c, const int64_t *w, PyObject **out) {
 
 static PyObject *results(Kernel *k, PyObject *args, Call *c, char *result);
 
+/* A run-time check that fails in compiled code (sparsecomp.ir.fatal: a reshape whose
+ * sizes do not multiply out, a BSR shape not in whole blocks, ...) calls the handler a
+ * loaded library's `__sparsecomp_fatal_handler` points at (loader.py sets it to
+ * fatal_jump) with its message, before it would print it and exit. Where the thread
+ * is in a guarded call (below), the handler jumps back to it, and the call raises
+ * sparsecomp.errors.KernelError with the message; anywhere else it returns and the program exits, as
+ * under mlir-runner. What the kernel allocated before the check is not freed. */
+static _Thread_local jmp_buf *fatal_target = NULL;
+static _Thread_local char fatal_message[1024];
+static PyObject *KernelError = NULL;
+
+static void fatal_jump(const char *message) {
+    jmp_buf *target = fatal_target;
+    if (target == NULL)
+        return;
+    strncpy(fatal_message, message, sizeof fatal_message - 1);
+    fatal_message[sizeof fatal_message - 1] = 0;
+    fatal_target = NULL;
+    longjmp(*target, 1);
+}
+
+/* fn(ptrs) with the GIL released; 0, or -1 (with KernelError set) where a check in
+ * the kernel failed. */
+static int guarded(void (*fn)(void **), void **ptrs) {
+    jmp_buf env;
+    volatile int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (setjmp(env) == 0) {
+        fatal_target = &env;
+        fn(ptrs);
+        fatal_target = NULL;
+    } else {
+        failed = 1;
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_SetString(KernelError, fatal_message);
+        return -1;
+    }
+    return 0;
+}
+
+/* guarded_call(packed function address, argument array address): the Python call
+ * path's call of a packed entry point, guarded as the C path's. */
+static PyObject *guarded_call(PyObject *self, PyObject *args) {
+    unsigned long long fn, ptrs;
+    if (!PyArg_ParseTuple(args, "KK", &fn, &ptrs))
+        return NULL;
+    if (guarded((void (*)(void **))(uintptr_t)fn, (void **)(uintptr_t)ptrs) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *kernel_run(Kernel *k, PyObject *args) {
     Call c;
     _Alignas(16) char result[MAX_RESULT];
@@ -549,10 +603,8 @@ static PyObject *kernel_run(Kernel *k, PyObject *args) {
         return NULL;
     if (ok == 0)
         return Py_NewRef(MISS);
-    void (*fn)(void **) = k->fn;
-    Py_BEGIN_ALLOW_THREADS
-    fn(c.ptrs);
-    Py_END_ALLOW_THREADS
+    if (guarded(k->fn, c.ptrs) < 0)
+        return NULL;
     PyObject *out = results(k, args, &c, result);
     if (out != NULL && k->status && c.status != 0) { /* a coordinate out of range */
         Py_DECREF(out); /* frees what the kernel allocated */
@@ -925,9 +977,16 @@ static PyTypeObject RouterType = {
     .tp_methods = router_methods,
 };
 
+static PyMethodDef module_methods[] = {
+    {"guarded_call", guarded_call, METH_VARARGS,
+     "guarded_call(fn, args): call a packed entry point; a failed check raises KernelError."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, .m_name = "_fastcall",
     .m_doc = "The C call path of compiled functions.", .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC PyInit__fastcall(void) {
@@ -947,6 +1006,17 @@ PyMODINIT_FUNC PyInit__fastcall(void) {
     S_indices = PyUnicode_InternFromString("indices");
     S_data = PyUnicode_InternFromString("data");
     S_canonical = PyUnicode_InternFromString("has_canonical_format");
+    PyObject *errors = PyImport_ImportModule("sparsecomp.errors");
+    KernelError = errors ? PyObject_GetAttrString(errors, "KernelError") : NULL;
+    Py_XDECREF(errors);
+    PyObject *handler = PyLong_FromVoidPtr((void *)fatal_jump);
+    if (KernelError == NULL || handler == NULL ||
+        PyModule_AddObjectRef(m, "KernelError", KernelError) < 0 ||
+        PyModule_AddObject(m, "FATAL_HANDLER", handler) < 0) {
+        Py_XDECREF(handler);
+        Py_DECREF(m);
+        return NULL;
+    }
     if (MISS == NULL || PyModule_AddObjectRef(m, "MISS", MISS) < 0 ||
         PyModule_AddObjectRef(m, "Kernel", (PyObject *)&KernelType) < 0 ||
         PyModule_AddObjectRef(m, "Router", (PyObject *)&RouterType) < 0) {

@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from sparsecomp.runtime.abi import ArgSpec, Signature
+from sparsecomp.runtime.abi import ArgSpec, Signature, packed_symbol
 from sparsecomp.runtime.conversions import Conversions
-from sparsecomp.runtime.fastcall import MISS, native_kernel
+from sparsecomp.runtime.fastcall import MISS, extension, native_kernel
 from sparsecomp.runtime.fastpath import FastArgs, Out
 from sparsecomp.runtime.marshal import c_signature, flatten
 from sparsecomp.runtime.memref import address, descriptor_words
@@ -123,6 +123,11 @@ class Caller:
             self.unpack = layout.unpack_from
         elif len(sig.results) == 1:  # one scalar, returned by value
             self.unpack = struct.Struct("@" + _CODES[sig.results[0].dtype.name]).unpack_from
+        #: the packed entry point, the parameters' and the result's ctypes types: the
+        #: ctypes path calls it through ``_fastcall.guarded_call``, so that a run-time
+        #: check that fails in the kernel raises (KernelError) instead of exiting;
+        #: None without the extension (then ``cfunc`` itself)
+        self.guarded = _guarded_entry(library, sig, cfunc.argtypes, restype)
         #: the C call path of this function (:mod:`.fastcall`), or None
         self.native = (
             native_kernel(library, sig, self.fast, result_struct, self._finish, scipy_limit)
@@ -173,7 +178,8 @@ class Caller:
             call.array(status, address(status))
         if buf is not None:
             buf[:] = call.words
-        returned = self.cfunc(*call.params)  # args, call and buf stay alive until here
+        # args, call and buf stay alive until here
+        returned = self._guarded(call.params) if self.guarded else self.cfunc(*call.params)
         got: Any = None
         if out is None:
             got = scalar(self.sig.results[0], returned) if self.sig.results else None
@@ -188,6 +194,20 @@ class Caller:
             return self._ctypes_call(args, careful=True)  # checks all; drops these results
         return got
 
+    def _guarded(self, params: list[Any]) -> Any:
+        """``cfunc(*params)`` through the packed entry point, guarded (see ``guarded``)."""
+        assert self.guarded is not None
+        fn, types, restype = self.guarded
+        held = [t(p) for t, p in zip(types, params, strict=True)]
+        ret = restype() if restype is not None else None
+        ptrs = (ctypes.c_void_p * (len(held) + 1))(*map(_addressof, held))
+        if ret is not None:
+            ptrs[len(held)] = _addressof(ret)
+        extension().guarded_call(fn, _addressof(ptrs))
+        if ret is None:
+            return None
+        return ret.value if isinstance(ret, ctypes._SimpleCData) else ret
+
     def _careful(self, args: tuple[Any, ...], call: Out) -> Out:
         """The careful path: check and convert everything (raises on bad arguments)."""
         items = flatten(self.sig, args, convert=self.conversions.convert)
@@ -198,6 +218,20 @@ class Caller:
             else:
                 call.array(item, address(item))
         return call
+
+
+def _guarded_entry(
+    library: ctypes.CDLL, sig: Signature, argtypes: list[Any], restype: Any
+) -> tuple[int, list[Any], Any] | None:
+    """What ``Caller.guarded`` holds for ``sig``'s function, or None (no extension, or
+    a library without the packed form)."""
+    if extension() is None:
+        return None
+    try:
+        fn = ctypes.cast(library[packed_symbol(sig.symbol)], ctypes.c_void_p).value
+    except AttributeError:
+        return None
+    return (fn, list(argtypes), restype) if fn else None
 
 
 def _as_address(ctype: Any) -> Any:

@@ -60,6 +60,12 @@ _MAX_RANK = 8
 _MAX_SIZE = 2**31 - 1  # static sizes the extension holds as C ints
 
 
+def extension() -> Any:
+    """The extension module (its ``guarded_call`` runs a kernel so that a failed
+    run-time check raises), or None where it is not built."""
+    return _fastcall
+
+
 def available() -> bool:
     """Whether calls can take the C path (the extension is built and not switched off)."""
     return _fastcall is not None and knobs.native_calls()

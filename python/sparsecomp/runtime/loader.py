@@ -141,8 +141,30 @@ def kernel(path: Path, expected: str | None) -> ctypes.CDLL:
         finally:
             if copy is not None:
                 copy.unlink(missing_ok=True)  # the mapping keeps the bytes
+        _raise_fatal_errors(library)
         _KERNELS[found] = library
         return library
+
+
+#: The global of a library that holds its handler of failed run-time checks
+#: (``sparsecomp.ir.fatal.HANDLER``).
+FATAL_HANDLER = "__sparsecomp_fatal_handler"
+
+
+def _raise_fatal_errors(library: ctypes.CDLL) -> None:
+    """Point ``library``'s handler of failed run-time checks at the C call path's, so
+    that such a check raises :class:`~sparsecomp.errors.KernelError` in the calling
+    thread instead of ending the process (``_fastcall.c``); without the extension,
+    or in a library that has no checks, nothing changes."""
+    try:
+        from sparsecomp.runtime import _fastcall  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    try:
+        slot = ctypes.c_void_p.in_dll(library, FATAL_HANDLER)
+    except ValueError:  # no run-time check in it
+        return
+    slot.value = _fastcall.FATAL_HANDLER
 
 
 #: Runtime libraries loaded into the global scope. MLIR's runner utilities are not:

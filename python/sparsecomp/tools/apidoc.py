@@ -139,6 +139,7 @@ API: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "sparsecomp.errors:PipelineError",
             "sparsecomp.errors:CompileError",
             "sparsecomp.errors:ArgumentError",
+            "sparsecomp.errors:KernelError",
             "sparsecomp.script.parse:ScriptError",
             "sparsecomp.script.printing:Unprintable",
             "sparsecomp.errors:FormatError",

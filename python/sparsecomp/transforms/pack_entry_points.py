@@ -80,7 +80,8 @@ class PackEntryPointsPass(SparsecompPass):
     function the same way through it.
 
     Runs on the LLVM dialect, after ``convert-func-to-llvm`` made the
-    ``_mlir_ciface_`` wrappers; functions without an ABI are left alone.
+    ``_mlir_ciface_`` wrappers; functions without an ABI (on the wrapper, or on
+    the function it wraps: those the upstream sparsifier lowered) are left alone.
 
     The wrapper carries ``sparse_iter.packed``; another symbol of its name
     is an error.
@@ -108,9 +109,16 @@ class PackEntryPointsPass(SparsecompPass):
                 continue
             name = ir.StringAttr(child.attributes["sym_name"]).value
             existing[name] = child
+        for name, child in existing.items():
             if child.name != "llvm.func" or not name.startswith(CIFACE):
                 continue
-            if ABI_ATTR in child.attributes and len(child.regions[0].blocks):
+            # the ABI is on the wrapper, or (functions the upstream sparsifier lowered)
+            # on the function it wraps
+            inner = existing.get(name.removeprefix(CIFACE))
+            has_abi = ABI_ATTR in child.attributes or (
+                inner is not None and ABI_ATTR in inner.attributes
+            )
+            if has_abi and len(child.regions[0].blocks):
                 entries.append((name, child))
         for name, func in entries:
             other = existing.get(packed_symbol(name))
