@@ -86,7 +86,8 @@ class CheckWholeBlocksPass(SparsecompPass):
     ``sparse_tensor.convert`` (its source's shape) or a ``tensor.empty`` /
     ``bufferization.alloc_tensor`` (its sizes), this pass checks that each
     blocked dimension is a multiple of its block; if not, the program
-    reports the shape and exits with status 1 (``sparsecomp.ir.fatal``).
+    reports the shape and exits with status 1 (``sparsecomp.ir.fatal``; a call
+    from Python raises ``KernelError``).
     Tensors made from such tensors (inserts, ``linalg`` outputs, calls) have
     their shape; arguments of public functions are checked in the wrapper
     ``sparse-iter-wrap-upstream`` builds. Other ops are left alone. Runs on
