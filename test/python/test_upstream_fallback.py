@@ -621,3 +621,33 @@ def test_sparse_results_the_sparsifier_cannot_build_compile_densified() -> None:
         warnings.simplefilter("ignore")  # the conversion to BSR
         got = exe.abs_bsr_into_csr(-a).to_dense()
     np.testing.assert_array_equal(got, np.abs(a.toarray()))
+
+
+_PLUS_COLUMN = """
+func.func @kern(%a: tensor<3x4xf32, ENC>) -> tensor<3x4xf32, ENC> {
+  %e = tensor.empty() : tensor<3x4xf32, ENC>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<3x4xf32, ENC>) outs(%e : tensor<3x4xf32, ENC>) {
+  ^bb0(%x: f32, %o: f32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i32
+    %jf = arith.sitofp %ji : i32 to f32
+    %v = arith.addf %x, %jf : f32
+    linalg.yield %v : f32
+  } -> tensor<3x4xf32, ENC>
+  return %r : tensor<3x4xf32, ENC>
+}
+"""
+
+
+@pytest.mark.parametrize("encoding", [
+    "#sparse_tensor.encoding<{map = (i, j) -> (j : dense, i : compressed)}>",
+    "#sparse_iter.layout<{map = (i, j) -> (j : dense, i : compressed)}>",
+])  # fmt: skip
+def test_linalg_index_over_csc_reads_the_column(encoding: str) -> None:
+    """A + j over CSC came out A + i (the sparsifier, where the body does not vanish)."""
+    exe = sparsecomp.compile(_PLUS_COLUMN.replace("ENC", encoding))
+    a = np.array([[1, 0, 0, 0], [0, 0, 2, 0], [0, 0, 0, 0]], np.float32)
+    got = exe(sp.csc_matrix(a)).to_dense()
+    np.testing.assert_array_equal(got, a + np.arange(4, dtype=np.float32)[None, :])

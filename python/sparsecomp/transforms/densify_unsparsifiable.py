@@ -41,6 +41,27 @@ def _is_sparse(ty: ir.Type) -> bool:
     )
 
 
+def _reordered(ty: ir.Type) -> bool:
+    """Whether a sparse tensor type's levels are other than its dimensions in order
+    (CSC, BSR...): the sparsifier's ``linalg.index`` then read the wrong loop's index."""
+    if not _is_sparse(ty):
+        return False
+    mapping = st.EncodingAttr(ir.RankedTensorType(ty).encoding).dim_to_lvl
+    if mapping is None:
+        return False
+    return [str(r) for r in mapping.results] != [f"d{i}" for i in range(mapping.n_dims)]
+
+
+def _index_on_reordered(op: ir.Operation) -> bool:
+    """Whether ``op``'s body reads ``linalg.index`` and a sparse operand's levels are
+    not its dimensions in order (CSC): the sparsifier gave ``A + j`` over CSC as
+    ``A + i`` wherever the body does not vanish (silently)."""
+    body = op.regions[0].blocks[0]
+    return any(inner.name == "linalg.index" for inner in body.operations) and any(
+        _reordered(v.type) for v in op.operands
+    )
+
+
 def _semantic(op: ir.Operation) -> bool:
     """Whether ``op``'s body says what happens at absent entries (``sparse_tensor.unary``,
     ``reduce``, ...): defined over stored entries, it must stay sparse."""
@@ -199,6 +220,11 @@ class DensifyUnsparsifiablePass(SparsecompPass):
     result is converted back to the sparse type. Runs in the fallback before
     ``sparsification-and-bufferization``.
 
+    A body that reads ``linalg.index`` with a sparse operand whose levels are not
+    its dimensions in order (CSC, BSR) is computed dense the same way, whatever
+    the body: the sparsifier read the wrong loop's index (``A + j`` over CSC gave
+    ``A + i``, silently).
+
     ``all``: every ``linalg.generic`` with sparse inputs or outputs is computed
     dense, whatever its body (``sparse_tensor`` semantic ops excepted): dense
     copies of its sparse inputs, dense outputs (a dense copy of an initial value
@@ -233,14 +259,16 @@ class DensifyUnsparsifiablePass(SparsecompPass):
 
     def run(self, op: ir.Operation, pass_: ExternalPass) -> None:
         for generic in preorder(op):
-            if generic.name == "linalg.generic":
-                if self.all and not _semantic(generic):
-                    _dense_outputs(generic)
-                _sparse_outputs(generic)
-            if generic.name != "linalg.generic" or any(_is_sparse(r.type) for r in generic.results):
+            if generic.name != "linalg.generic":
+                continue
+            whole = (self.all or _index_on_reordered(generic)) and not _semantic(generic)
+            if whole:
+                _dense_outputs(generic)
+            _sparse_outputs(generic)
+            if any(_is_sparse(r.type) for r in generic.results):
                 continue
             n_in = len(generic.operands) - len(generic.results)
             if not any(_is_sparse(v.type) for v in list(generic.operands)[:n_in]):
                 continue
-            if (self.all and not _semantic(generic)) or _dense_reason(generic) is not None:
+            if whole or _dense_reason(generic) is not None:
                 _densify(generic)

@@ -291,3 +291,30 @@ func.func @negative_semantic_body(%a: tensor<?x?xf64, #CSR>, %o: tensor<?x?xf64>
   } -> tensor<?x?xf64>
   return %r : tensor<?x?xf64>
 }
+
+// -----
+
+#CSC = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>
+
+// linalg.index over a CSC operand: the sparsifier read the row's index for
+// linalg.index 1 (A + j came out A + i), so the op is computed dense, its CSC
+// result converted back after it.
+// CHECK-LABEL: func.func @plus_column
+// CHECK-SAME: (%[[A:.*]]: tensor<3x4xf32, #{{.*}}>)
+// CHECK: %[[D:.*]] = sparse_tensor.convert %[[A]] : tensor<3x4xf32, #{{.*}}> to tensor<3x4xf32>
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[D]] : tensor<3x4xf32>) outs(%{{.*}} : tensor<3x4xf32>)
+// CHECK: sparse_tensor.convert %{{.*}} : tensor<3x4xf32> to tensor<3x4xf32, #{{.*}}>
+func.func @plus_column(%a: tensor<3x4xf32, #CSC>) -> tensor<3x4xf32, #CSC> {
+  %e = tensor.empty() : tensor<3x4xf32, #CSC>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<3x4xf32, #CSC>) outs(%e : tensor<3x4xf32, #CSC>) {
+  ^bb0(%x: f32, %o: f32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i32
+    %jf = arith.sitofp %ji : i32 to f32
+    %v = arith.addf %x, %jf : f32
+    linalg.yield %v : f32
+  } -> tensor<3x4xf32, #CSC>
+  return %r : tensor<3x4xf32, #CSC>
+}
