@@ -693,3 +693,33 @@ def test_fusing_a_layer_called_in_a_loop_says_so() -> None:
     st.sparsify_(m, {"*": ("scalar_fraction:0.5", "csr")})
     with pytest.raises(SparsecompError, match=r"fc \(3 calls in forward\)"):
         st.fuse_activations_(m)
+
+
+def test_lbfgs_keeps_its_history_on_a_sparse_first_parameter() -> None:
+    """LBFGS keeps flat state of every parameter under the first; with a SparseLinear's
+    values first, the stale-state check dropped it at every step (it restarted as
+    gradient descent, silently apart from a warning about a load that never was)."""
+    import warnings
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(12, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    st.sparsify_(model, {"0": ("scalar_fraction:0.5", "csr")})
+    dense = torch.nn.Sequential(model[0].to_dense_linear(), torch.nn.Tanh(),
+                                copy.deepcopy(model[2]))  # fmt: skip
+    mask = model[0].to_dense_linear().weight.detach() != 0
+    dense[0].weight.register_hook(lambda g: g * mask)
+    x, y = torch.randn(32, 12), torch.randint(0, 3, (32,))
+    losses = []
+    for m in (model, dense):
+        opt = torch.optim.LBFGS(m.parameters(), lr=1, max_iter=5, history_size=5)
+
+        def closure(m=m, opt=opt) -> torch.Tensor:
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            return loss
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "state was dropped"
+            losses.append([float(opt.step(closure).detach()) for _ in range(4)])
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)

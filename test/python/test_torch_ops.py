@@ -5,6 +5,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from pathlib import Path
+
 import pytest
 import scipy.sparse as sp
 import torch
@@ -252,3 +254,28 @@ def test_layout_mm_refuses_a_bias_of_the_wrong_shape() -> None:
         torch.ops.sparsecomp.layout_mm(
             layer.values.detach(), b, fwd_perm, fwd_index, lay, [10, 12], bias
         )
+
+
+def test_call_speaks_torch_in_its_warning_and_dtype_hint() -> None:
+    """Through st.call, a COO tensor's conversion warning named "a SparseTensor in coo",
+    pointed at torch's Dynamo wrapper and advised SparseTensor.from_scipy; a wrong
+    dtype's hint was numpy's .astype, which a tensor has not."""
+    import warnings
+
+    import sparsecomp
+    from sparsecomp.errors import ArgumentError, ConversionWarning
+
+    exe = sparsecomp.compile(Path(__file__).resolve().parents[2] / "examples" / "spmm.mlir")
+    a = torch.rand(30, 20) * (torch.rand(30, 20) < 0.2)
+    b = torch.randn(20, 4)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = st.call(exe, a.to_sparse(), b)
+    torch.testing.assert_close(got, a @ b, rtol=1e-5, atol=1e-5)
+    said = [w for w in seen if issubclass(w.category, ConversionWarning)]
+    assert len(said) == 1 and said[0].filename == __file__, [(w.filename, w.message) for w in said]
+    assert "a torch.sparse COO tensor" in str(said[0].message)
+    assert "t.to_sparse_csr()" in str(said[0].message)
+    with pytest.raises(ArgumentError, match="expected dtype float32, got float64") as info:
+        st.call(exe, a.double().to_sparse_csr(), b)
+    assert info.value.hint == "convert the tensor with .to(torch.float32)"

@@ -110,6 +110,9 @@ class SparseTensor:
         self._nnz: int | None = None
         self.shared = shared
         self._checked = checked
+        #: what the tensor was made from, where a message should name that instead
+        #: (``sparsecomp.torch`` sets "a torch.sparse COO tensor"); None: itself
+        self.origin: str | None = None
 
     @property
     def checked(self) -> bool:

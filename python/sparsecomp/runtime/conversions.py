@@ -123,10 +123,13 @@ class Conversions:
             if cached
             else "it is converted again at every call"
         )
+        instead = "SparseTensor.from_scipy(A, layout)"
+        if getattr(value, "origin", None) and "torch" in value.origin:
+            instead = "t.to_sparse_csr()" if str(layout) == "csr" else "from_torch(t).to(layout)"
         warnings.warn(
             f"'{self.name}' argument {argument}: converting {source} to the kernel's layout "
             f"{layout} took {seconds * 1e3:.1f} ms; {again}. To avoid it, pass the operand in "
-            "that layout (SparseTensor.from_scipy(A, layout))"
+            f"that layout ({instead})"
             + (" or pack it once with exe.prepare(A)" if len(value.shape) == 2 else ""),
             ConversionWarning,
             stacklevel=_caller_level(),
@@ -135,10 +138,14 @@ class Conversions:
 
 def _caller_level() -> int:
     """The ``stacklevel`` (for a warning raised by our caller) of the first frame outside
-    sparsecomp: the user's call."""
-    package = str(Path(__file__).resolve().parents[1])
+    sparsecomp and torch (``sparsecomp.torch.call`` runs under a Dynamo wrapper, which
+    the warning named): the user's call."""
+    inside = [str(Path(__file__).resolve().parents[1])]
+    if (torch := sys.modules.get("torch")) is not None and getattr(torch, "__file__", None):
+        inside.append(str(Path(torch.__file__).resolve().parent))
+    prefixes = tuple(inside)
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
+    while frame is not None and frame.f_code.co_filename.startswith(prefixes):
         frame, level = frame.f_back, level + 1  # type: ignore[assignment]
     return level
 
@@ -157,6 +164,8 @@ def needs_conversion(value: Any, layout: AnyLayout) -> bool:
 
 def _describe(value: Any) -> str:
     if isinstance(value, SparseTensor):
+        if value.origin:
+            return f"{value.origin} (read as a SparseTensor in {value.layout})"
         return f"a SparseTensor in {value.layout}"
     fmt = getattr(value, "format", "?")
     index = getattr(value, "indices", getattr(value, "coords", (None,))[-1])

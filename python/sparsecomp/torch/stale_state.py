@@ -60,13 +60,16 @@ def _drop_stale_state(optimizer: Any, args: Any, kwargs: Any) -> None:
             state = optimizer.state.get(p)
             before = seen.get(id(p))
             if state:
-                misfit = any(
+                # a load since this optimizer's last step with p (or before its first)
+                loaded = before[0] != version if before is not None else version > 0
+                misfit = loaded and any(
                     isinstance(v, torch.Tensor) and v.dim() and v.shape != p.shape
                     for v in state.values()
-                )
+                )  # (only after a load: LBFGS keeps flat state of every parameter under
+                # the first, which was dropped at each step, silently restarting it)
                 # the same state object as at the last step, from before the load (a
                 # state the optimizer's own load_state_dict brought is another object)
-                older = before is not None and before[0] != version and before[1] == id(state)
+                older = loaded and before is not None and before[1] == id(state)
                 if misfit or older:
                     del optimizer.state[p]
                     warnings.warn(

@@ -19,13 +19,14 @@ the GPU as torch tensors.
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
 import numpy as np
 import torch
 
-from sparsecomp.errors import SparsecompError
+from sparsecomp.errors import ArgumentError, SparsecompError
 from sparsecomp.formats.tensor import SparseTensor
 
 _SPARSE = {torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr}
@@ -68,6 +69,13 @@ def from_torch(t: Any, what: str = "argument") -> Any:
         )
     if t.dim() != 2 and t.layout != torch.sparse_coo:
         raise SparsecompError(f"{what}: compressed torch.sparse tensors must be matrices")
+    tensor = _sparse_from_torch(t)
+    kind = str(t.layout).removeprefix("torch.sparse_").upper()
+    tensor.origin = f"a torch.sparse {kind} tensor"  # what a conversion's warning names
+    return tensor
+
+
+def _sparse_from_torch(t: Any) -> SparseTensor:
     shape = tuple(int(s) for s in t.shape)
     if t.layout == torch.sparse_coo:
         c = t.coalesce()
@@ -187,10 +195,10 @@ def call(fn: Any, *args: Any, out: Any = None, sparse_layout: str = "csr") -> An
         a if gpu and _on_gpu(a) else from_torch(a, f"argument {i}") for i, a in enumerate(args)
     ]
     if out is None:
-        return to_torch(fn(*converted), sparse_layout)
+        return to_torch(_torch_hints(fn, *converted), sparse_layout)
     outs = out if isinstance(out, tuple) else (out,)
     arrays = tuple(o if gpu and _on_gpu(o) else _out_array(o, i) for i, o in enumerate(outs))
-    got = fn(*converted, out=arrays if isinstance(out, tuple) else arrays[0])
+    got = _torch_hints(fn, *converted, out=arrays if isinstance(out, tuple) else arrays[0])
     for o in outs:  # written in place: autograd and the shared-input caches must know
         if isinstance(o, torch.Tensor) and not o.is_inference():
             torch.autograd.graph.increment_version(o)
@@ -198,6 +206,19 @@ def call(fn: Any, *args: Any, out: Any = None, sparse_layout: str = "csr") -> An
         return out
     got = got if isinstance(got, tuple) else (got,)  # results out= named no tensor for
     return tuple(o if o is not None else to_torch(g, sparse_layout) for o, g in zip(out, got))
+
+
+def _torch_hints(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; a dtype error's hint in torch's words (numpy's
+    ``.astype`` is no method of a tensor)."""
+    try:
+        return fn(*args, **kwargs)
+    except ArgumentError as exc:
+        found = re.search(r"expected dtype (\w+), got", exc.message)
+        if found is None:
+            raise
+        hint = f"convert the tensor with .to(torch.{found.group(1)})"
+        raise ArgumentError(exc.message, location=exc.location, hint=hint) from None
 
 
 def _device(fn: Any) -> str:
