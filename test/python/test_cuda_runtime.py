@@ -312,9 +312,10 @@ def test_grids_of_many_rows_fit_the_driver_limits(kernel: str) -> None:
 
 #: SpMM on the tensor cores (BSR 4x4 f32: the packed mma.sync kernel; 16x8: the plain one).
 BSR_MATMUL = """
-#BSR = #sparse_tensor.encoding<{{map = (i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed,
-                                                i mod {r} : dense, j mod {c} : dense)}}>
-func.func @mm(%A: tensor<?x?xf32, #BSR>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>) -> tensor<?x?xf32> {{
+#BSR = #sparse_tensor.encoding<{{map = (i, j) -> (i floordiv {r} : dense,
+    j floordiv {c} : compressed, i mod {r} : dense, j mod {c} : dense)}}>
+func.func @mm(%A: tensor<?x?xf32, #BSR>, %B: tensor<?x?xf32>, %C: tensor<?x?xf32>)
+    -> tensor<?x?xf32> {{
   %r = linalg.matmul ins(%A, %B : tensor<?x?xf32, #BSR>, tensor<?x?xf32>)
                      outs(%C : tensor<?x?xf32>) -> tensor<?x?xf32>
   return %r : tensor<?x?xf32>
@@ -341,7 +342,8 @@ def test_tensor_core_grids_of_many_columns_fit_the_driver_limits(block: tuple[in
     assert driver.launches
     for launch in driver.launches:
         gx, gy, gz = launch["grid"]
-        assert gx < 2**31 and max(gy, gz) <= 65535, launch["grid"]
+        assert gx < 2**31, launch["grid"]
+        assert max(gy, gz) <= 65535, launch["grid"]
 
 def test_functions_are_looked_up_once(spmm_cuda: sparsecomp.Executable, fake: FakeDriver) -> None:
     """The host code asks for the kernel before every launch; the driver is asked once."""

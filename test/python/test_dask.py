@@ -698,7 +698,8 @@ def test_a_matrix_persisted_on_another_client_runs_there(exe) -> None:
     try:
         D = sd.from_scipy(A, parts=3, client=first)
         np.testing.assert_allclose(first.compute(sd.map(exe, "spmv", D, x)).result(), A @ x)
-        assert D.persist(second) is D and D.client is second
+        assert D.persist(second) is D
+        assert D.client is second
         np.testing.assert_allclose(second.compute(sd.map(exe, "spmv", D, x)).result(), A @ x)
         first.close()
         np.testing.assert_allclose(second.compute(sd.map(exe, "spmv", D, x)).result(), A @ x)
@@ -716,7 +717,9 @@ def test_a_distributed_matrix_pickles_without_its_client(client, exe) -> None:
     D = sd.from_scipy(A, parts=2, client=client)
     sd.map(exe, "spmv", D, np.ones(50)).compute()  # packed partitions: left behind
     E = cloudpickle.loads(cloudpickle.dumps(D))
-    assert E.client is None and not E.packed and E.shape == D.shape
+    assert E.client is None
+    assert not E.packed
+    assert E.shape == D.shape
     x = np.random.default_rng(22).standard_normal(50)
     np.testing.assert_allclose(sd.map(exe, "spmv", E, x, client=client).compute(), A @ x)
     assert client.submit(lambda M: M.shape, D).result() == (60, 50)
@@ -724,7 +727,7 @@ def test_a_distributed_matrix_pickles_without_its_client(client, exe) -> None:
 
 def test_user_mistakes_with_distributed_matrices_are_explained(client, exe, tmp_path) -> None:
     A = power_law(200, 64, seed=23, heavy=0)
-    with pytest.raises(SparsecompError, match="from_dask_array takes a dask.array, not csr"):
+    with pytest.raises(SparsecompError, match=r"from_dask_array takes a dask\.array, not csr"):
         sd.from_dask_array(A, client=client)  # an AttributeError about .chunks
     path = tmp_path / "one.npz"
     sp.save_npz(path, A)

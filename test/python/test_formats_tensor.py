@@ -736,6 +736,7 @@ def test_bool_tensors_pack_as_the_kernels_give_them_back(layout: str) -> None:
     again ("value dtype bool is not supported")."""
     mask = np.random.default_rng(1).random((7, 6)) > 0.6
     t = SparseTensor.from_dense(mask, layout)
-    assert t.dtype == np.bool_ and t.nnz == int(mask.sum())
+    assert t.dtype == np.bool_
+    assert t.nnz == int(mask.sum())
     np.testing.assert_array_equal(t.to_dense(), mask)
     np.testing.assert_array_equal(t.astype(np.float32).to_dense(), mask.astype(np.float32))

@@ -217,7 +217,8 @@ def test_float16_kernels_with_scipy_matrices_get_a_hint_that_works(tmp_path: Pat
 #: A reshape whose sizes only the call knows (the check runs in the kernel).
 EXPAND = """
 #CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
-#CSF = #sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>
+#CSF = #sparse_tensor.encoding<{ map = (i, j, k) ->
+    (i : compressed, j : compressed, k : compressed) }>
 func.func @split_rows(%A: tensor<?x?xf64, #CSR>, %q: index) -> tensor<?x3x?xf64, #CSF> {
   %c1 = arith.constant 1 : index
   %n = tensor.dim %A, %c1 : tensor<?x?xf64, #CSR>
@@ -250,7 +251,8 @@ def test_a_check_that_fails_in_the_kernel_raises_and_the_process_goes_on(
             try:
                 exe(M, 5)
             except KernelError as e:
-                print("raised", e.location.endswith("expand.mlir:7:8"), "product is 15" in e.message)
+                at = e.location.endswith("expand.mlir:8:8")
+                print("raised", at, "product is 15" in e.message)
         print("alive", np.array_equal(exe(M, 4).to_dense(), dense))
     """)
     env = {**__import__("os").environ, "SPARSECOMP_NATIVE_CALLS": native}

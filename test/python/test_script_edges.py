@@ -808,7 +808,7 @@ def test_misread_statements_get_their_own_message(private_cache: None) -> None:
 
 @sparsecomp.kernel
 def threshold(A: Tensor[f64, ("M", "N"), "csr"], t: f64) -> Tensor[f64, ("M", "N"), "csr"]:
-    E[i, j] = where(A[i, j] > t, A[i, j], 0.0)  # noqa: F821
+    E[i, j] = where(A[i, j] > t, A[i, j], 0.0)
     return E
 
 
@@ -830,8 +830,8 @@ def test_thresholding_visits_only_stored_entries(private_cache: None) -> None:
 
 @sparsecomp.kernel
 def spmv_f16(A: Tensor[f16, ("M", "N"), "csr"], x: Tensor[f16, "N"]) -> Tensor[f16, "M"]:
-    y[i] += A[i, j] * x[j]  # noqa: F821
-    return y  # noqa: F821
+    y[i] += A[i, j] * x[j]
+    return y
 
 
 def test_an_f16_kernels_hint_for_scipy_input_is_safe_to_follow(private_cache: None) -> None:
@@ -847,3 +847,30 @@ def test_an_f16_kernels_hint_for_scipy_input_is_safe_to_follow(private_cache: No
     assert "SparseTensor.from_scipy(A, ...).astype(np.float16)" in str(info.value.hint)
     got = spmv_f16(SparseTensor.from_scipy(a, "csr").astype(np.float16), x)
     np.testing.assert_allclose(got, a.toarray() @ x.astype(np.float32), rtol=1e-3)
+
+
+@sparsecomp.kernel
+def reciprocal(X: Tensor[i32, ("M", "N"), "csr"]) -> Tensor[i32, ("M", "N")]:
+    B[i, j] = where(X[i, j] != 0, 100 / X[i, j], -1)
+    return B
+
+
+@sparsecomp.kernel
+def by_row_max(A: Tensor[i32, ("M", "N"), "csr"]) -> Tensor[i32, ("M", "N")]:
+    m[i] = max(m[i], A[i, j])
+    B[i, j] = A[i, j] / m[i]
+    return B
+
+
+def test_integer_division_by_zero_in_the_sparsifiers_kernels_gives_zero(
+    private_cache: None,
+) -> None:
+    """Bodies that do not vanish at zero go to MLIR's sparsifier, whose code had no
+    safe division: 100 / X over CSR and A / rowmax(A) died of SIGFPE."""
+    d = np.array([[5, 0], [0, -3]], np.int32)
+    for stored in (sp.csr_matrix(d), sp.csr_matrix((np.array([5, 0, 0, -3], np.int32),
+                   np.array([0, 1, 0, 1]), np.array([0, 2, 4])), shape=(2, 2))):  # fmt: skip
+        np.testing.assert_array_equal(reciprocal(stored), [[20, -1], [-1, -33]])
+    a = np.array([[4, 2, 0], [-7, -2, 0]], np.int32)
+    want = np.array([[1, 0, 0], [0, 0, 0]], np.int32)  # row 1's max is 0: x / 0 = 0
+    np.testing.assert_array_equal(by_row_max(sp.csr_matrix(a)), want)

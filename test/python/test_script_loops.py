@@ -230,14 +230,14 @@ CSR32 = "#sparse_iter.layout<{map = (i, j) -> (i : dense, j : compressed), posWi
 
 
 @loops(fastmath="reassoc,contract")
-def rowsum_loop(A: f"tensor<?x?xf32, {CSR32}>") -> "tensor<?xf32>":  # noqa: F821
-    m = dim(A, 0)  # noqa: F821
+def rowsum_loop(A: f"tensor<?x?xf32, {CSR32}>") -> "tensor<?xf32>":
+    m = dim(A, 0)
     pos = op("sparse_iter.positions", A, types=["tensor<?xi32>"], attrs={"level": "1 : i64"})
     val = op("sparse_iter.values", A, types=["tensor<?xf32>"])
     y = op("tensor.empty", m, types=["tensor<?xf32>"])
     for i in range(0, m, 1, attrs={"sparse_iter.parallel": "unit"}):
-        acc = f32(0.0)  # noqa: F821
-        for p in range(uindex(pos[i]), uindex(pos[i + 1])):  # noqa: F821
+        acc = f32(0.0)
+        for p in range(uindex(pos[i]), uindex(pos[i + 1])):
             acc = acc + val[p]
         y[i] = acc
     return y

@@ -653,7 +653,8 @@ def test_a_constrained_weight_is_left_dense_with_a_warning(constraint: str) -> N
     m = torch.nn.Sequential(linear, torch.nn.ReLU(), torch.nn.Linear(8, 4))
     with pytest.warns(UserWarning, match="left 1 selected nn.Linear dense: 0 .*constraint"):
         done = st.sparsify_(m, {"*": ("scalar_fraction:0.5", "csr")})
-    assert list(done) == ["2"] and not isinstance(m[0], st.SparseLinear)
+    assert list(done) == ["2"]
+    assert not isinstance(m[0], st.SparseLinear)
     m(torch.randn(3, 16))  # runs, with its constraint
 
 
@@ -665,17 +666,19 @@ def test_sparsify_rules_name_the_rule_that_took_a_layer_and_see_every_name() -> 
     fc = torch.nn.Linear(8, 8)
     shared = torch.nn.ModuleDict({"a": fc, "b": fc})
     done = st.sparsify_(shared, {"b": ("scalar_fraction:0.5", "csr")})  # its second name
-    assert shared["a"] is shared["b"] and isinstance(shared["b"], st.SparseLinear)
+    assert shared["a"] is shared["b"]
+    assert isinstance(shared["b"], st.SparseLinear)
     assert len(done) == 1
 
 
 def test_a_lazy_layer_not_called_yet_is_explained() -> None:
     m = torch.nn.Sequential(torch.nn.LazyLinear(8), torch.nn.ReLU())
-    with pytest.raises(SparsecompError, match="lazy layers .* not called yet"):
+    with pytest.raises(SparsecompError, match=r"lazy layers .* not called yet"):
         st.sparsify_(m, {"*": ("scalar_fraction:0.5", "csr")})
     m(torch.randn(2, 12))
     st.sparsify_(m, {"*": ("scalar_fraction:0.5", "csr")})
-    assert isinstance(m[0], st.SparseLinear) and m[0].in_features == 12
+    assert isinstance(m[0], st.SparseLinear)
+    assert m[0].in_features == 12
 
 
 def test_fusing_a_layer_called_in_a_loop_says_so() -> None:

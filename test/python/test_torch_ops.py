@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import warnings
-
-import numpy as np
 from pathlib import Path
 
+import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
@@ -273,7 +272,8 @@ def test_call_speaks_torch_in_its_warning_and_dtype_hint() -> None:
         got = st.call(exe, a.to_sparse(), b)
     torch.testing.assert_close(got, a @ b, rtol=1e-5, atol=1e-5)
     said = [w for w in seen if issubclass(w.category, ConversionWarning)]
-    assert len(said) == 1 and said[0].filename == __file__, [(w.filename, w.message) for w in said]
+    assert len(said) == 1, [w.message for w in said]
+    assert said[0].filename == __file__, said[0].filename
     assert "a torch.sparse COO tensor" in str(said[0].message)
     assert "t.to_sparse_csr()" in str(said[0].message)
     with pytest.raises(ArgumentError, match="expected dtype float32, got float64") as info:

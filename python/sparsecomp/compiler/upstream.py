@@ -38,9 +38,12 @@ from sparsecomp.transforms.wrap_upstream import C_INTERFACE, SIGNATURE_ATTR
 INPUT, OUTPUT = "upstream.mlir", "upstream-llvm.mlir"
 #: sparsecomp passes run where the sparsifier's storage is explicit (before
 #: the storage specifier is lowered to an LLVM struct); strided-vector-access
-#: fixes the vectorizer's (vl > 0) loads of array-of-structs COO coordinates.
+#: fixes the vectorizer's (vl > 0) loads of array-of-structs COO coordinates;
+#: safe-division gives integer division by zero 0, as sparsecomp's own road does
+#: (a kernel dividing by a sparse operand's value died of SIGFPE here).
 OWN_PASSES = (
     "sparse-iter-widen-bool-buffers,sparse-iter-strided-vector-access,sparse-iter-wrap-upstream,"
+    "sparse-iter-safe-division,"
 )
 #: sparsecomp passes run on tensors before the sparsifier: COO coordinates SoA
 #: (sparsecomp's ABI), levels ordered (the sparsifier assumes it) and dynamic-shape

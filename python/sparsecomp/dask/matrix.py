@@ -178,13 +178,14 @@ def from_files(
     dtype: Any = None,
 ) -> DistributedMatrix:
     """One row partition per file (scipy ``.npz`` or Matrix Market ``.mtx``), read
-    on the workers, stacked in the order given (one path: one partition). ``dtype``: the values' type (scipy
-    reads a real ``.mtx`` as float64; a float32 kernel takes ``dtype=np.float32``)."""
+    on the workers, stacked in the order given (one path: one partition).
+    ``dtype``: the values' type (scipy reads a real ``.mtx`` as float64; a
+    float32 kernel takes ``dtype=np.float32``)."""
     import dask
 
     client = client_of(client)
     if isinstance(paths, str | os.PathLike):  # one file, not its name's characters
-        paths = [paths]  # type: ignore[list-item]
+        paths = [paths]
     kind = None if dtype is None else np.dtype(dtype).str
     stamps = [_stamp(p) for p in paths]  # a file rewritten is another task: read again
     tasks = [

@@ -303,7 +303,9 @@ class SparseTensor:
         rules): an ``f16`` kernel's operand from scipy, which holds no float16,
         is ``SparseTensor.from_scipy(A, "csr").astype(np.float16)``."""
         if self._storage is None:
-            values = np.concatenate([p.values.ravel() for p in self.parts]) if self.parts else []
+            values: Any = (
+                np.concatenate([p.values.ravel() for p in self.parts]) if self.parts else []
+            )
         else:
             values = self.values
         return self.with_values(np.asarray(values).astype(dtype))

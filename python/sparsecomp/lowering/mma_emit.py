@@ -171,7 +171,8 @@ def warp_launch(e: Emitter, mtiles: str, n: str, warps: int, tiles: int) -> str:
 
 def open_launch(e: Emitter, gx: str, gy: str, threads: int, workgroup: str = "") -> str:
     """Open a ``gpu.launch`` of ``gx x gy`` blocks of ``threads`` threads (``%bx``,
-    ``%by``, ``%tx``; the blocks in one grid dimension, ``%bx`` and ``%by`` derived), with ``workgroup`` attributions if given; set ``e.group`` and
+    ``%by``, ``%tx``; the blocks in one grid dimension, ``%bx`` and ``%by``
+    derived), with ``workgroup`` attributions if given; set ``e.group`` and
     ``e.thread`` (the lane's place in the MMA fragments); return the thread's warp."""
     buffers = f" workgroup({workgroup})" if workgroup else ""
     blocks = e(f"arith.muli {gx}, {gy}", "index")

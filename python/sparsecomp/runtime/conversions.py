@@ -141,8 +141,9 @@ def _caller_level() -> int:
     sparsecomp and torch (``sparsecomp.torch.call`` runs under a Dynamo wrapper, which
     the warning named): the user's call."""
     inside = [str(Path(__file__).resolve().parents[1])]
-    if (torch := sys.modules.get("torch")) is not None and getattr(torch, "__file__", None):
-        inside.append(str(Path(torch.__file__).resolve().parent))
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+    if torch_file:
+        inside.append(str(Path(torch_file).resolve().parent))
     prefixes = tuple(inside)
     frame, level = sys._getframe(1), 1
     while frame is not None and frame.f_code.co_filename.startswith(prefixes):

@@ -157,14 +157,17 @@ def _raise_fatal_errors(library: ctypes.CDLL) -> None:
     thread instead of ending the process (``_fastcall.c``); without the extension,
     or in a library that has no checks, nothing changes."""
     try:
-        from sparsecomp.runtime import _fastcall  # type: ignore[attr-defined]
+        from sparsecomp.runtime.fastcall import extension
     except ImportError:
+        return
+    fastcall = extension()
+    if fastcall is None:
         return
     try:
         slot = ctypes.c_void_p.in_dll(library, FATAL_HANDLER)
     except ValueError:  # no run-time check in it
         return
-    slot.value = _fastcall.FATAL_HANDLER
+    slot.value = fastcall.FATAL_HANDLER
 
 
 #: Runtime libraries loaded into the global scope. MLIR's runner utilities are not:

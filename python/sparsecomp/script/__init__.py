@@ -65,8 +65,8 @@ __all__ = [
     "op",
     "rsqrt",
     "sin",
+    "sparsity",
     "sqrt",
     "tanh",
     "where",
-    "sparsity",
 ]

@@ -557,7 +557,7 @@ def parse(fn: Any, namespace: dict[str, Any] | None = None) -> Definition:
     tree = ast.parse(textwrap.dedent(source))
     func = tree.body[0]
     if not isinstance(func, ast.FunctionDef):
-        what = {ast.AsyncFunctionDef: "an async def"}.get(type(func), "not a def statement")
+        what = "an async def" if isinstance(func, ast.AsyncFunctionDef) else "not a def statement"
         if fn.__name__ == "<lambda>":
             what = "a lambda"
         raise ScriptError(

@@ -130,9 +130,9 @@ def sparsify_(
                 "sparsify_ replaces submodules; wrap a bare nn.Linear in a model",
                 hint="sparsify_(nn.Sequential(linear), rules), or SparseLinear.from_dense",
             )
-        names = paths[id(module)] or [name]  # a shared layer: by any of its names
+        called = paths[id(module)] or [name]  # a shared layer: by any of its names
         for i, (key, rule) in enumerate(parsed):
-            if any(_matches(key, n, module) for n in names):
+            if any(_matches(key, n, module) for n in called):
                 used.add(i)
                 if id(module) in dense:
                     left.append(f"{name} ({dense[id(module)]})")
@@ -274,7 +274,7 @@ def _weight_constraint(module: nn.Module) -> str:
     from torch.nn.utils import parametrize
 
     if parametrize.is_parametrized(module, "weight"):
-        found = module.parametrizations["weight"]  # type: ignore[index, union-attr]
+        found = module.parametrizations["weight"]  # type: ignore[index]
         return ", ".join(type(p).__name__ for p in found) + " (a parametrization)"
     for hook in module._forward_pre_hooks.values():
         name = type(hook).__name__
@@ -283,17 +283,20 @@ def _weight_constraint(module: nn.Module) -> str:
     return ""
 
 
-def _shadowed(model: nn.Module, parsed: list[tuple[Any, Any]], missed: list[Any]) -> tuple[Any, Any]:
+def _shadowed(
+    model: nn.Module, parsed: list[tuple[Any, Any]], missed: list[Any]
+) -> tuple[Any, ...]:
     """A missed rule that matches a linear layer, and the earlier rule that took it; or ()."""
     paths = module_paths(model)
     for key in missed:
         for module in model.modules():
-            if not is_linear(module) or not any(_matches(key, n, module) for n in paths[id(module)]):
+            names = paths[id(module)]
+            if not is_linear(module) or not any(_matches(key, n, module) for n in names):
                 continue
             for earlier, _ in parsed:
                 if earlier is key:
                     break
-                if any(_matches(earlier, n, module) for n in paths[id(module)]):
+                if any(_matches(earlier, n, module) for n in names):
                     return key, earlier
     return ()
 

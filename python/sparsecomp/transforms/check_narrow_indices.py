@@ -161,8 +161,9 @@ class CheckNarrowIndicesPass(SparsecompPass):
     most ``2^w - 1``, as positions are read unsigned) and each level with
     coordinates (its size at most ``2^w``); if one does not fit, the
     program reports it with the op's location and exits with status 1
-    (``sparsecomp.ir.fatal``; a call from Python raises ``KernelError``). Runs on the fallback's module before the
-    sparsifier, which folds the checks of static sizes.
+    (``sparsecomp.ir.fatal``; a call from Python raises ``KernelError``). Runs
+    on the fallback's module before the sparsifier, which folds the checks of
+    static sizes.
 
     Before:
 

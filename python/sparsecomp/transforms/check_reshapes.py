@@ -92,8 +92,9 @@ class CheckReshapesPass(SparsecompPass):
     and ``%m``). Before each op with a dynamic size in a group, this
     pass compares the group's product with the source dimension; if they
     differ, the program reports both with the op's location and exits with
-    status 1 (``sparsecomp.ir.fatal``; a call from Python raises ``KernelError``). Runs on the fallback's module
-    before the sparsifier (the ops that reach it).
+    status 1 (``sparsecomp.ir.fatal``; a call from Python raises
+    ``KernelError``). Runs on the fallback's module before the sparsifier (the
+    ops that reach it).
 
     Before:
 
