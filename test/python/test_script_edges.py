@@ -470,7 +470,9 @@ def test_f16_scalar_arguments(private_cache: None) -> None:
 
     dense = np.array([[1, 0, 2], [0, 3, 0]], np.float16)
     a = SparseTensor.from_dense(dense, "csr")
-    for alpha in (np.float16(2.0), 2.0, 0.1):
+    # 1 + 2^-11 + 2^-40: rounded to f32 first (1 + 2^-11, a tie) and then to f16 it
+    # was 1.0, an f16 ulp below numpy's np.float16 of it
+    for alpha in (np.float16(2.0), 2.0, 0.1, 1 + 2**-11 + 2**-40):
         got = scale(a, alpha).to_dense()
         np.testing.assert_array_equal(got, np.float16(alpha) * dense)
 
@@ -874,3 +876,15 @@ def test_integer_division_by_zero_in_the_sparsifiers_kernels_gives_zero(
     a = np.array([[4, 2, 0], [-7, -2, 0]], np.int32)
     want = np.array([[1, 0, 0], [0, 0, 0]], np.int32)  # row 1's max is 0: x / 0 = 0
     np.testing.assert_array_equal(by_row_max(sp.csr_matrix(a)), want)
+
+
+@sparsecomp.kernel
+def clamp_i8(x: Tensor[i8, "N"]) -> Tensor[i8, "N"]:
+    y[i] = where(x[i] < 0, -128, x[i])
+    return y
+
+
+def test_the_most_negative_literal_of_a_type(private_cache: None) -> None:
+    """-128 was read as -(128), and 128 is no i8: refused."""
+    x = np.array([-3, 5], np.int8)
+    np.testing.assert_array_equal(clamp_i8(x), np.array([-128, 5], np.int8))

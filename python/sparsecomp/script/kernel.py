@@ -306,7 +306,13 @@ class Kernel:
                         f"{self.__name__}: argument '{name}': expected an {scalar.name} "
                         f"scalar, got {arg!r}"
                     )
-                arg = np.float32(arg) if scalar.name == "f16" else dtype.type(arg)
+                # an f16 scalar is rounded to f16 here, then passed as f32 (exact): a
+                # Python float rounded to f32 first was off by an f16 ulp (2 roundings)
+                if scalar.name == "f16":
+                    with np.errstate(over="ignore"):  # inf, as the kernel's truncf gave
+                        arg = np.float32(np.float16(arg))
+                else:
+                    arg = dtype.type(arg)
             out.append(arg)
         return out
 

@@ -215,7 +215,10 @@ class _Reader:
                 BINARY[type(node.op)], (self.expr(node.left), self.expr(node.right)), self.at(node)
             )
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return Op("neg", (self.expr(node.operand),), self.at(node))
+            inner = self.expr(node.operand)
+            if isinstance(inner, Const):  # -128 is one i8 literal, not -(128)
+                return Const(-inner.value, self.at(node))
+            return Op("neg", (inner,), self.at(node))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
             return self.expr(node.operand)
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in COMPARE:
