@@ -101,3 +101,19 @@ def test_saving_another_kernel_where_one_was_loaded(tmp_path: Path) -> None:
     second.save(place)
     got = sparsecomp.load(place).spmv(a.tocsc(), x, np.zeros(40))
     np.testing.assert_allclose(got, a @ x, rtol=1e-12)
+
+
+def test_a_loaded_executables_prepared_says_why_its_layout(tmp_path: Path) -> None:
+    """It said "(forced)", as for layout="csr", where nothing was asked for."""
+    import scipy.sparse as sp
+
+    import sparsecomp
+
+    exe = sparsecomp.compile(Path(__file__).resolve().parents[2] / "examples" / "spmm.mlir")
+    exe.save(tmp_path / "kernel")
+    a = sp.random(50, 40, density=0.1, format="csr", dtype=np.float32, random_state=0)
+    loaded = sparsecomp.load(tmp_path / "kernel").prepare(a, k=4)
+    assert "a loaded executable's own layout" in repr(loaded)
+    assert repr(exe.prepare(a, layout="csr", k=4)).endswith("csr (forced))")
+    b = np.ones((40, 4), np.float32)
+    np.testing.assert_allclose(loaded.call((a, b)), a @ b, rtol=1e-5)

@@ -513,10 +513,12 @@ class Executable:
             options = None if same else {"gpu_balance": schedule}
             return self.recompile(own.name, {argument: attr}, schedule=options).functions[own.name]
 
+        given = "forced"
         if layout is None and self.recompile is None:  # loaded: its own layout or none
             declared = own.args[infer_op(own)[1]].layout
             if declared is not None:
                 layout = declared.attr_text()
+                given = "a loaded executable's own layout: it compiles no other"
                 LOG.info(
                     "sparsecomp: %s: a loaded executable compiles no variants; prepared in "
                     "its own layout %s",
@@ -531,6 +533,7 @@ class Executable:
         if balance is None and ("gpu_balance" in self.compile_options or self.recompile is None):
             balance = own_balance  # the user's choice, or all a loaded executable has
         prepared = prepare(own, A, layout, k, variant_for, device, balance)
+        prepared = dataclasses.replace(prepared, given=given)
         choice = prepared.choice
         tf32 = self.compile_options.get("gpu_tf32", True)
         if choice is not None and device != "host" and tf32 and _runs_tf32(own, prepared):

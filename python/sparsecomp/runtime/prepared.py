@@ -55,6 +55,9 @@ class Prepared:
     #: the directory of the executable that prepared it: a function of the same name
     #: in another one (another kernel) refuses it, for its variant runs this one's
     owner: str | None = None
+    #: why the layout is this one where no choice was made: the caller asked for it
+    #: (``layout=``), or a loaded executable has no other
+    given: str = "forced"
 
     def call(self, args: tuple[Any, ...], out: Any = None) -> Any:
         """Call the variant with ``args``, this operand in its place (``out``: the
@@ -63,7 +66,7 @@ class Prepared:
         return self.variant(*args) if out is None else self.variant(*args, out=out)
 
     def __repr__(self) -> str:
-        why = f" ({self.choice.why})" if self.choice is not None else " (forced)"
+        why = f" ({self.choice.why})" if self.choice is not None else f" ({self.given})"
         schedule = f", gpu_balance={self.balance}" if self.balance is not None else ""
         return f"Prepared({self.function}, {self.tensor.shape}, {self.layout}{schedule}{why})"
 

@@ -113,20 +113,3 @@ def register() -> None:
 
 register()
 
-
-def members(t: Tensor) -> Tensor:
-    """A tensor under ``vmap`` (a batched tensor, any number of levels) as the plain
-    tensor of its members, their batch dimensions first and flattened into one; a
-    plain tensor as one member."""
-    functorch = torch._C._functorch
-    levels = 0
-    while functorch.is_batchedtensor(t):
-        bdim = functorch.maybe_get_bdim(t)
-        t = functorch.get_unwrapped(t).movedim(bdim, 0)
-        levels += 1
-    return t.reshape(-1, *t.shape[levels:]) if levels else t.unsqueeze(0)
-
-
-def is_batched(t: Tensor) -> bool:
-    """Whether ``t`` is a batched tensor of ``vmap``."""
-    return bool(torch._C._functorch.is_batchedtensor(t))

@@ -44,7 +44,7 @@ from torch import Tensor, nn
 
 from sparsecomp.errors import SparsecompError
 from sparsecomp.formats.names import parse_layout
-from sparsecomp.torch import batching, kernels, ops, shared, stale_state, structure, tracing
+from sparsecomp.torch import kernels, ops, shared, stale_state, structure, tracing
 from sparsecomp.torch.tracing import refuse_func_grad
 from sparsecomp.torch.transpose import transposed_input
 
@@ -374,10 +374,10 @@ class SparseLinear(nn.Module):
         indptr, indices = self.indptr, self.indices
         if _same(_buffers_seen(indptr, indices), self._source):
             return self._placed, self._row_major, False
-        if batching.is_batched(indptr) or batching.is_batched(indices):
+        if tracing.is_batched(indptr) or tracing.is_batched(indices):
             own = self._source[:2]
             for mine, theirs in zip(own, (indptr, indices), strict=True):
-                every = batching.members(theirs)
+                every = tracing.members(theirs)
                 if every.shape[1:] != mine.shape or not bool((every == mine).all()):
                     raise SparsecompError(
                         f"SparseLinear({self.in_features} -> {self.out_features}) under vmap "
