@@ -37,7 +37,9 @@ _DECLARATIONS = {
     "dprintf": "llvm.func @dprintf(i32, !llvm.ptr, ...) -> i32",
     "snprintf": "llvm.func @snprintf(!llvm.ptr, i64, !llvm.ptr, ...) -> i32",
     "exit": "llvm.func @exit(i32)",
-    HANDLER: f"llvm.mlir.global external @{HANDLER}(#llvm.zero) {{addr_space = 0 : i32}} : !llvm.ptr",
+    HANDLER: (
+        f"llvm.mlir.global external @{HANDLER}(#llvm.zero) {{addr_space = 0 : i32}} : !llvm.ptr"
+    ),
 }
 
 
