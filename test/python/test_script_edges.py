@@ -888,3 +888,13 @@ def test_the_most_negative_literal_of_a_type(private_cache: None) -> None:
     """-128 was read as -(128), and 128 is no i8: refused."""
     x = np.array([-3, 5], np.int8)
     np.testing.assert_array_equal(clamp_i8(x), np.array([-128, 5], np.int8))
+
+
+def test_kernel_syntax_is_importable_and_says_what_it_is() -> None:
+    """where/exp/... were names only a kernel body knew: a program importing them (to
+    quiet linters) got an ImportError."""
+    from sparsecomp.script import exp, where
+
+    with pytest.raises(SparsecompError, match=r"where\(\) is kernel syntax"):
+        where(True, 1.0, 2.0)
+    assert exp.__name__ == "exp"

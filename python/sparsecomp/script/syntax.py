@@ -8,59 +8,33 @@ is correct Python that linters flag (``F821``). Importing them from
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any
 
 from sparsecomp.errors import SparsecompError
 
 
-def _outside(name: str) -> NoReturn:
-    raise SparsecompError(
-        f"{name}() is kernel syntax: it is read inside a @sparsecomp.kernel body, "
-        "not called from Python",
-        hint=f"use numpy's {'np.where' if name == 'where' else 'np.' + name} outside kernels",
-    )
+def _syntax(name: str, doc: str) -> Callable[..., Any]:
+    """A stub named ``name``: kernel syntax that says so when Python calls it."""
+
+    def outside(*args: Any) -> Any:
+        raise SparsecompError(
+            f"{name}() is kernel syntax: it is read inside a @sparsecomp.kernel body, "
+            "not called from Python",
+            hint=f"use numpy's np.{name} outside kernels",
+        )
+
+    outside.__name__ = outside.__qualname__ = name
+    outside.__doc__ = doc
+    return outside
 
 
-def where(condition: Any, a: Any, b: Any) -> Any:
-    """``a`` where ``condition`` holds, else ``b`` (``arith.select``)."""
-    _outside("where")
-
-
-def exp(x: Any) -> Any:
-    """``e ** x`` (``math.exp``)."""
-    _outside("exp")
-
-
-def log(x: Any) -> Any:
-    """The natural logarithm (``math.log``)."""
-    _outside("log")
-
-
-def sqrt(x: Any) -> Any:
-    """The square root (``math.sqrt``)."""
-    _outside("sqrt")
-
-
-def rsqrt(x: Any) -> Any:
-    """``1 / sqrt(x)`` (``math.rsqrt``)."""
-    _outside("rsqrt")
-
-
-def tanh(x: Any) -> Any:
-    """The hyperbolic tangent (``math.tanh``)."""
-    _outside("tanh")
-
-
-def erf(x: Any) -> Any:
-    """The error function (``math.erf``)."""
-    _outside("erf")
-
-
-def sin(x: Any) -> Any:
-    """The sine (``math.sin``)."""
-    _outside("sin")
-
-
-def cos(x: Any) -> Any:
-    """The cosine (``math.cos``)."""
-    _outside("cos")
+where = _syntax("where", "``a`` where ``condition`` holds, else ``b`` (``arith.select``).")
+exp = _syntax("exp", "``e ** x`` (``math.exp``).")
+log = _syntax("log", "The natural logarithm (``math.log``).")
+sqrt = _syntax("sqrt", "The square root (``math.sqrt``).")
+rsqrt = _syntax("rsqrt", "``1 / sqrt(x)`` (``math.rsqrt``).")
+tanh = _syntax("tanh", "The hyperbolic tangent (``math.tanh``).")
+erf = _syntax("erf", "The error function (``math.erf``).")
+sin = _syntax("sin", "The sine (``math.sin``).")
+cos = _syntax("cos", "The cosine (``math.cos``).")
