@@ -898,3 +898,19 @@ def test_kernel_syntax_is_importable_and_says_what_it_is() -> None:
     with pytest.raises(SparsecompError, match=r"where\(\) is kernel syntax"):
         where(True, 1.0, 2.0)
     assert exp.__name__ == "exp"
+
+
+@sparsecomp.kernel
+def scale_by(x: Tensor[f32, "N"], alpha: "T") -> Tensor[f32, "N"]:
+    y[i] = x[i] * f32(alpha)
+    return y
+
+
+def test_a_numpy_scalar_binds_the_type_variable_it_is_given_for(private_cache: None) -> None:
+    """The hint for a Python number said to pass a numpy scalar, which was refused the
+    same way (numpy scalars were numbers, binding nothing)."""
+    x = np.ones(3, np.float32)
+    for alpha in (np.float32(2.0), np.float64(2.0), np.int8(2), np.array(2.0, np.float32)):
+        np.testing.assert_array_equal(scale_by(x, alpha), 2 * x)
+    with pytest.raises(ScriptError, match="nothing else binds type variable 'T'"):
+        scale_by(x, 2.0)

@@ -200,8 +200,11 @@ class Kernel:
                     "a tensor argument is an array",
                     hint=f"pass np.asarray({name}, np.{_array_dtype(p, a)})",
                 )
+            # a numpy scalar binds a type variable it is given for (np.float32(2.0) for
+            # alpha: "T"); for a parameter of a type, it is a number, as a Python one is
+            number = _is_number(a) and (type(a) in (int, float) or not isinstance(p, str))
             try:
-                names.append(None if _is_number(a) else scalar_of(_dtype_of(a)).name)
+                names.append(None if number else scalar_of(_dtype_of(a)).name)
             except SparsecompError as e:
                 raise SparsecompError(
                     f"argument '{name}' of '{self.__name__}': {e.message}", hint=e.hint
