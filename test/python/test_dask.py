@@ -734,6 +734,9 @@ def test_user_mistakes_with_distributed_matrices_are_explained(client, exe, tmp_
     for one in (str(path), path):  # a str was read as one file per character
         np.testing.assert_allclose(sd.from_files(one, client=client).to_scipy().toarray(),
                                    A.toarray())  # fmt: skip
+    np.save(tmp_path / "dense.npy", A.toarray())
+    with pytest.raises(SparsecompError, match=r"dense\.npy is a numpy \.npy file"):
+        sd.from_files([tmp_path / "dense.npy"], client=client)  # read as Matrix Market
     D = sd.from_scipy(A, parts=2, client=client)
     with pytest.raises(SparsecompError, match=r"'spmv' takes 1 operand\(s\) after the matrix, "
                        r"and map got 0: spmv\(sparse float64"):  # fmt: skip

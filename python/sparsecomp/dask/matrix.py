@@ -186,6 +186,14 @@ def from_files(
     client = client_of(client)
     if isinstance(paths, str | os.PathLike):  # one file, not its name's characters
         paths = [paths]
+    dense = [str(p) for p in paths if str(p).endswith(".npy")]
+    if dense:  # read as Matrix Market, it said "Not a Matrix Market file"
+        raise SparsecompError(
+            f"from_files reads scipy.sparse .npz files and Matrix Market files; {dense[0]} "
+            "is a numpy .npy file (a dense array)",
+            hint="save the partitions with scipy.sparse.save_npz, or build the matrix "
+            "with from_scipy(scipy.sparse.csr_matrix(np.load(path)))",
+        )
     kind = None if dtype is None else np.dtype(dtype).str
     stamps = [_stamp(p) for p in paths]  # a file rewritten is another task: read again
     tasks = [
