@@ -57,9 +57,8 @@ def _warm() -> None:
     from sparsecomp.ir.light_dialects import linalg, llvm  # noqa: F401
 
     light_dialects.prefer()
-    from sparsecomp.compiler import build, llvmlib
+    from sparsecomp.compiler import build, llvmlib  # noqa: F401
 
-    del build
     llvmlib.enable()  # each child builds its kernel's object in process
 
     for name in _DIALECTS:
